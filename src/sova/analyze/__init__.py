@@ -1,0 +1,1 @@
+"""Analyzers: turn metric history into findings (loads, hotspots, forecasts)."""

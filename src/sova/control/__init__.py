@@ -1,0 +1,1 @@
+"""The MAPE-K runtime: loops, profiles, the executor with its safety rails, the audit log."""

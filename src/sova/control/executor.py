@@ -1,0 +1,220 @@
+"""The executor: applies plans under safety rails, in auto, approve or dry-run mode.
+
+Rails, checked when an action is about to start (against the newest Knowledge):
+- the VM and hosts exist; nothing else is running on the same VM (actions on one VM run in order,
+  so "detach the VF, then migrate" waits for the unplug to finish);
+- migrations: not to the VM's own host; no VF attached; per-VM hold-down after its last migration;
+  at most ``max_migrations_per_host`` touching a host and ``max_migrations_cluster`` in all; memory
+  free on the destination (counting migrations already heading there); the destination's CPU stays
+  under ``cpu_headroom`` with the VM's current load added;
+- VF attach: a free VF on the VM's host.
+A running action that outlives ``action_timeout`` is cancelled and recorded as timed out. In approve
+mode plans wait for ``approve(plan)``/``reject(plan)`` and expire after ``approval_timeout``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sova.control.audit import AuditLog
+from sova.drivers.base import Driver
+from sova.model import actions as A
+from sova.model.knowledge import Knowledge
+from sova.model.scenario import ControlSpec
+
+LOAD_WINDOW = 10.0
+
+
+@dataclass
+class _Job:
+    plan: int
+    action: A.Action
+    started: float = 0.0
+
+
+@dataclass
+class PendingPlan:
+    id: int
+    actions: list[A.Action]
+    created: float
+
+
+class Executor:
+    def __init__(self, driver: Driver, control: ControlSpec, mode: str = "auto", audit: AuditLog | None = None):
+        if mode not in ("auto", "approve", "dry-run"):
+            raise ValueError(f"unknown executor mode {mode!r}; expected auto, approve or dry-run")
+        self.driver = driver
+        self.c = control
+        self.mode = mode
+        self.audit = audit or AuditLog()
+        self.queued: list[_Job] = []
+        self.running: list[_Job] = []
+        self.pending: dict[int, PendingPlan] = {}
+        self.last_migrated: dict[str, float] = {}
+        self._seq = 0
+
+    # ---------------------------------------------------------------- plans
+    def submit(self, actions: list[A.Action], knowledge: Knowledge) -> int | None:
+        """Take a plan from a policy; returns its id (None for an empty plan)."""
+        if not actions:
+            return None
+        self._seq += 1
+        now = self.driver.now()
+        for a in actions:
+            self.audit.record(now, self._seq, "proposed", a)
+        if self.mode == "dry-run":
+            for a in actions:
+                verdict = self.check(a, knowledge)
+                msg = f"not applied (dry run); rails: {verdict or 'would pass'}"
+                self.audit.record(now, self._seq, "dry-run", a, A.Outcome(A.DRY_RUN, msg, now, now))
+        elif self.mode == "approve":
+            self.pending[self._seq] = PendingPlan(self._seq, list(actions), now)
+            for a in actions:
+                self.audit.record(now, self._seq, "pending", a, A.Outcome(A.PENDING, "waiting for approval", now))
+        else:
+            self.queued.extend(_Job(self._seq, a) for a in actions)
+            self._start_ready(knowledge)
+        return self._seq
+
+    def approve(self, plan_id: int, knowledge: Knowledge) -> None:
+        plan = self._take_pending(plan_id)
+        now = self.driver.now()
+        for a in plan.actions:
+            self.audit.record(now, plan_id, "approved", a, A.Outcome(A.OK, "approved by operator", now))
+        self.queued.extend(_Job(plan_id, a) for a in plan.actions)
+        self._start_ready(knowledge)
+
+    def reject(self, plan_id: int, why: str = "rejected by operator") -> None:
+        plan = self._take_pending(plan_id)
+        now = self.driver.now()
+        for a in plan.actions:
+            self.audit.record(now, plan_id, "rejected", a, A.Outcome(A.REJECTED, why, now, now))
+
+    def _take_pending(self, plan_id: int) -> PendingPlan:
+        if plan_id not in self.pending:
+            known = ", ".join(map(str, sorted(self.pending))) or "none"
+            raise KeyError(f"no plan {plan_id} is waiting for approval (waiting: {known})")
+        return self.pending.pop(plan_id)
+
+    # ---------------------------------------------------------------- progress
+    def tick(self, knowledge: Knowledge) -> None:
+        """Poll running actions, enforce timeouts, expire stale plans, start what can start."""
+        now = self.driver.now()
+        still = []
+        for job in self.running:
+            out = self.driver.poll(job.action)
+            if out.status == A.RUNNING:
+                if now - job.started > self.c.action_timeout:
+                    self.driver.cancel(job.action)
+                    msg = f"no result after {self.c.action_timeout:g} s; cancelled"
+                    self.audit.record(
+                        now, job.plan, "finished", job.action, A.Outcome(A.TIMEOUT, msg, job.started, now)
+                    )
+                    continue
+                still.append(job)
+                continue
+            if isinstance(job.action, A.Migrate) and out.status == A.OK:
+                self.last_migrated[job.action.vm] = now
+            self.audit.record(now, job.plan, "finished", job.action, out)
+        self.running = still
+        for pid in [p for p, plan in self.pending.items() if now - plan.created > self.c.approval_timeout]:
+            for a in self.pending.pop(pid).actions:
+                msg = f"not approved within {self.c.approval_timeout:g} s"
+                self.audit.record(now, pid, "expired", a, A.Outcome(A.EXPIRED, msg, now, now))
+        self._start_ready(knowledge)
+
+    def _start_ready(self, knowledge: Knowledge) -> None:
+        """Start queued actions in order; one at a time per target; a rejection drops its plan's
+        later actions on the same target (they depended on it)."""
+        now = self.driver.now()
+        busy = {j.action.target for j in self.running}
+        blocked: set[tuple[int, str]] = set()
+        keep = []
+        for job in self.queued:
+            key = (job.plan, job.action.target)
+            if key in blocked:
+                why = A.Outcome(A.REJECTED, "an earlier action of its plan on the same target was rejected", now, now)
+                self.audit.record(now, job.plan, "rejected", job.action, why)
+                continue
+            if job.action.target in busy:
+                keep.append(job)
+                continue
+            verdict = self.check(job.action, knowledge)
+            if verdict:
+                self.audit.record(now, job.plan, "rejected", job.action, A.Outcome(A.REJECTED, verdict, now, now))
+                blocked.add(key)
+                continue
+            out = self.driver.apply(job.action)
+            self.audit.record(now, job.plan, "applied", job.action, out)
+            if out.status == A.RUNNING:
+                job.started = now
+                self.running.append(job)
+                busy.add(job.action.target)
+            elif out.status != A.OK:
+                blocked.add(key)
+        self.queued = keep
+
+    # ---------------------------------------------------------------- rails
+    def check(self, action: A.Action, knowledge: Knowledge) -> str | None:
+        """Why the action may not start now, or None if it may."""
+        if not len(knowledge):
+            return "no observation of the cluster yet"
+        snap = knowledge.latest
+        vm_name = getattr(action, "vm", None)
+        if vm_name is not None and vm_name not in snap.vms:
+            return f"no VM named {vm_name!r}"
+        host_name = getattr(action, "host", None)
+        if host_name is not None and host_name not in snap.hosts:
+            return f"no host named {host_name!r}"
+        if isinstance(action, A.Migrate):
+            return self._check_migrate(action, knowledge)
+        if isinstance(action, A.AttachVF):
+            v = snap.vms.index(action.vm)
+            h = int(snap.vm_host[v])
+            if snap.vm_migrating[v]:
+                return f"{action.vm} is migrating"
+            if snap.vm_nic[v] != "vnic":
+                return f"{action.vm} NIC is {snap.vm_nic[v]!r}, not a plain vNIC"
+            plugging = sum(1 for j in self.running if isinstance(j.action, A.AttachVF)
+                           and snap.vm_host[snap.vms.index(j.action.vm)] == h)  # fmt: skip
+            if snap.vfs_used[h] + plugging >= snap.vfs_total[h]:
+                return f"{snap.hosts[h]} has no free VF ({snap.vfs_total[h]} in all)"
+        return None
+
+    def _check_migrate(self, action: A.Migrate, knowledge: Knowledge) -> str | None:
+        snap = knowledge.latest
+        now = self.driver.now()
+        if action.dst not in snap.hosts:
+            return f"no host named {action.dst!r}"
+        v, dst = snap.vms.index(action.vm), snap.hosts.index(action.dst)
+        src = int(snap.vm_host[v])
+        if src == dst:
+            return f"{action.vm} already runs on {action.dst}"
+        if snap.vm_migrating[v]:
+            return f"{action.vm} is already migrating"
+        if snap.vm_nic[v] != "vnic":
+            return f"{action.vm} has an SR-IOV VF ({snap.vm_nic[v]}); detach it first"
+        last = self.last_migrated.get(action.vm)
+        if last is not None and now - last < self.c.hold_down:
+            return f"{action.vm} was migrated {now - last:.0f} s ago; hold-down is {self.c.hold_down:g} s"
+        moving = [j.action for j in self.running if isinstance(j.action, A.Migrate)]
+        if len(moving) >= self.c.max_migrations_cluster:
+            return f"{len(moving)} migrations already running (cluster cap {self.c.max_migrations_cluster})"
+        for h in (src, dst):
+            touching = sum(1 for m in moving if snap.hosts.index(m.dst) == h or snap.vm_host[snap.vms.index(m.vm)] == h)
+            if touching >= self.c.max_migrations_per_host:
+                return f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {self.c.max_migrations_per_host})"
+        incoming = sum(snap.vm_memory[snap.vms.index(m.vm)] for m in moving if m.dst == action.dst)
+        free = snap.host_memory[dst] - knowledge.host_memory_used(snap)[dst] - incoming
+        if free < snap.vm_memory[v]:
+            return f"{action.dst} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"
+        util = knowledge.host_cpu_util(LOAD_WINDOW)
+        cores = knowledge.vm_cpu_cores(LOAD_WINDOW)
+        if util is not None and cores is not None:
+            after = util[dst] + cores[v] / snap.host_cores[dst]
+            if after > self.c.cpu_headroom:
+                return f"{action.dst} would be at {after:.0%} CPU (headroom {self.c.cpu_headroom:.0%})"
+        return None
+
+    def idle(self) -> bool:
+        return not (self.running or self.queued or self.pending)

@@ -1,0 +1,181 @@
+"""Run a scenario on the simulator once per profile, on the same workload and seed.
+
+Each profile gets a fresh Simulator (same seed, so the same workload), the ``sim`` driver, the
+profile's policies in a Runtime, and a Recorder of outcome metrics. The summary of a profile is the
+table documented in docs/outputs.md.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sova.control.audit import AuditLog
+from sova.control.profiles import build_policies
+from sova.control.runtime import Runtime
+from sova.drivers.sim import SimDriver
+from sova.model.scenario import Scenario
+from sova.sim.engine import MigrationRecord, Simulator
+from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
+
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class ProfileResult:
+    profile: str
+    summary: dict
+    series: dict[str, np.ndarray]
+    migrations: list[MigrationRecord]
+    audit: AuditLog
+    services: list[dict] = field(default_factory=list)
+
+
+def run_scenario(
+    scenario: Scenario,
+    profiles: list[str] | None = None,
+    seed: int | None = None,
+    progress: Progress | None = None,
+) -> list[ProfileResult]:
+    names = profiles or list(scenario.profiles)
+    unknown = [n for n in names if n not in scenario.profiles]
+    if unknown:
+        raise KeyError(
+            f"profile(s) {', '.join(unknown)} not in the scenario; it defines {', '.join(scenario.profiles)}"
+        )
+    return [run_profile(scenario, n, seed, progress) for n in names]
+
+
+def run_profile(
+    scenario: Scenario, name: str, seed: int | None = None, progress: Progress | None = None
+) -> ProfileResult:
+    prof = scenario.profiles[name]
+    policies = build_policies(scenario, prof)
+    sim = Simulator(scenario, seed)
+    driver = SimDriver(sim)
+    runtime = Runtime(driver, policies, scenario.control, prof.mode)
+    per_host = scenario.outputs.per_vm or len(sim.host_names) <= PER_HOST_MAX
+    rec = Recorder(sim.host_names, per_host, scenario.outputs.sample_every)
+    steps = round(scenario.duration / scenario.step)
+    wall0 = time.perf_counter()
+    runtime.tick()
+    for i in range(steps):
+        sim.step()
+        rec.record(sim)
+        runtime.tick()
+        if progress is not None:
+            progress(name, i + 1, steps)
+    for vm in list(sim.migrations):  # still in flight at the end of the run
+        sim.cancel_migration(vm, "unfinished")
+    wall = time.perf_counter() - wall0
+    services = _services(sim, rec)
+    summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall)
+    return ProfileResult(name, summary, rec.series(), list(sim.migration_log), runtime.audit, services)
+
+
+def _services(sim: Simulator, rec: Recorder) -> list[dict]:
+    g = sim.workloads.group("httperf")
+    stats = rec.service_stats()
+    if g is None or stats is None:
+        return []
+    out = []
+    for j in range(len(g)):
+        client = int(g.params["client"][j])
+        out.append({
+            "server": sim.vm_names[int(g.vm[j])],
+            "client": sim.vm_names[client] if client >= 0 else "external",
+            "rate": float(g.params["rate"][j]),
+            "page_bytes": float(g.params["page"][j]),
+            "served": float(stats["served"][j]),
+            "dropped": float(stats["dropped"][j]),
+            "response_mean": float(stats["mean"][j]),
+            "response_p95": float(stats["p95"][j]),
+            "response_p99": float(stats["p99"][j]),
+        })  # fmt: skip
+    return out
+
+
+def _pct(x: np.ndarray, q: float) -> float:
+    return float(np.percentile(x, q)) if len(x) else 0.0
+
+
+def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, services, wall: float) -> dict:
+    s = rec.series()
+    out: dict = {
+        "profile": prof.name,
+        "policies": list(prof.policies),
+        "mode": prof.mode,
+        "seed": scenario.seed,
+        "simulated_seconds": float(sim.t),
+        "wall_seconds": wall,
+        "speed": float(sim.t / wall) if wall > 0 else float("inf"),
+        "hosts": sim.H,
+        "vms": sim.V,
+        "cpu": {
+            "host_util_mean": float(np.mean(s["host_util_mean"])),
+            "host_util_max": float(np.max(s["host_util_max"])),
+            "host_util_max_p95": _pct(s["host_util_max"], 95),
+            "hot_host_fraction": float(np.mean(s["host_util_max"] > 0.9)),
+            "dom0_util_mean": float(np.mean(s["dom0_util_mean"])),
+        },
+        "network": {
+            "link_util_max_mean": float(np.mean(s["link_util_max"])),
+            "nic_tx_util_max_mean": float(np.mean(s["nic_tx_util_max"])),
+            "nic_rx_util_max_mean": float(np.mean(s["nic_rx_util_max"])),
+            "bytes_total": float(sim.flow_bytes.sum()),
+        },
+        "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
+    }
+    if services:
+        served = np.array([x["served"] for x in services])
+        total = served.sum()
+        st = rec.svc
+        w, fl, mean = (np.concatenate(st[k]) for k in ("served", "floor", "mean"))
+        out["services"] = {
+            "count": len(services),
+            "served": float(total),
+            "dropped": float(sum(x["dropped"] for x in services)),
+            "throughput_rps": float(total / max(sim.t, 1e-9)),
+            "response_mean": float(sum(x["served"] * x["response_mean"] for x in services) / total) if total else None,
+            "response_p95": mixture_quantile(w, fl, np.maximum(mean - fl, 1e-12), 0.95),
+            "response_p99": mixture_quantile(w, fl, np.maximum(mean - fl, 1e-12), 0.99),
+        }
+    if rec.batch:
+        times = np.array([t for _, t in rec.batch])
+        out["batch"] = {
+            "jobs": len(times),
+            "completion_mean": float(times.mean()),
+            "completion_p95": _pct(times, 95),
+        }
+    io = sim.c["blk_rd_ops"] + sim.c["blk_wr_ops"]
+    if io.sum() > 0:
+        out["storage"] = {
+            "iops_mean": float(io.sum() / sim.t),
+            "latency_mean": float(sim.c["blk_time"].sum() / io.sum()),
+        }
+    done = [m for m in sim.migration_log if m.status == "completed"]
+    out["migrations"] = {
+        "count": len(sim.migration_log),
+        "completed": len(done),
+        "failed": len(sim.migration_log) - len(done),
+        "time_total": float(sum(m.finished - m.started for m in done)),
+        "time_mean": float(np.mean([m.finished - m.started for m in done])) if done else 0.0,
+        "bytes": float(sum(m.bytes for m in sim.migration_log)),
+        "downtime_mean": float(np.mean([m.downtime for m in done])) if done else 0.0,
+        "downtime_max": float(max((m.downtime for m in done), default=0.0)),
+    }
+    out["actions"] = {
+        "proposed": audit.count("proposed"),
+        "applied": audit.count("applied"),
+        "rejected": audit.count("rejected"),
+        "succeeded": audit.count("finished", "ok")
+        + sum(1 for e in audit.entries if e.event == "applied" and e.status == "ok"),
+        "failed": audit.count(status="failed") + audit.count(status="timeout"),
+        "dry_run": audit.count("dry-run"),
+        "pending": audit.count("pending"),
+        "expired": audit.count("expired"),
+    }
+    return out

@@ -1,0 +1,50 @@
+"""Profiles: named sets of policies with their parameters, validated against the policy registry."""
+
+from __future__ import annotations
+
+from sova.model.scenario import ProfileSpec, Scenario
+from sova.model.schema import InputError, Reader
+from sova.plan.base import Policy, registry
+
+
+def check_profiles(scenario: Scenario) -> None:
+    """Raise InputError for unknown policies or bad policy parameters, with their location."""
+    r = Reader(scenario.source)
+    for prof in scenario.profiles.values():
+        _read(r, prof)
+    if r.problems:
+        raise InputError(r.problems)
+
+
+def build_policies(scenario: Scenario, profile: ProfileSpec) -> list[Policy]:
+    r = Reader(scenario.source)
+    policies = _read(r, profile)
+    if r.problems:
+        raise InputError(r.problems)
+    return policies
+
+
+def _read(r: Reader, prof: ProfileSpec) -> list[Policy]:
+    known = registry()
+    out = []
+    for name in prof.policies:
+        cls = known.get(name)
+        if cls is None:
+            import difflib
+
+            hint = difflib.get_close_matches(name, known, n=1)
+            extra = f" (did you mean {hint[0]!r}?)" if hint else ""
+            r.error(
+                f"[profiles.{prof.name}].policies",
+                f"unknown policy {name!r}{extra}; known: {', '.join(sorted(known))}",
+            )
+            continue
+        params = r.table(prof.params.get(name, {}), cls.params, f"[profiles.{prof.name}.params.{name}]")
+        out.append(cls(**params))
+    for name in prof.params:
+        if name not in prof.policies:
+            r.error(
+                f"[profiles.{prof.name}.params.{name}]",
+                f"parameters for {name!r}, which the profile does not run",
+            )
+    return out

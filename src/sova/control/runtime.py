@@ -1,0 +1,41 @@
+"""The MAPE-K loop on any driver's clock: monitor, analyze + plan (policies), execute.
+
+``tick()`` is called by whoever owns the clock (the experiment runner after each simulator step, or
+a wall-clock loop for real hosts). Sensors are read every ``monitor_period``; each policy runs at its
+own period; the executor advances running actions at every tick.
+"""
+
+from __future__ import annotations
+
+from sova.control.audit import AuditLog
+from sova.control.executor import Executor
+from sova.drivers.base import Driver
+from sova.model.knowledge import Knowledge
+from sova.model.scenario import ControlSpec
+from sova.plan.base import Policy
+
+
+class Runtime:
+    def __init__(self, driver: Driver, policies: list[Policy], control: ControlSpec, mode: str = "auto"):
+        self.driver = driver
+        self.policies = policies
+        self.control = control
+        self.knowledge = Knowledge(control.history)
+        self.audit = AuditLog()
+        self.executor = Executor(driver, control, mode, self.audit)
+        start = driver.now()
+        self._next_monitor = start
+        self._next_run = [start + p.period for p in policies]
+
+    def tick(self) -> None:
+        now = self.driver.now()
+        if now + 1e-9 >= self._next_monitor:
+            self.knowledge.add(self.driver.observe())
+            self._next_monitor = now + self.control.monitor_period
+        for i, pol in enumerate(self.policies):
+            if now + 1e-9 >= self._next_run[i]:
+                self._next_run[i] += pol.period * max(1, int((now - self._next_run[i]) // pol.period) + 1)
+                if len(self.knowledge):
+                    self.executor.submit(pol.plan(self.knowledge), self.knowledge)
+        if len(self.knowledge):
+            self.executor.tick(self.knowledge)

@@ -1,0 +1,1 @@
+"""Drivers: the one seam between Sova and a data center (``observe`` and ``apply``)."""

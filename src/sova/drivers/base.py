@@ -1,0 +1,32 @@
+"""The driver interface. Nothing above a driver knows which data center it talks to."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from sova.model.actions import Action, Outcome
+from sova.model.snapshot import Snapshot
+
+
+class Driver(Protocol):
+    """A data center as Sova sees it."""
+
+    def now(self) -> float:
+        """Seconds on the driver's clock (simulated or wall)."""
+        ...
+
+    def observe(self) -> Snapshot:
+        """Read every sensor once."""
+        ...
+
+    def apply(self, action: Action) -> Outcome:
+        """Start an action. Long ones (migrations, hot-plug) return status 'running'."""
+        ...
+
+    def poll(self, action: Action) -> Outcome:
+        """The current outcome of an action that was 'running'."""
+        ...
+
+    def cancel(self, action: Action) -> Outcome:
+        """Abort a running action, leaving the VM where and as it was."""
+        ...

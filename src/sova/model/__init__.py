@@ -1,0 +1,1 @@
+"""The knowledge: scenario specs, topology and routing, snapshots, actions."""

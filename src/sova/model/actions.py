@@ -1,0 +1,114 @@
+"""Typed actions a plan is made of, and the outcome of applying one.
+
+Actions are plain data with the reason they were chosen, so they can be logged, shown, approved and
+replayed. A driver applies them; the executor decides whether they may be applied at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Action:
+    """Base of all actions: the VM or host it targets and why it was chosen."""
+
+    reason: str = field(default="", kw_only=True)
+    policy: str = field(default="", kw_only=True)
+
+    @property
+    def kind(self) -> str:
+        return _KIND_NAMES[type(self)]
+
+    @property
+    def target(self) -> str:
+        return getattr(self, "vm", "") or getattr(self, "host", "")
+
+    def describe(self) -> str:
+        args = {k: v for k, v in asdict(self).items() if k not in ("reason", "policy")}
+        text = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in args.items())
+        return f"{self.kind} {text}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, **asdict(self)}
+
+
+@dataclass(frozen=True)
+class Migrate(Action):
+    vm: str
+    dst: str
+
+
+@dataclass(frozen=True)
+class AttachVF(Action):
+    vm: str
+    rate: float = 0.0  # bit/s cap of the VF's rate tier (0: uncapped)
+
+
+@dataclass(frozen=True)
+class DetachVF(Action):
+    vm: str
+
+
+@dataclass(frozen=True)
+class SetVFRate(Action):
+    vm: str
+    rate: float
+
+
+@dataclass(frozen=True)
+class SetCpu(Action):
+    vm: str
+    weight: int = 0  # 0: unchanged
+    cap: float = -1.0  # cores; 0 removes the cap; -1: unchanged
+
+
+@dataclass(frozen=True)
+class SetIoLimit(Action):
+    vm: str
+    iops: float  # 0 removes the limit
+
+
+@dataclass(frozen=True)
+class SetNetLimit(Action):
+    vm: str
+    rate: float  # bit/s on the vNIC; 0 removes the limit
+
+
+@dataclass(frozen=True)
+class SetDom0Weight(Action):
+    host: str
+    weight: int
+
+
+_KIND_NAMES = {
+    Migrate: "migrate",
+    AttachVF: "attach-vf",
+    DetachVF: "detach-vf",
+    SetVFRate: "set-vf-rate",
+    SetCpu: "set-cpu",
+    SetIoLimit: "set-io-limit",
+    SetNetLimit: "set-net-limit",
+    SetDom0Weight: "set-dom0-weight",
+}
+
+# Outcome statuses
+OK, RUNNING, FAILED, REJECTED, TIMEOUT, CANCELLED, PENDING, DRY_RUN, EXPIRED = (
+    "ok", "running", "failed", "rejected", "timeout", "cancelled", "pending-approval", "dry-run", "expired",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What came of an action: a status from the list above and a message saying why."""
+
+    status: str
+    message: str = ""
+    started: float = 0.0
+    finished: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def finished_ok(self) -> bool:
+        return self.status == OK

@@ -1,0 +1,95 @@
+"""The Knowledge of the MAPE-K loop: a bounded history of snapshots and the rates derived from it.
+
+Rates are differences of cumulative counters over a window, as any monitoring system computes them
+from real sensors.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from sova.model.snapshot import Snapshot
+
+
+class Knowledge:
+    """Snapshot history (newest last) plus helpers for windowed rates."""
+
+    def __init__(self, history: int = 600):
+        self.snapshots: deque[Snapshot] = deque(maxlen=history)
+
+    def add(self, snap: Snapshot) -> None:
+        if self.snapshots and len(snap.vms) != len(self.snapshots[-1].vms):
+            self.snapshots.clear()  # the inventory changed: old counters no longer line up
+        self.snapshots.append(snap)
+
+    @property
+    def latest(self) -> Snapshot:
+        return self.snapshots[-1]
+
+    def __len__(self) -> int:
+        return len(self.snapshots)
+
+    def at_or_before(self, t: float) -> Snapshot | None:
+        """The newest snapshot taken at or before time t."""
+        for s in reversed(self.snapshots):
+            if s.time <= t + 1e-9:
+                return s
+        return None
+
+    def window(self, seconds: float, end: float | None = None) -> tuple[Snapshot, Snapshot] | None:
+        """(older, newer) snapshots spanning about `seconds` up to `end` (default: latest)."""
+        if len(self.snapshots) < 2:
+            return None
+        new = self.latest if end is None else self.at_or_before(end)
+        if new is None:
+            return None
+        old = self.at_or_before(new.time - seconds)
+        if old is None:
+            old = self.snapshots[0]
+        if old.time >= new.time:
+            return None
+        return old, new
+
+    def host_cpu_util(self, seconds: float, end: float | None = None) -> np.ndarray | None:
+        """Per host: CPU busy (all domains) / hardware threads, over the window."""
+        w = self.window(seconds, end)
+        if w is None:
+            return None
+        old, new = w
+        return (new.host_cpu_time - old.host_cpu_time) / ((new.time - old.time) * new.host_cores)
+
+    def vm_cpu_cores(self, seconds: float, end: float | None = None) -> np.ndarray | None:
+        """Per VM: cores used over the window."""
+        w = self.window(seconds, end)
+        if w is None:
+            return None
+        old, new = w
+        return (new.counters.cpu_time - old.counters.cpu_time) / (new.time - old.time)
+
+    def vm_net_rate(self, seconds: float) -> np.ndarray | None:
+        """Per VM: bit/s sent + received as the guest counts it (all NICs)."""
+        w = self.window(seconds)
+        if w is None:
+            return None
+        old, new = w
+        c0, c1 = old.counters, new.counters
+        total = (c1.guest_rx_bytes - c0.guest_rx_bytes) + (c1.guest_tx_bytes - c0.guest_tx_bytes)
+        return total * 8 / (new.time - old.time)
+
+    def nic_util(self, seconds: float) -> np.ndarray | None:
+        """Per host: max of tx and rx utilisation of the physical NIC over the window."""
+        w = self.window(seconds)
+        if w is None:
+            return None
+        old, new = w
+        dt = new.time - old.time
+        tx = (new.nic_tx_bytes - old.nic_tx_bytes) * 8 / (dt * new.nic_bandwidth)
+        rx = (new.nic_rx_bytes - old.nic_rx_bytes) * 8 / (dt * new.nic_bandwidth)
+        return np.maximum(tx, rx)
+
+    def host_memory_used(self, snap: Snapshot | None = None) -> np.ndarray:
+        """Per host: MiB committed to its VMs (configured memory)."""
+        s = snap or self.latest
+        return np.bincount(s.vm_host, weights=s.vm_memory, minlength=len(s.hosts))

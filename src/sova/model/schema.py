@@ -1,0 +1,187 @@
+"""A small declarative reader for TOML tables that collects every error with its location.
+
+Each table is described by a dict of ``Field``s. ``Reader.table`` checks types, units, ranges and
+choices, fills defaults, rejects unknown keys (with a did-you-mean hint) and records every problem
+as a ``Problem(location, message)`` instead of stopping at the first. The same field descriptions
+generate the scenario reference in docs/, so the docs cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+from sova.model import units
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "required"
+
+
+REQUIRED: Any = _Required()
+
+_CONVERTERS = {
+    "bandwidth": units.bandwidth,
+    "size": units.size_bytes,
+    "memory": units.memory_mib,
+    "duration": units.duration,
+}
+
+_KIND_TEXT = {
+    "int": "an integer",
+    "float": "a number",
+    "str": "a string",
+    "bool": "true or false",
+    "bandwidth": "a bandwidth (bit/s or '10Gbps')",
+    "size": "a size (bytes or '128KB')",
+    "memory": "a memory size (MiB or '4GiB')",
+    "duration": "a duration (s or '10min')",
+    "list[str]": "a list of strings",
+    "table": "a table",
+    "any": "a value",
+}
+
+
+@dataclass(frozen=True)
+class Field:
+    """One key of a table: its kind, default, allowed values and a line of documentation."""
+
+    kind: str
+    default: Any = REQUIRED
+    doc: str = ""
+    choices: tuple[Any, ...] = ()
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+
+    def expected(self) -> str:
+        text = _KIND_TEXT[self.kind]
+        if self.choices:
+            text = "one of " + ", ".join(repr(c) for c in self.choices)
+        bounds = []
+        if self.lo is not None:
+            bounds.append(f"{'>' if self.lo_open else '>='} {self.lo:g}")
+        if self.hi is not None:
+            bounds.append(f"<= {self.hi:g}")
+        if bounds:
+            text += " " + " and ".join(bounds)
+        return text
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One error in an input, with where it is and what was expected."""
+
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}"
+
+
+class InputError(Exception):
+    """Raised with every problem found in an input file; nothing has been run or written."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+@dataclass
+class Reader:
+    """Reads tables of one file, accumulating problems."""
+
+    source: str
+    problems: list[Problem] = field(default_factory=list)
+
+    def error(self, where: str, message: str) -> None:
+        self.problems.append(Problem(f"{self.source}: {where}" if where else self.source, message))
+
+    def value(self, raw: Any, spec: Field, where: str) -> Any:
+        """Check and convert one value; on error record it and return the default (or None)."""
+        fallback = None if spec.default is REQUIRED else spec.default
+        try:
+            value = self._convert(raw, spec)
+        except (TypeError, ValueError) as exc:
+            self.error(where, f"{exc}")
+            return fallback
+        if spec.choices and value not in spec.choices:
+            hint = difflib.get_close_matches(str(value), [str(c) for c in spec.choices], n=1)
+            extra = f" (did you mean {hint[0]!r}?)" if hint else ""
+            self.error(where, f"got {value!r}; expected {spec.expected()}{extra}")
+            return fallback
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            too_low = spec.lo is not None and (value <= spec.lo if spec.lo_open else value < spec.lo)
+            too_high = spec.hi is not None and value > spec.hi
+            if too_low or too_high:
+                self.error(where, f"got {value!r}; expected {spec.expected()}")
+                return fallback
+        return value
+
+    @staticmethod
+    def _convert(raw: Any, spec: Field) -> Any:
+        kind = spec.kind
+        if kind in _CONVERTERS:
+            return _CONVERTERS[kind](raw)
+        if kind == "any":
+            return raw
+        if kind == "bool":
+            if not isinstance(raw, bool):
+                raise TypeError(f"expected true or false, got {raw!r}")
+            return raw
+        if kind == "int":
+            if isinstance(raw, bool) or not isinstance(raw, int):
+                raise TypeError(f"expected an integer, got {raw!r}")
+            return raw
+        if kind == "float":
+            if isinstance(raw, bool) or not isinstance(raw, int | float):
+                raise TypeError(f"expected a number, got {raw!r}")
+            return float(raw)
+        if kind == "str":
+            if not isinstance(raw, str):
+                raise TypeError(f"expected a string, got {raw!r}")
+            return raw
+        if kind == "list[str]":
+            if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+                raise TypeError(f"expected a list of strings, got {raw!r}")
+            return list(raw)
+        if kind == "table":
+            if not isinstance(raw, dict):
+                raise TypeError(f"expected a table, got {raw!r}")
+            return raw
+        raise AssertionError(kind)
+
+    def table(
+        self, raw: Any, fields: dict[str, Field], where: str, *, extra_ok: tuple[str, ...] = ()
+    ) -> dict[str, Any]:
+        """Read a table: every known key checked and converted, defaults filled, unknown keys reported."""
+        out: dict[str, Any] = {}
+        if not isinstance(raw, dict):
+            self.error(where, f"expected a table, got {raw!r}")
+            raw = {}
+        for key in raw:
+            if key not in fields and key not in extra_ok:
+                hint = difflib.get_close_matches(key, [*fields, *extra_ok], n=1)
+                extra = f"; did you mean {hint[0]!r}?" if hint else ""
+                known = ", ".join(sorted([*fields, *extra_ok]))
+                self.error(f"{where}.{key}", f"unknown key{extra} (known keys: {known})")
+        for key, spec in fields.items():
+            if key in raw:
+                out[key] = self.value(raw[key], spec, f"{where}.{key}")
+            elif spec.default is REQUIRED:
+                self.error(f"{where}.{key}", f"missing; expected {spec.expected()}")
+                out[key] = None
+            else:
+                out[key] = spec.default
+        return out
+
+
+def markdown_table(fields: dict[str, Field]) -> str:
+    """The reference table of a schema, for the docs."""
+    lines = ["| key | expected | default | meaning |", "|---|---|---|---|"]
+    for key, f in fields.items():
+        default = "required" if f.default is REQUIRED else repr(f.default)
+        lines.append(f"| `{key}` | {f.expected()} | {default} | {f.doc} |")
+    return "\n".join(lines)

@@ -1,0 +1,70 @@
+"""What the sensors of real hosts report: the only view of the data center policies get.
+
+Counters are cumulative (as libvirt, /proc/net/dev and Open vSwitch report them); rates come from
+differences between snapshots (``sova.analyze.rates``). Nothing here is simulator-only: every field
+has a real source, named in its comment.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class VmCounters:
+    """Per-VM cumulative counters, arrays indexed like ``Snapshot.vms``."""
+
+    cpu_time: np.ndarray  # s; libvirt cpu_time / XenMon gotten time
+    wait_time: np.ndarray  # s; runnable but not running (XenMon waiting, libvirt vcpu.wait/delay)
+    blocked_time: np.ndarray  # s; idle or blocked on I/O (XenMon blocked)
+    vnic_rx_bytes: np.ndarray  # bytes; the vNIC as Dom0 sees it (libvirt interfaceStats)
+    vnic_tx_bytes: np.ndarray
+    vnic_rx_packets: np.ndarray
+    vnic_tx_packets: np.ndarray
+    guest_rx_bytes: np.ndarray  # bytes; the guest's /proc/net/dev over all its NICs (gray-box daemon)
+    guest_tx_bytes: np.ndarray
+    guest_rx_packets: np.ndarray
+    guest_tx_packets: np.ndarray
+    blk_rd_ops: np.ndarray  # libvirt blockStats
+    blk_wr_ops: np.ndarray
+    blk_rd_bytes: np.ndarray
+    blk_wr_bytes: np.ndarray
+    blk_time: np.ndarray  # s; total time of completed IOs (blockStats rd/wr_total_times)
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One observation of the whole cluster at ``time`` (seconds on the driver's clock)."""
+
+    time: float
+    hosts: tuple[str, ...]
+    vms: tuple[str, ...]
+    host_cores: np.ndarray  # hardware threads
+    host_memory: np.ndarray  # MiB available to guests
+    host_cpu_time: np.ndarray  # s; all domains incl. Dom0 (cumulative)
+    dom0_cpu_time: np.ndarray  # s
+    dom0_vcpus: np.ndarray
+    nic_bandwidth: np.ndarray  # bit/s of the physical port
+    nic_rx_bytes: np.ndarray  # cumulative, physical NIC
+    nic_tx_bytes: np.ndarray
+    vfs_total: np.ndarray  # VFs the NIC offers (0 without SR-IOV)
+    vfs_used: np.ndarray
+    vm_host: np.ndarray  # index into hosts
+    vm_vcpus: np.ndarray
+    vm_memory: np.ndarray  # MiB configured
+    vm_memory_used: np.ndarray  # MiB in use (guest /proc/meminfo via the daemon or the balloon)
+    vm_dirty_rate: np.ndarray  # bytes/s (libvirt domain dirty-rate calculation)
+    vm_weight: np.ndarray
+    vm_cap: np.ndarray
+    vm_nic: tuple[str, ...]  # 'vnic' | 'vf'; 'attaching'/'detaching' while a hot-plug is in progress
+    vm_vf_rate: np.ndarray  # bit/s cap of the VF (0: none)
+    vm_migrating: np.ndarray  # bool: a migration of this VM is in flight
+    counters: VmCounters
+    flow_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index
+    flow_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index, -1 outside
+    flow_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # cumulative (OVS flow counters)
+
+    def host_of(self, vm: str) -> str:
+        return self.hosts[int(self.vm_host[self.vms.index(vm)])]

@@ -1,0 +1,1 @@
+"""Policies (planners): turn the Knowledge into plans of typed actions."""

@@ -1,0 +1,54 @@
+"""The policy interface and registry.
+
+A policy is a class with a ``name``, a ``params`` schema (validated up front, documented from the
+same description) and ``plan(knowledge) -> list[Action]``. It runs every ``period`` seconds in the
+``local`` (per-host agent) or ``global`` (manager) loop. Adding a policy means adding a module in
+``sova.plan`` that defines a subclass with the ``@register`` decorator; nothing else.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from abc import ABC, abstractmethod
+from typing import Any, ClassVar
+
+from sova.model.actions import Action
+from sova.model.knowledge import Knowledge
+from sova.model.schema import Field
+
+_REGISTRY: dict[str, type[Policy]] = {}
+
+
+class Policy(ABC):
+    name: ClassVar[str] = ""
+    loop: ClassVar[str] = "global"
+    summary: ClassVar[str] = ""
+    params: ClassVar[dict[str, Field]] = {}
+
+    def __init__(self, **params: Any):
+        self.p = params
+        self.period: float = params.get("period", 10.0)
+
+    @abstractmethod
+    def plan(self, knowledge: Knowledge) -> list[Action]:
+        """The actions this policy wants now, each with its reason."""
+
+
+def register(cls: type[Policy]) -> type[Policy]:
+    if not cls.name:
+        raise ValueError(f"policy class {cls.__name__} has no name")
+    if "period" not in cls.params:
+        raise ValueError(f"policy {cls.name} must declare a 'period' parameter")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registry() -> dict[str, type[Policy]]:
+    """All registered policies; modules of sova.plan are imported on first use."""
+    if not _REGISTRY:
+        import sova.plan as pkg
+
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            importlib.import_module(f"sova.plan.{mod.name}")
+    return dict(_REGISTRY)

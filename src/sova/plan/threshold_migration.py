@@ -1,0 +1,85 @@
+"""A simple threshold policy: move one VM off each host whose CPU stays above a threshold.
+
+A host is hot when k of its last n CPU observations (each the mean over ``window`` seconds) exceed
+``hot``. From each hot host it moves the VM with the largest CPU use that brings the host under
+``hot`` if possible (else the largest), to the least loaded host where the VM fits in memory and
+keeps that host under ``target``. One migration per hot host per round. It exists so the whole
+MAPE-K pipeline runs end to end; the papers' policies come as their own modules.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.analyze.hotspot import host_cpu_observations, k_of_n_hot
+from sova.model.actions import Action, Migrate
+from sova.model.knowledge import Knowledge
+from sova.model.schema import Field
+from sova.plan.base import Policy, register
+
+
+@register
+class ThresholdMigration(Policy):
+    name = "threshold-migration"
+    summary = "migrate a VM off hosts whose CPU stays above a threshold (k of n observations)"
+    params = {
+        "period": Field("duration", 30.0, "how often the policy runs", lo=0, lo_open=True),
+        "hot": Field("float", 0.85, "CPU utilisation above which a host is hot", lo=0, hi=1),
+        "target": Field("float", 0.7, "a destination must stay under this after the move", lo=0, hi=1),
+        "k": Field("int", 3, "observations above the threshold needed", lo=1),
+        "n": Field("int", 5, "observations considered", lo=1),
+        "window": Field("duration", 10.0, "seconds averaged into one observation", lo=0, lo_open=True),
+    }
+
+    def plan(self, knowledge: Knowledge) -> list[Action]:
+        p = self.p
+        obs = host_cpu_observations(knowledge, p["window"], p["n"])
+        if obs is None:
+            return []
+        snap = knowledge.latest
+        hot = k_of_n_hot(obs, p["hot"], p["k"])
+        if not hot.any():
+            return []
+        host_util = obs[-1].copy()
+        vm_cores = knowledge.vm_cpu_cores(p["window"])
+        mem_free = snap.host_memory - knowledge.host_memory_used(snap)
+        actions: list[Action] = []
+        for h in np.flatnonzero(hot)[np.argsort(-host_util[hot])]:
+            on_host = np.flatnonzero((snap.vm_host == h) & ~snap.vm_migrating)
+            if not len(on_host):
+                continue
+            util_of = vm_cores[on_host] / snap.host_cores[h]
+            enough = host_util[h] - util_of <= p["hot"]
+            order = np.argsort(-util_of)
+            if enough.any():  # the smallest VM that is enough, else the biggest
+                order = np.concatenate([np.flatnonzero(enough)[np.argsort(util_of[enough])], order])
+            move = self._choose(snap, knowledge, on_host[order], vm_cores, host_util, mem_free, h)
+            if move is None:
+                continue
+            vm, dst = move
+            host_util[dst] += vm_cores[vm] / snap.host_cores[dst]
+            host_util[h] -= vm_cores[vm] / snap.host_cores[h]
+            mem_free[dst] -= snap.vm_memory[vm]
+            actions.append(
+                Migrate(
+                    vm=snap.vms[vm],
+                    dst=snap.hosts[dst],
+                    policy=self.name,
+                    reason=(
+                        f"{snap.hosts[h]} CPU above {p['hot']:.0%} in {int((obs[:, h] > p['hot']).sum())} of the "
+                        f"last {p['n']} observations (now {obs[-1, h]:.0%}); {snap.vms[vm]} uses "
+                        f"{vm_cores[vm]:.2f} cores; {snap.hosts[dst]} is the least loaded host that fits"
+                    ),
+                )
+            )
+        return actions
+
+    def _choose(self, snap, knowledge, candidates, vm_cores, host_util, mem_free, src):
+        for vm in candidates:
+            after = host_util + vm_cores[vm] / snap.host_cores
+            ok = (mem_free >= snap.vm_memory[vm]) & (after <= self.p["target"])
+            ok[src] = False
+            if ok.any():
+                dst = int(np.flatnonzero(ok)[np.argmin(host_util[ok])])
+                return int(vm), dst
+        return None

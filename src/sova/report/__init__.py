@@ -1,0 +1,1 @@
+"""Run outputs: summary.json, per-step metrics CSV, PNG plots, a self-contained report.html."""

@@ -1,0 +1,105 @@
+"""PNG plots of a run, one figure per question a reader asks, all profiles side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from sova.control.experiment import ProfileResult
+
+
+def _fig(title: str, ylabel: str):
+    fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
+    ax.set_title(title, fontsize=11)
+    ax.set_xlabel("time (min)")
+    ax.set_ylabel(ylabel)
+    ax.grid(alpha=0.3)
+    return fig, ax
+
+
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]]:
+    """Write the plots; returns (caption, path) pairs in the order a report shows them."""
+    plots = []
+    fig, ax = _fig("Hottest host CPU utilisation", "CPU utilisation")
+    for r in results:
+        ax.plot(r.series["time"] / 60, r.series["host_util_max"], label=r.profile, lw=1.2)
+    ax.axhline(1.0, color="gray", lw=0.6)
+    ax.legend(fontsize=8)
+    plots.append(("Hottest host's CPU utilisation over time, per profile.", _save(fig, out / "cpu_max.png")))
+
+    first = results[0]
+    host_cols = [k for k in first.series if k.startswith("cpu:")]
+    if host_cols:
+        fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.4), dpi=110, squeeze=False)
+        for ax, r in zip(axes[0], results, strict=True):
+            for k in host_cols:
+                ax.plot(r.series["time"] / 60, r.series[k], lw=0.9, label=k[4:])
+            for m in r.migrations:
+                ax.axvline(m.started / 60, color="red", lw=0.6, alpha=0.6)
+            ax.set_title(f"{r.profile}: CPU per host (red: migrations)", fontsize=10)
+            ax.set_xlabel("time (min)")
+            ax.set_ylim(0, 1.05)
+            ax.grid(alpha=0.3)
+        if len(host_cols) <= 12:
+            axes[0][0].legend(fontsize=7, ncol=2)
+        plots.append(("CPU utilisation of every host, with migration starts.", _save(fig, out / "cpu_hosts.png")))
+
+    if "response_time_mean" in first.series:
+        fig, ax = _fig("Mean response time of web requests", "response time (ms)")
+        for r in results:
+            ax.plot(r.series["time"] / 60, r.series["response_time_mean"] * 1e3, label=r.profile, lw=1.0)
+        ax.set_yscale("log")
+        ax.legend(fontsize=8)
+        plots.append(
+            (
+                "Mean response time of all web requests served in each step.",
+                _save(fig, out / "response_time.png"),
+            )
+        )
+
+    fig, ax = _fig("Network: most utilised NIC and fabric link", "utilisation")
+    for r in results:
+        line = ax.plot(r.series["time"] / 60, r.series["nic_tx_util_max"], label=f"{r.profile} NIC tx", lw=1.0)
+        ax.plot(r.series["time"] / 60, r.series["link_util_max"], ls="--", color=line[0].get_color(), lw=0.8,
+                label=f"{r.profile} link")  # fmt: skip
+    ax.legend(fontsize=8)
+    plots.append(("The most utilised NIC (solid) and fabric link (dashed).", _save(fig, out / "network.png")))
+
+    fig, ax = _fig("Cluster power", "power (W)")
+    for r in results:
+        ax.plot(r.series["time"] / 60, r.series["power_w"], label=r.profile, lw=1.0)
+    ax.legend(fontsize=8)
+    plots.append(("Power of all hosts (linear model).", _save(fig, out / "power.png")))
+
+    svc = [r for r in results if r.services]
+    if svc:
+        fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
+        n = len(svc[0].services)
+        width = 0.8 / len(svc)
+        for i, r in enumerate(svc):
+            x = np.arange(n) + i * width
+            ax.bar(x, [s["response_mean"] * 1e3 for s in r.services], width, label=f"{r.profile} mean")
+            ax.scatter(x, [s["response_p95"] * 1e3 for s in r.services], marker="_", s=80, color="black")
+        ax.set_xticks(np.arange(n) + 0.4 - width / 2, [s["server"] for s in svc[0].services], rotation=45, fontsize=7)
+        ax.set_ylabel("response time (ms); tick: p95")
+        ax.set_title("Response time per web service", fontsize=11)
+        ax.legend(fontsize=8)
+        plots.append(
+            (
+                "Mean (bars) and 95th percentile (ticks) response time per service.",
+                _save(fig, out / "services.png"),
+            )
+        )
+    return plots

@@ -1,0 +1,1 @@
+"""The built-in data-center simulator: a time-stepped fluid model, deterministic per seed."""

@@ -1,0 +1,148 @@
+"""Network datapaths: which resources a flow uses, and how much of each per bit.
+
+Resources, in one index space: fabric links; per host NIC transmit and receive (the physical
+function's bandwidth, shared by hardware arbitration between the VFs and the para-virtual path);
+per host Dom0 CPU (seconds of CPU per bit); per VM the VF transmit rate cap; per VM the vNIC
+transmit limit (tc on the tap).
+
+- vNIC (para-virtual): every packet crosses the host's Dom0 (netback), costing Dom0 CPU per packet
+  and per byte; two vNICs on one host talk through the Dom0 bridge, paying Dom0 twice and never
+  touching the NIC (so local VM-to-VM traffic is bounded by Dom0).
+- VF (SR-IOV): bypasses Dom0; the NIC's embedded switch loops VF traffic between VMs of one host.
+- Migration and storage streams start and end in Dom0 itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+VM, DOM0, NODE = 0, 1, 2
+
+
+@dataclass
+class Layout:
+    """Offsets of each resource family in the resource index space."""
+
+    n_links: int
+    n_hosts: int
+    n_vms: int
+
+    @property
+    def nic_tx(self) -> int:
+        return self.n_links
+
+    @property
+    def nic_rx(self) -> int:
+        return self.n_links + self.n_hosts
+
+    @property
+    def dom0(self) -> int:
+        return self.n_links + 2 * self.n_hosts
+
+    @property
+    def vf(self) -> int:
+        return self.n_links + 3 * self.n_hosts
+
+    @property
+    def netlim(self) -> int:
+        return self.n_links + 3 * self.n_hosts + self.n_vms
+
+    @property
+    def size(self) -> int:
+        return self.n_links + 3 * self.n_hosts + 2 * self.n_vms
+
+
+@dataclass
+class Route:
+    """A flow's resources with coefficients, the Dom0 crossings among them, and fixed latency."""
+
+    resources: np.ndarray
+    coef: np.ndarray
+    dom0_host: np.ndarray  # per entry: host whose Dom0 this entry is, else -1
+    crossings: np.ndarray  # per entry: netback crossings (1 or 2) for Dom0 entries, else 1
+    latency: float
+    src_pv: bool
+    dst_pv: bool
+    src_host: int
+    dst_host: int
+
+
+def route(
+    layout: Layout,
+    topology,
+    src: tuple[int, int],
+    dst: tuple[int, int],
+    vm_host: np.ndarray,
+    vm_vf: np.ndarray,
+    dom0_cost_bit: float,
+    pv_latency: float,
+    vf_latency: float,
+    flow_hash: int,
+) -> Route:
+    """Resources of a flow from src to dst, each an (endpoint kind, id) pair."""
+    res: list[int] = []
+    coef: list[float] = []
+    d0: list[int] = []
+    cross: list[int] = []
+
+    def add(r: int, c: float = 1.0, host: int = -1, n: int = 1) -> None:
+        res.append(r)
+        coef.append(c)
+        d0.append(host)
+        cross.append(n)
+
+    def side(ep: tuple[int, int]) -> tuple[int, int, bool]:
+        kind, i = ep
+        if kind == VM:
+            h = int(vm_host[i])
+            return h, h, not bool(vm_vf[i])
+        if kind == DOM0:
+            return i, i, True
+        return -1, i, False
+
+    hs, ns, s_pv = side(src)
+    hd, nd, d_pv = side(dst)
+    latency = 0.0
+    src_is_vm, dst_is_vm = src[0] == VM, dst[0] == VM
+    if src_is_vm and s_pv:
+        add(layout.netlim + src[1])
+    if src_is_vm and not s_pv:
+        add(layout.vf + src[1])
+    if hs >= 0 and hs == hd:
+        if s_pv and d_pv:
+            add(layout.dom0 + hs, 2 * dom0_cost_bit, hs, 2)
+            latency += 2 * pv_latency
+        else:
+            add(layout.nic_tx + hs)
+            add(layout.nic_rx + hs)
+            for pv in (s_pv, d_pv):
+                if pv:
+                    add(layout.dom0 + hs, dom0_cost_bit, hs, 1)
+                latency += pv_latency if pv else vf_latency
+    else:
+        if hs >= 0:
+            if s_pv:
+                add(layout.dom0 + hs, dom0_cost_bit, hs, 1)
+            add(layout.nic_tx + hs)
+            latency += pv_latency if s_pv else vf_latency
+        for link in topology.path(ns, nd, flow_hash):
+            add(int(link))
+        latency += topology.latency(ns, nd)
+        if hd >= 0:
+            add(layout.nic_rx + hd)
+            if d_pv:
+                add(layout.dom0 + hd, dom0_cost_bit, hd, 1)
+            latency += pv_latency if d_pv else vf_latency
+    return Route(
+        resources=np.asarray(res, dtype=np.int64),
+        coef=np.asarray(coef, dtype=float),
+        dom0_host=np.asarray(d0, dtype=np.int64),
+        crossings=np.asarray(cross, dtype=np.int64),
+        latency=latency,
+        src_pv=src_is_vm and s_pv,
+        dst_pv=dst_is_vm and d_pv,
+        src_host=hs,
+        dst_host=hd,
+    )

@@ -1,0 +1,143 @@
+"""Workload generators, vectorized per kind: what each VM asks of the hardware at each step.
+
+- lookbusy: a CPU burner at a load level, running a fraction ``duty`` of every ``period``.
+- netperf: a TCP stream to or from a peer, with the same duty cycle.
+- httperf: requests at a rate against a web server in the VM, each answered with a page.
+- fio: a stream of IOs of a size at a rate against the VM's storage server.
+- batch: CPU jobs of fixed work, one after another (sysbench-like); reports completion times.
+- planetlab / bitbrains: replay of real traces (CPU; and memory, disk and network for Bitbrains).
+
+A workload only states demand; what it gets is decided by the simulator's physics.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sova.model.scenario import Scenario, WorkloadSpec
+from sova.sim.traces import read_bitbrains, read_planetlab
+
+
+def on_fraction(t: float, dt: float, period: np.ndarray, duty: np.ndarray, phase: np.ndarray) -> np.ndarray:
+    """Fraction of [t, t+dt) during which an on/off cycle (on for duty*period each period) is on."""
+
+    def cum(y: np.ndarray) -> np.ndarray:
+        k = np.floor(y / period)
+        return k * duty * period + np.minimum(y - k * period, duty * period)
+
+    return (cum(t + dt + phase) - cum(t + phase)) / dt
+
+
+@dataclass
+class Group:
+    """Instances of one workload kind: one row per (workload, VM)."""
+
+    kind: str
+    vm: np.ndarray
+    params: dict[str, np.ndarray]
+    phase: np.ndarray
+    spec_index: np.ndarray
+    flows: dict[str, np.ndarray] = field(default_factory=dict)
+    state: dict[str, np.ndarray] = field(default_factory=dict)
+    series: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.vm)
+
+
+_ENDPOINT_EXTERNAL = -1
+
+
+class Workloads:
+    """All workloads of a scenario, grouped by kind, with phase changes applied on time."""
+
+    def __init__(self, scenario: Scenario, rng: np.random.Generator):
+        self.scenario = scenario
+        vm_index = scenario.vm_index()
+        names = [v.name for v in scenario.vms]
+        self.vcpus = np.array([v.vcpus for v in scenario.vms], dtype=float)
+        rows: dict[str, list[tuple[int, int, dict]]] = {}
+        for s, spec in enumerate(scenario.workloads):
+            for name in fnmatch.filter(names, spec.vm):
+                rows.setdefault(spec.kind, []).append((s, vm_index[name], spec.params))
+        self.groups: dict[str, Group] = {}
+        for kind, items in rows.items():
+            self.groups[kind] = self._make_group(kind, items, scenario.workloads, vm_index, rng)
+        self._events = self._phase_events(scenario.workloads)
+        self._next_event = 0
+
+    @staticmethod
+    def _make_group(kind, items, specs: tuple[WorkloadSpec, ...], vm_index, rng) -> Group:
+        spec_idx = np.array([s for s, _, _ in items])
+        vm = np.array([v for _, v, _ in items], dtype=np.int64)
+        keys = items[0][2].keys()
+        params = {}
+        for k in keys:
+            vals = [p[k] for _, _, p in items]
+            if k in ("peer", "client"):
+                params[k] = np.array([_ENDPOINT_EXTERNAL if x == "external" else vm_index[x] for x in vals])
+            elif isinstance(vals[0], str):
+                params[k] = np.array(vals, dtype=object)
+            else:
+                params[k] = np.array(vals, dtype=float)
+        stagger = np.array([specs[s].stagger for s in spec_idx])
+        period = params.get("period", np.ones(len(vm)))
+        phase = np.where(stagger, rng.uniform(0, 1, len(vm)) * period, 0.0)
+        g = Group(kind, vm, params, phase, spec_idx)
+        if kind in ("planetlab", "bitbrains"):
+            _load_series(g)
+        if kind == "batch":
+            g.state["left"] = g.params["work"].copy()
+            g.state["think_left"] = np.zeros(len(vm))
+            g.state["started"] = np.zeros(len(vm))
+        if kind == "httperf":
+            g.state["backlog"] = np.zeros(len(vm))
+        return g
+
+    @staticmethod
+    def _phase_events(specs: tuple[WorkloadSpec, ...]) -> list[tuple[float, int, str, object]]:
+        ev = [(ph.at, s, k, v) for s, spec in enumerate(specs) for ph in spec.phases for k, v in ph.params.items()]
+        return sorted(ev, key=lambda e: (e[0], e[1]))
+
+    def apply_phases(self, t: float) -> bool:
+        """Apply every phase change due by time t; returns whether anything changed."""
+        changed = False
+        while self._next_event < len(self._events) and self._events[self._next_event][0] <= t + 1e-9:
+            _, s, key, value = self._events[self._next_event]
+            kind = self.scenario.workloads[s].kind
+            g = self.groups.get(kind)
+            if g is not None:
+                g.params[key][g.spec_index == s] = value
+                changed = True
+            self._next_event += 1
+        return changed
+
+    def group(self, kind: str) -> Group | None:
+        return self.groups.get(kind)
+
+
+def _load_series(g: Group) -> None:
+    files = g.params["file"]
+    if g.kind == "planetlab":
+        arrays = [read_planetlab(f) for f in files]
+        g.series["cpu"] = _pad(arrays)
+        return
+    traces = [read_bitbrains(f) for f in files]
+    for key in ("cpu", "mem_used", "disk_read", "disk_write", "net_rx", "net_tx"):
+        g.series[key] = _pad([getattr(t, key) for t in traces])
+
+
+def _pad(arrays: list[np.ndarray]) -> np.ndarray:
+    """Stack series of unequal length; shorter ones wrap around (traces repeat)."""
+    n = max(len(a) for a in arrays)
+    return np.stack([np.resize(a, n) for a in arrays])
+
+
+def series_at(g: Group, key: str, t: float) -> np.ndarray:
+    """Value of each instance's trace at time t (sample-and-hold, wrapping at the end)."""
+    s = g.series[key]
+    idx = ((t + g.params["offset"]) // g.params["interval"]).astype(np.int64) % s.shape[1]
+    return s[np.arange(len(g)), idx]
