@@ -13,6 +13,16 @@ import numpy as np
 from sova.control.experiment import ProfileResult
 
 
+def smooth(y: np.ndarray, points: int = 400) -> np.ndarray:
+    """Moving average so that about `points` independent values remain: readable at any run length."""
+    w = max(1, len(y) // points)
+    if w == 1:
+        return y
+    k = np.ones(w) / w
+    pad = np.concatenate([np.full(w // 2, y[0]), y, np.full(w - 1 - w // 2, y[-1])])
+    return np.convolve(pad, k, mode="valid")
+
+
 def _fig(title: str, ylabel: str):
     fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
     ax.set_title(title, fontsize=11)
@@ -34,7 +44,7 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
     plots = []
     fig, ax = _fig("Hottest host CPU utilisation", "CPU utilisation")
     for r in results:
-        ax.plot(r.series["time"] / 60, r.series["host_util_max"], label=r.profile, lw=1.2)
+        ax.plot(r.series["time"] / 60, smooth(r.series["host_util_max"]), label=r.profile, lw=1.2)
     ax.axhline(1.0, color="gray", lw=0.6)
     ax.legend(fontsize=8)
     plots.append(("Hottest host's CPU utilisation over time, per profile.", _save(fig, out / "cpu_max.png")))
@@ -45,7 +55,7 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
         fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.4), dpi=110, squeeze=False)
         for ax, r in zip(axes[0], results, strict=True):
             for k in host_cols:
-                ax.plot(r.series["time"] / 60, r.series[k], lw=0.9, label=k[4:])
+                ax.plot(r.series["time"] / 60, smooth(r.series[k]), lw=0.9, label=k[4:])
             for m in r.migrations:
                 ax.axvline(m.started / 60, color="red", lw=0.6, alpha=0.6)
             ax.set_title(f"{r.profile}: CPU per host (red: migrations)", fontsize=10)
@@ -59,7 +69,7 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
     if "response_time_mean" in first.series:
         fig, ax = _fig("Mean response time of web requests", "response time (ms)")
         for r in results:
-            ax.plot(r.series["time"] / 60, r.series["response_time_mean"] * 1e3, label=r.profile, lw=1.0)
+            ax.plot(r.series["time"] / 60, smooth(r.series["response_time_mean"]) * 1e3, label=r.profile, lw=1.0)
         ax.set_yscale("log")
         ax.legend(fontsize=8)
         plots.append(
@@ -71,15 +81,15 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
 
     fig, ax = _fig("Network: most utilised NIC and fabric link", "utilisation")
     for r in results:
-        line = ax.plot(r.series["time"] / 60, r.series["nic_tx_util_max"], label=f"{r.profile} NIC tx", lw=1.0)
-        ax.plot(r.series["time"] / 60, r.series["link_util_max"], ls="--", color=line[0].get_color(), lw=0.8,
+        line = ax.plot(r.series["time"] / 60, smooth(r.series["nic_tx_util_max"]), label=f"{r.profile} NIC tx", lw=1.0)
+        ax.plot(r.series["time"] / 60, smooth(r.series["link_util_max"]), ls="--", color=line[0].get_color(), lw=0.8,
                 label=f"{r.profile} link")  # fmt: skip
     ax.legend(fontsize=8)
     plots.append(("The most utilised NIC (solid) and fabric link (dashed).", _save(fig, out / "network.png")))
 
     fig, ax = _fig("Cluster power", "power (W)")
     for r in results:
-        ax.plot(r.series["time"] / 60, r.series["power_w"], label=r.profile, lw=1.0)
+        ax.plot(r.series["time"] / 60, smooth(r.series["power_w"]), label=r.profile, lw=1.0)
     ax.legend(fontsize=8)
     plots.append(("Power of all hosts (linear model).", _save(fig, out / "power.png")))
 

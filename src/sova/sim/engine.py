@@ -253,13 +253,12 @@ class Simulator:
         vif_factor = 1.0 + p["dom0_vif_overhead"] * np.maximum(n_vifs - 1, 0)
         data = self._entry_base * np.where(self._entry_dom0 >= 0, vif_factor[np.maximum(self._entry_dom0, 0)], 1.0)
 
-        # CPU pass 1: guests' and Dom0's demands at the offered network load
+        # CPU pass 1: the CPU Dom0 could get for forwarding, with guests asking for their offered load
         nic_cap = self.nic_bw * p["protocol_efficiency"]
         offered = self._offered(demand, active, nic_cap)
         guest_net = self._guest_net_cpu(offered)
         vm_dem = np.minimum(cpu_dem + guest_net, self._vm_cpu_limit())
-        dom0_dem = np.minimum(self._dom0_cpu(offered, data), self.dom0_vcpus)
-        _, dom0_alloc = self._share_cpu(vm_dem, dom0_dem)
+        _, dom0_alloc = self._share_cpu(vm_dem, self.dom0_vcpus)
 
         # network
         cap = self._capacities(dom0_alloc)

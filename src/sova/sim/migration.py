@@ -105,16 +105,17 @@ class PrecopyResult:
 def closed_form(
     memory: float, dirty_rate: float, bandwidth: float, threshold: float, max_rounds: int, resume_time: float
 ) -> PrecopyResult:
-    """n = min(ceil(log_lambda(V_th / M)), n_max); V = M (1 - l^(n+1)) / (1 - l); downtime = M l^n / B + T_r."""
+    """n = min(ceil(log_l(V_th / M)), n_max), at least 1; V = M (1 - l^(n+1)) / (1 - l); downtime = M l^n / B + T_r.
+
+    l = D / B. Round n is the stop-and-copy; the total time is V / B + T_r.
+    """
     lam = dirty_rate / bandwidth
-    if memory <= threshold:
-        n = 0
-    elif lam <= 0:
-        n = 1
+    if lam <= 0 or memory <= threshold:
+        n = 1  # the first round is always live (QEMU); the formula's n = 0 would pause the VM throughout
     elif lam >= 1:
         n = max_rounds
     else:
-        n = min(math.ceil(math.log(threshold / memory) / math.log(lam)), max_rounds)
+        n = max(1, min(math.ceil(math.log(threshold / memory) / math.log(lam)), max_rounds))
     data = memory * (n + 1) if lam == 1 else memory * (1 - lam ** (n + 1)) / (1 - lam)
     return PrecopyResult(
         rounds=n,

@@ -1,0 +1,21 @@
+"""Helpers shared by tests: small scenarios built in code, and where the shared traces are."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sova.model.scenario import Scenario, scenario_from_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+TRACES = ROOT.parent / "shared" / "traces"
+
+
+def make_scenario(**sections) -> Scenario:
+    """A scenario from keyword sections, with a one-host default and a 60 s duration."""
+    raw = {"scenario": {"name": "t", "duration": 60, "seed": 1}, "hosts": [{"name": "h1"}]}
+    for key, value in sections.items():
+        if key == "scenario":
+            raw["scenario"] = {**raw["scenario"], **value}
+        else:
+            raw[key] = value
+    return scenario_from_dict(raw)
