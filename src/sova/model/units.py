@@ -33,7 +33,7 @@ _SIZE = {
     "gib": 1024**3,
     "tib": 1024**4,
 }
-_DURATION = {"ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_DURATION = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "sec": 1.0, "min": 60.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 class UnitError(ValueError):

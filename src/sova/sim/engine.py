@@ -272,15 +272,15 @@ class Simulator:
         load = self._load(rate, data)
 
         # CPU pass 2: with what the network actually carried
-        guest_net = self._guest_net_cpu(rate)
-        vm_dem = np.minimum(cpu_dem + guest_net, self._vm_cpu_limit())
+        vm_want = cpu_dem + self._guest_net_cpu(rate)  # before the vCPU count and cap bound it
+        vm_dem = np.minimum(vm_want, self._vm_cpu_limit())
         dom0_used = np.minimum(self._dom0_cpu(rate, data), self.dom0_vcpus)
         vm_alloc, dom0_alloc = self._share_cpu(vm_dem, dom0_used)
         stretch = self._stretch(vm_dem)
 
         self._advance_migrations(rate, dt)
-        self._advance_batch(vm_alloc, vm_dem, stretch, dt, run)
-        self._advance_services(rate, load, cap, vm_alloc, vm_dem, stretch, dt, run)
+        self._advance_batch(vm_alloc, vm_want, stretch, dt, run)
+        self._advance_services(rate, load, cap, vm_alloc, vm_want, stretch, dt, run)
         self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt)
         self.g["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
         self.g["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)

@@ -29,9 +29,11 @@ def serve_io(
         return np.zeros(0), np.zeros(0), np.zeros(n_servers)
     service = access_time[server] + size / bandwidth_bytes[server]
     share = service / parallelism[server]
-    a = csr_matrix((share, (server, np.arange(len(server)))), shape=(n_servers, len(server)))
-    served = max_min_fair(a, np.ones(n_servers), iops)
-    rho = np.bincount(server, weights=served * share, minlength=n_servers)
+    # shared in device time: each stream's variable is the fraction of the device it occupies
+    a = csr_matrix((np.ones(len(server)), (server, np.arange(len(server)))), shape=(n_servers, len(server)))
+    occupied = max_min_fair(a, np.ones(n_servers), iops * share)
+    served = occupied / share
+    rho = np.bincount(server, weights=occupied, minlength=n_servers)
     r = np.minimum(rho, RHO_MAX)[server]
     latency = service + share * r / (1 - r)
     return served, latency, rho

@@ -1,0 +1,235 @@
+"""The simulator's physics and operations, end to end through its step loop."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers import make_scenario
+from sova.control.experiment import run_scenario
+from sova.sim.engine import SimError, Simulator
+
+
+def steps(sim, n):
+    for _ in range(n):
+        sim.step()
+
+
+def test_same_seed_same_summary_and_another_seed_differs():
+    kw = dict(
+        hosts=[{"name": "h{i}", "count": 2, "cores": 4}],
+        vms=[{"name": "v{i}", "count": 6, "vcpus": 2}],
+        workloads=[
+            {"vm": "v*", "kind": "lookbusy", "duty": 0.5},
+            {"vm": "v1", "kind": "netperf", "peer": "v2", "duty": 0.5},
+        ],
+        profiles={"default": {}, "t": {"policies": ["threshold-migration"]}},
+        scenario={"duration": 300},
+    )
+
+    def summary(seed):
+        s = make_scenario(scenario={"duration": 300, "seed": seed}, **{k: v for k, v in kw.items() if k != "scenario"})
+        return [{k: v for k, v in r.summary.items() if k not in ("wall_seconds", "speed")} for r in run_scenario(s)]
+
+    assert summary(3) == summary(3)
+    assert summary(3) != summary(4)
+
+
+@st.composite
+def fabrics(draw):
+    n_hosts = draw(st.integers(2, 8))
+    n_vms = draw(st.integers(2, 12))
+    flows = draw(st.lists(st.tuples(st.integers(1, n_vms), st.integers(0, n_vms), st.sampled_from(["0", "500Mbps", "3Gbps"])),
+                          min_size=1, max_size=10))  # fmt: skip
+    nic = draw(st.lists(st.sampled_from(["vnic", "vf"]), min_size=n_vms, max_size=n_vms))
+    return n_hosts, n_vms, flows, nic
+
+
+@given(fabrics())
+def test_no_link_nic_or_vf_cap_is_exceeded(case):
+    n_hosts, n_vms, flows, nic = case
+    s = make_scenario(
+        topology={"kind": "fat-tree", "k": 4, "link_speed": "1Gbps"},
+        hosts=[{"name": "h{i}", "count": n_hosts}],
+        vms=[{"name": f"v{i + 1}", "nic": nic[i], "vf_rate": "400Mbps", "memory": 512} for i in range(n_vms)],
+        workloads=[
+            {"vm": f"v{a}", "kind": "netperf", "peer": f"v{b}" if b else "external", "rate": r, "stagger": False}
+            for a, b, r in flows
+        ],
+    )
+    sim = Simulator(s)
+    steps(sim, 2)
+    data = sim._ft.data
+    load = sim._load(sim.rate, data)
+    cap = sim._capacities(sim.g["dom0_alloc"])
+    assert (load <= cap * (1 + 1e-7) + 1e-6).all()
+    assert (sim.rate >= 0).all()
+
+
+def test_cpu_weights_are_honoured_under_contention():
+    s = make_scenario(
+        hosts=[{"name": "h1", "cores": 2}],
+        vms=[
+            {"name": "a", "host": "h1", "vcpus": 2, "weight": 256},
+            {"name": "b", "host": "h1", "vcpus": 2, "weight": 512},
+        ],
+        workloads=[{"vm": "*", "kind": "lookbusy"}],
+    )
+    sim = Simulator(s)
+    steps(sim, 10)
+    a, b = sim.c["cpu_time"]
+    assert b / a == pytest.approx(2.0, rel=0.02)
+    assert a + b + sim.c["dom0_cpu_time"][0] == pytest.approx(2 * 10, rel=1e-6)
+
+
+def test_cpu_cap_limits_a_vm():
+    s = make_scenario(
+        vms=[{"name": "a", "host": "h1", "vcpus": 4, "cap": 1.5}], workloads=[{"vm": "a", "kind": "lookbusy"}]
+    )
+    sim = Simulator(s)
+    steps(sim, 10)
+    assert sim.c["cpu_time"][0] == pytest.approx(15.0)
+
+
+def _pair(same_host: bool, nic: str):
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2, "cores": 16}],
+        vms=[{"name": "a", "host": "h1", "nic": nic}, {"name": "b", "host": "h1" if same_host else "h2", "nic": nic}],
+        workloads=[{"vm": "a", "kind": "netperf", "peer": "b"}],
+    )
+    sim = Simulator(s)
+    steps(sim, 3)
+    return sim
+
+
+def test_vm_to_vm_traffic_on_one_host_is_bounded_by_the_dom0_bridge():
+    local, remote = _pair(True, "vnic"), _pair(False, "vnic")
+    assert local.rate[0] < 0.6 * remote.rate[0]
+    assert local.g["dom0_alloc"][0] == pytest.approx(2.0)  # Dom0's two vCPUs are the bottleneck
+    assert local.c["nic_tx_bytes"][0] == 0  # the bridge never touches the NIC
+
+
+def test_vf_traffic_bypasses_dom0():
+    sim = _pair(False, "vf")
+    assert sim.c["dom0_cpu_time"].sum() == 0
+    assert sim.c["vnic_tx_bytes"][0] == 0  # Dom0 sees nothing on the vNIC
+    assert sim.c["guest_tx_bytes"][0] > 1e9  # the guest's /proc/net/dev sees it all
+
+
+def test_vf_hotplug_moves_traffic_without_loss_and_frees_the_vf_after_unplug():
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2, "nic": {"max_vfs": 1}}],
+        vms=[{"name": "a", "host": "h1"}, {"name": "b", "host": "h2"}, {"name": "c", "host": "h1"}],
+        workloads=[{"vm": "a", "kind": "netperf", "peer": "b", "rate": "1Gbps"}],
+        scenario={"step": 0.1},
+    )
+    sim = Simulator(s)
+    sim.attach_vf(0, 2e9)
+    assert sim.vf_state(0) == "attaching"
+    with pytest.raises(SimError, match="already has a VF"):
+        sim.attach_vf(0, 1e9)
+    with pytest.raises(SimError, match="no free VF"):
+        sim.attach_vf(2, 1e9)
+    steps(sim, 3)
+    assert sim.vf_state(0) == "attached"
+    vnic_before = sim.c["vnic_tx_bytes"][0]
+    steps(sim, 10)
+    assert sim.c["vnic_tx_bytes"][0] == vnic_before  # traffic left the vNIC
+    sim.detach_vf(0)
+    assert sim.vf_state(0) == "detaching"
+    with pytest.raises(SimError, match="no free VF"):
+        sim.attach_vf(2, 1e9)  # the VF is held until the device-removed event
+    guest_before = sim.c["guest_tx_bytes"][0]
+    steps(sim, 16)
+    assert sim.vf_state(0) == "none" and sim.vf_used[0] == 0
+    # the stream never paused: 1.6 s at 1 Gb/s went through the standby vNIC
+    assert sim.c["guest_tx_bytes"][0] - guest_before == pytest.approx(1e9 / 8 * 1.6, rel=1e-6)
+    sim.attach_vf(2, 1e9)
+
+
+def test_migration_requires_detached_vf_and_free_memory():
+    s = make_scenario(
+        hosts=[{"name": "h1"}, {"name": "h2", "memory": "8GiB", "dom0_memory": "4GiB"}],
+        vms=[
+            {"name": "a", "host": "h1", "nic": "vf", "memory": "2GiB"},
+            {"name": "big", "host": "h1", "memory": "6GiB"},
+        ],
+    )
+    sim = Simulator(s)
+    with pytest.raises(SimError, match="detach it before migrating"):
+        sim.start_migration(0, 1)
+    with pytest.raises(SimError, match="needs 6144 MiB"):
+        sim.start_migration(1, 1)
+
+
+def test_a_migration_moves_the_vm_with_a_downtime_and_bytes_from_the_model():
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2}], vms=[{"name": "a", "host": "h1", "memory": "4GiB", "dirty_rate": "100MB"}]
+    )
+    sim = Simulator(s)
+    sim.start_migration(0, 1)
+    steps(sim, 20)
+    (rec,) = sim.migration_log
+    assert rec.status == "completed" and sim.vm_host[0] == 1
+    assert rec.bytes > 4 * 2**30  # memory plus re-sent dirty pages
+    assert 0 < rec.downtime < 0.3 + 0.02 + 1e-9
+    assert sim.c["dom0_cpu_time"].min() > 0  # both ends paid CPU for the stream
+
+
+def test_saturated_ssd_shares_device_time_and_latency_rises():
+    def run(iops):
+        s = make_scenario(
+            storage=[{"name": "ssd1"}],
+            vms=[{"name": "a", "host": "h1"}, {"name": "b", "host": "h1"}],
+            workloads=[{"vm": "a", "kind": "fio", "iops": iops, "size": "4KB"},
+                       {"vm": "b", "kind": "fio", "iops": iops, "size": "64KB"}],
+        )  # fmt: skip
+        sim = Simulator(s)
+        steps(sim, 10)
+        return sim
+
+    light, heavy = run(1000), run(200_000)
+    assert light.c["blk_rd_ops"].sum() + light.c["blk_wr_ops"].sum() == pytest.approx(2000 * 10)
+    lat = lambda sim: sim.c["blk_time"] / (sim.c["blk_rd_ops"] + sim.c["blk_wr_ops"])  # noqa: E731
+    assert (lat(heavy) > 5 * lat(light)).all()
+    util = heavy.g["storage_util"][0]
+    assert util == pytest.approx(1.0, rel=1e-6)
+    share = heavy.g["io"]["served"] * np.array([100e-6 + 4000 / 4e9 * 8, 100e-6 + 64000 / 4e9 * 8])
+    assert share[0] == pytest.approx(share[1], rel=1e-6)  # equal device time
+
+
+def test_planetlab_replay_follows_the_trace(traces):
+    f = sorted((traces / "planetlab" / "20110303").iterdir())[0]
+    s = make_scenario(vms=[{"name": "a", "host": "h1", "vcpus": 2}],
+                      workloads=[{"vm": "a", "kind": "planetlab", "file": str(f), "interval": 10}],
+                      scenario={"duration": 50})  # fmt: skip
+    sim = Simulator(s)
+    steps(sim, 50)
+    expected = sum(int(x) / 100 * 2 * 10 for x in f.read_text().split()[:5])
+    assert sim.c["cpu_time"][0] == pytest.approx(expected + 0.005 * 50 * (1 - 0), rel=0.02)
+
+
+def test_bitbrains_replay_drives_cpu_network_and_disk(traces):
+    f = traces / "bitbrains" / "gwa_t12_rnd" / "rnd_2013-7_all500vms.tar.gz"
+    s = make_scenario(storage=[{"name": "s1"}], vms=[{"name": "a", "host": "h1", "vcpus": 2, "memory": "8GiB"}],
+                      workloads=[{"vm": "a", "kind": "bitbrains", "file": f"{f}:rnd/2013-7/1.csv"}],
+                      scenario={"duration": 900})  # fmt: skip
+    sim = Simulator(s)
+    steps(sim, 900)
+    assert sim.c["cpu_time"][0] > 0
+    assert sim.c["guest_rx_bytes"][0] + sim.c["guest_tx_bytes"][0] > 0
+    assert sim.c["blk_rd_ops"][0] + sim.c["blk_wr_ops"][0] > 0
+
+
+def test_overloaded_web_server_drops_requests_past_the_client_timeout():
+    s = make_scenario(
+        vms=[{"name": "web", "host": "h1", "vcpus": 1}],
+        workloads=[{"vm": "web", "kind": "httperf", "rate": 30000, "cpu_per_request": "100us", "timeout": 2}],
+        scenario={"duration": 30},
+    )
+    (r,) = run_scenario(s)
+    svc = r.services[0]
+    assert svc["dropped"] > 0
+    # one vCPU serves at most 10,000 req/s; its TCP stack takes a little of it
+    assert 0.85 * 30 / 100e-6 < svc["served"] <= 30 / 100e-6
+    assert svc["response_mean"] > 1.0  # requests queue for seconds
