@@ -95,27 +95,29 @@ def main(argv: list[str] | None = None) -> int:
         _print_problems(exc.problems)
         return 2
     except (TraceError, SimError) as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _error(str(exc))
         return 2
     except KeyboardInterrupt:
-        err.print("interrupted; nothing was written")
+        err.print("interrupted; nothing was written", markup=False)
         return 130
     return 2
 
 
+def _error(text: str) -> None:
+    """One error line, verbatim: scenario locations contain brackets that must not be read as markup."""
+    err.print("error: " + text, markup=False, highlight=False, soft_wrap=True, style="red")
+
+
 def _print_problems(problems: list[Problem]) -> None:
     for p in problems:
-        err.print(f"[red]error:[/red] {p}")
-    err.print(f"{len(problems)} problem(s) found; nothing was run")
+        _error(str(p))
+    err.print(f"{len(problems)} problem(s) found; nothing was run", markup=False, soft_wrap=True)
 
 
 def _load(path: Path):
-    from sova.control.profiles import check_profiles
-    from sova.model.scenario import load_scenario
+    from sova.control.profiles import load_checked
 
-    scenario = load_scenario(path)
-    check_profiles(scenario)
-    return scenario
+    return load_checked(path)
 
 
 def _validate(args) -> int:
@@ -124,8 +126,10 @@ def _validate(args) -> int:
 
     Simulator(s)  # loads traces and builds the fabric: every remaining input error shows here
     out.print(
-        f"[green]ok[/green] {args.scenario}: {s.name!r}, {len(s.hosts)} hosts, {len(s.vms)} VMs, "
-        f"{len(s.workloads)} workloads, profiles: {', '.join(s.profiles)}"
+        f"ok {args.scenario}: {s.name!r}, {len(s.hosts)} hosts, {len(s.vms)} VMs, "
+        f"{len(s.workloads)} workloads, profiles: {', '.join(s.profiles)}",
+        markup=False,
+        soft_wrap=True,
     )
     return 0
 
@@ -167,11 +171,11 @@ def _run(args) -> int:
     try:
         write_results(s, results, dest, force=args.force)
     except OutputError as exc:
-        err.print(f"[red]error:[/red] {exc}")
+        _error(str(exc))
         return 2
     if not args.quiet:
         _print_summary(results)
-    out.print(f"results in {dest}/ (open {dest / 'report.html'})")
+    out.print(f"results in {dest}/ (open {dest / 'report.html'})", markup=False, soft_wrap=True)
     return 0
 
 
@@ -205,9 +209,11 @@ def _policies() -> int:
     from sova.plan.base import registry
 
     for name, cls in sorted(registry().items()):
-        out.print(f"[bold]{name}[/bold] ({cls.loop} loop): {cls.summary}")
+        out.print(f"{name} ({cls.loop} loop): {cls.summary}", markup=False, soft_wrap=True, style="bold")
         for key, f in cls.params.items():
-            out.print(f"    {key:<10} {f.expected():<40} default {f.default!r:<8} {f.doc}")
+            out.print(
+                f"    {key:<10} {f.expected():<40} default {f.default!r:<8} {f.doc}", markup=False, soft_wrap=True
+            )
     return 0
 
 

@@ -2,36 +2,33 @@
 
 from __future__ import annotations
 
-from sova.model.scenario import ProfileSpec, Scenario
+import difflib
+
+from sova.model.scenario import ProfileSpec, Scenario, load_scenario
 from sova.model.schema import InputError, Reader
 from sova.plan.base import Policy, registry
 
 
-def check_profiles(scenario: Scenario) -> None:
-    """Raise InputError for unknown policies or bad policy parameters, with their location."""
-    r = Reader(scenario.source)
-    for prof in scenario.profiles.values():
-        _read(r, prof)
-    if r.problems:
-        raise InputError(r.problems)
+def load_checked(path) -> Scenario:
+    """Load a scenario and check its profiles' policies and parameters, reporting every problem at once."""
+    return load_scenario(path, profile_check=check_profile)
 
 
 def build_policies(scenario: Scenario, profile: ProfileSpec) -> list[Policy]:
     r = Reader(scenario.source)
-    policies = _read(r, profile)
+    policies = check_profile(r, profile)
     if r.problems:
         raise InputError(r.problems)
     return policies
 
 
-def _read(r: Reader, prof: ProfileSpec) -> list[Policy]:
+def check_profile(r: Reader, prof: ProfileSpec) -> list[Policy]:
+    """Build the profile's policies, recording unknown names and bad parameters as problems."""
     known = registry()
     out = []
     for name in prof.policies:
         cls = known.get(name)
         if cls is None:
-            import difflib
-
             hint = difflib.get_close_matches(name, known, n=1)
             extra = f" (did you mean {hint[0]!r}?)" if hint else ""
             r.error(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -328,8 +329,15 @@ def simulator_defaults() -> dict[str, Any]:
     return {k: f.default for k, f in SIMULATOR_FIELDS.items()}
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file; raises InputError listing every problem."""
+ProfileCheck = Callable[[Reader, "ProfileSpec"], object]
+
+
+def load_scenario(path: str | Path, profile_check: ProfileCheck | None = None) -> Scenario:
+    """Read and validate a scenario file; raises InputError listing every problem.
+
+    profile_check, given by a higher floor that knows the policies, checks each profile's policies
+    and parameters into the same list of problems.
+    """
     path = Path(path)
     if not path.exists():
         raise InputError([Problem(str(path), "no such file")])
@@ -341,10 +349,15 @@ def load_scenario(path: str | Path) -> Scenario:
         raise InputError([Problem(str(path), f"not UTF-8 text: {exc}")]) from None
     except tomllib.TOMLDecodeError as exc:
         raise InputError([Problem(str(path), f"not valid TOML: {exc}")]) from None
-    return scenario_from_dict(raw, source=str(path), base_dir=path.parent)
+    return scenario_from_dict(raw, source=str(path), base_dir=path.parent, profile_check=profile_check)
 
 
-def scenario_from_dict(raw: dict[str, Any], source: str = "<scenario>", base_dir: Path | None = None) -> Scenario:
+def scenario_from_dict(
+    raw: dict[str, Any],
+    source: str = "<scenario>",
+    base_dir: Path | None = None,
+    profile_check: ProfileCheck | None = None,
+) -> Scenario:
     """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError."""
     r = Reader(source)
     known = {"scenario", "topology", "defaults", "hosts", "storage", "vms", "workloads", "profiles"}
@@ -363,6 +376,9 @@ def scenario_from_dict(raw: dict[str, Any], source: str = "<scenario>", base_dir
     vms = _read_vms(r, raw.get("vms", []), defaults.get("vm", {}), hosts, storage)
     workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd())
     profiles = _read_profiles(r, raw.get("profiles", {}))
+    if profile_check is not None:
+        for prof in profiles.values():
+            profile_check(r, prof)
     control = ControlSpec(**r.table(raw.get("control", {}), CONTROL_FIELDS, "[control]"))
     outputs = OutputSpec(**r.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
     simulator = r.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")

@@ -1,0 +1,151 @@
+"""The sova command: help, validate, run; bad input never gives a traceback or a half-written directory."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import ROOT
+from sova.cli import main
+
+SMALL = """
+[scenario]
+name = "small"
+duration = 120
+
+[[hosts]]
+name = "h{i}"
+count = 2
+cores = 4
+
+[[vms]]
+name = "v{i}"
+count = 4
+host = "h1"
+
+[[workloads]]
+vm = "v*"
+kind = "lookbusy"
+
+[[workloads]]
+vm = "v1"
+kind = "httperf"
+rate = 200
+
+[profiles.default]
+
+[profiles.threshold]
+policies = ["threshold-migration"]
+"""
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    p = tmp_path / "small.toml"
+    p.write_text(SMALL)
+    return p
+
+
+def test_help_lists_every_command(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for cmd in ("run", "validate", "policies"):
+        assert cmd in text
+    for cmd in ("run", "validate", "policies"):
+        with pytest.raises(SystemExit):
+            main([cmd, "--help"])
+        assert "usage: sova " + cmd in capsys.readouterr().out
+
+
+def test_validate_accepts_the_shipped_scenarios(capsys):
+    for path in sorted((ROOT / "scenarios").rglob("*.toml")):
+        assert main(["validate", str(path)]) == 0, path
+    assert "ok" in capsys.readouterr().out
+
+
+def test_validate_reports_each_problem_with_its_location(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SMALL.replace("cores = 4", "cores = -1").replace('"threshold-migration"', '"threshold-migraton"'))
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "[[hosts]] #1 (h{i}).cores: got -1; expected an integer >= 1" in err
+    assert (
+        "[profiles.threshold].policies: unknown policy 'threshold-migraton' (did you mean 'threshold-migration'?)"
+        in err
+    )
+    assert "2 problem(s) found" in err
+    assert "Traceback" not in err
+
+
+def test_policy_parameters_are_validated(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(SMALL + "\n[profiles.threshold.params.threshold-migration]\nhot = 3\n")
+    assert main(["validate", str(bad)]) == 2
+    assert (
+        "[profiles.threshold.params.threshold-migration].hot: got 3.0; expected a number >= 0 and <= 1"
+        in capsys.readouterr().err
+    )
+
+
+def test_run_writes_every_output(small, tmp_path):
+    out = tmp_path / "res"
+    assert main(["run", str(small), "--out", str(out), "--quiet"]) == 0
+    names = {p.name for p in out.iterdir()}
+    assert {
+        "summary.json",
+        "report.html",
+        "metrics-default.csv",
+        "metrics-threshold.csv",
+        "audit-threshold.jsonl",
+    } <= names
+    assert any(n.endswith(".png") for n in names)
+    doc = json.loads((out / "summary.json").read_text())
+    assert set(doc["profiles"]) == {"default", "threshold"}
+    assert doc["profiles"]["threshold"]["migrations"]["completed"] >= 1
+    html = (out / "report.html").read_text()
+    assert "data:image/png;base64," in html and "threshold" in html and "default" in html
+
+
+def test_run_refuses_to_overwrite_without_force(small, tmp_path, capsys):
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert main(["run", str(small), "--out", str(out), "--quiet"]) == 2
+    assert "pass --force" in capsys.readouterr().err
+    assert (out / "keep.txt").read_text() == "mine"
+    assert main(["run", str(small), "--out", str(out), "--quiet", "--force", "--profile", "default"]) == 0
+    assert not (out / "keep.txt").exists() and (out / "summary.json").exists()
+
+
+def test_unknown_profile_and_bad_seed(small, tmp_path, capsys):
+    assert main(["run", str(small), "--out", str(tmp_path / "r"), "--profile", "nope"]) == 2
+    assert "--profile nope: no such profile; the scenario defines default, threshold" in capsys.readouterr().err
+    assert main(["run", str(small), "--out", str(tmp_path / "r"), "--seed", "-1"]) == 2
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_run_that_fails_midway_leaves_no_directory(small, tmp_path, monkeypatch):
+    import sova.report.writer as writer
+
+    def broken(*a, **k):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(writer, "make_plots", broken)
+    with pytest.raises(RuntimeError):
+        main(["run", str(small), "--out", str(tmp_path / "r"), "--quiet"])
+    assert list(tmp_path.iterdir()) == [small]
+
+
+def test_the_installed_command_runs_as_a_program(small, tmp_path):
+    exe = shutil.which("sova") or str(Path(sys.executable).parent / "sova")
+    done = subprocess.run([exe, "validate", str(small)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    done = subprocess.run(
+        [exe, "validate", str(tmp_path / "missing.toml")], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 2 and "no such file" in done.stderr and "Traceback" not in done.stderr
