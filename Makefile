@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench clean docs
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,3 +29,6 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) results .pytest_cache
+
+docs: $(STAMP)
+	$(BIN)/python -c "from pathlib import Path; from sova.model.reference import splice; p = Path('docs/scenario-format.md'); p.write_text(splice(p.read_text()))"

@@ -20,6 +20,15 @@ def weighted_share(group: np.ndarray, demand: np.ndarray, weight: np.ndarray, ca
     n = len(demand)
     if n == 0:
         return np.zeros(0)
+    # most hosts are not contended: everyone gets their demand, no sorting needed
+    contended = np.bincount(group, weights=demand, minlength=len(capacity)) > capacity
+    if not contended.any():
+        return demand.astype(float, copy=True)
+    sel = contended[group]
+    if not sel.all():
+        alloc = demand.astype(float, copy=True)
+        alloc[sel] = weighted_share(group[sel], demand[sel], weight[sel], capacity)
+        return alloc
     ratio = demand / weight
     order = np.lexsort((ratio, group))
     g, d, w, r = group[order], demand[order], weight[order], ratio[order]

@@ -264,9 +264,9 @@ class Simulator:
         cap = self._capacities(dom0_alloc)
         key = (demand.tobytes(), cap.tobytes(), data.tobytes())
         if key != self._last_solve_key:
-            a = csr_matrix((data[self._a_order()], self._a.indices, self._a.indptr), shape=self._a.shape)
-            self._ft.data = data
-            self.rate = max_min_fair(a, cap, demand, at=self._ft)
+            self._a.data[:] = data[self._a_order()]
+            self._ft.data[:] = data
+            self.rate = max_min_fair(self._a, cap, demand, at=self._ft)
             self._last_solve_key = key
         rate = self.rate
         load = self._load(rate, data)

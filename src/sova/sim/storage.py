@@ -30,8 +30,12 @@ def serve_io(
     service = access_time[server] + size / bandwidth_bytes[server]
     share = service / parallelism[server]
     # shared in device time: each stream's variable is the fraction of the device it occupies
-    a = csr_matrix((np.ones(len(server)), (server, np.arange(len(server)))), shape=(n_servers, len(server)))
-    occupied = max_min_fair(a, np.ones(n_servers), iops * share)
+    wanted = iops * share
+    if (np.bincount(server, weights=wanted, minlength=n_servers) <= 1.0).all():
+        occupied = wanted  # no device saturated
+    else:
+        a = csr_matrix((np.ones(len(server)), (server, np.arange(len(server)))), shape=(n_servers, len(server)))
+        occupied = max_min_fair(a, np.ones(n_servers), wanted)
     served = occupied / share
     rho = np.bincount(server, weights=occupied, minlength=n_servers)
     r = np.minimum(rho, RHO_MAX)[server]

@@ -1,0 +1,90 @@
+"""Simulator speed: simulated seconds per wall second, and peak memory, at data-center sizes.
+
+Mixed workloads on a fat tree: web servers answering clients in other VMs, netperf streams at duty
+cycles between VMs and to the outside, CPU burners, PlanetLab trace replay and storage IO. One-second
+steps. Usage:
+
+    python benchmarks/sim_speed.py                 # both sizes
+    python benchmarks/sim_speed.py --sizes 100     # 100 hosts / 1,000 VMs only
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+from pathlib import Path
+
+from sova.model.scenario import scenario_from_dict
+from sova.sim.engine import Simulator
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "planetlab" / "20110303"
+
+
+def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1):
+    k = 4
+    while k**3 // 4 < n_hosts:
+        k += 2
+    n_vms = n_hosts * vms_per_host
+    files = sorted(TRACES.iterdir())[:50] if TRACES.exists() else []
+    kinds = n_vms // 5
+    workloads = [
+        {"vm": "web*", "kind": "httperf", "rate": 300, "page": "32KB", "client": "external"},
+        {"vm": "burn*", "kind": "lookbusy", "duty": 0.5, "util": 0.8},
+        {"vm": "db*", "kind": "fio", "iops": 200, "size": "16KB"},
+    ]
+    # netperf pairs between VMs in different parts of the fabric, and some to the outside
+    for i in range(1, kinds + 1):
+        peer = f"web{(i * 7919) % kinds + 1}" if i % 4 else "external"
+        workloads.append({"vm": f"net{i}", "kind": "netperf", "peer": peer, "duty": 0.3, "rate": "500Mbps"})
+    for i in range(1, kinds + 1):
+        if files:
+            workloads.append({"vm": f"pl{i}", "kind": "planetlab", "file": str(files[i % len(files)])})
+    raw = {
+        "scenario": {"name": f"bench-{n_hosts}", "duration": 3600, "seed": seed},
+        "topology": {"kind": "fat-tree", "k": k},
+        "hosts": [{"name": "h{i}", "count": n_hosts, "cores": 32, "memory": "256GiB"}],
+        "storage": [{"name": "san1"}, {"name": "san2", "device": "disk-array"}],
+        "vms": [
+            {"name": f"{p}{{i}}", "count": kinds, "vcpus": 2, "memory": "4GiB"}
+            for p in ("web", "burn", "db", "net", "pl")
+        ],
+        "workloads": workloads,
+    }
+    return scenario_from_dict(raw)
+
+
+def measure(n_hosts: int, seconds: int) -> dict:
+    t0 = time.perf_counter()
+    sim = Simulator(scenario(n_hosts))
+    setup = time.perf_counter() - t0
+    sim.step()  # first step builds routes
+    t1 = time.perf_counter()
+    for _ in range(seconds):
+        sim.step()
+    wall = time.perf_counter() - t1
+    return {
+        "hosts": n_hosts,
+        "vms": sim.V,
+        "flows": len(sim.flows),
+        "setup_s": setup,
+        "sim_s_per_wall_s": seconds / wall,
+        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000], help="numbers of hosts (10 VMs each)")
+    ap.add_argument("--seconds", type=int, default=300, help="simulated seconds to time")
+    args = ap.parse_args()
+    print("| hosts | VMs | flows | set-up (s) | simulated s / wall s | peak RSS (MiB) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for n in args.sizes:
+        r = measure(n, args.seconds)
+        print(f"| {r['hosts']:,} | {r['vms']:,} | {r['flows']:,} | {r['setup_s']:.1f} | "
+              f"{r['sim_s_per_wall_s']:,.0f} | {r['peak_rss_mib']:,.0f} |", flush=True)  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""The docs stay true: the generated scenario reference matches the validator's fields."""
+
+from helpers import ROOT
+from sova.model.reference import splice
+
+
+def test_scenario_reference_is_current():
+    doc = (ROOT / "docs" / "scenario-format.md").read_text()
+    assert doc == splice(doc), "docs/scenario-format.md is stale: run `make docs`"
+
+
+def test_every_summary_field_is_documented():
+    import json
+
+    from sova.control.experiment import run_scenario
+    from sova.model.scenario import load_scenario
+
+    outputs = (ROOT / "docs" / "outputs.md").read_text()
+    s = load_scenario(ROOT / "scenarios" / "quickstart.toml")
+    (result,) = run_scenario(s, ["threshold"])
+
+    def keys(d, prefix=""):
+        for k, v in d.items():
+            yield prefix + k
+            if isinstance(v, dict):
+                yield from keys(v, prefix + k + ".")
+
+    missing = [k for k in keys(json.loads(json.dumps(result.summary))) if f"`{k}`" not in outputs]
+    assert not missing, f"summary fields not in docs/outputs.md: {missing}"
