@@ -91,3 +91,21 @@ def test_every_flow_is_satisfied_or_bottlenecked(inst):
 def test_matches_the_one_event_at_a_time_reference(inst):
     a, cap, demand = inst
     assert solve(a, cap, demand) == pytest.approx(reference(a, cap, demand), rel=1e-6, abs=1e-9)
+
+
+def test_weights_share_a_resource_in_proportion():
+    a = csr_matrix(np.ones((1, 3)))
+    x = max_min_fair(a, np.array([12.0]), np.full(3, np.inf), weight=np.array([2.0, 1.0, 1.0]))
+    assert x == pytest.approx([6, 3, 3])
+
+
+@given(instances(), st.lists(st.floats(0.1, 4), min_size=8, max_size=8))
+def test_weighted_sharing_stays_feasible_and_bottlenecked(inst, weights):
+    a, cap, demand = inst
+    w = np.array(weights[: a.shape[1]])
+    x = max_min_fair(csr_matrix(a), cap, demand, weight=w)
+    load = a @ x
+    assert (load <= cap * (1 + 1e-7) + 1e-9).all() and (x <= demand * (1 + 1e-9) + 1e-12).all()
+    for f in np.flatnonzero(x < demand * (1 - 1e-7)):
+        saturated = (a[:, f] > 0) & (load >= cap * (1 - 1e-6))
+        assert any(x[f] / w[f] >= (x / w)[a[r] > 0].max() * (1 - 1e-6) for r in np.flatnonzero(saturated))

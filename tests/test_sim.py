@@ -233,3 +233,18 @@ def test_overloaded_web_server_drops_requests_past_the_client_timeout():
     # one vCPU serves at most 10,000 req/s; its TCP stack takes a little of it
     assert 0.85 * 30 / 100e-6 < svc["served"] <= 30 / 100e-6
     assert svc["response_mean"] > 1.0  # requests queue for seconds
+
+
+def test_nic_arbitrates_between_each_vf_and_the_paravirtual_path_as_a_whole():
+    """One VF stream and ten vNIC streams on one 10 GbE port: the VF gets half, the vNICs share half."""
+    s = make_scenario(
+        hosts=[{"name": "h1", "cores": 32, "dom0_vcpus": 8}],
+        vms=[{"name": "vf1", "host": "h1", "nic": "vf"}, {"name": "pv{i}", "count": 10, "host": "h1"}],
+        workloads=[{"vm": "*", "kind": "netperf", "peer": "external"}],
+    )
+    sim = Simulator(s)
+    steps(sim, 2)
+    line = 10e9 * 1448 / 1538
+    assert sim.rate[0] == pytest.approx(line / 2, rel=1e-6)
+    assert sim.rate[1:].sum() == pytest.approx(line / 2, rel=1e-6)
+    assert sim.rate[1:] == pytest.approx(np.full(10, line / 20), rel=1e-6)

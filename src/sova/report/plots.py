@@ -13,7 +13,7 @@ import numpy as np
 from sova.control.experiment import ProfileResult
 
 
-def smooth(y: np.ndarray, points: int = 400) -> np.ndarray:
+def smooth(y: np.ndarray, points: int = 120) -> np.ndarray:
     """Moving average so that about `points` independent values remain: readable at any run length."""
     w = max(1, len(y) // points)
     if w == 1:

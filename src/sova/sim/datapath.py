@@ -9,6 +9,9 @@ transmit limit (tc on the tap).
   and per byte; two vNICs on one host talk through the Dom0 bridge, paying Dom0 twice and never
   touching the NIC (so local VM-to-VM traffic is bounded by Dom0).
 - VF (SR-IOV): bypasses Dom0; the NIC's embedded switch loops VF traffic between VMs of one host.
+- The NIC's transmit arbitration serves each active VF and the para-virtual path (the physical
+  function's queues) as peers: ``arbitration_weights`` gives each para-virtual flow on a NIC that has
+  active VFs the weight 1/(its para-virtual flows), so the para-virtual path counts as one entity.
 - Migration and storage streams start and end in Dom0 itself.
 """
 
@@ -67,6 +70,8 @@ class Route:
     dst_pv: bool
     src_host: int
     dst_host: int
+    tx_host: int  # host whose NIC transmits it (-1: none)
+    tx_vf: bool  # transmitted from a VF (else from the physical function's para-virtual path)
 
 
 def route(
@@ -105,6 +110,7 @@ def route(
     hs, ns, s_pv = side(src)
     hd, nd, d_pv = side(dst)
     latency = 0.0
+    tx_host = -1
     src_is_vm, dst_is_vm = src[0] == VM, dst[0] == VM
     if src_is_vm and s_pv:
         add(layout.netlim + src[1])
@@ -117,6 +123,7 @@ def route(
         else:
             add(layout.nic_tx + hs)
             add(layout.nic_rx + hs)
+            tx_host = hs
             for pv in (s_pv, d_pv):
                 if pv:
                     add(layout.dom0 + hs, dom0_cost_bit, hs, 1)
@@ -126,6 +133,7 @@ def route(
             if s_pv:
                 add(layout.dom0 + hs, dom0_cost_bit, hs, 1)
             add(layout.nic_tx + hs)
+            tx_host = hs
             latency += pv_latency if s_pv else vf_latency
         for link in topology.path(ns, nd, flow_hash):
             add(int(link))
@@ -145,4 +153,24 @@ def route(
         dst_pv=dst_is_vm and d_pv,
         src_host=hs,
         dst_host=hd,
+        tx_host=tx_host,
+        tx_vf=src_is_vm and not s_pv,
     )
+
+
+def arbitration_weights(active: np.ndarray, tx_host: np.ndarray, tx_vf: np.ndarray, n_hosts: int) -> np.ndarray | None:
+    """Per-flow weights for weighted max-min, or None when no NIC has an active VF (plain fairness).
+
+    The weight applies to the whole flow (fabric links included): an approximation that only matters
+    for para-virtual flows leaving a host whose NIC also serves active VFs.
+    """
+    on_nic = active & (tx_host >= 0)
+    vf_hosts = np.bincount(tx_host[on_nic & tx_vf], minlength=n_hosts) > 0
+    if not vf_hosts.any():
+        return None
+    pv = on_nic & ~tx_vf
+    n_pv = np.bincount(tx_host[pv], minlength=n_hosts)
+    w = np.ones(len(active))
+    sel = pv & vf_hosts[np.maximum(tx_host, 0)]
+    w[sel] = 1.0 / n_pv[tx_host[sel]]
+    return w

@@ -186,6 +186,8 @@ class Simulator:
         self.flow_dst_pv = np.zeros(n_f, dtype=bool)
         self.flow_src_host = np.full(n_f, -1, dtype=np.int64)
         self.flow_dst_host = np.full(n_f, -1, dtype=np.int64)
+        self.flow_tx_host = np.full(n_f, -1, dtype=np.int64)
+        self.flow_tx_vf = np.zeros(n_f, dtype=bool)
         for f, fl in enumerate(self.flows):
             if not fl.alive:
                 continue
@@ -201,6 +203,7 @@ class Simulator:
             self.flow_latency[f] = r.latency
             self.flow_src_pv[f], self.flow_dst_pv[f] = r.src_pv, r.dst_pv
             self.flow_src_host[f], self.flow_dst_host[f] = r.src_host, r.dst_host
+            self.flow_tx_host[f], self.flow_tx_vf[f] = r.tx_host, r.tx_vf
         cat = lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dtype=dt)  # noqa: E731
         rows_a, cols_a = cat(rows, np.int64), cat(cols, np.int64)
         coef_a, d0_a, cross_a = cat(coef, float), cat(d0, np.int64), cat(cross, np.int64)
@@ -266,7 +269,8 @@ class Simulator:
         if key != self._last_solve_key:
             self._a.data[:] = data[self._a_order()]
             self._ft.data[:] = data
-            self.rate = max_min_fair(self._a, cap, demand, at=self._ft)
+            weight = datapath.arbitration_weights(active, self.flow_tx_host, self.flow_tx_vf, self.H)
+            self.rate = max_min_fair(self._a, cap, demand, at=self._ft, weight=weight)
             self._last_solve_key = key
         rate = self.rate
         load = self._load(rate, data)

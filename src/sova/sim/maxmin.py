@@ -28,11 +28,18 @@ def _segment_min(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
     return out
 
 
-def max_min_fair(a: csr_matrix, capacity: np.ndarray, demand: np.ndarray, at: csr_matrix | None = None) -> np.ndarray:
-    """Rates of max-min fair sharing.
+def max_min_fair(
+    a: csr_matrix,
+    capacity: np.ndarray,
+    demand: np.ndarray,
+    at: csr_matrix | None = None,
+    weight: np.ndarray | None = None,
+) -> np.ndarray:
+    """Rates of (weighted) max-min fair sharing.
 
     a: resources x flows (CSR), nonnegative coefficients; capacity: per resource; demand: per flow
-    (may be inf). at: the transpose of a in CSR form, if the caller keeps one.
+    (may be inf). at: the transpose of a in CSR form, if the caller keeps one. weight: per flow; unfrozen
+    flows rise in proportion to it (default 1), which is weighted max-min fairness.
     """
     n_flows = a.shape[1]
     x = np.zeros(n_flows)
@@ -41,6 +48,8 @@ def max_min_fair(a: csr_matrix, capacity: np.ndarray, demand: np.ndarray, at: cs
     if at is None:
         at = a.T.tocsr()
     demand = np.asarray(demand, dtype=float)
+    w = np.ones(n_flows) if weight is None else np.asarray(weight, dtype=float)
+    level_demand = demand / w  # the common level at which a flow reaches its demand
     cap = np.asarray(capacity, dtype=float)
     active = demand > 0
     uses = np.diff(at.indptr) > 0
@@ -52,13 +61,13 @@ def max_min_fair(a: csr_matrix, capacity: np.ndarray, demand: np.ndarray, at: cs
     active &= uses
     fixed_load = np.zeros(len(cap))
     while active.any():
-        slope = a @ active.astype(float)
+        slope = a @ np.where(active, w, 0.0)
         room = np.maximum(cap - fixed_load, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             level = np.where(slope > 0, room / slope, np.inf)
         # lowest saturation level on each flow's path
         lowest = _segment_min(at.indptr, level[at.indices])
-        done = active & (demand <= lowest * (1 + _REL))
+        done = active & (level_demand <= lowest * (1 + _REL))
         if done.any():
             x[done] = demand[done]
         else:
@@ -67,7 +76,7 @@ def max_min_fair(a: csr_matrix, capacity: np.ndarray, demand: np.ndarray, at: cs
             row_min = _segment_min(a.indptr, seen[a.indices])
             final = (slope > 0) & (row_min >= level * (1 - _REL))
             done = active & ((at @ final.astype(float)) > 0)
-            x[done] = lowest[done]
+            x[done] = w[done] * lowest[done]
         fixed_load += a @ np.where(done, x, 0.0)
         active &= ~done
     return x
