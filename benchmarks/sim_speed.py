@@ -1,8 +1,8 @@
 """Simulator speed: simulated seconds per wall second, and peak memory, at data-center sizes.
 
-Mixed workloads on a fat tree: web servers answering clients in other VMs, netperf streams at duty
-cycles between VMs and to the outside, CPU burners, PlanetLab trace replay and storage IO. One-second
-steps. Usage:
+Mixed workloads on a fat tree: web servers answering external clients, netperf streams from VMs
+with SR-IOV VFs at duty cycles to web VMs elsewhere and to the outside, CPU burners, PlanetLab trace
+replay and storage IO. One-second steps. Usage:
 
     python benchmarks/sim_speed.py                 # both sizes
     python benchmarks/sim_speed.py --sizes 100     # 100 hosts / 1,000 VMs only
@@ -46,7 +46,7 @@ def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1):
         "hosts": [{"name": "h{i}", "count": n_hosts, "cores": 32, "memory": "256GiB"}],
         "storage": [{"name": "san1"}, {"name": "san2", "device": "disk-array"}],
         "vms": [
-            {"name": f"{p}{{i}}", "count": kinds, "vcpus": 2, "memory": "4GiB"}
+            {"name": f"{p}{{i}}", "count": kinds, "vcpus": 2, "memory": "4GiB", "nic": "vf" if p == "net" else "vnic"}
             for p in ("web", "burn", "db", "net", "pl")
         ],
         "workloads": workloads,
