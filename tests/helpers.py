@@ -1,4 +1,4 @@
-"""Helpers shared by tests: small scenarios built in code, and where the shared traces are."""
+"""Helpers shared by tests: small scenarios built in code."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 from sova.model.scenario import Scenario, scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACES = ROOT.parent / "shared" / "traces"
 
 
 def make_scenario(**sections) -> Scenario:

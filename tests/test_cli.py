@@ -149,3 +149,17 @@ def test_the_installed_command_runs_as_a_program(small, tmp_path):
         [exe, "validate", str(tmp_path / "missing.toml")], capture_output=True, text=True, check=False
     )
     assert done.returncode == 2 and "no such file" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_per_vm_metrics_follow_a_migration(small, tmp_path):
+    per_vm = tmp_path / "pervm.toml"
+    per_vm.write_text(SMALL + "\n[outputs]\nper_vm = true\nsample_every = 10\n")
+    out = tmp_path / "res"
+    assert main(["run", str(per_vm), "--out", str(out), "--quiet", "--profile", "threshold"]) == 0
+    import csv
+
+    rows = list(csv.DictReader((out / "metrics-threshold.csv").open()))
+    assert len(rows) == 12  # 120 s sampled every 10 s
+    hosts = {r["vm_host:v1"] for r in rows} | {r["vm_host:v2"] for r in rows} | {r["vm_host:v3"] for r in rows}
+    assert hosts == {"h1", "h2"}  # one of them moved
+    assert float(rows[-1]["vm_cpu:v4"]) > 0

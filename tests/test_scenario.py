@@ -116,3 +116,8 @@ def test_missing_file_and_directory_are_clear_errors(tmp_path: Path):
         load_scenario(tmp_path / "none.toml")
     with pytest.raises(InputError, match="is a directory"):
         load_scenario(tmp_path)
+
+
+def test_disk_io_without_a_storage_server_is_refused():
+    raw = {**BASE, "vms": [{"name": "v", "host": "h1"}], "workloads": [{"vm": "v", "kind": "fio"}]}
+    assert any("[[workloads]] #1.kind: fio does disk IO; expected a [[storage]] server" in m for m in problems(raw))

@@ -1,13 +1,16 @@
 """The simulator's physics and operations, end to end through its step loop."""
 
+import tarfile
+
 import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import make_scenario
+from helpers import ROOT, make_scenario
 from sova.control.experiment import run_scenario
 from sova.sim.engine import SimError, Simulator
+from sova.sim.traces import TraceError, read_bitbrains, read_planetlab
 
 
 def steps(sim, n):
@@ -198,27 +201,47 @@ def test_saturated_ssd_shares_device_time_and_latency_rises():
     assert share[0] == pytest.approx(share[1], rel=1e-6)  # equal device time
 
 
-def test_planetlab_replay_follows_the_trace(traces):
-    f = sorted((traces / "planetlab" / "20110303").iterdir())[0]
+def test_planetlab_replay_follows_the_trace():
+    f = sorted((ROOT / "scenarios" / "traces" / "planetlab").iterdir())[0]
     s = make_scenario(vms=[{"name": "a", "host": "h1", "vcpus": 2}],
                       workloads=[{"vm": "a", "kind": "planetlab", "file": str(f), "interval": 10}],
                       scenario={"duration": 50})  # fmt: skip
     sim = Simulator(s)
     steps(sim, 50)
     expected = sum(int(x) / 100 * 2 * 10 for x in f.read_text().split()[:5])
-    assert sim.c["cpu_time"][0] == pytest.approx(expected + 0.005 * 50 * (1 - 0), rel=0.02)
+    assert sim.c["cpu_time"][0] == pytest.approx(expected, rel=0.02)
 
 
-def test_bitbrains_replay_drives_cpu_network_and_disk(traces):
-    f = traces / "bitbrains" / "gwa_t12_rnd" / "rnd_2013-7_all500vms.tar.gz"
+@pytest.mark.parametrize("archived", [False, True])
+def test_bitbrains_replay_drives_cpu_network_and_disk(tmp_path, archived):
+    csv = ROOT / "tests" / "fixtures" / "bitbrains-rnd-2013-7-vm1.csv"
+    spec = str(csv)
+    if archived:  # the form of the published archive: a member of a .tar.gz
+        with tarfile.open(tmp_path / "rnd.tar.gz", "w:gz") as tar:
+            tar.add(csv, arcname="rnd/2013-7/1.csv")
+        spec = f"{tmp_path / 'rnd.tar.gz'}:rnd/2013-7/1.csv"
     s = make_scenario(storage=[{"name": "s1"}], vms=[{"name": "a", "host": "h1", "vcpus": 2, "memory": "8GiB"}],
-                      workloads=[{"vm": "a", "kind": "bitbrains", "file": f"{f}:rnd/2013-7/1.csv"}],
+                      workloads=[{"vm": "a", "kind": "bitbrains", "file": spec}],
                       scenario={"duration": 900})  # fmt: skip
     sim = Simulator(s)
     steps(sim, 900)
-    assert sim.c["cpu_time"][0] > 0
-    assert sim.c["guest_rx_bytes"][0] + sim.c["guest_tx_bytes"][0] > 0
-    assert sim.c["blk_rd_ops"][0] + sim.c["blk_wr_ops"][0] > 0
+    trace = read_bitbrains(spec)
+    assert sim.c["cpu_time"][0] == pytest.approx(trace.cpu[:3].sum() * 300 * 2 + 0.005 * 900, rel=0.02)
+    net = (trace.net_rx[:3] + trace.net_tx[:3]).sum() * 300
+    assert sim.c["guest_rx_bytes"][0] + sim.c["guest_tx_bytes"][0] == pytest.approx(net, rel=1e-6)
+    disk = (trace.disk_read[:3] + trace.disk_write[:3]).sum() * 300
+    assert sim.c["blk_rd_bytes"][0] + sim.c["blk_wr_bytes"][0] == pytest.approx(disk, rel=1e-6)
+
+
+def test_malformed_traces_name_the_file_and_line(tmp_path):
+    bad = tmp_path / "pl"
+    bad.write_text("12\n7x\n")
+    with pytest.raises(TraceError, match=r"pl: line 2: expected a CPU percentage, got '7x'"):
+        read_planetlab(str(bad))
+    short = tmp_path / "bb.csv"
+    short.write_text("Timestamp [ms];x\n1;2;3\n")
+    with pytest.raises(TraceError, match=r"bb.csv: line 2: expected 11 ';'-separated columns, got 3"):
+        read_bitbrains(str(short))
 
 
 def test_overloaded_web_server_drops_requests_past_the_client_timeout():

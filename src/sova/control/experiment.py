@@ -58,7 +58,8 @@ def run_profile(
     driver = SimDriver(sim)
     runtime = Runtime(driver, policies, scenario.control, prof.mode)
     per_host = scenario.outputs.per_vm or len(sim.host_names) <= PER_HOST_MAX
-    rec = Recorder(sim.host_names, per_host, scenario.outputs.sample_every)
+    vm_names = sim.vm_names if scenario.outputs.per_vm else None
+    rec = Recorder(sim.host_names, per_host, scenario.outputs.sample_every, vm_names)
     steps = round(scenario.duration / scenario.step)
     wall0 = time.perf_counter()
     runtime.tick()

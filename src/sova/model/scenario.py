@@ -374,7 +374,7 @@ def scenario_from_dict(
     hosts = _read_hosts(r, raw.get("hosts", []), defaults.get("host", {}))
     storage = _read_storage(r, raw.get("storage", []))
     vms = _read_vms(r, raw.get("vms", []), defaults.get("vm", {}), hosts, storage)
-    workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd())
+    workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
     profiles = _read_profiles(r, raw.get("profiles", {}))
     if profile_check is not None:
         for prof in profiles.values():
@@ -535,10 +535,11 @@ def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec]) -> list[VmS
     return out
 
 
-def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path) -> list[WorkloadSpec]:
+def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, storage_raw: Any) -> list[WorkloadSpec]:
     names = [v.name for v in vms]
     name_set = set(names)
     out = []
+    has_storage = isinstance(storage_raw, list) and len(storage_raw) > 0
     for n, entry in enumerate(_as_list(r, raw, "[[workloads]]"), start=1):
         where = f"[[workloads]] #{n}"
         if not isinstance(entry, dict):
@@ -549,6 +550,8 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path) -> l
         head = r.table(entry, WORKLOAD_FIELDS, where, extra_ok=(*params_spec, "phases"))
         if head["kind"] is None:
             continue
+        if head["kind"] in ("fio", "bitbrains") and not has_storage:
+            r.error(f"{where}.kind", f"{head['kind']} does disk IO; expected a [[storage]] server in the scenario")
         params = r.table({k: v for k, v in entry.items() if k in params_spec}, params_spec, where)
         vm = head["vm"]
         if vm is not None and not fnmatch.filter(names, vm):

@@ -19,6 +19,7 @@ class Recorder:
     host_names: list[str]
     per_host: bool
     sample_every: float = 0.0
+    vm_names: list[str] | None = None  # set to also record per-VM columns
     rows: dict[str, list] = field(default_factory=dict)
     svc: dict[str, list] = field(default_factory=dict)
     batch: list[tuple[int, float]] = field(default_factory=list)
@@ -58,6 +59,15 @@ class Recorder:
             for h, name in enumerate(self.host_names):
                 row[f"cpu:{name}"] = float(util[h])
                 row[f"nic_tx:{name}"] = float(g["nic_tx_util"][h])
+        if self.vm_names is not None:
+            src, dst = sim._flow_vm_ends()
+            rate = np.where(np.isfinite(g["rate"]), g["rate"], 0.0)
+            net = np.bincount(src[src >= 0], weights=rate[src >= 0], minlength=len(self.vm_names))
+            net += np.bincount(dst[dst >= 0], weights=rate[dst >= 0], minlength=len(self.vm_names))
+            for v, name in enumerate(self.vm_names):
+                row[f"vm_cpu:{name}"] = float(g["vm_alloc"][v])
+                row[f"vm_net:{name}"] = float(net[v])
+                row[f"vm_host:{name}"] = self.host_names[int(sim.vm_host[v])]
         for k, v in row.items():
             self.rows.setdefault(k, []).append(v)
 
