@@ -271,3 +271,20 @@ def test_nic_arbitrates_between_each_vf_and_the_paravirtual_path_as_a_whole():
     assert sim.rate[0] == pytest.approx(line / 2, rel=1e-6)
     assert sim.rate[1:].sum() == pytest.approx(line / 2, rel=1e-6)
     assert sim.rate[1:] == pytest.approx(np.full(10, line / 20), rel=1e-6)
+
+
+def test_disk_traffic_follows_a_migrated_vm():
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2}],
+        storage=[{"name": "s1"}],
+        vms=[{"name": "db", "host": "h1", "memory": "1GiB"}],
+        workloads=[{"vm": "db", "kind": "fio", "iops": 1000, "size": "64KB", "read": 1.0}],
+    )
+    sim = Simulator(s)
+    sim.start_migration(0, 1)
+    steps(sim, 10)
+    assert sim.vm_host[0] == 1
+    before = sim.c["nic_rx_bytes"].copy()
+    steps(sim, 10)
+    rx = sim.c["nic_rx_bytes"] - before
+    assert rx[0] == 0 and rx[1] == pytest.approx(1000 * 64000 * 10, rel=1e-6)

@@ -215,6 +215,3 @@ class Executor:
             if after > self.c.cpu_headroom:
                 return f"{action.dst} would be at {after:.0%} CPU (headroom {self.c.cpu_headroom:.0%})"
         return None
-
-    def idle(self) -> bool:
-        return not (self.running or self.queued or self.pending)

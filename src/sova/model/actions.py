@@ -30,9 +30,6 @@ class Action:
         text = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in args.items())
         return f"{self.kind} {text}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, **asdict(self)}
-
 
 @dataclass(frozen=True)
 class Migrate(Action):
@@ -108,7 +105,3 @@ class Outcome:
     started: float = 0.0
     finished: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def finished_ok(self) -> bool:
-        return self.status == OK

@@ -65,6 +65,3 @@ class Snapshot:
     flow_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index
     flow_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index, -1 outside
     flow_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # cumulative (OVS flow counters)
-
-    def host_of(self, vm: str) -> str:
-        return self.hosts[int(self.vm_host[self.vms.index(vm)])]

@@ -77,10 +77,3 @@ def memory_mib(value: object) -> float:
 def duration(value: object) -> float:
     """A duration in seconds; bare numbers are seconds."""
     return _parse(value, _DURATION, "a duration", "'30s', '10min' or '2h'", 1.0)
-
-
-def fmt_bandwidth(bps: float) -> str:
-    for unit, scale in (("Gb/s", 1e9), ("Mb/s", 1e6), ("kb/s", 1e3)):
-        if abs(bps) >= scale:
-            return f"{bps / scale:.3g} {unit}"
-    return f"{bps:.3g} b/s"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-VM, DOM0, NODE = 0, 1, 2
+VM, DOM0, NODE, VM_DOM0 = 0, 1, 2, 3  # VM_DOM0: the Dom0 of whichever host runs the VM now
 
 
 @dataclass
@@ -105,6 +105,9 @@ def route(
             return h, h, not bool(vm_vf[i])
         if kind == DOM0:
             return i, i, True
+        if kind == VM_DOM0:
+            h = int(vm_host[i])
+            return h, h, True
         return -1, i, False
 
     hs, ns, s_pv = side(src)

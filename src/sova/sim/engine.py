@@ -22,7 +22,7 @@ from sova.model.scenario import Scenario, simulator_defaults
 from sova.model.topology import build_topology
 from sova.sim import datapath
 from sova.sim.compute import weighted_share
-from sova.sim.datapath import DOM0, NODE, VM, Layout
+from sova.sim.datapath import DOM0, NODE, VM, VM_DOM0, Layout
 from sova.sim.maxmin import max_min_fair
 from sova.sim.migration import Migration
 from sova.sim.storage import serve_io
@@ -42,7 +42,6 @@ class Flow:
     src: tuple[int, int]
     dst: tuple[int, int]
     kind: str
-    owner: int = -1  # index in the owning workload group, or the migrating VM
     alive: bool = True
 
 
@@ -125,8 +124,8 @@ class Simulator:
         self._init_counters()
 
     # ------------------------------------------------------------------ set-up
-    def _add_flow(self, src: tuple[int, int], dst: tuple[int, int], kind: str, owner: int) -> int:
-        self.flows.append(Flow(src, dst, kind, owner))
+    def _add_flow(self, src: tuple[int, int], dst: tuple[int, int], kind: str) -> int:
+        self.flows.append(Flow(src, dst, kind))
         self._routes_dirty = True
         return len(self.flows) - 1
 
@@ -135,23 +134,23 @@ class Simulator:
         ext = (NODE, self.topology.external)
         if (g := w.group("netperf")) is not None:
             ids = []
-            for i, (vm, peer, direction) in enumerate(zip(g.vm, g.params["peer"], g.params["direction"], strict=True)):
+            for vm, peer, direction in zip(g.vm, g.params["peer"], g.params["direction"], strict=True):
                 a, b = (VM, int(vm)), (VM, int(peer)) if peer >= 0 else ext
                 src, dst = (a, b) if direction == "tx" else (b, a)
-                ids.append(self._add_flow(src, dst, "netperf", i))
+                ids.append(self._add_flow(src, dst, "netperf"))
             g.flows["main"] = np.array(ids, dtype=np.int64)
         if (g := w.group("httperf")) is not None:
             resp, req = [], []
-            for i, (vm, client) in enumerate(zip(g.vm, g.params["client"], strict=True)):
+            for vm, client in zip(g.vm, g.params["client"], strict=True):
                 c = (VM, int(client)) if client >= 0 else ext
-                resp.append(self._add_flow((VM, int(vm)), c, "http-response", i))
-                req.append(self._add_flow(c, (VM, int(vm)), "http-request", i))
+                resp.append(self._add_flow((VM, int(vm)), c, "http-response"))
+                req.append(self._add_flow(c, (VM, int(vm)), "http-request"))
             g.flows["response"] = np.array(resp, dtype=np.int64)
             g.flows["request"] = np.array(req, dtype=np.int64)
         if (g := w.group("bitbrains")) is not None:
-            g.flows["tx"] = np.array([self._add_flow((VM, int(v)), ext, "trace", i) for i, v in enumerate(g.vm)])
-            g.flows["rx"] = np.array([self._add_flow(ext, (VM, int(v)), "trace", i) for i, v in enumerate(g.vm)])
-        # one read and one write stream per VM that does storage IO, Dom0 <-> storage server
+            g.flows["tx"] = np.array([self._add_flow((VM, int(v)), ext, "trace") for v in g.vm])
+            g.flows["rx"] = np.array([self._add_flow(ext, (VM, int(v)), "trace") for v in g.vm])
+        # one read and one write stream per VM that does storage IO, its host's Dom0 <-> storage server
         io_vms = sorted({int(v) for k in ("fio", "bitbrains") if (g := w.group(k)) is not None for v in g.vm})
         self.io_flow_read = np.full(self.V, -1, dtype=np.int64)
         self.io_flow_write = np.full(self.V, -1, dtype=np.int64)
@@ -159,8 +158,8 @@ class Simulator:
             raise SimError("workloads do storage IO but the scenario has no [[storage]] server")
         for v in io_vms:
             st = (NODE, int(self.storage_node[self.vm_storage[v]]))
-            self.io_flow_read[v] = self._add_flow(st, (DOM0, int(self.vm_host[v])), "io", v)
-            self.io_flow_write[v] = self._add_flow((DOM0, int(self.vm_host[v])), st, "io", v)
+            self.io_flow_read[v] = self._add_flow(st, (VM_DOM0, v), "io")
+            self.io_flow_write[v] = self._add_flow((VM_DOM0, v), st, "io")
 
     def _init_counters(self) -> None:
         V, H = self.V, self.H
@@ -609,7 +608,7 @@ class Simulator:
             max_rounds=p["migration_max_rounds"], max_factor=p["migration_max_factor"],
             resume_time=p["migration_resume_time"],
         )  # fmt: skip
-        fid = self._add_flow((DOM0, src), (DOM0, dst), "migration", vm)
+        fid = self._add_flow((DOM0, src), (DOM0, dst), "migration")
         self.dom0_mem_reserved[dst] += self.vm_mem[vm]
         self.migrations[vm] = (mig, fid)
 

@@ -1,0 +1,68 @@
+"""Rates derived from sensor counters agree with what the simulator did; spec defaults match the schema."""
+
+import dataclasses
+
+import pytest
+
+from helpers import make_scenario
+from sova.drivers.sim import SimDriver
+from sova.model import scenario as S
+from sova.model.knowledge import Knowledge
+from sova.sim.engine import Simulator
+
+
+def observed(seconds=20, **sections):
+    sim = Simulator(make_scenario(**sections))
+    drv = SimDriver(sim)
+    k = Knowledge()
+    k.add(drv.observe())
+    for _ in range(seconds):
+        sim.step()
+        k.add(drv.observe())
+    return k
+
+
+def test_cpu_rates_from_counters():
+    k = observed(
+        hosts=[{"name": "h1", "cores": 8}],
+        vms=[{"name": "a", "host": "h1", "vcpus": 4}, {"name": "b", "host": "h1", "vcpus": 2}],
+        workloads=[{"vm": "a", "kind": "lookbusy", "util": 0.5}, {"vm": "b", "kind": "lookbusy"}],
+    )
+    cores = k.vm_cpu_cores(10)
+    assert cores == pytest.approx([2.005, 2.0], rel=1e-6)  # a: burner + idle ticks; b: full at its 2 vCPUs
+    assert k.host_cpu_util(10)[0] == pytest.approx(4.005 / 8, rel=1e-6)
+
+
+def test_network_rates_and_nic_utilisation_from_counters():
+    k = observed(
+        hosts=[{"name": "h{i}", "count": 2}],
+        vms=[{"name": "a", "host": "h1"}, {"name": "b", "host": "h2"}],
+        workloads=[{"vm": "a", "kind": "netperf", "peer": "b", "rate": "2Gbps"}],
+    )
+    assert k.vm_net_rate(10) == pytest.approx([2e9, 2e9], rel=1e-6)  # a sends, b receives
+    assert k.nic_util(10) == pytest.approx([0.2, 0.2], rel=1e-6)
+
+
+def test_windows_need_two_snapshots():
+    k = Knowledge()
+    assert k.host_cpu_util(10) is None and k.window(10) is None
+
+
+@pytest.mark.parametrize(
+    ("spec", "fields", "skip"),
+    [
+        (S.TopologySpec, S.TOPOLOGY_FIELDS, ()),
+        (S.NicSpec, S.NIC_FIELDS, ()),
+        (S.HostSpec, S.HOST_FIELDS, ("name", "count", "nic")),
+        (S.VmSpec, S.VM_FIELDS, ("name", "count", "host")),
+        (S.ControlSpec, S.CONTROL_FIELDS, ()),
+        (S.OutputSpec, S.OUTPUT_FIELDS, ()),
+    ],
+)
+def test_spec_dataclass_defaults_match_the_schema(spec, fields, skip):
+    """The typed specs restate the schema's defaults; this keeps the two from drifting apart."""
+    declared = {f.name: f.default for f in dataclasses.fields(spec) if f.default is not dataclasses.MISSING}
+    for key, field in fields.items():
+        if key in skip:
+            continue
+        assert declared[key] == field.default, key
