@@ -288,3 +288,30 @@ def test_disk_traffic_follows_a_migrated_vm():
     steps(sim, 10)
     rx = sim.c["nic_rx_bytes"] - before
     assert rx[0] == 0 and rx[1] == pytest.approx(1000 * 64000 * 10, rel=1e-6)
+
+
+def test_a_duty_cycle_carries_exactly_its_share_of_traffic():
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2}],
+        vms=[{"name": "a", "host": "h1"}, {"name": "b", "host": "h2"}],
+        workloads=[{"vm": "a", "kind": "netperf", "peer": "b", "rate": "1Gbps", "duty": 0.55}],
+        scenario={"duration": 100},
+    )
+    sim = Simulator(s)
+    steps(sim, 100)
+    assert sim.c["guest_tx_bytes"][0] == pytest.approx(0.55 * 100 * 1e9 / 8, rel=1e-9)
+
+
+def test_a_vm_is_paused_only_for_its_downtime():
+    """A 1 s step must not turn a few milliseconds of stop-and-copy into a second of lost work."""
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2}],
+        vms=[{"name": "a", "host": "h1", "memory": "4GiB", "vcpus": 1}],
+        workloads=[{"vm": "a", "kind": "lookbusy"}],
+    )
+    sim = Simulator(s)
+    sim.start_migration(0, 1)
+    steps(sim, 30)
+    (rec,) = sim.migration_log
+    lost = 30 * 1.0 - sim.c["cpu_time"][0]
+    assert lost == pytest.approx(rec.downtime, rel=1e-6)

@@ -238,6 +238,7 @@ class Simulator:
 
         cpu_dem = np.full(self.V, p["idle_guest_cpu"])
         demand = np.zeros(len(self.flows))
+        self._flow_scale = np.ones(len(self.flows))
         self._workload_demands(t, dt, cpu_dem, demand, run)
         io = self._io_demands(t)
         for _mig, fid in self.migrations.values():
@@ -264,14 +265,14 @@ class Simulator:
 
         # network
         cap = self._capacities(dom0_alloc)
-        key = (demand.tobytes(), cap.tobytes(), data.tobytes())
+        key = (demand.tobytes(), cap.tobytes(), data.tobytes())  # weights follow from demand and routes
         if key != self._last_solve_key:
             self._a.data[:] = data[self._a_order()]
             self._ft.data[:] = data
             weight = datapath.arbitration_weights(active, self.flow_tx_host, self.flow_tx_vf, self.H)
             self.rate = max_min_fair(self._a, cap, demand, at=self._ft, weight=weight)
             self._last_solve_key = key
-        rate = self.rate
+        rate = self.rate * self._flow_scale
         load = self._load(rate, data)
 
         # CPU pass 2: with what the network actually carried
@@ -281,9 +282,11 @@ class Simulator:
         vm_alloc, dom0_alloc = self._share_cpu(vm_dem, dom0_used)
         stretch = self._stretch(vm_dem)
 
-        self._advance_migrations(rate, dt)
-        self._advance_batch(vm_alloc, vm_want, stretch, dt, run)
-        self._advance_services(rate, load, cap, vm_alloc, vm_want, stretch, dt, run)
+        # a stop-and-copy during this step pauses the VM for exactly its part of the step
+        run_now = self._advance_migrations(rate, dt, run)
+        vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
+        self._advance_batch(vm_alloc, vm_want, stretch, dt, run_now)
+        self._advance_services(rate, load, cap, vm_alloc, vm_want, stretch, dt, run_now)
         self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt)
         self.g["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
         self.g["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)
@@ -361,11 +364,10 @@ class Simulator:
 
     # ------------------------------------------------------------------ workloads
     def _paused_fraction(self) -> np.ndarray:
-        """Fraction of the coming step each VM will be paused by a stop-and-copy (estimated)."""
+        """Fraction of the coming step each VM stays paused by a stop-and-copy under way."""
         out = np.zeros(self.V)
         for v, (mig, _) in self.migrations.items():
-            if mig.paused:
-                out[v] = 1.0
+            out[v] = min(1.0, mig.pause_left() / self.dt)
         return out
 
     def _workload_demands(self, t, dt, cpu_dem, demand, run) -> None:
@@ -378,7 +380,7 @@ class Simulator:
             on = on_fraction(t, dt, g.params["period"], g.params["duty"], g.phase)
             rate = np.where(g.params["rate"] > 0, g.params["rate"], np.inf)
             demand[g.flows["main"]] = np.where(on > 0, rate, 0.0)
-            g.state["on"] = on
+            self._flow_scale[g.flows["main"]] = on  # on for part of the step: carries that part
         if (g := w.group("httperf")) is not None:
             lam = g.params["rate"] + g.state["backlog"] / 1.0
             demand[g.flows["response"]] = lam * g.params["page"] * 8
@@ -448,13 +450,17 @@ class Simulator:
         return served, latency
 
     # ------------------------------------------------------------------ progress
-    def _advance_migrations(self, rate: np.ndarray, dt: float) -> None:
+    def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
+        """Advance every migration; returns each VM's running fraction of this step (pauses included)."""
+        run_now = run.copy()
         for v in list(self.migrations):
             mig, fid = self.migrations[v]
-            sent, _ = mig.advance(rate[fid] / 8, dt)
+            sent, paused = mig.advance(rate[fid] / 8, dt)
             self.flow_bytes[fid] += sent
+            run_now[v] = min(run[v], 1.0 - paused / dt)
             if mig.done:
                 self._finish_migration(v, "completed")
+        return run_now
 
     def _advance_batch(self, vm_alloc, vm_dem, stretch, dt, run) -> None:
         g = self.workloads.group("batch")

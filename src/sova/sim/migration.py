@@ -45,13 +45,25 @@ class Migration:
     def done(self) -> bool:
         return self.phase == "done"
 
+    last_bandwidth: float = 0.0
+
     @property
     def paused(self) -> bool:
         return self.phase in ("stopcopy", "resume")
 
+    def pause_left(self) -> float:
+        """Seconds the VM stays paused from now, at the last bandwidth (0 while pre-copy runs)."""
+        if self.phase == "resume":
+            return self.resume_left
+        if self.phase == "stopcopy":
+            copy = self.round_left / self.last_bandwidth if self.last_bandwidth > 0 else float("inf")
+            return copy + self.resume_time
+        return 0.0
+
     def advance(self, bandwidth: float, dt: float) -> tuple[float, float]:
         """Advance by dt at this bandwidth; returns (bytes sent, seconds the VM was paused)."""
         sent0, paused, left = self.sent, 0.0, dt
+        self.last_bandwidth = bandwidth
         while left > 1e-12 and self.phase != "done":
             if self.phase == "resume":
                 use = min(left, self.resume_left)
