@@ -44,11 +44,16 @@ def register(cls: type[Policy]) -> type[Policy]:
     return cls
 
 
+_discovered = False
+
+
 def registry() -> dict[str, type[Policy]]:
-    """All registered policies; modules of sova.plan are imported on first use."""
-    if not _REGISTRY:
+    """All registered policies; every module of sova.plan is imported on first use."""
+    global _discovered
+    if not _discovered:
         import sova.plan as pkg
 
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            importlib.import_module(f"sova.plan.{mod.name}")
+        for mod in pkgutil.walk_packages(pkg.__path__, prefix="sova.plan."):
+            importlib.import_module(mod.name)
+        _discovered = True
     return dict(_REGISTRY)
