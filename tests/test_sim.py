@@ -315,3 +315,35 @@ def test_a_vm_is_paused_only_for_its_downtime():
     (rec,) = sim.migration_log
     lost = 30 * 1.0 - sim.c["cpu_time"][0]
     assert lost == pytest.approx(rec.downtime, rel=1e-6)
+
+
+def test_workload_phases_change_parameters_on_time():
+    s = make_scenario(
+        vms=[{"name": "a", "host": "h1", "vcpus": 2}],
+        workloads=[{"vm": "a", "kind": "lookbusy", "util": 0.25, "phases": [{"at": 30, "util": 0.75}]}],
+    )
+    sim = Simulator(s)
+    steps(sim, 30)
+    first = sim.c["cpu_time"][0]
+    steps(sim, 30)
+    assert first == pytest.approx(30 * (0.5 + 0.005))
+    assert sim.c["cpu_time"][0] - first == pytest.approx(30 * (1.5 + 0.005))
+
+
+def test_disk_array_is_slower_and_saturates_sooner_than_ssd():
+    def latency_and_iops(device):
+        s = make_scenario(
+            storage=[{"name": "s", "device": device}],
+            vms=[{"name": "a", "host": "h1"}],
+            workloads=[{"vm": "a", "kind": "fio", "iops": 5000, "size": "4KB"}],
+        )
+        sim = Simulator(s)
+        steps(sim, 10)
+        ops = sim.c["blk_rd_ops"][0] + sim.c["blk_wr_ops"][0]
+        return sim.c["blk_time"][0] / ops, ops / 10
+
+    ssd_lat, ssd_iops = latency_and_iops("ssd")
+    disk_lat, disk_iops = latency_and_iops("disk-array")
+    assert ssd_iops == pytest.approx(5000)
+    assert disk_iops == pytest.approx(8 / (8e-3 + 4000 / 1.2e9 * 8 / 8), rel=1e-3)  # 8 disks, saturated
+    assert disk_lat > 50 * ssd_lat
