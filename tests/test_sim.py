@@ -347,3 +347,33 @@ def test_disk_array_is_slower_and_saturates_sooner_than_ssd():
     assert ssd_iops == pytest.approx(5000)
     assert disk_iops == pytest.approx(8 / (8e-3 + 4000 / 1.2e9 * 8 / 8), rel=1e-3)  # 8 disks, saturated
     assert disk_lat > 50 * ssd_lat
+
+
+def test_incremental_routing_matches_a_full_rebuild():
+    s = make_scenario(
+        topology={"kind": "fat-tree", "k": 4},
+        hosts=[{"name": "h{i}", "count": 8}],
+        storage=[{"name": "s1"}],
+        vms=[{"name": "v{i}", "count": 12, "memory": 512}],
+        workloads=[
+            {"vm": "v*", "kind": "netperf", "peer": "v1", "rate": "100Mbps"},
+            {"vm": "v2", "kind": "fio", "iops": 100},
+            {"vm": "v3", "kind": "httperf", "client": "v4"},
+        ],
+    )
+    sim = Simulator(s)
+    steps(sim, 2)
+    sim.start_migration(1, 5)
+    sim.attach_vf(3, 1e9)
+    steps(sim, 10)
+    sim.detach_vf(3)
+    sim.start_migration(2, 6)
+    steps(sim, 10)
+    assert sim.vm_host[1] == 5 and sim.vm_host[2] == 6
+    incremental = (sim._entry_flow.copy(), sim._entry_res.copy(), sim._entry_base.copy(), sim.flow_latency.copy())
+    sim._route_cache.clear()
+    sim._routes_dirty = True
+    sim._rebuild_routes()
+    full = (sim._entry_flow, sim._entry_res, sim._entry_base, sim.flow_latency)
+    for a, b in zip(incremental, full, strict=True):
+        assert np.array_equal(a, b)

@@ -29,6 +29,7 @@ from sova.sim.storage import serve_io
 from sova.sim.workloads import Workloads, on_fraction, series_at
 
 RHO_MAX = 0.99
+_PER_VM = (VM, VM_DOM0)  # endpoint kinds whose route depends on a VM's host and NIC mode
 BITBRAINS_IO_SIZE = 16384.0
 MEM_USED_DEFAULT = 0.4
 
@@ -119,6 +120,8 @@ class Simulator:
         self.migrations: dict[int, tuple[Migration, int]] = {}
         self.migration_log: list[MigrationRecord] = []
         self._routes_dirty = True
+        self._route_cache: list[datapath.Route | None] = []
+        self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self._last_solve_key: tuple | None = None
         self.rate = np.zeros(len(self.flows))
         self._init_counters()
@@ -187,13 +190,24 @@ class Simulator:
         self.flow_dst_host = np.full(n_f, -1, dtype=np.int64)
         self.flow_tx_host = np.full(n_f, -1, dtype=np.int64)
         self.flow_tx_vf = np.zeros(n_f, dtype=bool)
+        cache = self._route_cache
+        cache.extend([None] * (n_f - len(cache)))
+        moved = self._moved_vms
         for f, fl in enumerate(self.flows):
             if not fl.alive:
+                cache[f] = None
                 continue
-            r = datapath.route(
-                self.layout, self.topology, fl.src, fl.dst, self.vm_host, self.vm_vf, self.dom0_cost_bit,
-                self.p["pv_latency"], self.p["vf_latency"], zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
-            )  # fmt: skip
+            r = cache[f]
+            if (
+                r is None
+                or (fl.src[0] in _PER_VM and fl.src[1] in moved)
+                or (fl.dst[0] in _PER_VM and fl.dst[1] in moved)
+            ):
+                r = datapath.route(
+                    self.layout, self.topology, fl.src, fl.dst, self.vm_host, self.vm_vf, self.dom0_cost_bit,
+                    self.p["pv_latency"], self.p["vf_latency"], zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
+                )  # fmt: skip
+                cache[f] = r
             rows.append(r.resources)
             cols.append(np.full(len(r.resources), f, dtype=np.int64))
             coef.append(r.coef)
@@ -219,6 +233,7 @@ class Simulator:
         self._a = self._ft.T.tocsr()
         self._a_perm = None
         self._routes_dirty = False
+        self._moved_vms.clear()
         self._last_solve_key = None
 
     # ------------------------------------------------------------------ step
@@ -629,6 +644,7 @@ class Simulator:
         self.dom0_mem_reserved[mig.dst] -= self.vm_mem[vm]
         if status == "completed":
             self.vm_host[vm] = mig.dst
+            self._moved_vms.add(vm)
         self.migration_log.append(
             MigrationRecord(
                 vm=self.vm_names[vm], src=self.host_names[mig.src], dst=self.host_names[mig.dst],
@@ -669,6 +685,7 @@ class Simulator:
         self.vm_vf[vm] = False
         self.vm_vf_busy[vm] = True
         self._routes_dirty = True
+        self._moved_vms.add(vm)
         self.vf_pending.append((self.t + self.p["vf_detach_time"], vm, "release"))
 
     def set_vf_rate(self, vm: int, rate: float) -> None:
@@ -685,9 +702,10 @@ class Simulator:
             self.vm_vf_busy[vm] = False
             if kind == "attach":
                 self.vm_vf[vm] = True
+                self._moved_vms.add(vm)
+                self._routes_dirty = True
             else:
                 self.vf_used[self.vm_host[vm]] -= 1
-            self._routes_dirty = True
 
     def vf_state(self, vm: int) -> str:
         """'none', 'attaching', 'attached' or 'detaching' (the VF is unplugging, traffic is on the vNIC)."""
