@@ -32,6 +32,17 @@ class ProfileResult:
     migrations: list[MigrationRecord]
     audit: AuditLog
     services: list[dict] = field(default_factory=list)
+    vf_events: list[tuple[float, str, str, str]] = field(default_factory=list)
+    initial_vfs: frozenset[str] = frozenset()
+
+    def vf_holders(self, t: float) -> list[str]:
+        """VMs holding a VF at time t (after the events up to t)."""
+        held = set(self.initial_vfs)
+        for when, vm, _, event in self.vf_events:
+            if when > t:
+                break
+            (held.add if event == "attached" else held.discard)(vm)
+        return sorted(held, key=lambda n: (len(n), n))
 
 
 def run_scenario(
@@ -55,6 +66,7 @@ def run_profile(
     prof = scenario.profiles[name]
     policies = build_policies(scenario, prof)
     sim = Simulator(scenario, seed)
+    initial_vfs = frozenset(v for v, vf in zip(sim.vm_names, sim.vm_vf, strict=True) if vf)
     driver = SimDriver(sim)
     runtime = Runtime(driver, policies, scenario.control, prof.mode)
     per_host = scenario.outputs.per_vm or len(sim.host_names) <= PER_HOST_MAX
@@ -74,7 +86,9 @@ def run_profile(
     wall = time.perf_counter() - wall0
     services = _services(sim, rec)
     summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall)
-    return ProfileResult(name, summary, rec.series(), list(sim.migration_log), runtime.audit, services)
+    return ProfileResult(
+        name, summary, rec.series(), list(sim.migration_log), runtime.audit, services, list(sim.vf_log), initial_vfs
+    )
 
 
 def _services(sim: Simulator, rec: Recorder) -> list[dict]:
@@ -167,6 +181,11 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "bytes": float(sum(m.bytes for m in sim.migration_log)),
         "downtime_mean": float(np.mean([m.downtime for m in done])) if done else 0.0,
         "downtime_max": float(max((m.downtime for m in done), default=0.0)),
+    }
+    out["vfs"] = {
+        "attached": sum(1 for e in sim.vf_log if e[3] == "attached"),
+        "detached": sum(1 for e in sim.vf_log if e[3] == "detached"),
+        "holders_at_end": sorted((sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf)), key=lambda n: (len(n), n)),
     }
     out["actions"] = {
         "proposed": audit.count("proposed"),

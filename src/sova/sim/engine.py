@@ -119,6 +119,7 @@ class Simulator:
         self._register_workload_flows()
         self.migrations: dict[int, tuple[Migration, int]] = {}
         self.migration_log: list[MigrationRecord] = []
+        self.vf_log: list[tuple[float, str, str, str]] = []  # (time, VM, host, 'attached' | 'detached')
         self._routes_dirty = True
         self._route_cache: list[datapath.Route | None] = []
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
@@ -576,13 +577,12 @@ class Simulator:
         pk = self.pkt_bits / 8
         for end, pv, key in ((src_vm, self.flow_src_pv, "tx"), (dst_vm, self.flow_dst_pv, "rx")):
             m = end >= 0
-            b = np.bincount(end[m], weights=nbytes[m], minlength=self.V)
-            c[f"guest_{key}_bytes"] += b
-            c[f"guest_{key}_packets"] += np.ceil(b / pk)
+            c[f"guest_{key}_bytes"] += np.bincount(end[m], weights=nbytes[m], minlength=self.V)
             m2 = m & pv
-            b2 = np.bincount(end[m2], weights=nbytes[m2], minlength=self.V)
-            c[f"vnic_{key}_bytes"] += b2
-            c[f"vnic_{key}_packets"] += np.ceil(b2 / pk)
+            c[f"vnic_{key}_bytes"] += np.bincount(end[m2], weights=nbytes[m2], minlength=self.V)
+            # whole packets, counted from the cumulative bytes so rounding never accumulates
+            for path in ("guest", "vnic"):
+                c[f"{path}_{key}_packets"] = np.ceil(c[f"{path}_{key}_bytes"] / pk - 1e-6)
         lay = self.layout
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
         c["nic_tx_bytes"] += load_bytes[lay.nic_tx : lay.nic_rx]
@@ -686,6 +686,7 @@ class Simulator:
         self.vm_vf_busy[vm] = True
         self._routes_dirty = True
         self._moved_vms.add(vm)
+        self.vf_log.append((self.t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "detached"))
         self.vf_pending.append((self.t + self.p["vf_detach_time"], vm, "release"))
 
     def set_vf_rate(self, vm: int, rate: float) -> None:
@@ -704,6 +705,7 @@ class Simulator:
                 self.vm_vf[vm] = True
                 self._moved_vms.add(vm)
                 self._routes_dirty = True
+                self.vf_log.append((t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "attached"))
             else:
                 self.vf_used[self.vm_host[vm]] -= 1
 

@@ -105,7 +105,7 @@ def mixture_quantile(weight: np.ndarray, floor: np.ndarray, excess: np.ndarray, 
     lo, hi = float(fl.min()), float((fl + ex * np.log(1 / (1 - q)) * 4).max() + 1e-9)
     for _ in range(60):
         mid = 0.5 * (lo + hi)
-        cdf = (wt * np.where(mid > fl, 1 - np.exp(-(mid - fl) / ex), 0.0)).sum()
+        cdf = (wt * (1 - np.exp(-np.maximum(mid - fl, 0.0) / ex))).sum()
         if cdf < q:
             lo = mid
         else:

@@ -65,12 +65,12 @@ class Workloads:
                 rows.setdefault(spec.kind, []).append((s, vm_index[name], spec.params))
         self.groups: dict[str, Group] = {}
         for kind, items in rows.items():
-            self.groups[kind] = self._make_group(kind, items, scenario.workloads, vm_index, rng)
+            self.groups[kind] = self._make_group(kind, items, scenario.workloads, vm_index, rng, scenario.step)
         self._events = self._phase_events(scenario.workloads)
         self._next_event = 0
 
     @staticmethod
-    def _make_group(kind, items, specs: tuple[WorkloadSpec, ...], vm_index, rng) -> Group:
+    def _make_group(kind, items, specs: tuple[WorkloadSpec, ...], vm_index, rng, step: float) -> Group:
         spec_idx = np.array([s for s, _, _ in items])
         vm = np.array([v for _, v, _ in items], dtype=np.int64)
         keys = items[0][2].keys()
@@ -85,7 +85,8 @@ class Workloads:
                 params[k] = np.array(vals, dtype=float)
         stagger = np.array([specs[s].stagger for s in spec_idx])
         period = params.get("period", np.ones(len(vm)))
-        phase = np.where(stagger, rng.uniform(0, 1, len(vm)) * period, 0.0)
+        # a random start on a whole step of the period, as a scripted benchmark starts on a whole second
+        phase = np.where(stagger, np.floor(rng.uniform(0, 1, len(vm)) * period / step) * step, 0.0)
         g = Group(kind, vm, params, phase, spec_idx)
         if kind in ("planetlab", "bitbrains"):
             _load_series(g)

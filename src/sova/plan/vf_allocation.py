@@ -1,0 +1,88 @@
+"""Choosing which VMs of a host hold its VFs, and at which rate tier (shared by dsriov and sova).
+
+Selection keeps the paper's queues: VMs judged network-intensive go to the priority queue (PQ) and
+hold VFs; the rest stay in the general queue (GQ) on their vNIC. A VM that stops being intensive loses
+its VF at once. A VF changes hands only when a newcomer is *clearly* more intensive than the weakest
+holder: its network score exceeds the holder's by ``margin``, or the scores are within margin/2 and
+its I/O score is ``io_ratio`` times the holder's (Sova §5.1: "VM4 ... aligns with VM3, but" is the purer
+network VM). Equals never swap, so nothing flaps.
+
+Rate tiers (SR-IOV paper Eq. 7): VF_n = VF_0 + (n - 1) * delta for n = 1..p with sum VF_n <= B. The
+highest tiers go to the holders with the highest bandwidth demand (the Transmit Rate Scheduler).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Candidate:
+    vm: str
+    net: float  # network score: NF or net_degree
+    io: float  # I/O score: IF or io_degree
+    demand: float  # bit/s sent + received over the window
+
+
+def clearly_exceeds(new: Candidate, old: Candidate, margin: float, io_ratio: float) -> bool:
+    """Whether `new` should take `old`'s VF. Scores count as equal within half the margin, so no pair
+    can displace each other in turn: whoever won by I/O score is within margin/2, and whoever won by
+    network score leads by more than the margin."""
+    if new.net > old.net * (1 + margin) + 1e-12:
+        return True
+    tie = abs(new.net - old.net) <= 0.5 * margin * max(abs(old.net), abs(new.net))
+    return tie and new.io > io_ratio * max(old.io, 1e-12)
+
+
+def choose_holders(
+    intensive: list[Candidate], holders: set[str], slots: int, margin: float, io_ratio: float
+) -> list[Candidate]:
+    """The VMs that should hold the host's `slots` VFs; `intensive` are the PQ candidates."""
+    ranked = sorted(intensive, key=lambda c: (-c.net, -c.io, c.vm))
+    keep = [c for c in ranked if c.vm in holders][:slots]
+    others = [c for c in ranked if c.vm not in holders]
+    while others and len(keep) < slots:  # free VFs go to the most intensive newcomers
+        keep.append(others.pop(0))
+    for new in list(others):  # best newcomer first; each may displace the weakest holder
+        weakest = min(keep, key=lambda c: (c.net, c.io), default=None)
+        if weakest is None or not clearly_exceeds(new, weakest, margin, io_ratio):
+            continue
+        keep.remove(weakest)
+        keep.append(new)
+    return sorted(keep, key=lambda c: (-c.net, -c.io, c.vm))
+
+
+def rate_tiers(slots: int, bandwidth: float, vf0: float, delta: float) -> np.ndarray:
+    """Tier caps VF_1..VF_p (bit/s, ascending). vf0 = 0 picks VF_0 so the tiers fill B exactly;
+    tiers that would exceed B are scaled down together to sum to B."""
+    if slots <= 0:
+        return np.zeros(0)
+    n = np.arange(slots)
+    if vf0 <= 0:
+        vf0 = max((bandwidth - delta * slots * (slots - 1) / 2) / slots, 0.0)
+        if vf0 == 0:
+            delta = 2 * bandwidth / (slots * (slots - 1)) if slots > 1 else bandwidth
+    tiers = vf0 + n * delta
+    total = tiers.sum()
+    return tiers * (bandwidth / total) if total > bandwidth else tiers
+
+
+def assign_tiers(
+    holders: list[Candidate], tiers: np.ndarray, current: dict[str, float] | None = None, margin: float = 0.0
+) -> dict[str, float]:
+    """Highest tiers to the highest demand. Holders keep their order by current tier unless a VM's
+    demand exceeds a higher-tier VM's by `margin` (newcomers rank by demand alone)."""
+    current = current or {}
+    order = sorted(holders, key=lambda c: (-current.get(c.vm, -1.0), -c.demand, c.vm))
+    changed = True
+    while changed:  # bubble up clearly larger demands; equals never swap
+        changed = False
+        for i in range(len(order) - 1):
+            hi, lo = order[i], order[i + 1]
+            if lo.demand > hi.demand * (1 + margin) + 1e-9:
+                order[i], order[i + 1] = lo, hi
+                changed = True
+    top = tiers[::-1]
+    return {c.vm: float(top[i]) for i, c in enumerate(order)}
