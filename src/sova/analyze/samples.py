@@ -42,7 +42,7 @@ def window_samples(knowledge: Knowledge, seconds: float) -> Samples | None:
         return None
     end = snaps[-1].time
     first = next(i for i, s in enumerate(snaps) if s.time >= end - seconds - 1e-9)
-    use = snaps[max(first, 0) :]
+    use = snaps[first:]
     if len(use) < 2:
         use = snaps[-2:]
 

@@ -13,11 +13,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sova.analyze.intensity import io_degree, io_factor, net_degree, network_factor
+from sova.analyze.samples import window_samples
 from sova.control.audit import AuditLog
 from sova.control.profiles import build_policies
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
+from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
+from sova.plan.dsriov import VF_PARAMS
 from sova.sim.engine import MigrationRecord, Simulator
 from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
 
@@ -73,12 +77,15 @@ def run_profile(
     vm_names = sim.vm_names if scenario.outputs.per_vm else None
     rec = Recorder(sim.host_names, per_host, scenario.outputs.sample_every, vm_names)
     steps = round(scenario.duration / scenario.step)
+    sensor = [driver.observe()] if scenario.outputs.intensity else None
     wall0 = time.perf_counter()
     runtime.tick()
     for i in range(steps):
         sim.step()
         rec.record(sim)
         runtime.tick()
+        if sensor is not None:  # one sample per step, as the Sova sensor samples every second
+            sensor.append(driver.observe())
         if progress is not None:
             progress(name, i + 1, steps)
     for vm in list(sim.migrations):  # still in flight at the end of the run
@@ -86,6 +93,8 @@ def run_profile(
     wall = time.perf_counter() - wall0
     services = _services(sim, rec)
     summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall)
+    if sensor is not None:
+        summary["intensity"] = _intensity(sensor)
     return ProfileResult(
         name, summary, rec.series(), list(sim.migration_log), runtime.audit, services, list(sim.vf_log), initial_vfs
     )
@@ -111,6 +120,23 @@ def _services(sim: Simulator, rec: Recorder) -> list[dict]:
             "response_p99": float(stats["p99"][j]),
         })  # fmt: skip
     return out
+
+
+def _intensity(snapshots) -> dict[str, dict[str, float]]:
+    """IF, NF, io_degree and net_degree of every VM over the whole run (with the dsriov defaults)."""
+    knowledge = Knowledge(len(snapshots))
+    for snap in snapshots:
+        knowledge.add(snap)
+    s = window_samples(knowledge, float("inf"))
+    p = {k: f.default for k, f in VF_PARAMS.items()}
+    factors = {
+        "IF": io_factor(s),
+        "NF": network_factor(s, p["eps"], p["min_packets"]),
+        "io_degree": io_degree(s),
+        "net_degree": net_degree(s, p["eps_degree"], p["min_packets"]),
+    }
+    names = snapshots[-1].vms
+    return {vm: {k: float(v[i]) for k, v in factors.items()} for i, vm in enumerate(names)}
 
 
 def _pct(x: np.ndarray, q: float) -> float:

@@ -165,6 +165,7 @@ OUTPUT_FIELDS = {
     "per_vm": Field("bool", False, "also write per-VM metrics per step (large for big scenarios)"),
     "plots": Field("bool", True, "write PNG plots and embed them in report.html"),
     "sample_every": Field("duration", 0.0, "metrics row interval (0: every step)", lo=0),
+    "intensity": Field("bool", False, "report IF, NF, io_degree and net_degree of every VM over the whole run"),
 }
 
 SIMULATOR_FIELDS = {
@@ -295,6 +296,7 @@ class OutputSpec:
     per_vm: bool = False
     plots: bool = True
     sample_every: float = 0.0
+    intensity: bool = False
 
 
 @dataclass(frozen=True)

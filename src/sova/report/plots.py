@@ -93,6 +93,49 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
     ax.legend(fontsize=8)
     plots.append(("Power of all hosts (linear model).", _save(fig, out / "power.png")))
 
+    for r in results:
+        f = r.summary.get("intensity")
+        if not f:
+            continue
+        names = list(f)
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), dpi=110)
+        for ax, key, scale in ((axes[0], "IF", "log"), (axes[1], "NF", "linear")):
+            ax.bar(range(len(names)), [max(f[n][key], 1e-3) for n in names], color="tab:blue")
+            ax.set_xticks(range(len(names)), names, rotation=60, fontsize=7)
+            ax.set_yscale(scale)
+            ax.set_title(f"{r.profile}: {key} per VM over the run", fontsize=10)
+            ax.grid(alpha=0.3, axis="y")
+        plots.append((f"{r.profile}: I/O factor (IF, log scale) and network factor (NF) of each VM.",
+                      _save(fig, out / f"intensity-{r.profile}.png")))  # fmt: skip
+        break
+
+    if any(r.vf_events for r in results):
+        fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
+        vms = sorted({e[1] for r in results for e in r.vf_events} | {v for r in results for v in r.initial_vfs},
+                     key=lambda n: (len(n), n))  # fmt: skip
+        end = max(r.series["time"][-1] for r in results)
+        for k, r in enumerate(r for r in results if r.vf_events or r.initial_vfs):
+            for row, vm in enumerate(vms):
+                start = 0.0 if vm in r.initial_vfs else None
+                for when, name, _, event in r.vf_events:
+                    if name != vm:
+                        continue
+                    if event == "attached":
+                        start = when
+                    elif start is not None:
+                        ax.plot(
+                            [start / 60, when / 60], [row + 0.15 * k] * 2, lw=5, color=f"C{k}", solid_capstyle="butt"
+                        )
+                        start = None
+                if start is not None:
+                    ax.plot([start / 60, end / 60], [row + 0.15 * k] * 2, lw=5, color=f"C{k}", solid_capstyle="butt",
+                            label=r.profile if row == 0 else None)  # fmt: skip
+        ax.set_yticks(range(len(vms)), vms, fontsize=8)
+        ax.set_xlabel("time (min)")
+        ax.set_title("Who holds an SR-IOV VF", fontsize=11)
+        ax.grid(alpha=0.3, axis="x")
+        plots.append(("Bars show when each VM held a VF.", _save(fig, out / "vf_holders.png")))
+
     svc = [r for r in results if r.services]
     if svc:
         fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
