@@ -82,8 +82,11 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|")
     for n in args.sizes:
         r = measure(n, args.seconds)
-        print(f"| {r['hosts']:,} | {r['vms']:,} | {r['flows']:,} | {r['setup_s']:.1f} | "
-              f"{r['sim_s_per_wall_s']:,.0f} | {r['peak_rss_mib']:,.0f} |", flush=True)  # fmt: skip
+        print(
+            f"| {r['hosts']:,} | {r['vms']:,} | {r['flows']:,} | {r['setup_s']:.1f} | "
+            f"{r['sim_s_per_wall_s']:,.0f} | {r['peak_rss_mib']:,.0f} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -61,16 +61,22 @@ def test_every_problem_is_reported_at_once():
 
 
 def test_references_to_vms_are_checked():
-    raw = {**BASE, "vms": [{"name": "v1", "host": "h1"}],
-           "workloads": [{"vm": "w*", "kind": "netperf"}, {"vm": "v1", "kind": "httperf", "client": "ghost"}]}  # fmt: skip
+    raw = {
+        **BASE,
+        "vms": [{"name": "v1", "host": "h1"}],
+        "workloads": [{"vm": "w*", "kind": "netperf"}, {"vm": "v1", "kind": "httperf", "client": "ghost"}],
+    }
     msgs = problems(raw)
     assert any("[[workloads]] #1.vm: matches no VM" in m for m in msgs)
     assert any("[[workloads]] #2.client: unknown VM 'ghost'" in m for m in msgs)
 
 
 def test_phases_must_be_ordered_and_may_only_change_phase_parameters():
-    raw = {**BASE, "vms": [{"name": "v1", "host": "h1"}],
-           "workloads": [{"vm": "v1", "kind": "netperf", "phases": [{"at": 20, "duty": 0.5}, {"at": 10, "peer": "v1"}]}]}  # fmt: skip
+    raw = {
+        **BASE,
+        "vms": [{"name": "v1", "host": "h1"}],
+        "workloads": [{"vm": "v1", "kind": "netperf", "phases": [{"at": 20, "duty": 0.5}, {"at": 10, "peer": "v1"}]}],
+    }
     msgs = problems(raw)
     assert any("phases must be in increasing order" in m for m in msgs)
     assert any("phases #2.peer: unknown key" in m for m in msgs)

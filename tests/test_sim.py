@@ -42,8 +42,13 @@ def test_same_seed_same_summary_and_another_seed_differs():
 def fabrics(draw):
     n_hosts = draw(st.integers(2, 8))
     n_vms = draw(st.integers(2, 12))
-    flows = draw(st.lists(st.tuples(st.integers(1, n_vms), st.integers(0, n_vms), st.sampled_from(["0", "500Mbps", "3Gbps"])),
-                          min_size=1, max_size=10))  # fmt: skip
+    flows = draw(
+        st.lists(
+            st.tuples(st.integers(1, n_vms), st.integers(0, n_vms), st.sampled_from(["0", "500Mbps", "3Gbps"])),
+            min_size=1,
+            max_size=10,
+        )
+    )
     nic = draw(st.lists(st.sampled_from(["vnic", "vf"]), min_size=n_vms, max_size=n_vms))
     return n_hosts, n_vms, flows, nic
 
@@ -184,9 +189,11 @@ def test_saturated_ssd_shares_device_time_and_latency_rises():
         s = make_scenario(
             storage=[{"name": "ssd1"}],
             vms=[{"name": "a", "host": "h1"}, {"name": "b", "host": "h1"}],
-            workloads=[{"vm": "a", "kind": "fio", "iops": iops, "size": "4KB"},
-                       {"vm": "b", "kind": "fio", "iops": iops, "size": "64KB"}],
-        )  # fmt: skip
+            workloads=[
+                {"vm": "a", "kind": "fio", "iops": iops, "size": "4KB"},
+                {"vm": "b", "kind": "fio", "iops": iops, "size": "64KB"},
+            ],
+        )
         sim = Simulator(s)
         steps(sim, 10)
         return sim
@@ -203,9 +210,11 @@ def test_saturated_ssd_shares_device_time_and_latency_rises():
 
 def test_planetlab_replay_follows_the_trace():
     f = sorted((ROOT / "scenarios" / "traces" / "planetlab").iterdir())[0]
-    s = make_scenario(vms=[{"name": "a", "host": "h1", "vcpus": 2}],
-                      workloads=[{"vm": "a", "kind": "planetlab", "file": str(f), "interval": 10}],
-                      scenario={"duration": 50})  # fmt: skip
+    s = make_scenario(
+        vms=[{"name": "a", "host": "h1", "vcpus": 2}],
+        workloads=[{"vm": "a", "kind": "planetlab", "file": str(f), "interval": 10}],
+        scenario={"duration": 50},
+    )
     sim = Simulator(s)
     steps(sim, 50)
     expected = sum(int(x) / 100 * 2 * 10 for x in f.read_text().split()[:5])
@@ -220,9 +229,12 @@ def test_bitbrains_replay_drives_cpu_network_and_disk(tmp_path, archived):
         with tarfile.open(tmp_path / "rnd.tar.gz", "w:gz") as tar:
             tar.add(csv, arcname="rnd/2013-7/1.csv")
         spec = f"{tmp_path / 'rnd.tar.gz'}:rnd/2013-7/1.csv"
-    s = make_scenario(storage=[{"name": "s1"}], vms=[{"name": "a", "host": "h1", "vcpus": 2, "memory": "8GiB"}],
-                      workloads=[{"vm": "a", "kind": "bitbrains", "file": spec}],
-                      scenario={"duration": 900})  # fmt: skip
+    s = make_scenario(
+        storage=[{"name": "s1"}],
+        vms=[{"name": "a", "host": "h1", "vcpus": 2, "memory": "8GiB"}],
+        workloads=[{"vm": "a", "kind": "bitbrains", "file": spec}],
+        scenario={"duration": 900},
+    )
     sim = Simulator(s)
     steps(sim, 900)
     trace = read_bitbrains(spec)

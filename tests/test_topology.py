@@ -51,8 +51,15 @@ def test_every_pair_has_a_connected_shortest_path(kind):
 
 
 def test_three_tier_oversubscription_sets_uplink_capacity():
-    spec = TopologySpec(kind="three-tier", racks=4, hosts_per_rack=20, racks_per_agg=2, link_speed=100e6,
-                        tor_oversubscription=4, agg_oversubscription=4)  # fmt: skip
+    spec = TopologySpec(
+        kind="three-tier",
+        racks=4,
+        hosts_per_rack=20,
+        racks_per_agg=2,
+        link_speed=100e6,
+        tor_oversubscription=4,
+        agg_oversubscription=4,
+    )
     t = build_topology(spec, hosts(80))
     tor_agg = t.link_cap[t.tiers["tor-agg"]]
     agg_core = t.link_cap[t.tiers["agg-core"]]

@@ -54,9 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file")
     run.add_argument("--out", type=Path, default=None, help="result directory (default: results/SCENARIO-NAME)")
     run.add_argument(
-        "--profile", action="append", default=None, metavar="NAME",
+        "--profile",
+        action="append",
+        default=None,
+        metavar="NAME",
         help="run only this profile (repeatable; default: every profile of the scenario)",
-    )  # fmt: skip
+    )
     run.add_argument("--seed", type=int, default=None, help="override the scenario's random seed")
     run.add_argument("--force", action="store_true", help="replace an existing result directory")
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
@@ -142,8 +145,12 @@ def _run(args) -> int:
     if args.profile:
         unknown = [p for p in args.profile if p not in s.profiles]
         if unknown:
-            raise InputError([Problem(f"--profile {u}", f"no such profile; the scenario defines {', '.join(s.profiles)}")
-                              for u in unknown])  # fmt: skip
+            raise InputError(
+                [
+                    Problem(f"--profile {u}", f"no such profile; the scenario defines {', '.join(s.profiles)}")
+                    for u in unknown
+                ]
+            )
     if args.seed is not None and args.seed < 0:
         raise InputError([Problem("--seed", f"expected a non-negative integer, got {args.seed}")])
     dest = args.out or Path("results") / s.name
@@ -158,9 +165,14 @@ def _run(args) -> int:
         results = run_scenario(s, names)
     else:
         with Progress(
-            TextColumn("[bold]{task.description:<14}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("sim-s"), TimeRemainingColumn(), console=err, transient=False,
-        ) as bar:  # fmt: skip
+            TextColumn("[bold]{task.description:<14}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("sim-s"),
+            TimeRemainingColumn(),
+            console=err,
+            transient=False,
+        ) as bar:
             tasks = {n: bar.add_task(n, total=round(s.duration / s.step)) for n in names}
 
             def progress(name: str, done: int, total: int) -> None:

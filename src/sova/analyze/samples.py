@@ -31,8 +31,15 @@ class Samples:
 
     def select(self, idx: np.ndarray) -> Samples:
         """The same samples for a subset of the VMs (e.g. one host's)."""
-        return Samples(self.seconds, self.gotten[:, idx], self.blocked[:, idx], self.waiting[:, idx],
-                       self.packets[:, idx], self.data[:, idx], self.vcpus[idx])  # fmt: skip
+        return Samples(
+            self.seconds,
+            self.gotten[:, idx],
+            self.blocked[:, idx],
+            self.waiting[:, idx],
+            self.packets[:, idx],
+            self.data[:, idx],
+            self.vcpus[idx],
+        )
 
 
 def window_samples(knowledge: Knowledge, seconds: float) -> Samples | None:

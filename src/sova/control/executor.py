@@ -175,8 +175,11 @@ class Executor:
                 return f"{action.vm} is migrating"
             if snap.vm_nic[v] != "vnic":
                 return f"{action.vm} NIC is {snap.vm_nic[v]!r}, not a plain vNIC"
-            plugging = sum(1 for j in self.running if isinstance(j.action, A.AttachVF)
-                           and snap.vm_host[snap.vms.index(j.action.vm)] == h)  # fmt: skip
+            plugging = sum(
+                1
+                for j in self.running
+                if isinstance(j.action, A.AttachVF) and snap.vm_host[snap.vms.index(j.action.vm)] == h
+            )
             if snap.vfs_used[h] + plugging >= snap.vfs_total[h]:
                 return f"{snap.hosts[h]} has no free VF ({snap.vfs_total[h]} in all)"
         return None

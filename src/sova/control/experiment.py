@@ -108,17 +108,19 @@ def _services(sim: Simulator, rec: Recorder) -> list[dict]:
     out = []
     for j in range(len(g)):
         client = int(g.params["client"][j])
-        out.append({
-            "server": sim.vm_names[int(g.vm[j])],
-            "client": sim.vm_names[client] if client >= 0 else "external",
-            "rate": float(g.params["rate"][j]),
-            "page_bytes": float(g.params["page"][j]),
-            "served": float(stats["served"][j]),
-            "dropped": float(stats["dropped"][j]),
-            "response_mean": float(stats["mean"][j]),
-            "response_p95": float(stats["p95"][j]),
-            "response_p99": float(stats["p99"][j]),
-        })  # fmt: skip
+        out.append(
+            {
+                "server": sim.vm_names[int(g.vm[j])],
+                "client": sim.vm_names[client] if client >= 0 else "external",
+                "rate": float(g.params["rate"][j]),
+                "page_bytes": float(g.params["page"][j]),
+                "served": float(stats["served"][j]),
+                "dropped": float(stats["dropped"][j]),
+                "response_mean": float(stats["mean"][j]),
+                "response_p95": float(stats["p95"][j]),
+                "response_p99": float(stats["p99"][j]),
+            }
+        )
     return out
 
 

@@ -122,11 +122,16 @@ class SimDriver:
             state = s.migration_state(vm)
             if state == "running":
                 mig, _ = s.migrations[vm]
-                return A.Outcome(A.RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent",
-                                 started=self._started.get(vm, now))  # fmt: skip
+                return A.Outcome(
+                    A.RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent", started=self._started.get(vm, now)
+                )
             rec = next(r for r in reversed(s.migration_log) if r.vm == action.vm)
-            details = {"bytes": rec.bytes, "downtime": rec.downtime, "rounds": rec.rounds,
-                       "duration": rec.finished - rec.started}  # fmt: skip
+            details = {
+                "bytes": rec.bytes,
+                "downtime": rec.downtime,
+                "rounds": rec.rounds,
+                "duration": rec.finished - rec.started,
+            }
             status = A.OK if rec.status == "completed" else A.FAILED
             return A.Outcome(status, rec.status, started=rec.started, finished=rec.finished, details=details)
         if isinstance(action, A.AttachVF):

@@ -92,8 +92,16 @@ _KIND_NAMES = {
 
 # Outcome statuses
 OK, RUNNING, FAILED, REJECTED, TIMEOUT, CANCELLED, PENDING, DRY_RUN, EXPIRED = (
-    "ok", "running", "failed", "rejected", "timeout", "cancelled", "pending-approval", "dry-run", "expired",
-)  # fmt: skip
+    "ok",
+    "running",
+    "failed",
+    "rejected",
+    "timeout",
+    "cancelled",
+    "pending-approval",
+    "dry-run",
+    "expired",
+)
 
 
 @dataclass(frozen=True)

@@ -103,13 +103,27 @@ def vf_actions(
         if c.vm in holders:
             current = float(snap.vm_vf_rate[snap.vms.index(c.vm)])
             if abs(current - tiers[c.vm]) > 0.01 * max(tiers[c.vm], 1.0):
-                actions.append(SetVFRate(vm=c.vm, rate=tiers[c.vm], policy=policy,
-                                         reason=f"{c.vm}: rate tier for {c.demand / 1e9:.2f} Gb/s of demand"))  # fmt: skip
+                actions.append(
+                    SetVFRate(
+                        vm=c.vm,
+                        rate=tiers[c.vm],
+                        policy=policy,
+                        reason=f"{c.vm}: rate tier for {c.demand / 1e9:.2f} Gb/s of demand",
+                    )
+                )
         elif free > 0:
             free -= 1
-            actions.append(AttachVF(vm=c.vm, rate=tiers[c.vm], policy=policy, reason=(
-                f"{snap.hosts[host]}: {c.vm} is among the {slots} most network-intensive VMs "
-                f"(network {c.net:.3g}, I/O {c.io:.3g}); tier {tiers[c.vm] / 1e9:.2f} Gb/s")))  # fmt: skip
+            actions.append(
+                AttachVF(
+                    vm=c.vm,
+                    rate=tiers[c.vm],
+                    policy=policy,
+                    reason=(
+                        f"{snap.hosts[host]}: {c.vm} is among the {slots} most network-intensive VMs "
+                        f"(network {c.net:.3g}, I/O {c.io:.3g}); tier {tiers[c.vm] / 1e9:.2f} Gb/s"
+                    ),
+                )
+            )
     return actions
 
 

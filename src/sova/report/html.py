@@ -106,8 +106,10 @@ def _migrations(results: list[ProfileResult]) -> str:
             )
     if not rows:
         return "<p>No migrations.</p>"
-    head = ("<tr><th class='l'>profile</th><th class='l'>VM</th><th class='l'>move</th><th>start (s)</th>"
-            "<th>duration (s)</th><th>MiB sent</th><th>downtime (ms)</th><th>rounds</th><th class='l'>status</th></tr>")  # fmt: skip
+    head = (
+        "<tr><th class='l'>profile</th><th class='l'>VM</th><th class='l'>move</th><th>start (s)</th>"
+        "<th>duration (s)</th><th>MiB sent</th><th>downtime (ms)</th><th>rounds</th><th class='l'>status</th></tr>"
+    )
     return "<table>" + head + "".join(rows) + "</table>"
 
 

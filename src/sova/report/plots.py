@@ -82,8 +82,14 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
     fig, ax = _fig("Network: most utilised NIC and fabric link", "utilisation")
     for r in results:
         line = ax.plot(r.series["time"] / 60, smooth(r.series["nic_tx_util_max"]), label=f"{r.profile} NIC tx", lw=1.0)
-        ax.plot(r.series["time"] / 60, smooth(r.series["link_util_max"]), ls="--", color=line[0].get_color(), lw=0.8,
-                label=f"{r.profile} link")  # fmt: skip
+        ax.plot(
+            r.series["time"] / 60,
+            smooth(r.series["link_util_max"]),
+            ls="--",
+            color=line[0].get_color(),
+            lw=0.8,
+            label=f"{r.profile} link",
+        )
     ax.legend(fontsize=8)
     plots.append(("The most utilised NIC (solid) and fabric link (dashed).", _save(fig, out / "network.png")))
 
@@ -105,14 +111,20 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
             ax.set_yscale(scale)
             ax.set_title(f"{r.profile}: {key} per VM over the run", fontsize=10)
             ax.grid(alpha=0.3, axis="y")
-        plots.append((f"{r.profile}: I/O factor (IF, log scale) and network factor (NF) of each VM.",
-                      _save(fig, out / f"intensity-{r.profile}.png")))  # fmt: skip
+        plots.append(
+            (
+                f"{r.profile}: I/O factor (IF, log scale) and network factor (NF) of each VM.",
+                _save(fig, out / f"intensity-{r.profile}.png"),
+            )
+        )
         break
 
     if any(r.vf_events for r in results):
         fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
-        vms = sorted({e[1] for r in results for e in r.vf_events} | {v for r in results for v in r.initial_vfs},
-                     key=lambda n: (len(n), n))  # fmt: skip
+        vms = sorted(
+            {e[1] for r in results for e in r.vf_events} | {v for r in results for v in r.initial_vfs},
+            key=lambda n: (len(n), n),
+        )
         end = max(r.series["time"][-1] for r in results)
         for k, r in enumerate(r for r in results if r.vf_events or r.initial_vfs):
             for row, vm in enumerate(vms):
@@ -128,8 +140,14 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
                         )
                         start = None
                 if start is not None:
-                    ax.plot([start / 60, end / 60], [row + 0.15 * k] * 2, lw=5, color=f"C{k}", solid_capstyle="butt",
-                            label=r.profile if row == 0 else None)  # fmt: skip
+                    ax.plot(
+                        [start / 60, end / 60],
+                        [row + 0.15 * k] * 2,
+                        lw=5,
+                        color=f"C{k}",
+                        solid_capstyle="butt",
+                        label=r.profile if row == 0 else None,
+                    )
         ax.set_yticks(range(len(vms)), vms, fontsize=8)
         ax.set_xlabel("time (min)")
         ax.set_title("Who holds an SR-IOV VF", fontsize=11)

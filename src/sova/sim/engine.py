@@ -169,12 +169,27 @@ class Simulator:
         V, H = self.V, self.H
         z = np.zeros
         self.c = {
-            "cpu_time": z(V), "wait_time": z(V), "blocked_time": z(V),
-            "vnic_rx_bytes": z(V), "vnic_tx_bytes": z(V), "vnic_rx_packets": z(V), "vnic_tx_packets": z(V),
-            "guest_rx_bytes": z(V), "guest_tx_bytes": z(V), "guest_rx_packets": z(V), "guest_tx_packets": z(V),
-            "blk_rd_ops": z(V), "blk_wr_ops": z(V), "blk_rd_bytes": z(V), "blk_wr_bytes": z(V), "blk_time": z(V),
-            "host_cpu_time": z(H), "dom0_cpu_time": z(H), "nic_rx_bytes": z(H), "nic_tx_bytes": z(H),
-        }  # fmt: skip
+            "cpu_time": z(V),
+            "wait_time": z(V),
+            "blocked_time": z(V),
+            "vnic_rx_bytes": z(V),
+            "vnic_tx_bytes": z(V),
+            "vnic_rx_packets": z(V),
+            "vnic_tx_packets": z(V),
+            "guest_rx_bytes": z(V),
+            "guest_tx_bytes": z(V),
+            "guest_rx_packets": z(V),
+            "guest_tx_packets": z(V),
+            "blk_rd_ops": z(V),
+            "blk_wr_ops": z(V),
+            "blk_rd_bytes": z(V),
+            "blk_wr_bytes": z(V),
+            "blk_time": z(V),
+            "host_cpu_time": z(H),
+            "dom0_cpu_time": z(H),
+            "nic_rx_bytes": z(H),
+            "nic_tx_bytes": z(H),
+        }
         self.flow_bytes = np.zeros(len(self.flows))
         self.energy_j = np.zeros(H)
         # last step's gauges, for the recorder
@@ -205,9 +220,17 @@ class Simulator:
                 or (fl.dst[0] in _PER_VM and fl.dst[1] in moved)
             ):
                 r = datapath.route(
-                    self.layout, self.topology, fl.src, fl.dst, self.vm_host, self.vm_vf, self.dom0_cost_bit,
-                    self.p["pv_latency"], self.p["vf_latency"], zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
-                )  # fmt: skip
+                    self.layout,
+                    self.topology,
+                    fl.src,
+                    fl.dst,
+                    self.vm_host,
+                    self.vm_vf,
+                    self.dom0_cost_bit,
+                    self.p["pv_latency"],
+                    self.p["vf_latency"],
+                    zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
+                )
                 cache[f] = r
             rows.append(r.resources)
             cols.append(np.full(len(r.resources), f, dtype=np.int64))
@@ -222,8 +245,9 @@ class Simulator:
         rows_a, cols_a = cat(rows, np.int64), cat(cols, np.int64)
         coef_a, d0_a, cross_a = cat(coef, float), cat(d0, np.int64), cat(cross, np.int64)
         # CSR by flow (rows = flows) keeps each flow's entries together, in path order
-        self._ft = csr_matrix((np.arange(len(rows_a), dtype=float) + 1, (cols_a, rows_a)),
-                              shape=(n_f, self.layout.size))  # fmt: skip
+        self._ft = csr_matrix(
+            (np.arange(len(rows_a), dtype=float) + 1, (cols_a, rows_a)), shape=(n_f, self.layout.size)
+        )
         perm = self._ft.data.astype(np.int64) - 1
         self._entry_res = rows_a[perm]
         self._entry_flow = cols_a[perm]
@@ -312,8 +336,10 @@ class Simulator:
     def _a_order(self) -> np.ndarray:
         """Permutation from flow-major entries to resource-major (CSR of a) entries."""
         if self._a_perm is None:
-            tmp = csr_matrix((np.arange(len(self._entry_base), dtype=float) + 1, self._ft.indices, self._ft.indptr),
-                             shape=self._ft.shape).T.tocsr()  # fmt: skip
+            tmp = csr_matrix(
+                (np.arange(len(self._entry_base), dtype=float) + 1, self._ft.indices, self._ft.indptr),
+                shape=self._ft.shape,
+            ).T.tocsr()
             self._a_perm = tmp.data.astype(np.int64) - 1
         return self._a_perm
 
@@ -324,8 +350,9 @@ class Simulator:
             hd[active & (hd >= 0)], minlength=self.H
         )
         share = nic_cap / np.maximum(n, 1)
-        cap = np.minimum(np.where(hs >= 0, share[np.maximum(hs, 0)], np.inf),
-                         np.where(hd >= 0, share[np.maximum(hd, 0)], np.inf))  # fmt: skip
+        cap = np.minimum(
+            np.where(hs >= 0, share[np.maximum(hs, 0)], np.inf), np.where(hd >= 0, share[np.maximum(hd, 0)], np.inf)
+        )
         return np.minimum(demand, cap)
 
     def _vm_cpu_limit(self) -> np.ndarray:
@@ -444,8 +471,12 @@ class Simulator:
         if not vm:
             e = np.zeros(0)
             return {"vm": e.astype(np.int64), "iops": e, "size": e, "read": e}
-        out = {"vm": np.concatenate(vm), "iops": np.concatenate(iops), "size": np.concatenate(size),
-               "read": np.concatenate(read)}  # fmt: skip
+        out = {
+            "vm": np.concatenate(vm),
+            "iops": np.concatenate(iops),
+            "size": np.concatenate(size),
+            "read": np.concatenate(read),
+        }
         lim = self.vm_io_limit[out["vm"]]
         out["iops"] = np.where(lim > 0, np.minimum(out["iops"], lim), out["iops"])
         return out
@@ -537,8 +568,12 @@ class Simulator:
         floor = cpr + t_min + fixed
         g.state["backlog"] = new_backlog
         self.g["svc"] = {
-            "served": served, "arrivals": arrivals, "dropped": dropped, "mean": mean, "floor": floor,
-        }  # fmt: skip
+            "served": served,
+            "arrivals": arrivals,
+            "dropped": dropped,
+            "mean": mean,
+            "floor": floor,
+        }
 
     def _transfer_times(self, flows, bits, load, cap) -> tuple[np.ndarray, np.ndarray]:
         """Per flow, the slowest pipeline stage for one message of `bits`, loaded and unloaded (M/G/1-PS)."""
@@ -602,8 +637,9 @@ class Simulator:
         util = host_busy / self.host_cores
         power = self.power_idle + (self.power_max - self.power_idle) * np.minimum(util, 1.0)
         self.energy_j += power * dt
-        self.g.update(host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power,
-                      rate=rate)  # fmt: skip
+        self.g.update(
+            host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
+        )
 
     # ------------------------------------------------------------------ operations (the driver calls these)
     def host_mem_used(self) -> np.ndarray:
@@ -624,11 +660,18 @@ class Simulator:
             raise SimError(f"{self.host_names[dst]} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
         p = self.p
         mig = Migration(
-            vm=vm, src=src, dst=dst, memory=self.vm_mem[vm] * 1024**2, dirty_rate=self.vm_dirty[vm],
-            wss=self.vm_wss[vm], started=self.t, downtime_limit=p["migration_downtime_limit"],
-            max_rounds=p["migration_max_rounds"], max_factor=p["migration_max_factor"],
+            vm=vm,
+            src=src,
+            dst=dst,
+            memory=self.vm_mem[vm] * 1024**2,
+            dirty_rate=self.vm_dirty[vm],
+            wss=self.vm_wss[vm],
+            started=self.t,
+            downtime_limit=p["migration_downtime_limit"],
+            max_rounds=p["migration_max_rounds"],
+            max_factor=p["migration_max_factor"],
             resume_time=p["migration_resume_time"],
-        )  # fmt: skip
+        )
         fid = self._add_flow((DOM0, src), (DOM0, dst), "migration")
         self.dom0_mem_reserved[dst] += self.vm_mem[vm]
         self.migrations[vm] = (mig, fid)
@@ -647,12 +690,17 @@ class Simulator:
             self._moved_vms.add(vm)
         self.migration_log.append(
             MigrationRecord(
-                vm=self.vm_names[vm], src=self.host_names[mig.src], dst=self.host_names[mig.dst],
-                started=mig.started, finished=self.t + self.dt if status == "completed" else self.t,
-                bytes=mig.sent, downtime=mig.downtime if status == "completed" else 0.0, rounds=mig.round,
+                vm=self.vm_names[vm],
+                src=self.host_names[mig.src],
+                dst=self.host_names[mig.dst],
+                started=mig.started,
+                finished=self.t + self.dt if status == "completed" else self.t,
+                bytes=mig.sent,
+                downtime=mig.downtime if status == "completed" else 0.0,
+                rounds=mig.round,
                 status=status,
             )
-        )  # fmt: skip
+        )
 
     def migration_state(self, vm: int) -> str:
         """'running' while in flight, else the status of its last migration ('completed', ...), or 'none'."""
