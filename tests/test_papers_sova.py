@@ -48,3 +48,26 @@ def test_table2_vf_holders_are_exactly_the_papers(seed):
     assert r.vf_holders(19.9 * 60) == ["vm1", "vm3", "vm5", "vm6"]
     assert r.vf_holders(29.9 * 60) == ["vm1", "vm4", "vm5", "vm6"]
     assert len(r.vf_events) == 10  # 4 first plugs, then 3 hand-overs of 2 events each: no flapping
+
+
+@pytest.mark.parametrize("seed", range(1, 7))
+def test_table3_no_vm_moves_twice_within_its_residence_time(seed):
+    """The Table 3 stages themselves depend on duty-cycle overlap here (see docs/policies.md)."""
+    (r,) = run_scenario(load_scenario(PAPERS / "table3-migration.toml"), ["sova"], seed=seed)
+    last: dict[str, float] = {}
+    for m in r.migrations:
+        assert m.started - last.get(m.vm, -1e9) >= 600
+        last[m.vm] = m.finished
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_sec53_vfs_then_vf_handover_then_vm1_migrates_with_its_vf_revoked(seed):
+    (r,) = run_scenario(load_scenario(PAPERS / "sec53-combination.toml"), ["sova"], seed=seed)
+    ev = [(vm, event) for _, vm, host, event in r.vf_events if host == "HM1"]
+    assert set(r.vf_holders(60)) >= {"VM3", "VM4"}  # the VFs go first to VM3 and VM4
+    handover = ev.index(("VM3", "detached"))
+    assert ev[handover + 1] == ("VM1", "attached")  # VM3's VF goes to VM1
+    (move,) = r.migrations  # later HM1 is a hotspot and VM1 moves to HM2, once
+    assert (move.vm, move.src, move.dst, move.status) == ("VM1", "HM1", "HM2", "completed")
+    revoked = next(t for t, vm, host, event in r.vf_events if vm == "VM1" and event == "detached")
+    assert revoked <= move.started  # its VF was revoked first

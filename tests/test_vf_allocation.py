@@ -52,10 +52,12 @@ def test_no_slots():
 
 
 def test_tiers_step_by_delta_and_fill_the_port():
-    t = rate_tiers(4, 10e9, 0.0, 0.25e9)
-    assert np.diff(t) == pytest.approx([0.25e9] * 3)
-    assert t.sum() == pytest.approx(10e9)
     assert rate_tiers(4, 10e9, 1e9, 1e9) == pytest.approx([1e9, 2e9, 3e9, 4e9])
+    assert rate_tiers(4, 10e9, 0.0, 0.0) == pytest.approx([0.25e9, 1.75e9, 3.25e9, 4.75e9])
+    assert rate_tiers(2, 10e9, 0.0, 0.0) == pytest.approx([0.5e9, 9.5e9])
+    assert rate_tiers(1, 10e9, 0.0, 0.0) == pytest.approx([10e9])
+    t = rate_tiers(4, 10e9, 0.0, 0.25e9)  # VF_0 = B/40 with a given step: under B, not scaled
+    assert np.diff(t) == pytest.approx([0.25e9] * 3) and t.sum() <= 10e9
 
 
 @given(st.integers(1, 63), st.floats(1e8, 1e11), st.floats(0, 5e9), st.floats(0, 2e9))

@@ -44,8 +44,8 @@ VF_PARAMS = {
     "min_packets": Field("float", 10.0, "packets a 1 s sample needs to count as network activity", lo=0),
     "margin": Field("float", 0.2, "relative network-score lead a newcomer needs to take a VF", lo=0),
     "io_ratio": Field("float", 2.0, "at equal network score, the I/O-score ratio that wins a VF", lo=1),
-    "vf0": Field("bandwidth", 0.0, "lowest rate tier VF_0 (0: chosen so the tiers fill the port)", lo=0),
-    "delta": Field("bandwidth", 250e6, "step between rate tiers", lo=0),
+    "vf0": Field("bandwidth", 0.0, "lowest rate tier VF_0 (0: a tenth of an even share of the port)", lo=0),
+    "delta": Field("bandwidth", 0.0, "step between rate tiers (0: the step that makes the tiers fill the port)", lo=0),
 }
 
 
@@ -86,8 +86,9 @@ def vf_actions(
     chosen = choose_holders(cands, holders, slots, p["margin"], p["io_ratio"])
     keep = {c.vm for c in chosen}
     current = {snap.vms[v]: float(snap.vm_vf_rate[v]) for v in on if snap.vm_nic[v] == "vf"}
+    # tiers for the VFs in use: sum VF_n <= B over them, so a few holders are not starved by idle VFs
     tiers = assign_tiers(
-        chosen, rate_tiers(slots, float(snap.nic_bandwidth[host]), p["vf0"], p["delta"]), current, p["margin"]
+        chosen, rate_tiers(len(chosen), float(snap.nic_bandwidth[host]), p["vf0"], p["delta"]), current, p["margin"]
     )
     score = {c.vm: c for c in cands}
     for vm in sorted(holders - keep):

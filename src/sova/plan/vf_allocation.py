@@ -55,16 +55,19 @@ def choose_holders(
 
 
 def rate_tiers(slots: int, bandwidth: float, vf0: float, delta: float) -> np.ndarray:
-    """Tier caps VF_1..VF_p (bit/s, ascending). vf0 = 0 picks VF_0 so the tiers fill B exactly;
-    tiers that would exceed B are scaled down together to sum to B."""
+    """Tier caps VF_1..VF_p (bit/s, ascending), VF_n = VF_0 + (n - 1) * delta with sum <= B.
+
+    Automatic values (0) make the tiers fill B exactly and steeply, so the VF with the highest demand
+    gets most of the port: VF_0 = B / (10 p) and the step that completes the sum (2 VFs on 10 Gb/s: 0.5 and
+    9.5 Gb/s; one VF alone: all of B). Tiers that would exceed B are scaled down together.
+    """
     if slots <= 0:
         return np.zeros(0)
-    n = np.arange(slots)
     if vf0 <= 0:
-        vf0 = max((bandwidth - delta * slots * (slots - 1) / 2) / slots, 0.0)
-        if vf0 == 0:
-            delta = 2 * bandwidth / (slots * (slots - 1)) if slots > 1 else bandwidth
-    tiers = vf0 + n * delta
+        vf0 = bandwidth / (10 * slots) if slots > 1 else bandwidth
+    if delta <= 0:
+        delta = max(2 * (bandwidth - slots * vf0) / (slots * (slots - 1)), 0.0) if slots > 1 else 0.0
+    tiers = vf0 + np.arange(slots) * delta
     total = tiers.sum()
     return tiers * (bandwidth / total) if total > bandwidth else tiers
 

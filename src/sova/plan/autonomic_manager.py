@@ -1,0 +1,56 @@
+"""Sova's Autonomic Manager, Algorithm 2: hotspot detection and the migration signal.
+
+For each host, volume_p is its load in each report: the largest utilisation of its resources (CPU,
+NIC, memory), which is what §3.4.2 and §5.2 compare with the threshold alpha ("when the overall
+workload of the physical server exceeds a certain threshold"; "one or more resource usage exceeds
+alpha"). A host is hot when at least k of its last n values exceed alpha and the AR(1) forecast of the
+next one does too (lines 4-6). Its destination is the least loaded host not already chosen as a
+destination in this round (getMinNotInDestination, line 7), and only if that host is below alpha and
+is not the hot host itself (line 8). Hot hosts are served hottest first; each gets at most one
+destination per round. Only reports taken since a host's VMs last changed count towards its k: the
+round after a migration must not act on reports of the host as it was before. (The paper's Eq. 5 "volume" is a skewness and is used where the paper uses it:
+the Effector's MF.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sova.analyze.forecast import ar1_forecast
+
+
+@dataclass(frozen=True)
+class Signal:
+    """migration[Host_i] = <True, Host_j>, with the evidence for the audit log."""
+
+    host: int
+    destination: int
+    above: int  # reports above alpha among the last n
+    forecast: float
+    load: float
+
+
+def migration_signals(
+    loads: np.ndarray, k: int, alpha: float, rng: np.random.Generator | None = None, valid: np.ndarray | None = None
+) -> tuple[list[Signal], np.ndarray]:
+    """loads: n reports x hosts x resources; valid (n x hosts): reports that count (those taken since
+    the host's VMs last changed). Returns the signals and the per-host hot flags."""
+    volume = loads.max(axis=2)  # n x hosts
+    counted = volume > alpha if valid is None else (volume > alpha) & valid
+    above = counted.sum(axis=0)
+    forecast = ar1_forecast(volume, rng)
+    hot = (above >= k) & (forecast > alpha)
+    current = volume[-1]
+    taken: set[int] = set()
+    signals = []
+    for h in sorted(np.flatnonzero(hot), key=lambda i: -current[i]):
+        free = [j for j in range(len(current)) if j not in taken and j != h]
+        if not free:
+            continue
+        j = min(free, key=lambda i: (current[i], i))
+        if current[j] < alpha and not hot[j]:
+            taken.add(j)
+            signals.append(Signal(int(h), int(j), int(above[h]), float(forecast[h]), float(current[h])))
+    return signals, hot

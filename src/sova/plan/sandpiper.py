@@ -1,0 +1,92 @@
+"""VLM alone, Sandpiper-style (Wood et al., NSDI'07): hotspot detection and volume-ordered migration.
+
+A host is hot when one of its resources (CPU, NIC, memory) exceeds ``threshold`` in k of the last n
+observations and its AR(1) forecast does too. From a hot host, VMs are tried in decreasing
+volume-to-size ratio (VSR = Sandpiper volume / memory); the destination is the least loaded host (by
+Sandpiper volume) that has the memory and stays under the threshold on every resource with the VM's
+load added. At most ``max_moves`` migrations per hot host per round. A VM with a VF detaches it first.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.analyze.forecast import ar1_forecast
+from sova.analyze.load import PlacementTracker, host_loads, vm_loads
+from sova.analyze.volume import sandpiper_volume, volume_to_size
+from sova.model.actions import Action, DetachVF, Migrate
+from sova.model.knowledge import Knowledge
+from sova.model.schema import Field
+from sova.plan.base import Policy, register
+
+
+@register
+class Sandpiper(Policy):
+    name = "vlm"
+    loop = "global"
+    summary = "live-migrate VMs off hotspots in decreasing volume-to-size ratio (Sandpiper)"
+    params = {
+        "period": Field("duration", 10.0, "how often the policy runs", lo=0, lo_open=True),
+        "interval": Field("duration", 10.0, "length of one observation", lo=0, lo_open=True),
+        "k": Field("int", 3, "observations above the threshold needed", lo=1),
+        "n": Field("int", 5, "observations considered", lo=1),
+        "threshold": Field("float", 0.7, "utilisation of any resource that makes a host hot", lo=0, hi=1),
+        "max_moves": Field("int", 1, "migrations per hot host per round", lo=1),
+        "min_residence": Field("duration", 600.0, "a VM that just moved is not chosen again for this long", lo=0),
+    }
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.placement = PlacementTracker()
+
+    def plan(self, knowledge: Knowledge) -> list[Action]:
+        p = self.p
+        self.placement.update(knowledge)
+        loads = host_loads(knowledge, p["interval"], p["n"])
+        vm_load = vm_loads(knowledge, p["interval"])
+        if loads is None or vm_load is None:
+            return []
+        snap = knowledge.latest
+        thr = p["threshold"]
+        valid = self.placement.reports_since_change(knowledge, p["interval"], p["n"])[:, :, None]
+        over = ((loads > thr) & valid).sum(axis=0) >= p["k"]  # hosts x resources
+        forecast = ar1_forecast(loads.reshape(len(loads), -1)).reshape(loads.shape[1:])
+        hot = (over & (forecast > thr)).any(axis=1)
+        now = loads[-1].copy()
+        mem_free = snap.host_memory - np.bincount(snap.vm_host, weights=snap.vm_memory, minlength=len(snap.hosts))
+        exclude = self.placement.moved_within(snap.time, p["min_residence"])
+        vsr = volume_to_size(sandpiper_volume(*vm_load.T), snap.vm_memory)
+        actions: list[Action] = []
+        for h in sorted(np.flatnonzero(hot), key=lambda i: -now[i].max()):
+            moves = 0
+            for v in sorted(np.flatnonzero((snap.vm_host == h) & ~snap.vm_migrating), key=lambda i: -vsr[i]):
+                if moves >= p["max_moves"] or snap.vms[v] in exclude:
+                    continue
+                load = vm_load[v] * (snap.host_cores[h], snap.nic_bandwidth[h], snap.host_memory[h])
+                after = now + load / np.stack([snap.host_cores, snap.nic_bandwidth, snap.host_memory], axis=1)
+                ok = (after < thr).all(axis=1) & (mem_free >= snap.vm_memory[v]) & ~hot
+                ok[h] = False
+                if not ok.any():
+                    continue
+                cand = np.flatnonzero(ok)
+                dst = int(cand[np.argmin(sandpiper_volume(*now[cand].T))])
+                vm = snap.vms[v]
+                if snap.vm_nic[v] == "vf":
+                    actions.append(DetachVF(vm=vm, policy=self.name, reason=f"detach the VF of {vm} before migrating"))
+                actions.append(
+                    Migrate(
+                        vm=vm,
+                        dst=snap.hosts[dst],
+                        policy=self.name,
+                        reason=(
+                            f"{snap.hosts[h]} is a hotspot (max load {now[h].max():.0%} > {thr:.0%} in {p['k']}+ of "
+                            f"{p['n']} observations); {vm} has the largest VSR that fits ({vsr[v]:.3g}); "
+                            f"{snap.hosts[dst]} is the least loaded host that stays under the threshold"
+                        ),
+                    )
+                )
+                now[dst] = after[dst]
+                now[h] -= load / np.array([snap.host_cores[h], snap.nic_bandwidth[h], snap.host_memory[h]])
+                mem_free[dst] -= snap.vm_memory[v]
+                moves += 1
+        return actions
