@@ -50,21 +50,23 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
     plots.append(("Hottest host's CPU utilisation over time, per profile.", _save(fig, out / "cpu_max.png")))
 
     first = results[0]
-    host_cols = [k for k in first.series if k.startswith("cpu:")]
-    if host_cols:
+    for prefix, what, fname in (("cpu:", "CPU", "cpu_hosts.png"), ("nic_tx:", "NIC transmit", "nic_hosts.png")):
+        host_cols = [k for k in first.series if k.startswith(prefix)]
+        if not host_cols:
+            continue
         fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.4), dpi=110, squeeze=False)
         for ax, r in zip(axes[0], results, strict=True):
             for k in host_cols:
-                ax.plot(r.series["time"] / 60, smooth(r.series[k]), lw=0.9, label=k[4:])
+                ax.plot(r.series["time"] / 60, smooth(r.series[k]), lw=0.9, label=k[len(prefix) :])
             for m in r.migrations:
                 ax.axvline(m.started / 60, color="red", lw=0.6, alpha=0.6)
-            ax.set_title(f"{r.profile}: CPU per host (red: migrations)", fontsize=10)
+            ax.set_title(f"{r.profile}: {what} per host (red: migrations)", fontsize=10)
             ax.set_xlabel("time (min)")
             ax.set_ylim(0, 1.05)
             ax.grid(alpha=0.3)
         if len(host_cols) <= 12:
             axes[0][0].legend(fontsize=7, ncol=2)
-        plots.append(("CPU utilisation of every host, with migration starts.", _save(fig, out / "cpu_hosts.png")))
+        plots.append((f"{what} utilisation of every host, with migration starts.", _save(fig, out / fname)))
 
     if "response_time_mean" in first.series:
         fig, ax = _fig("Mean response time of web requests", "response time (ms)")
