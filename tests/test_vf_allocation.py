@@ -53,16 +53,42 @@ def test_no_slots():
 
 def test_tiers_step_by_delta_and_fill_the_port():
     assert rate_tiers(4, 10e9, 1e9, 1e9) == pytest.approx([1e9, 2e9, 3e9, 4e9])
-    assert rate_tiers(4, 10e9, 0.0, 0.0) == pytest.approx([0.25e9, 1.75e9, 3.25e9, 4.75e9])
-    assert rate_tiers(2, 10e9, 0.0, 0.0) == pytest.approx([0.5e9, 9.5e9])
     assert rate_tiers(1, 10e9, 0.0, 0.0) == pytest.approx([10e9])
-    t = rate_tiers(4, 10e9, 0.0, 0.25e9)  # VF_0 = B/40 with a given step: under B, not scaled
-    assert np.diff(t) == pytest.approx([0.25e9] * 3) and t.sum() <= 10e9
+    t = rate_tiers(4, 10e9, 0.0, 0.25e9)
+    assert np.diff(t) == pytest.approx([0.25e9] * 3) and t.sum() == pytest.approx(10e9)
 
 
-@given(st.integers(1, 63), st.floats(1e8, 1e11), st.floats(0, 5e9), st.floats(0, 2e9))
-def test_tiers_never_exceed_the_port(slots, bw, vf0, delta):
-    t = rate_tiers(slots, bw, vf0, delta)
+def test_automatic_tiers_cover_every_demand_when_the_port_allows():
+    demands = np.array([0.07e9, 0.26e9, 1.05e9, 2.1e9])
+    t = rate_tiers(4, 10e9, 0.0, 0.0, demands)
+    assert (t >= np.sort(demands)).all() and t.sum() == pytest.approx(10e9)
+    assert np.diff(t) == pytest.approx(np.full(3, np.diff(t)[0]))  # an arithmetic progression (Eq. 7)
+
+
+def test_a_progression_cannot_always_cover_demands_that_fit():
+    """Eq. 7's limit: eight Sova §5.4 servers need 6.9 Gb/s, yet no progression covers them in 10 Gb/s."""
+    demands = np.array([0.07e9, 0.07e9, 0.26e9, 0.26e9, 1.05e9, 1.05e9, 2.1e9, 2.1e9])
+    t = rate_tiers(8, 10e9, 0.0, 0.0, demands)
+    assert t.sum() == pytest.approx(10e9) and (t < np.sort(demands)).any()
+
+
+def test_automatic_tiers_share_a_short_port_in_proportion():
+    t = rate_tiers(2, 10e9, 0.0, 0.0, np.array([8e9, 8e9]))
+    assert t == pytest.approx([5e9, 5e9])
+
+
+@given(st.lists(st.floats(0, 5e9), min_size=1, max_size=12))
+def test_automatic_tiers_cover_demands_that_fit(demands):
+    d = np.array(demands)
+    t = rate_tiers(len(d), 30e9, 0.0, 0.0, d)
+    if len(d) * d.max() <= 30e9:  # even equal tiers at the largest demand fit: every demand is covered
+        assert (t >= np.sort(d) - 1e-3).all()
+    assert t.sum() <= 30e9 * (1 + 1e-9)
+
+
+@given(st.integers(1, 63), st.floats(1e8, 1e11), st.floats(0, 5e9), st.floats(0, 2e9), st.floats(0, 1e10))
+def test_tiers_never_exceed_the_port(slots, bw, vf0, delta, spread):
+    t = rate_tiers(slots, bw, vf0, delta, np.linspace(0, spread, slots))
     assert len(t) == slots and t.sum() <= bw * (1 + 1e-9) and (np.diff(t) >= -1e-6).all()
 
 

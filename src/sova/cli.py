@@ -118,19 +118,24 @@ def _print_problems(problems: list[Problem]) -> None:
 
 
 def _load(path: Path):
-    from sova.control.profiles import load_checked
+    """(sweep or None, scenarios): one scenario, or one per value of the file's [sweep]."""
+    from sova.control.profiles import check_profile
+    from sova.model.sweep import load_runs
 
-    return load_checked(path)
+    return load_runs(path, profile_check=check_profile)
 
 
 def _validate(args) -> int:
-    s = _load(args.scenario)
+    sweep, runs = _load(args.scenario)
     from sova.sim.engine import Simulator
 
-    Simulator(s)  # loads traces and builds the fabric: every remaining input error shows here
+    for s in runs:
+        Simulator(s)  # loads traces and builds the fabric: every remaining input error shows here
+    s = runs[0]
+    swept = f", a sweep of {sweep.key} over {len(runs)} values" if sweep else ""
     out.print(
         f"ok {args.scenario}: {s.name!r}, {len(s.hosts)} hosts, {len(s.vms)} VMs, "
-        f"{len(s.workloads)} workloads, profiles: {', '.join(s.profiles)}",
+        f"{len(s.workloads)} workloads, profiles: {', '.join(s.profiles)}{swept}",
         markup=False,
         soft_wrap=True,
     )
@@ -138,57 +143,86 @@ def _validate(args) -> int:
 
 
 def _run(args) -> int:
-    from sova.control.experiment import run_scenario
-    from sova.report.writer import OutputError, write_results
+    from dataclasses import replace
 
-    s = _load(args.scenario)
+    from sova.control.experiment import run_scenario, run_sweep
+    from sova.report.writer import OutputError, write_results, write_sweep_results
+
+    sweep, runs = _load(args.scenario)
+    first = runs[0]
     if args.profile:
-        unknown = [p for p in args.profile if p not in s.profiles]
+        unknown = [p for p in args.profile if p not in first.profiles]
         if unknown:
             raise InputError(
                 [
-                    Problem(f"--profile {u}", f"no such profile; the scenario defines {', '.join(s.profiles)}")
+                    Problem(f"--profile {u}", f"no such profile; the scenario defines {', '.join(first.profiles)}")
                     for u in unknown
                 ]
             )
     if args.seed is not None and args.seed < 0:
         raise InputError([Problem("--seed", f"expected a non-negative integer, got {args.seed}")])
-    dest = args.out or Path("results") / s.name
+    dest = args.out or Path("results") / first.name
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())) and not args.force:
         raise InputError([Problem(f"--out {dest}", "already holds results; pass --force to replace them")])
     if args.seed is not None:
-        from dataclasses import replace
+        runs = [replace(s, seed=args.seed) for s in runs]
+    names = args.profile or list(first.profiles)
+    steps = sum(round(s.duration / s.step) for s in runs)
+    with Progress(
+        TextColumn("[bold]{task.description:<14}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("sim-s"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+        disable=args.quiet,
+    ) as bar:
+        tasks = {n: bar.add_task(n, total=steps) for n in names}
+        done = dict.fromkeys(names, 0)
 
-        s = replace(s, seed=args.seed)
-    names = args.profile or list(s.profiles)
-    if args.quiet:
-        results = run_scenario(s, names)
-    else:
-        with Progress(
-            TextColumn("[bold]{task.description:<14}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("sim-s"),
-            TimeRemainingColumn(),
-            console=err,
-            transient=False,
-        ) as bar:
-            tasks = {n: bar.add_task(n, total=round(s.duration / s.step)) for n in names}
+        def progress(name: str, step: int, total: int) -> None:
+            if step % 50 == 0 or step == total:
+                bar.update(tasks[name], completed=done[name] + step)
+            if step == total:
+                done[name] += total
 
-            def progress(name: str, done: int, total: int) -> None:
-                if done % 50 == 0 or done == total:
-                    bar.update(tasks[name], completed=done)
-
-            results = run_scenario(s, names, progress=progress)
+        if sweep is None:
+            results = run_scenario(runs[0], names, progress=progress)
+        else:
+            sweep_runs = run_sweep(runs, sweep.values, names, progress=progress)
     try:
-        write_results(s, results, dest, force=args.force)
+        if sweep is None:
+            write_results(runs[0], results, dest, force=args.force)
+        else:
+            write_sweep_results(sweep, runs, sweep_runs, dest, force=args.force)
     except OutputError as exc:
         _error(str(exc))
         return 2
     if not args.quiet:
-        _print_summary(results)
+        if sweep is None:
+            _print_summary(results)
+        else:
+            _print_sweep(sweep, sweep_runs)
     out.print(f"results in {dest}/ (open {dest / 'report.html'})", markup=False, soft_wrap=True)
     return 0
+
+
+def _print_sweep(sweep, sweep_runs) -> None:
+    from sova.report.sweep import METRICS, metric_value
+
+    profiles = [r.profile for r in sweep_runs[0].results]
+    label, path, scale, unit = next(
+        (m for m in METRICS if metric_value(sweep_runs[0].results[0].summary, m[1]) is not None), METRICS[4]
+    )
+    t = Table(title=f"{label} ({unit}) against {sweep.axis}")
+    t.add_column(sweep.axis, justify="right")
+    for p in profiles:
+        t.add_column(p, justify="right")
+    for run in sweep_runs:
+        vals = [metric_value(r.summary, path) for r in run.results]
+        t.add_row(str(run.value), *("–" if v is None else f"{v * scale:.3g}" for v in vals))
+    out.print(t)
 
 
 def _print_summary(results) -> None:

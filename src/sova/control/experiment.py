@@ -64,6 +64,19 @@ def run_scenario(
     return [run_profile(scenario, n, seed, progress) for n in names]
 
 
+@dataclass
+class SweepRun:
+    """The results of every profile at one value of the swept key."""
+
+    value: object
+    results: list[ProfileResult]
+
+
+def run_sweep(scenarios: list[Scenario], values, profiles: list[str] | None = None, progress: Progress | None = None):
+    """Run every profile at every value; `scenarios` holds one scenario per value."""
+    return [SweepRun(v, run_scenario(s, profiles, progress=progress)) for v, s in zip(values, scenarios, strict=True)]
+
+
 def run_profile(
     scenario: Scenario, name: str, seed: int | None = None, progress: Progress | None = None
 ) -> ProfileResult:

@@ -8,7 +8,6 @@ one floor up (``sova.control.profiles``), because the policy registry lives ther
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +54,7 @@ NIC_FIELDS = {
 HOST_FIELDS = {
     "name": Field("str", REQUIRED, "host name; with count, a pattern with {i} (1-based)"),
     "count": Field("int", 1, "how many hosts this entry makes", lo=1),
+    "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
     "cores": Field("int", 16, "hardware threads the hypervisor schedules on", lo=1),
     "ghz": Field("float", 2.6, "clock speed, for reports", lo=0, lo_open=True),
     "memory": Field("memory", 65536.0, "RAM (64 GiB by default)", lo=0, lo_open=True),
@@ -78,6 +78,7 @@ STORAGE_FIELDS = {
 VM_FIELDS = {
     "name": Field("str", REQUIRED, "VM name; with count, a pattern with {i} (1-based)"),
     "count": Field("int", 1, "how many VMs this entry makes", lo=1),
+    "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
     "host": Field("str", "auto", "initial host, or 'auto' (round-robin over hosts with room)"),
     "vcpus": Field("int", 1, "virtual CPUs", lo=1),
     "memory": Field("memory", 1024.0, "memory (1 GiB by default)", lo=1),
@@ -335,23 +336,17 @@ ProfileCheck = Callable[[Reader, "ProfileSpec"], object]
 
 
 def load_scenario(path: str | Path, profile_check: ProfileCheck | None = None) -> Scenario:
-    """Read and validate a scenario file; raises InputError listing every problem.
+    """Read and validate a scenario file without a [sweep]; raises InputError listing every problem.
 
     profile_check, given by a higher floor that knows the policies, checks each profile's policies
-    and parameters into the same list of problems.
+    and parameters into the same list of problems. Files with a [sweep] are read by sova.model.sweep.
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError([Problem(str(path), "no such file")])
-    if path.is_dir():
-        raise InputError([Problem(str(path), "is a directory; expected a scenario .toml file")])
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise InputError([Problem(str(path), f"not UTF-8 text: {exc}")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError([Problem(str(path), f"not valid TOML: {exc}")]) from None
-    return scenario_from_dict(raw, source=str(path), base_dir=path.parent, profile_check=profile_check)
+    from sova.model.sweep import load_runs
+
+    sweep, runs = load_runs(path, profile_check)
+    if sweep is not None:
+        raise InputError([Problem(f"{path}: [sweep]", "this file describes a sweep; run it with `sova run`")])
+    return runs[0]
 
 
 def scenario_from_dict(
@@ -417,16 +412,16 @@ def _as_list(r: Reader, raw: Any, where: str) -> list[Any]:
     return []
 
 
-def _expand_names(r: Reader, name: str | None, count: int | None, where: str) -> list[str]:
+def _expand_names(r: Reader, name: str | None, count: int | None, where: str, start: int | None = 1) -> list[str]:
     if name is None:
         return []
-    count = count or 1
+    count, start = count or 1, 1 if start is None else start
     if count == 1 and "{i}" not in name:
         return [name]
     if "{i}" not in name:
         r.error(f"{where}.name", f"with count = {count}, the name must be a pattern containing {{i}}")
         return []
-    return [name.replace("{i}", str(i)) for i in range(1, count + 1)]
+    return [name.replace("{i}", str(i)) for i in range(start, start + count)]
 
 
 def _unique(r: Reader, names: list[str], where: str, what: str) -> None:
@@ -439,7 +434,11 @@ def _unique(r: Reader, names: list[str], where: str, what: str) -> None:
 
 def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
     out: list[HostSpec] = []
-    base = r.table(defaults, {k: Field(f.kind, None) for k, f in HOST_FIELDS.items() if k != "name"}, "[defaults.host]")
+    base = r.table(
+        defaults,
+        {k: Field(f.kind, None) for k, f in HOST_FIELDS.items() if k not in ("name", "start")},
+        "[defaults.host]",
+    )
     base = {k: v for k, v in base.items() if v is not None}
     for n, entry in enumerate(_as_list(r, raw, "[[hosts]]"), start=1):
         where = f"[[hosts]] #{n}"
@@ -448,8 +447,8 @@ def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
         merged = {**base, **entry} if isinstance(entry, dict) else entry
         t = r.table(merged, HOST_FIELDS, where)
         nic = NicSpec(**r.table(t["nic"], NIC_FIELDS, f"{where}.nic"))
-        for name in _expand_names(r, t["name"], t["count"], where):
-            fields = {k: v for k, v in t.items() if k not in ("name", "count", "nic") and v is not None}
+        for name in _expand_names(r, t["name"], t["count"], where, t["start"]):
+            fields = {k: v for k, v in t.items() if k not in ("name", "count", "start", "nic") and v is not None}
             out.append(HostSpec(name=name, nic=nic, **fields))
         if t["power_idle"] is not None and t["power_max"] is not None and t["power_max"] < t["power_idle"]:
             r.error(f"{where}.power_max", "must be at least power_idle")
@@ -486,7 +485,9 @@ def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
 def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec]) -> list[VmSpec]:
     host_names = {h.name for h in hosts}
     storage_names = {s.name for s in storage}
-    base = r.table(defaults, {k: Field(f.kind, None) for k, f in VM_FIELDS.items() if k != "name"}, "[defaults.vm]")
+    base = r.table(
+        defaults, {k: Field(f.kind, None) for k, f in VM_FIELDS.items() if k not in ("name", "start")}, "[defaults.vm]"
+    )
     base = {k: v for k, v in base.items() if v is not None}
     out: list[VmSpec] = []
     for n, entry in enumerate(_as_list(r, raw, "[[vms]]"), start=1):
@@ -503,8 +504,8 @@ def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage
             host = next(h for h in hosts if h.name == t["host"])
             if not host.nic.sriov or host.nic.max_vfs == 0:
                 r.error(f"{where}.nic", f"host {host.name!r} has no SR-IOV VFs; expected 'vnic'")
-        for name in _expand_names(r, t["name"], t["count"], where):
-            fields = {k: v for k, v in t.items() if k not in ("name", "count") and v is not None}
+        for name in _expand_names(r, t["name"], t["count"], where, t["start"]):
+            fields = {k: v for k, v in t.items() if k not in ("name", "count", "start") and v is not None}
             out.append(VmSpec(name=name, **fields))
     _unique(r, [v.name for v in out], "[[vms]]", "VM")
     if r.problems:

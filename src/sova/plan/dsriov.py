@@ -39,13 +39,14 @@ VF_PARAMS = {
         "float", 0.7, "threshold: net_degree's weight on data_avg (the SR-IOV paper's 0.7)", lo=0, hi=1
     ),
     "q": Field("int", 0, "heaps: size of the I/O heap (0: twice p, at most the VMs on the host)", lo=0),
-    "p": Field("int", 0, "VFs to hand out per host (0: every VF the NIC offers)", lo=0),
+    "p": Field("int", 4, "VFs to hand out per host (both papers limit them; their experiments use 2 and 4)", lo=1),
     "io_threshold": Field("float", 50.0, "threshold: io_degree above which a VM is I/O-intensive", lo=0, hi=100),
     "min_packets": Field("float", 10.0, "packets a 1 s sample needs to count as network activity", lo=0),
     "margin": Field("float", 0.2, "relative network-score lead a newcomer needs to take a VF", lo=0),
     "io_ratio": Field("float", 2.0, "at equal network score, the I/O-score ratio that wins a VF", lo=1),
-    "vf0": Field("bandwidth", 0.0, "lowest rate tier VF_0 (0: a tenth of an even share of the port)", lo=0),
-    "delta": Field("bandwidth", 0.0, "step between rate tiers (0: the step that makes the tiers fill the port)", lo=0),
+    "vf0": Field("bandwidth", 0.0, "lowest rate tier VF_0 (0: what completes the tiers to the port speed)", lo=0),
+    "delta": Field("bandwidth", 0.0, "step between rate tiers (0: fitted to the holders' demands)", lo=0),
+    "headroom": Field("float", 0.1, "automatic tiers cover each holder's measured demand plus this share", lo=0),
 }
 
 
@@ -73,7 +74,7 @@ def vf_actions(
         return []
     on = np.flatnonzero((snap.vm_host == host) & ~snap.vm_migrating)
     on = np.array([v for v in on if snap.vm_nic[v] in ("vnic", "vf") and snap.vms[v] not in exclude], dtype=np.int64)
-    slots = min(p["p"] or total, total)
+    slots = min(p["p"], total)
     actions: list[Action] = []
     holders = {snap.vms[v] for v in on if snap.vm_nic[v] == "vf"}
     if len(on) == 0:
@@ -87,8 +88,12 @@ def vf_actions(
     keep = {c.vm for c in chosen}
     current = {snap.vms[v]: float(snap.vm_vf_rate[v]) for v in on if snap.vm_nic[v] == "vf"}
     # tiers for the VFs in use: sum VF_n <= B over them, so a few holders are not starved by idle VFs
+    demands = np.array([c.demand for c in chosen]) * (1 + p["headroom"])
     tiers = assign_tiers(
-        chosen, rate_tiers(len(chosen), float(snap.nic_bandwidth[host]), p["vf0"], p["delta"]), current, p["margin"]
+        chosen,
+        rate_tiers(len(chosen), float(snap.nic_bandwidth[host]), p["vf0"], p["delta"], demands),
+        current,
+        p["margin"],
     )
     score = {c.vm: c for c in cands}
     for vm in sorted(holders - keep):

@@ -54,22 +54,40 @@ def choose_holders(
     return sorted(keep, key=lambda c: (-c.net, -c.io, c.vm))
 
 
-def rate_tiers(slots: int, bandwidth: float, vf0: float, delta: float) -> np.ndarray:
+def rate_tiers(slots: int, bandwidth: float, vf0: float, delta: float, demands: np.ndarray | None = None) -> np.ndarray:
     """Tier caps VF_1..VF_p (bit/s, ascending), VF_n = VF_0 + (n - 1) * delta with sum <= B.
 
-    Automatic values (0) make the tiers fill B exactly and steeply, so the VF with the highest demand
-    gets most of the port: VF_0 = B / (10 p) and the step that completes the sum (2 VFs on 10 Gb/s: 0.5 and
-    9.5 Gb/s; one VF alone: all of B). Tiers that would exceed B are scaled down together.
+    The paper sets delta "according to the size of the network difference between the VMs". Automatic
+    values (0) do that from the holders' measured demands: the progression that covers every sorted
+    demand (VF_n >= d_n) with the smallest total, then the rest of the port added evenly, so a tier binds
+    only when the port is short. Given values are used as they are. Either way, tiers that would exceed
+    B are scaled down together.
     """
     if slots <= 0:
         return np.zeros(0)
-    if vf0 <= 0:
-        vf0 = bandwidth / (10 * slots) if slots > 1 else bandwidth
+    d = np.sort(np.asarray(demands, dtype=float)) if demands is not None and len(demands) == slots else np.zeros(slots)
+    n = np.arange(slots)
     if delta <= 0:
-        delta = max(2 * (bandwidth - slots * vf0) / (slots * (slots - 1)), 0.0) if slots > 1 else 0.0
-    tiers = vf0 + np.arange(slots) * delta
+        delta = _covering_step(d) if vf0 <= 0 else max(float(((d - vf0) / np.maximum(n, 1)).max()), 0.0)
+    if vf0 <= 0:
+        vf0 = float((d - n * delta).max(initial=0.0))
+        vf0 += max(bandwidth - (slots * vf0 + delta * slots * (slots - 1) / 2), 0.0) / slots
+    tiers = vf0 + n * delta
     total = tiers.sum()
     return tiers * (bandwidth / total) if total > bandwidth else tiers
+
+
+def _covering_step(d: np.ndarray) -> float:
+    """The delta >= 0 minimising p * max_n(d_n - n delta) + delta p (p - 1) / 2 (convex, piecewise linear:
+    the optimum is 0 or a slope between two demands)."""
+    p = len(d)
+    if p < 2:
+        return 0.0
+    n = np.arange(p)
+    i, j = np.triu_indices(p, 1)
+    candidates = np.concatenate([[0.0], np.maximum((d[j] - d[i]) / (j - i), 0.0)])
+    cost = [p * (d - n * c).max() + c * p * (p - 1) / 2 for c in candidates]
+    return float(candidates[int(np.argmin(cost))])
 
 
 def assign_tiers(

@@ -27,6 +27,19 @@ class OutputError(Exception):
 
 
 def write_results(scenario: Scenario, results: list[ProfileResult], out: Path, force: bool = False) -> Path:
+    """One scenario's results, written all at once."""
+    return write_atomically(out, force, lambda d: _write_all(scenario, results, d))
+
+
+def write_sweep_results(sweep, scenarios, runs, out: Path, force: bool = False) -> Path:
+    """A sweep's results, written all at once."""
+    from sova.report.sweep import write_sweep
+
+    return write_atomically(out, force, lambda d: write_sweep(sweep, scenarios, runs, d, scenarios[0].outputs.plots))
+
+
+def write_atomically(out: Path, force: bool, fill) -> Path:
+    """Fill a fresh directory beside `out` and move it into place; nothing half-written is ever left."""
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} exists and is not a directory")
@@ -35,7 +48,7 @@ def write_results(scenario: Scenario, results: list[ProfileResult], out: Path, f
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        _write_all(scenario, results, tmp)
+        fill(tmp)
         if out.exists():
             old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
             out.rename(old / "x")

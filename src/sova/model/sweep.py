@@ -1,0 +1,105 @@
+"""Parameter sweeps: one scenario file, run once per value of one key (request rate, number of VMs, ...).
+
+    [sweep]
+    table = "workloads"        # workloads | vms | hosts | topology | simulator
+    kind = "httperf"           # workloads only: entries of this kind
+    match = "web*"             # workloads: the vm pattern; vms/hosts: the name pattern
+    key = "rate"
+    values = [1000, 1300, 1600]
+
+Each value gives a complete scenario, validated as any other (problems name the value they came from).
+"""
+
+from __future__ import annotations
+
+import copy
+import fnmatch
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sova.model.scenario import ProfileCheck, Scenario, scenario_from_dict
+from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader
+
+SWEEP_TABLES = ("workloads", "vms", "hosts", "topology", "simulator")
+SWEEP_FIELDS = {
+    "table": Field("str", REQUIRED, "where the swept key lives", choices=SWEEP_TABLES),
+    "key": Field("str", REQUIRED, "the key to set, e.g. rate, page, duty or count"),
+    "values": Field("any", REQUIRED, "the values to run, a non-empty list"),
+    "match": Field("str", "*", "workloads: entries whose vm matches; vms/hosts: entries whose name matches"),
+    "kind": Field("str", "", "workloads: only entries of this kind"),
+    "label": Field("str", "", "axis label in plots (default: the key)"),
+}
+
+
+@dataclass(frozen=True)
+class Sweep:
+    table: str
+    key: str
+    values: tuple[Any, ...]
+    match: str = "*"
+    kind: str = ""
+    label: str = ""
+
+    @property
+    def axis(self) -> str:
+        return self.label or self.key
+
+
+def load_runs(path: str | Path, profile_check: ProfileCheck | None = None) -> tuple[Sweep | None, list[Scenario]]:
+    """The scenario file's runs: [the scenario] without a [sweep], one scenario per value with one."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError([Problem(str(path), "no such file")])
+    if path.is_dir():
+        raise InputError([Problem(str(path), "is a directory; expected a scenario .toml file")])
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError([Problem(str(path), f"not UTF-8 text: {exc}")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError([Problem(str(path), f"not valid TOML: {exc}")]) from None
+    sweep_raw = raw.pop("sweep", None)
+    if sweep_raw is None:
+        return None, [scenario_from_dict(raw, str(path), path.parent, profile_check)]
+    sweep = _read_sweep(Reader(str(path)), sweep_raw, raw)
+    runs = []
+    for value in sweep.values:
+        variant = copy.deepcopy(raw)
+        _apply(variant, sweep, value)
+        source = f"{path} [sweep {sweep.key} = {value!r}]"
+        runs.append(scenario_from_dict(variant, source, path.parent, profile_check))
+    return sweep, runs
+
+
+def _read_sweep(r: Reader, raw: Any, scenario: dict) -> Sweep:
+    t = r.table(raw, SWEEP_FIELDS, "[sweep]")
+    values = t["values"]
+    if t["values"] is not None and (not isinstance(values, list) or not values):
+        r.error("[sweep].values", f"expected a non-empty list of values, got {values!r}")
+    if not r.problems and t["table"] in ("workloads", "vms", "hosts"):
+        field = "vm" if t["table"] == "workloads" else "name"
+        entries = scenario.get(t["table"], [])
+        hits = [e for e in entries if isinstance(e, dict) and _matches(e, field, t["match"], t["kind"])]
+        if not hits:
+            what = f" of kind {t['kind']!r}" if t["kind"] else ""
+            r.error("[sweep].match", f"no [[{t['table']}]] entry{what} has a {field} matching {t['match']!r}")
+    if r.problems:
+        raise InputError(r.problems)
+    return Sweep(t["table"], t["key"], tuple(values), t["match"], t["kind"], t["label"])
+
+
+def _matches(entry: dict, field: str, pattern: str, kind: str) -> bool:
+    name = entry.get(field)
+    return isinstance(name, str) and fnmatch.fnmatch(name, pattern) and (not kind or entry.get("kind") == kind)
+
+
+def _apply(raw: dict, sweep: Sweep, value: Any) -> None:
+    if sweep.table in ("topology", "simulator"):
+        raw.setdefault(sweep.table, {})[sweep.key] = value
+        return
+    field = "vm" if sweep.table == "workloads" else "name"
+    for entry in raw.get(sweep.table, []):
+        if isinstance(entry, dict) and _matches(entry, field, sweep.match, sweep.kind):
+            entry[sweep.key] = value

@@ -1,0 +1,159 @@
+"""Results of a sweep: summary.json, one CSV per profile, metric-against-value plots, report.html."""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from sova import __version__
+from sova.control.experiment import SweepRun
+from sova.model.scenario import Scenario
+from sova.model.sweep import Sweep
+
+# (label, path in a profile summary, scale, unit)
+METRICS = [
+    ("mean response time", "services.response_mean", 1e3, "ms"),
+    ("p99 response time", "services.response_p99", 1e3, "ms"),
+    ("requests dropped", "services.dropped", 1, ""),
+    ("throughput", "services.throughput_rps", 1, "req/s"),
+    ("hottest host CPU, p95", "cpu.host_util_max_p95", 100, "%"),
+    ("mean of max NIC tx utilisation", "network.nic_tx_util_max_mean", 100, "%"),
+    ("migrations completed", "migrations.completed", 1, ""),
+    ("batch job completion time", "batch.completion_mean", 1, "s"),
+    ("energy", "energy_kwh", 1, "kWh"),
+]
+
+
+def metric_value(d, path):
+    for k in path.split("."):
+        if not isinstance(d, dict) or k not in d:
+            return None
+        d = d[k]
+    return d
+
+
+def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]) -> dict:
+    first = scenarios[0]
+    return {
+        "sova_version": __version__,
+        "scenario": {
+            "name": first.name,
+            "description": first.description,
+            "source": first.source.split(" [")[0],
+            "duration": first.duration,
+            "step": first.step,
+            "seed": first.seed,
+        },
+        "sweep": {
+            "table": sweep.table,
+            "key": sweep.key,
+            "match": sweep.match,
+            "kind": sweep.kind,
+            "values": list(sweep.values),
+        },
+        "runs": [
+            {
+                "value": run.value,
+                "profiles": {r.profile: r.summary for r in run.results},
+                "services": {r.profile: r.services for r in run.results},
+                "migrations": {r.profile: [asdict(m) for m in r.migrations] for r in run.results},
+            }
+            for run in runs
+        ],
+    }
+
+
+def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d: Path, plots: bool) -> None:
+    doc = sweep_document(sweep, scenarios, runs)
+    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=_default) + "\n", encoding="utf-8")
+    profiles = [r.profile for r in runs[0].results]
+    metrics = [
+        m for m in METRICS if any(metric_value(r.summary, m[1]) is not None for run in runs for r in run.results)
+    ]
+    for p in profiles:
+        with (d / f"sweep-{p}.csv").open("w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow([sweep.key] + [m[1] for m in metrics])
+            for run in runs:
+                summ = next(r.summary for r in run.results if r.profile == p)
+                w.writerow([run.value] + [metric_value(summ, m[1]) for m in metrics])
+    figures = _plots(sweep, runs, profiles, metrics, d) if plots else []
+    (d / "report.html").write_text(_html(doc, sweep, runs, profiles, metrics, figures), encoding="utf-8")
+
+
+def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
+    out = []
+    xs = [run.value for run in runs]
+    numeric = all(isinstance(x, int | float) for x in xs)
+    for label, path, scale, unit in metrics:
+        fig, ax = plt.subplots(figsize=(7, 3.4), dpi=110)
+        for k, p in enumerate(profiles):
+            ys = [metric_value(next(r.summary for r in run.results if r.profile == p), path) for run in runs]
+            ys = [np.nan if y is None else y * scale for y in ys]
+            ax.plot(xs if numeric else range(len(xs)), ys, marker="o", ms=3, lw=1.2, label=p, color=f"C{k}")
+        if not numeric:
+            ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+        ax.set_xlabel(sweep.axis)
+        ax.set_ylabel(f"{label} ({unit})" if unit else label)
+        ax.set_title(f"{label} against {sweep.axis}", fontsize=11)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        name = d / f"sweep_{path.replace('.', '_')}.png"
+        fig.savefig(name)
+        plt.close(fig)
+        out.append((f"{label} for each value of {sweep.axis}, one line per profile.", name))
+    return out
+
+
+def _html(doc, sweep, runs, profiles, metrics, figures) -> str:
+    import base64
+
+    sc = doc["scenario"]
+    head = "".join(f"<th>{html.escape(str(run.value))}</th>" for run in runs)
+    rows = []
+    for label, path, scale, unit in metrics[:3]:
+        for p in profiles:
+            cells = []
+            for run in runs:
+                v = metric_value(next(r.summary for r in run.results if r.profile == p), path)
+                cells.append("<td>–</td>" if v is None else f"<td>{v * scale:.3g}</td>")
+            rows.append(
+                f"<tr><td class='l'>{label} ({unit})</td><td class='l'>{html.escape(p)}</td>{''.join(cells)}</tr>"
+            )
+    imgs = "".join(
+        f"<figure><img src='data:image/png;base64,{base64.b64encode(f.read_bytes()).decode()}'>"
+        f"<figcaption>{html.escape(c)}</figcaption></figure>"
+        for c, f in figures
+    )
+    css = (
+        "body{font-family:Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px}table{border-collapse:collapse;"
+        "font-size:13px}th,td{border:1px solid #ddd;padding:3px 7px;text-align:right}td.l{text-align:left}"
+        "figcaption{color:#555;font-size:13px}img{max-width:100%}"
+    )
+    return (
+        f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Sova sweep: {html.escape(sc['name'])}"
+        f"</title><style>{css}</style></head><body><h1>{html.escape(sc['name'])}</h1>"
+        f"<p>{html.escape(sc['description'])}</p><p>Sweep of <code>{html.escape(sweep.table)}.{html.escape(sweep.key)}"
+        f"</code> over {len(runs)} values; {sc['duration'] / 60:.0f} simulated minutes per run, seed {sc['seed']}; "
+        f"same workload and seed for every profile. Sova {doc['sova_version']}.</p>"
+        f"<table><tr><th class='l'>metric</th><th class='l'>profile</th>{head}</tr>{''.join(rows)}</table>"
+        f"<h2>Plots</h2>{imgs or '<p>Plots are turned off in [outputs].</p>'}</body></html>"
+    )
+
+
+def _default(o):
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    return str(o)
