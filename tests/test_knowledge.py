@@ -53,8 +53,8 @@ def test_windows_need_two_snapshots():
     [
         (S.TopologySpec, S.TOPOLOGY_FIELDS, ()),
         (S.NicSpec, S.NIC_FIELDS, ()),
-        (S.HostSpec, S.HOST_FIELDS, ("name", "count", "nic")),
-        (S.VmSpec, S.VM_FIELDS, ("name", "count", "host")),
+        (S.HostSpec, S.HOST_FIELDS, ("name", "count", "start", "nic")),
+        (S.VmSpec, S.VM_FIELDS, ("name", "count", "start", "host")),
         (S.ControlSpec, S.CONTROL_FIELDS, ()),
         (S.OutputSpec, S.OUTPUT_FIELDS, ()),
     ],
