@@ -389,3 +389,28 @@ def test_incremental_routing_matches_a_full_rebuild():
     full = (sim._entry_flow, sim._entry_res, sim._entry_base, sim.flow_latency)
     for a, b in zip(incremental, full, strict=True):
         assert np.array_equal(a, b)
+
+
+def test_a_transfer_copies_its_bytes_once_and_reports_its_time():
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2}],
+        vms=[{"name": "src", "host": "h1", "vcpus": 2}, {"name": "dst", "host": "h2"}],
+        workloads=[{"vm": "src", "kind": "transfer", "size": "2GB", "peer": "dst", "start": 5, "cpu_per_byte": 0}],
+        scenario={"duration": 30},
+    )
+    (r,) = run_scenario(s)
+    t = r.summary["transfers"]
+    assert t["completed"] == 1
+    assert t["completion_mean"] == pytest.approx(2e9 * 8 / (10e9 * 1448 / 1538), rel=1e-3)  # at line rate
+
+
+def test_a_transfer_is_bound_by_its_ciphers_cpu():
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2}],
+        vms=[{"name": "src", "host": "h1", "vcpus": 1}, {"name": "dst", "host": "h2"}],
+        workloads=[{"vm": "src", "kind": "transfer", "size": "1GB", "peer": "dst", "cpu_per_byte": "10ns"}],
+        scenario={"duration": 60},
+    )
+    (r,) = run_scenario(s)
+    # one vCPU, 10 ns per byte of cipher plus the network stack: about 10 s for 1 GB, never line rate
+    assert 9.5 < r.summary["transfers"]["completion_mean"] < 12

@@ -83,3 +83,23 @@ def test_run_writes_results_per_value_and_profile(tmp_path):
     assert {"sweep-default.csv", "sweep-threshold.csv", "report.html"} <= {f.name for f in out.iterdir()}
     assert any(f.name.startswith("sweep_") and f.suffix == ".png" for f in out.iterdir())
     assert main(["validate", str(p)]) == 0
+
+
+def test_lockstep_sweeps_change_several_keys_together(tmp_path):
+    text = BASE + (
+        '[[sweep]]\ntable = "vms"\nmatch = "web{i}"\nkey = "count"\nvalues = [1, 3]\n'
+        '[[sweep]]\ntable = "workloads"\nkind = "httperf"\nkey = "rate"\nvalues = [10, 30]\n'
+    )
+    sweep, runs = load_runs(write(tmp_path, text))
+    assert [len(r.vms) for r in runs] == [2, 4]
+    assert [r.workloads[0].params["rate"] for r in runs] == [10.0, 30.0]
+    assert sweep.lockstep and sweep.axis == "count"
+
+
+def test_lockstep_entries_need_as_many_values(tmp_path):
+    text = BASE + (
+        '[[sweep]]\ntable = "vms"\nmatch = "web{i}"\nkey = "count"\nvalues = [1, 3]\n'
+        '[[sweep]]\ntable = "workloads"\nkind = "httperf"\nkey = "rate"\nvalues = [10]\n'
+    )
+    with pytest.raises(InputError, match="as many values as the first"):
+        load_runs(write(tmp_path, text))

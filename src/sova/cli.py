@@ -213,7 +213,7 @@ def _print_sweep(sweep, sweep_runs) -> None:
 
     profiles = [r.profile for r in sweep_runs[0].results]
     label, path, scale, unit = next(
-        (m for m in METRICS if metric_value(sweep_runs[0].results[0].summary, m[1]) is not None), METRICS[4]
+        m for m in METRICS if metric_value(sweep_runs[0].results[0].summary, m[1]) is not None
     )
     t = Table(title=f"{label} ({unit}) against {sweep.axis}")
     t.add_column(sweep.axis, justify="right")

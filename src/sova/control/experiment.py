@@ -182,6 +182,8 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             "nic_tx_util_max_mean": float(np.mean(s["nic_tx_util_max"])),
             "nic_rx_util_max_mean": float(np.mean(s["nic_rx_util_max"])),
             "bytes_total": float(sim.flow_bytes.sum()),
+            "guest_tx_gbps": float(sim.c["guest_tx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
+            "guest_rx_gbps": float(sim.c["guest_rx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
         },
         "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
     }
@@ -205,6 +207,15 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             "jobs": len(times),
             "completion_mean": float(times.mean()),
             "completion_p95": _pct(times, 95),
+        }
+    g = sim.workloads.group("transfer")
+    if g is not None:
+        times = np.array([t for _, t in rec.transfers])
+        out["transfers"] = {
+            "count": len(g),
+            "completed": len(times),
+            "completion_mean": float(times.mean()) if len(times) else None,
+            "completion_max": float(times.max()) if len(times) else None,
         }
     io = sim.c["blk_rd_ops"] + sim.c["blk_wr_ops"]
     if io.sum() > 0:

@@ -16,7 +16,7 @@ from typing import Any
 from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader
 
 TOPOLOGY_KINDS = ("single-switch", "leaf-spine", "fat-tree", "three-tier")
-WORKLOAD_KINDS = ("lookbusy", "netperf", "httperf", "fio", "batch", "planetlab", "bitbrains")
+WORKLOAD_KINDS = ("lookbusy", "netperf", "httperf", "fio", "transfer", "batch", "planetlab", "bitbrains")
 MODES = ("auto", "approve", "dry-run")
 
 SCENARIO_FIELDS = {
@@ -77,7 +77,7 @@ STORAGE_FIELDS = {
 
 VM_FIELDS = {
     "name": Field("str", REQUIRED, "VM name; with count, a pattern with {i} (1-based)"),
-    "count": Field("int", 1, "how many VMs this entry makes", lo=1),
+    "count": Field("int", 1, "how many VMs this entry makes (0: none, e.g. at one end of a sweep)", lo=0),
     "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
     "host": Field("str", "auto", "initial host, or 'auto' (round-robin over hosts with room)"),
     "vcpus": Field("int", 1, "virtual CPUs", lo=1),
@@ -103,11 +103,13 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "duty": Field("float", 1.0, "fraction of the time the stream runs", lo=0, hi=1),
         "rate": Field("bandwidth", 0.0, "offered rate while running (0: as fast as TCP goes)", lo=0),
         "period": Field("duration", 10.0, "on/off period of the duty cycle", lo=0, lo_open=True),
-        "peer": Field("str", "external", "the other end: a VM name or 'external'"),
+        "peer": Field(
+            "str", "external", "the other end: a VM name, 'external', or a pattern like 'cli{i}' (i: own number)"
+        ),
         "direction": Field("str", "tx", "tx: the VM sends; rx: it receives", choices=("tx", "rx")),
     },
     "httperf": {
-        "client": Field("str", "external", "where requests come from: a VM name or 'external'"),
+        "client": Field("str", "external", "request source: a VM name, 'external', or a pattern like 'cli{i}'"),
         "rate": Field("float", 100.0, "requests per second", lo=0),
         "page": Field("size", 10240.0, "response size", lo=1),
         "request": Field("size", 300.0, "request size", lo=1),
@@ -118,6 +120,12 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "iops": Field("float", 100.0, "IO operations per second offered", lo=0),
         "size": Field("size", 4096.0, "IO size", lo=512),
         "read": Field("float", 0.7, "fraction of reads", lo=0, hi=1),
+    },
+    "transfer": {
+        "size": Field("size", 1e9, "bytes to copy, once (scp of a file)", lo=1),
+        "peer": Field("str", "external", "where the file goes: a VM name, 'external', or a pattern like 'srv{i}'"),
+        "start": Field("duration", 0.0, "when the copy starts", lo=0),
+        "cpu_per_byte": Field("duration", 4e-9, "sender CPU per byte on top of the network stack (scp's cipher)", lo=0),
     },
     "batch": {
         "work": Field("float", 60.0, "CPU work per job, core-seconds", lo=0, lo_open=True),
@@ -137,7 +145,7 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
     },
 }
-STRUCTURAL_PARAMS = {"peer", "direction", "client", "file", "interval", "offset"}
+STRUCTURAL_PARAMS = {"peer", "direction", "client", "file", "interval", "offset", "start"}
 
 WORKLOAD_FIELDS = {
     "vm": Field("str", REQUIRED, "VM that runs it: a name or a glob pattern ('web*')"),
@@ -181,6 +189,7 @@ SIMULATOR_FIELDS = {
     "vf_latency": Field("duration", 5e-6, "latency added by a VF (DMA + interrupt)", lo=0),
     "idle_guest_cpu": Field("float", 0.005, "cores an idle guest uses (timer ticks)", lo=0),
     "sched_overhead": Field("float", 0.15, "slowdown per runnable vCPU per hardware thread above one", lo=0),
+    "rate_limit_burst": Field("size", 65536.0, "token-bucket burst of a VF rate tier or vNIC limit", lo=0),
     "vf_attach_time": Field("duration", 0.2, "hot-plug of a VF", lo=0),
     "vf_detach_time": Field("duration", 1.5, "hot-unplug of a VF (device-removed event)", lo=0),
     "migration_bandwidth": Field("bandwidth", 0.0, "cap of a migration stream (0: unlimited, as libvirt)", lo=0),
@@ -415,7 +424,9 @@ def _as_list(r: Reader, raw: Any, where: str) -> list[Any]:
 def _expand_names(r: Reader, name: str | None, count: int | None, where: str, start: int | None = 1) -> list[str]:
     if name is None:
         return []
-    count, start = count or 1, 1 if start is None else start
+    count, start = 1 if count is None else count, 1 if start is None else start
+    if count == 0:
+        return []
     if count == 1 and "{i}" not in name:
         return [name]
     if "{i}" not in name:
@@ -560,8 +571,17 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
         if vm is not None and not fnmatch.filter(names, vm):
             r.error(f"{where}.vm", f"matches no VM; expected a VM name or pattern ({_few(name_set)})")
         for key in ("peer", "client"):
-            if key in params and params[key] not in ("external", *name_set):
-                r.error(f"{where}.{key}", f"unknown VM {params[key]!r}; expected 'external' or a VM name")
+            if key not in params or params[key] is None:
+                continue
+            for own in fnmatch.filter(names, vm or ""):
+                other = peer_name(params[key], own)
+                if other not in ("external", *name_set):
+                    r.error(
+                        f"{where}.{key}",
+                        f"unknown VM {other!r} (for {own}); expected 'external', a VM name, "
+                        "or a pattern with {i} standing for the workload VM's own number",
+                    )
+                    break
         if params.get("file"):
             params["file"] = _resolve_trace(r, params["file"], base_dir, f"{where}.file")
         phases = []
@@ -580,6 +600,14 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
             WorkloadSpec(kind=head["kind"], vm=vm or "", params=params, phases=tuple(phases), stagger=head["stagger"])
         )
     return out
+
+
+def peer_name(pattern: str, own: str) -> str:
+    """A peer/client name for the workload VM `own`: {i} stands for own's trailing number (web7 -> cli7)."""
+    if "{i}" not in pattern:
+        return pattern
+    digits = len(own) - len(own.rstrip("0123456789"))
+    return pattern.replace("{i}", own[len(own) - digits :] if digits else "")
 
 
 def _resolve_trace(r: Reader, value: str, base_dir: Path, where: str) -> str:

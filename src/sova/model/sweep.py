@@ -8,6 +8,8 @@
     values = [1000, 1300, 1600]
 
 Each value gives a complete scenario, validated as any other (problems name the value they came from).
+``[[sweep]]`` (an array) changes several keys in lockstep: all entries have as many values, and run k
+sets every entry's k-th value (e.g. busy and idle VM counts growing together); the first names the axis.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class Sweep:
     match: str = "*"
     kind: str = ""
     label: str = ""
+    lockstep: tuple[Sweep, ...] = ()
 
     @property
     def axis(self) -> str:
@@ -63,28 +66,37 @@ def load_runs(path: str | Path, profile_check: ProfileCheck | None = None) -> tu
     sweep_raw = raw.pop("sweep", None)
     if sweep_raw is None:
         return None, [scenario_from_dict(raw, str(path), path.parent, profile_check)]
-    sweep = _read_sweep(Reader(str(path)), sweep_raw, raw)
+    r = Reader(str(path))
+    entries = sweep_raw if isinstance(sweep_raw, list) else [sweep_raw]
+    parts = [
+        _read_sweep(r, e, raw, f"[[sweep]] #{n}" if isinstance(sweep_raw, list) else "[sweep]")
+        for n, e in enumerate(entries, start=1)
+    ]
+    if any(len(p.values) != len(parts[0].values) for p in parts):
+        raise InputError([Problem(f"{path}: [[sweep]]", "every entry must have as many values as the first")])
+    sweep = Sweep(**{**parts[0].__dict__, "lockstep": tuple(parts[1:])})
     runs = []
-    for value in sweep.values:
+    for k, value in enumerate(sweep.values):
         variant = copy.deepcopy(raw)
-        _apply(variant, sweep, value)
+        for part in parts:
+            _apply(variant, part, part.values[k])
         source = f"{path} [sweep {sweep.key} = {value!r}]"
         runs.append(scenario_from_dict(variant, source, path.parent, profile_check))
     return sweep, runs
 
 
-def _read_sweep(r: Reader, raw: Any, scenario: dict) -> Sweep:
-    t = r.table(raw, SWEEP_FIELDS, "[sweep]")
+def _read_sweep(r: Reader, raw: Any, scenario: dict, where: str) -> Sweep:
+    t = r.table(raw, SWEEP_FIELDS, where)
     values = t["values"]
     if t["values"] is not None and (not isinstance(values, list) or not values):
-        r.error("[sweep].values", f"expected a non-empty list of values, got {values!r}")
+        r.error(f"{where}.values", f"expected a non-empty list of values, got {values!r}")
     if not r.problems and t["table"] in ("workloads", "vms", "hosts"):
         field = "vm" if t["table"] == "workloads" else "name"
         entries = scenario.get(t["table"], [])
         hits = [e for e in entries if isinstance(e, dict) and _matches(e, field, t["match"], t["kind"])]
         if not hits:
             what = f" of kind {t['kind']!r}" if t["kind"] else ""
-            r.error("[sweep].match", f"no [[{t['table']}]] entry{what} has a {field} matching {t['match']!r}")
+            r.error(f"{where}.match", f"no [[{t['table']}]] entry{what} has a {field} matching {t['match']!r}")
     if r.problems:
         raise InputError(r.problems)
     return Sweep(t["table"], t["key"], tuple(values), t["match"], t["kind"], t["label"])

@@ -24,11 +24,13 @@ METRICS = [
     ("mean response time", "services.response_mean", 1e3, "ms"),
     ("p99 response time", "services.response_p99", 1e3, "ms"),
     ("requests dropped", "services.dropped", 1, ""),
+    ("VM network throughput, sent", "network.guest_tx_gbps", 1, "Gb/s"),
     ("throughput", "services.throughput_rps", 1, "req/s"),
     ("hottest host CPU, p95", "cpu.host_util_max_p95", 100, "%"),
     ("mean of max NIC tx utilisation", "network.nic_tx_util_max_mean", 100, "%"),
     ("migrations completed", "migrations.completed", 1, ""),
     ("batch job completion time", "batch.completion_mean", 1, "s"),
+    ("file transfer time", "transfers.completion_mean", 1, "s"),
     ("energy", "energy_kwh", 1, "kWh"),
 ]
 

@@ -124,6 +124,7 @@ class Simulator:
         self._route_cache: list[datapath.Route | None] = []
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self._last_solve_key: tuple | None = None
+        self._last_vm_alloc: np.ndarray | None = None
         self.rate = np.zeros(len(self.flows))
         self._init_counters()
 
@@ -151,6 +152,14 @@ class Simulator:
                 req.append(self._add_flow(c, (VM, int(vm)), "http-request"))
             g.flows["response"] = np.array(resp, dtype=np.int64)
             g.flows["request"] = np.array(req, dtype=np.int64)
+        if (g := w.group("transfer")) is not None:
+            g.flows["main"] = np.array(
+                [
+                    self._add_flow((VM, int(v)), (VM, int(p)) if p >= 0 else ext, "transfer")
+                    for v, p in zip(g.vm, g.params["peer"], strict=True)
+                ],
+                dtype=np.int64,
+            )
         if (g := w.group("bitbrains")) is not None:
             g.flows["tx"] = np.array([self._add_flow((VM, int(v)), ext, "trace") for v in g.vm])
             g.flows["rx"] = np.array([self._add_flow(ext, (VM, int(v)), "trace") for v in g.vm])
@@ -326,6 +335,8 @@ class Simulator:
         run_now = self._advance_migrations(rate, dt, run)
         vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
         self._advance_batch(vm_alloc, vm_want, stretch, dt, run_now)
+        self._advance_transfers(rate, dt)
+        self._last_vm_alloc = vm_alloc
         self._advance_services(rate, load, cap, vm_alloc, vm_want, stretch, dt, run_now)
         self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt)
         self.g["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
@@ -432,6 +443,15 @@ class Simulator:
             client = g.params["client"]
             has = client >= 0
             np.add.at(cpu_dem, client[has].astype(np.int64), lam[has] * 20e-6)
+        if (g := w.group("transfer")) is not None:
+            running = (t + dt > g.params["start"]) & ~g.state["done"]
+            # the cipher runs on the sender's CPU: what it got last step bounds how fast it can send
+            cost_bit = g.params["cpu_per_byte"] / 8 + self.guest_cost_bit
+            cpu = self._last_vm_alloc[g.vm] if self._last_vm_alloc is not None else self.vm_vcpus[g.vm]
+            cpu_bound = np.where(g.params["cpu_per_byte"] > 0, np.maximum(cpu, 0.05) / cost_bit, np.inf)
+            demand[g.flows["main"]] = np.where(running, cpu_bound, 0.0)
+            offered = np.minimum(cpu_bound, self.nic_bw[self.vm_host[g.vm]])
+            np.add.at(cpu_dem, g.vm, np.where(running, offered * g.params["cpu_per_byte"] / 8, 0.0))
         if (g := w.group("batch")) is not None:
             cores = np.where(g.params["cores"] > 0, g.params["cores"], self.vm_vcpus[g.vm])
             running = g.state["think_left"] <= 0
@@ -533,6 +553,21 @@ class Simulator:
             g.state["left"][done] = g.params["work"][done]
             g.state["think_left"][done] = g.params["think"][done]
 
+    def _advance_transfers(self, rate: np.ndarray, dt: float) -> None:
+        g = self.workloads.group("transfer")
+        if g is None:
+            return
+        flows = g.flows["main"]
+        moved = rate[flows] * dt / 8
+        before = g.state["sent"].copy()
+        g.state["sent"] = np.minimum(before + moved, g.params["size"])
+        finished = ~g.state["done"] & (g.state["sent"] >= g.params["size"] * (1 - 1e-12))
+        for i in np.flatnonzero(finished):
+            frac = (g.params["size"][i] - before[i]) / max(moved[i], 1e-300)  # of the step, to the last byte
+            rate[flows[i]] *= frac  # the copy stops at its last byte: nothing is counted after it
+            self.g.setdefault("transfer_done", []).append((int(i), float(self.t + frac * dt - g.params["start"][i])))
+        g.state["done"] |= finished
+
     def _advance_services(self, rate, load, cap, vm_alloc, vm_dem, stretch, dt, run) -> None:
         g = self.workloads.group("httperf")
         if g is None:
@@ -589,6 +624,11 @@ class Simulator:
         per_cross = self._ft.data[idx] / self._entry_cross[idx]
         speed = np.where(is_cpu, 1.0, cap[res])
         work = np.where(is_cpu, per_cross * bits[owner], bits[owner])
+        # rate limiters (VF tiers, vNIC limits) are token buckets: a message within the bucket's burst
+        # leaves at line rate; the bucket holds less as the limiter fills up
+        limiter = res >= self.layout.vf
+        burst = self.p["rate_limit_burst"] * 8 * (1 - rho)
+        work = np.where(limiter, np.maximum(work - burst, 0.0), work)
         base = np.where(np.isfinite(speed), work / np.maximum(speed, 1e-300), 0.0)
         loaded = base / (1 - rho)
         t_load = np.zeros(len(flows))

@@ -23,6 +23,7 @@ class Recorder:
     rows: dict[str, list] = field(default_factory=dict)
     svc: dict[str, list] = field(default_factory=dict)
     batch: list[tuple[int, float]] = field(default_factory=list)
+    transfers: list[tuple[int, float]] = field(default_factory=list)
     _next: float = 0.0
 
     def record(self, sim) -> None:
@@ -30,6 +31,9 @@ class Recorder:
         batch = g.pop("batch_done", None)
         if batch:
             self.batch.extend(batch)
+        done = g.pop("transfer_done", None)
+        if done:
+            self.transfers.extend(done)
         svc = g.get("svc")
         if svc is not None:
             for k, v in svc.items():

@@ -4,6 +4,7 @@
 - netperf: a TCP stream to or from a peer, with the same duty cycle.
 - httperf: requests at a rate against a web server in the VM, each answered with a page.
 - fio: a stream of IOs of a size at a rate against the VM's storage server.
+- transfer: one copy of ``size`` bytes to a peer (scp), with the sender's cipher CPU; reports its time.
 - batch: CPU jobs of fixed work, one after another (sysbench-like); reports completion times.
 - planetlab / bitbrains: replay of real traces (CPU; and memory, disk and network for Bitbrains).
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sova.model.scenario import Scenario, WorkloadSpec
+from sova.model.scenario import Scenario, WorkloadSpec, peer_name
 from sova.sim.traces import read_bitbrains, read_planetlab
 
 
@@ -62,7 +63,8 @@ class Workloads:
         rows: dict[str, list[tuple[int, int, dict]]] = {}
         for s, spec in enumerate(scenario.workloads):
             for name in fnmatch.filter(names, spec.vm):
-                rows.setdefault(spec.kind, []).append((s, vm_index[name], spec.params))
+                params = {k: peer_name(v, name) if k in ("peer", "client") else v for k, v in spec.params.items()}
+                rows.setdefault(spec.kind, []).append((s, vm_index[name], params))
         self.groups: dict[str, Group] = {}
         for kind, items in rows.items():
             self.groups[kind] = self._make_group(kind, items, scenario.workloads, vm_index, rng, scenario.step)
@@ -96,6 +98,9 @@ class Workloads:
             g.state["started"] = np.zeros(len(vm))
         if kind == "httperf":
             g.state["backlog"] = np.zeros(len(vm))
+        if kind == "transfer":
+            g.state["sent"] = np.zeros(len(vm))
+            g.state["done"] = np.zeros(len(vm), dtype=bool)
         return g
 
     @staticmethod
