@@ -19,11 +19,14 @@ def test_every_summary_field_is_documented():
     s = load_scenario(ROOT / "scenarios" / "quickstart.toml")
     (result,) = run_scenario(s, ["threshold"])
 
+    placeholders = {"hosts.": "HOST", "intensity.": "VM"}  # maps keyed by a host or VM name
+
     def keys(d, prefix=""):
         for k, v in d.items():
-            yield prefix + k
+            name = placeholders.get(prefix, k)
+            yield prefix + name
             if isinstance(v, dict):
-                yield from keys(v, prefix + k + ".")
+                yield from keys(v, prefix + name + ".")
 
     missing = [k for k in keys(json.loads(json.dumps(result.summary))) if f"`{k}`" not in outputs]
     assert not missing, f"summary fields not in docs/outputs.md: {missing}"

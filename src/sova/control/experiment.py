@@ -187,6 +187,11 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         },
         "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
     }
+    if rec.per_host:
+        out["hosts"] = {
+            h: {"cpu_mean": float(np.mean(s[f"cpu:{h}"])), "nic_tx_mean": float(np.mean(s[f"nic_tx:{h}"]))}
+            for h in sim.host_names
+        }
     if services:
         served = np.array([x["served"] for x in services])
         total = served.sum()

@@ -88,7 +88,7 @@ def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d
             for run in runs:
                 summ = next(r.summary for r in run.results if r.profile == p)
                 w.writerow([run.value] + [metric_value(summ, m[1]) for m in metrics])
-    figures = _plots(sweep, runs, profiles, metrics, d) if plots else []
+    figures = _plots(sweep, runs, profiles, metrics, d) + _by_group_plots(sweep, runs, profiles, d) if plots else []
     (d / "report.html").write_text(_html(doc, sweep, runs, profiles, metrics, figures), encoding="utf-8")
 
 
@@ -114,6 +114,57 @@ def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
         fig.savefig(name)
         plt.close(fig)
         out.append((f"{label} for each value of {sweep.axis}, one line per profile.", name))
+    return out
+
+
+def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
+    """Response time by page size (the Sova paper's Fig. 9) and NIC utilisation per host (its Fig. 8)."""
+    out = []
+    xs = [run.value for run in runs]
+    first = runs[0].results[0]
+    if first.services:
+        pages = sorted({s["page_bytes"] for s in first.services})
+        fig, axes = plt.subplots(1, len(profiles), figsize=(3.6 * len(profiles), 3.2), dpi=110, squeeze=False)
+        for ax, p in zip(axes[0], profiles, strict=True):
+            for k, page in enumerate(pages):
+                ys = []
+                for run in runs:
+                    svc = [
+                        x for x in next(r for r in run.results if r.profile == p).services if x["page_bytes"] == page
+                    ]
+                    served = sum(x["served"] for x in svc)
+                    ys.append(sum(x["served"] * x["response_mean"] for x in svc) / served * 1e3 if served else np.nan)
+                ax.plot(xs, ys, marker="o", ms=3, lw=1.1, color=f"C{k}", label=f"{page / 1024:.0f} KiB")
+            ax.set_yscale("log")
+            ax.set_title(f"{p}", fontsize=10)
+            ax.set_xlabel(sweep.axis, fontsize=8)
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel("mean response time (ms)")
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(d / "sweep_response_by_page.png")
+        plt.close(fig)
+        out.append(("Mean response time by page size, per profile.", d / "sweep_response_by_page.png"))
+    if "hosts" in first.summary:
+        hosts = list(first.summary["hosts"])
+        fig, axes = plt.subplots(1, len(profiles), figsize=(3.6 * len(profiles), 3.2), dpi=110, squeeze=False)
+        for ax, p in zip(axes[0], profiles, strict=True):
+            for k, h in enumerate(hosts):
+                ys = [
+                    next(r for r in run.results if r.profile == p).summary["hosts"][h]["nic_tx_mean"] * 100
+                    for run in runs
+                ]
+                ax.plot(xs, ys, marker="o", ms=3, lw=1.1, color=f"C{k}", label=h)
+            ax.set_title(f"{p}", fontsize=10)
+            ax.set_xlabel(sweep.axis, fontsize=8)
+            ax.set_ylim(0, 105)
+            ax.grid(alpha=0.3)
+        axes[0][0].set_ylabel("mean NIC transmit utilisation (%)")
+        axes[0][0].legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(d / "sweep_nic_per_host.png")
+        plt.close(fig)
+        out.append(("Mean NIC transmit utilisation of each host, per profile.", d / "sweep_nic_per_host.png"))
     return out
 
 
