@@ -55,7 +55,9 @@ class PlacementTracker:
     """
 
     def __init__(self) -> None:
-        self._host: dict[str, str] = {}
+        self._vms: tuple[str, ...] = ()
+        self._hosts: tuple[str, ...] = ()
+        self._vm_host: np.ndarray | None = None
         self.vm_arrived: dict[str, float] = {}
         self.host_changed: dict[str, float] = {}
         self._seen = -np.inf
@@ -64,14 +66,15 @@ class PlacementTracker:
         for snap in knowledge.snapshots:
             if snap.time <= self._seen:
                 continue
-            for vm, h in zip(snap.vms, snap.vm_host, strict=True):
-                host = snap.hosts[h]
-                before = self._host.get(vm)
-                if before is not None and before != host:
-                    self.vm_arrived[vm] = snap.time
-                    self.host_changed[before] = self.host_changed[host] = snap.time
-                self._host[vm] = host
             self._seen = snap.time
+            if self._vm_host is None or snap.vms != self._vms or snap.hosts != self._hosts:
+                self._vms, self._hosts, self._vm_host = snap.vms, snap.hosts, snap.vm_host.copy()
+                continue
+            for v in np.flatnonzero(snap.vm_host != self._vm_host):
+                self.vm_arrived[snap.vms[v]] = snap.time
+                self.host_changed[snap.hosts[self._vm_host[v]]] = snap.time
+                self.host_changed[snap.hosts[snap.vm_host[v]]] = snap.time
+            self._vm_host = snap.vm_host.copy()
 
     def moved_within(self, now: float, seconds: float) -> set[str]:
         return {vm for vm, t in self.vm_arrived.items() if now - t < seconds}

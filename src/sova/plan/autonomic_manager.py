@@ -43,14 +43,16 @@ def migration_signals(
     forecast = ar1_forecast(volume, rng)
     hot = (above >= k) & (forecast > alpha)
     current = volume[-1]
-    taken: set[int] = set()
+    coldest = np.lexsort((np.arange(len(current)), current))  # getMinNotInDestination walks this order
+    cursor = 0
     signals = []
-    for h in sorted(np.flatnonzero(hot), key=lambda i: -current[i]):
-        free = [j for j in range(len(current)) if j not in taken and j != h]
-        if not free:
-            continue
-        j = min(free, key=lambda i: (current[i], i))
+    for h in np.flatnonzero(hot)[np.argsort(-current[hot], kind="stable")]:
+        while cursor < len(coldest) and coldest[cursor] == h:
+            cursor += 1
+        if cursor == len(coldest):
+            break
+        j = int(coldest[cursor])
         if current[j] < alpha and not hot[j]:
-            taken.add(j)
-            signals.append(Signal(int(h), int(j), int(above[h]), float(forecast[h]), float(current[h])))
+            cursor += 1
+            signals.append(Signal(int(h), j, int(above[h]), float(forecast[h]), float(current[h])))
     return signals, hot

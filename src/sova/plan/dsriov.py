@@ -50,52 +50,82 @@ VF_PARAMS = {
 }
 
 
-def classify(s: Samples, idx: np.ndarray, p: dict, slots: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(network score, I/O score, intensive?) for the VMs `idx` of one host."""
-    sub = s.select(idx)
-    active = traffic_samples(sub, p["min_packets"]).any(axis=0)
+def scores(s: Samples, snap: Snapshot, p: dict, eligible: np.ndarray, slots: np.ndarray):
+    """(network score, I/O score, intensive?) of every VM, heap membership taken per host, vectorized."""
+    active = traffic_samples(s, p["min_packets"]).any(axis=0)
     if p["classifier"] == "threshold":
-        io, net = io_degree(sub), net_degree(sub, p["eps_degree"], p["min_packets"])
-        return net, io, active & (io > p["io_threshold"])
-    io, net = io_factor(sub), network_factor(sub, p["eps"], p["min_packets"])
-    q = p["q"] or 2 * slots
-    q = min(max(q, slots), len(idx))
-    in_heap = np.zeros(len(idx), dtype=bool)
-    in_heap[np.argsort(-io, kind="stable")[:q]] = True
-    return net, io, active & in_heap
+        io, net = io_degree(s), net_degree(s, p["eps_degree"], p["min_packets"])
+        return net, io, eligible & active & (io > p["io_threshold"])
+    io, net = io_factor(s), network_factor(s, p["eps"], p["min_packets"])
+    host = np.where(eligible, snap.vm_host, len(snap.hosts))  # ineligible VMs rank in a host of their own
+    order = np.lexsort((-io, host))
+    first = np.searchsorted(host[order], host[order])
+    rank = np.empty(len(io), dtype=np.int64)
+    rank[order] = np.arange(len(io)) - first
+    n_on = np.bincount(host, minlength=len(snap.hosts) + 1)[: len(snap.hosts)]
+    q = np.minimum(np.maximum(p["q"] or 0, slots) if p["q"] else 2 * slots, n_on)
+    q = np.maximum(q, np.minimum(slots, n_on))
+    in_heap = eligible & (rank < np.append(q, 0)[host])
+    return net, io, in_heap & active
 
 
-def vf_actions(
-    snap: Snapshot, s: Samples, host: int, p: dict, policy: str, exclude: set[str] = frozenset()
-) -> list[Action]:
-    """The VF actions for one host: unplug losers, plug newcomers into free VFs, retier holders."""
-    total = int(snap.vfs_total[host])
-    if total == 0:
-        return []
-    on = np.flatnonzero((snap.vm_host == host) & ~snap.vm_migrating)
-    on = np.array([v for v in on if snap.vm_nic[v] in ("vnic", "vf") and snap.vms[v] not in exclude], dtype=np.int64)
-    slots = min(p["p"], total)
-    actions: list[Action] = []
+def vf_plan(snap: Snapshot, s: Samples, p: dict, policy: str, exclude: set[str] = frozenset()) -> list[Action]:
+    """VF actions for every host. Scores are computed for all VMs at once; only hosts whose holders could
+    change, or whose holders outgrow their tiers, go through the per-host hand-over (``host_actions``)."""
+    H = len(snap.hosts)
+    nic = np.array(snap.vm_nic)
+    eligible = ~snap.vm_migrating & np.isin(nic, ("vnic", "vf"))
+    if exclude:
+        eligible &= ~np.isin(np.array(snap.vms), list(exclude))
+    slots = np.minimum(p["p"], snap.vfs_total).astype(np.int64)
+    net, io, cand = scores(s, snap, p, eligible, slots)
+    demand = s.data.sum(axis=0) * 8 / max(s.seconds.sum(), 1e-9)
+    h = snap.vm_host
+    holder = eligible & (nic == "vf")
+    newcomer = cand & ~holder & eligible
+    lost = np.bincount(h[holder & ~cand], minlength=H) > 0
+    keep = np.bincount(h[holder & cand], minlength=H)
+    plugging = np.bincount(h[nic == "attaching"], minlength=H)
+    free = np.minimum(snap.vfs_total - snap.vfs_used, slots - keep - plugging)
+    weakest = np.full(H, np.inf)
+    np.minimum.at(weakest, h[holder & cand], net[holder & cand])
+    best = np.full(H, -np.inf)
+    np.maximum.at(best, h[newcomer], net[newcomer])
+    may_swap = best >= weakest * (1 - p["margin"] / 2)
+    fills = (free > 0) & (best > -np.inf)
+    # a holder outgrows its tier when its mean demand (with headroom) exceeds it, or when its busiest
+    # second reaches it: a duty-cycled stream is throttled whenever it runs even if its mean is lower
+    tier = np.where(holder, snap.vm_vf_rate, np.inf)
+    peak = (s.data * 8 / s.seconds[:, None]).max(axis=0)
+    outgrown = (demand * (1 + p["headroom"]) > tier * 1.001) | (peak >= 0.9 * tier)
+    short = np.bincount(h[holder], weights=outgrown[holder], minlength=H) > 0
+    busy = (slots > 0) & (lost | fills | may_swap | short)
+    order = np.argsort(h, kind="stable")  # the VMs of each host, without scanning all VMs per host
+    bounds = np.searchsorted(h[order], np.arange(H + 1))
+    out: list[Action] = []
+    for host in np.flatnonzero(busy):
+        vms = order[bounds[host] : bounds[host + 1]]
+        on = vms[eligible[vms]]
+        out += host_actions(
+            snap, int(host), on, net, io, cand, demand, int(slots[host]), int(plugging[host]), p, policy
+        )
+    return out
+
+
+def host_actions(snap, host, on, net, io, cand, demand, slots, plugging, p, policy) -> list[Action]:
+    """Unplug losers, plug newcomers into free VFs, retier holders: the hand-over for one host."""
     holders = {snap.vms[v] for v in on if snap.vm_nic[v] == "vf"}
-    if len(on) == 0:
-        return actions
-    net, io, intensive = classify(s, on, p, slots)
-    demand = s.data[:, on].sum(axis=0) * 8 / max(s.seconds.sum(), 1e-9)
-    cands = [
-        Candidate(snap.vms[v], float(net[i]), float(io[i]), float(demand[i])) for i, v in enumerate(on) if intensive[i]
-    ]
+    cands = [Candidate(snap.vms[v], float(net[v]), float(io[v]), float(demand[v])) for v in on if cand[v]]
     chosen = choose_holders(cands, holders, slots, p["margin"], p["io_ratio"])
     keep = {c.vm for c in chosen}
     current = {snap.vms[v]: float(snap.vm_vf_rate[v]) for v in on if snap.vm_nic[v] == "vf"}
-    # tiers for the VFs in use: sum VF_n <= B over them, so a few holders are not starved by idle VFs
     demands = np.array([c.demand for c in chosen]) * (1 + p["headroom"])
+    bandwidth = float(snap.nic_bandwidth[host])
     tiers = assign_tiers(
-        chosen,
-        rate_tiers(len(chosen), float(snap.nic_bandwidth[host]), p["vf0"], p["delta"], demands),
-        current,
-        p["margin"],
+        chosen, rate_tiers(len(chosen), bandwidth, p["vf0"], p["delta"], demands), current, p["margin"]
     )
     score = {c.vm: c for c in cands}
+    actions: list[Action] = []
     for vm in sorted(holders - keep):
         why = (
             "no longer network-intensive"
@@ -103,33 +133,20 @@ def vf_actions(
             else f"a more network-intensive VM needs the VF (score {score[vm].net:.3g})"
         )
         actions.append(DetachVF(vm=vm, policy=policy, reason=f"{snap.hosts[host]}: {vm} {why}"))
-    plugging = sum(1 for v in np.flatnonzero(snap.vm_host == host) if snap.vm_nic[v] == "attaching")
-    free = min(total - int(snap.vfs_used[host]), slots - len(holders & keep) - plugging)
+    free = min(int(snap.vfs_total[host] - snap.vfs_used[host]), slots - len(holders & keep) - plugging)
     for c in chosen:
         if c.vm in holders:
-            current = float(snap.vm_vf_rate[snap.vms.index(c.vm)])
-            if abs(current - tiers[c.vm]) > 0.01 * max(tiers[c.vm], 1.0):
-                actions.append(
-                    SetVFRate(
-                        vm=c.vm,
-                        rate=tiers[c.vm],
-                        policy=policy,
-                        reason=f"{c.vm}: rate tier for {c.demand / 1e9:.2f} Gb/s of demand",
-                    )
-                )
+            now = current[c.vm]
+            if abs(now - tiers[c.vm]) > 0.01 * max(tiers[c.vm], 1.0):
+                reason = f"{c.vm}: rate tier for {c.demand / 1e9:.2f} Gb/s of demand"
+                actions.append(SetVFRate(vm=c.vm, rate=tiers[c.vm], policy=policy, reason=reason))
         elif free > 0:
             free -= 1
-            actions.append(
-                AttachVF(
-                    vm=c.vm,
-                    rate=tiers[c.vm],
-                    policy=policy,
-                    reason=(
-                        f"{snap.hosts[host]}: {c.vm} is among the {slots} most network-intensive VMs "
-                        f"(network {c.net:.3g}, I/O {c.io:.3g}); tier {tiers[c.vm] / 1e9:.2f} Gb/s"
-                    ),
-                )
+            reason = (
+                f"{snap.hosts[host]}: {c.vm} is among the {slots} most network-intensive VMs "
+                f"(network {c.net:.3g}, I/O {c.io:.3g}); tier {tiers[c.vm] / 1e9:.2f} Gb/s"
             )
+            actions.append(AttachVF(vm=c.vm, rate=tiers[c.vm], policy=policy, reason=reason))
     return actions
 
 
@@ -144,8 +161,4 @@ class DynamicSRIOV(Policy):
         s = window_samples(knowledge, self.p["window"])
         if s is None:
             return []
-        snap = knowledge.latest
-        out: list[Action] = []
-        for h in range(len(snap.hosts)):
-            out += vf_actions(snap, s, h, self.p, self.name)
-        return out
+        return vf_plan(knowledge.latest, s, self.p, self.name)

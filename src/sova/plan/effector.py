@@ -17,12 +17,24 @@ from sova.model.snapshot import Snapshot
 
 
 def choose_vm(
-    snap: Snapshot, vm_load: np.ndarray, host: int, dst: int, host_load: np.ndarray, exclude: set[str]
+    snap: Snapshot,
+    vm_load: np.ndarray,
+    host: int,
+    dst: int,
+    host_load: np.ndarray,
+    exclude: set[str],
+    committed: np.ndarray | None = None,
+    resident: np.ndarray | None = None,
 ) -> tuple[int, float] | None:
-    """(VM index, its MF) to migrate from `host` to `dst`, or None if no VM qualifies."""
+    """(VM index, its MF) to migrate from `host` to `dst`, or None if no VM qualifies. `committed`
+    (memory per host) and `resident` (the host's VMs) may be passed by a caller that has them."""
     hot_resource = int(np.argmax(host_load))
-    free = snap.host_memory[dst] - np.bincount(snap.vm_host, weights=snap.vm_memory, minlength=len(snap.hosts))[dst]
-    resident = np.flatnonzero((snap.vm_host == host) & ~snap.vm_migrating)
+    if committed is None:
+        committed = np.bincount(snap.vm_host, weights=snap.vm_memory, minlength=len(snap.hosts))
+    free = snap.host_memory[dst] - committed[dst]
+    if resident is None:
+        resident = np.flatnonzero(snap.vm_host == host)
+    resident = resident[~snap.vm_migrating[resident]]
     if not len(resident):
         return None
     fair = vm_load[resident, hot_resource].sum() / len(resident)

@@ -13,6 +13,8 @@ A VM that landed within ``min_residence`` seconds is not chosen to move again.
 
 from __future__ import annotations
 
+import numpy as np
+
 from sova.analyze.load import RESOURCES, PlacementTracker, host_loads, vm_loads
 from sova.analyze.samples import window_samples
 from sova.model.actions import Action, DetachVF, Migrate
@@ -20,7 +22,7 @@ from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
 from sova.plan.autonomic_manager import migration_signals
 from sova.plan.base import Policy, register
-from sova.plan.dsriov import VF_PARAMS, vf_actions
+from sova.plan.dsriov import VF_PARAMS, vf_plan
 from sova.plan.effector import choose_vm
 
 MIGRATION_PARAMS = {
@@ -55,8 +57,14 @@ class Sova(Policy):
             valid = self.placement.reports_since_change(knowledge, p["interval"], p["n"])
             signals, _ = migration_signals(loads, p["k"], p["alpha"], valid=valid)
             exclude = self.placement.moved_within(snap.time, p["min_residence"])
+            committed = np.bincount(snap.vm_host, weights=snap.vm_memory, minlength=len(snap.hosts))
+            order = np.argsort(snap.vm_host, kind="stable")
+            bounds = np.searchsorted(snap.vm_host[order], np.arange(len(snap.hosts) + 1))
             for sig in signals:
-                pick = choose_vm(snap, vm_load, sig.host, sig.destination, loads[-1, sig.host], exclude)
+                resident = order[bounds[sig.host] : bounds[sig.host + 1]]
+                pick = choose_vm(
+                    snap, vm_load, sig.host, sig.destination, loads[-1, sig.host], exclude, committed, resident
+                )
                 if pick is None:
                     continue
                 v, mf = pick
@@ -73,6 +81,5 @@ class Sova(Policy):
                 moving.add(vm)
         s = window_samples(knowledge, p["window"])
         if s is not None:
-            for h in range(len(snap.hosts)):
-                actions += vf_actions(snap, s, h, p, self.name, exclude=moving)
+            actions += vf_plan(snap, s, p, self.name, exclude=moving)
         return actions

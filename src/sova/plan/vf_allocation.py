@@ -79,15 +79,18 @@ def rate_tiers(slots: int, bandwidth: float, vf0: float, delta: float, demands: 
 
 def _covering_step(d: np.ndarray) -> float:
     """The delta >= 0 minimising p * max_n(d_n - n delta) + delta p (p - 1) / 2 (convex, piecewise linear:
-    the optimum is 0 or a slope between two demands)."""
+    the optimum is 0 or a slope between two demands). Plain Python: p is a handful of VFs."""
     p = len(d)
     if p < 2:
         return 0.0
-    n = np.arange(p)
-    i, j = np.triu_indices(p, 1)
-    candidates = np.concatenate([[0.0], np.maximum((d[j] - d[i]) / (j - i), 0.0)])
-    cost = [p * (d - n * c).max() + c * p * (p - 1) / 2 for c in candidates]
-    return float(candidates[int(np.argmin(cost))])
+    dl = [float(x) for x in d]
+    best, best_cost = 0.0, float("inf")
+    candidates = {0.0} | {max((dl[j] - dl[i]) / (j - i), 0.0) for i in range(p) for j in range(i + 1, p)}
+    for c in candidates:
+        cost = p * max(dl[n] - n * c for n in range(p)) + c * p * (p - 1) / 2
+        if cost < best_cost - 1e-9 or (abs(cost - best_cost) <= 1e-9 and c < best):
+            best, best_cost = c, cost
+    return best
 
 
 def assign_tiers(
