@@ -60,6 +60,8 @@ class PlacementTracker:
         self._vm_host: np.ndarray | None = None
         self.vm_arrived: dict[str, float] = {}
         self.host_changed: dict[str, float] = {}
+        self.host_received: dict[str, float] = {}
+        self.host_sent: dict[str, float] = {}
         self._seen = -np.inf
 
     def update(self, knowledge: Knowledge) -> None:
@@ -71,10 +73,15 @@ class PlacementTracker:
                 self._vms, self._hosts, self._vm_host = snap.vms, snap.hosts, snap.vm_host.copy()
                 continue
             for v in np.flatnonzero(snap.vm_host != self._vm_host):
+                src, dst = snap.hosts[self._vm_host[v]], snap.hosts[snap.vm_host[v]]
                 self.vm_arrived[snap.vms[v]] = snap.time
-                self.host_changed[snap.hosts[self._vm_host[v]]] = snap.time
-                self.host_changed[snap.hosts[snap.vm_host[v]]] = snap.time
+                self.host_changed[src] = self.host_changed[dst] = snap.time
+                self.host_sent[src] = self.host_received[dst] = snap.time
             self._vm_host = snap.vm_host.copy()
+
+    def hosts_within(self, events: dict[str, float], hosts: tuple[str, ...], now: float, seconds: float) -> np.ndarray:
+        """Per host, whether it has an event of `events` (host_sent / host_received) in the last `seconds`."""
+        return np.array([now - events.get(h, -np.inf) < seconds for h in hosts])
 
     def moved_within(self, now: float, seconds: float) -> set[str]:
         return {vm for vm, t in self.vm_arrived.items() if now - t < seconds}

@@ -31,6 +31,9 @@ MIGRATION_PARAMS = {
     "n": Field("int", 5, "reports considered", lo=1),
     "alpha": Field("float", 0.7, "load threshold of a hotspot; also the most a destination may carry", lo=0, hi=1),
     "min_residence": Field("duration", 600.0, "a VM that just moved is not chosen again for this long", lo=0),
+    "host_cooldown": Field(
+        "duration", 120.0, "a host that received (sent) a VM sends (receives) none for this long", lo=0
+    ),
 }
 
 
@@ -55,7 +58,15 @@ class Sova(Policy):
         vm_load = vm_loads(knowledge, p["interval"])
         if loads is not None and vm_load is not None:
             valid = self.placement.reports_since_change(knowledge, p["interval"], p["n"])
-            signals, _ = migration_signals(loads, p["k"], p["alpha"], valid=valid)
+            track, hosts, now = self.placement, snap.hosts, snap.time
+            signals, _ = migration_signals(
+                loads,
+                p["k"],
+                p["alpha"],
+                valid=valid,
+                not_source=track.hosts_within(track.host_received, hosts, now, p["host_cooldown"]),
+                not_destination=track.hosts_within(track.host_sent, hosts, now, p["host_cooldown"]),
+            )
             exclude = self.placement.moved_within(snap.time, p["min_residence"])
             committed = np.bincount(snap.vm_host, weights=snap.vm_memory, minlength=len(snap.hosts))
             order = np.argsort(snap.vm_host, kind="stable")
