@@ -22,6 +22,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from sova.analyze.forecast import ar1_forecast
+from sova.model.schema import Field
+
+# shared by the policies that detect hotspots from reports (sova, vlm)
+HOTSPOT_PARAMS = {
+    "interval": Field("duration", 10.0, "length of one report (observation)", lo=0, lo_open=True),
+    "k": Field("int", 3, "reports above the threshold needed (the Sova paper: 3 of 5)", lo=1),
+    "n": Field("int", 5, "reports considered", lo=1),
+    "min_residence": Field("duration", 600.0, "a VM that just moved is not chosen again for this long", lo=0),
+}
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from sova.analyze.volume import sandpiper_volume, volume_to_size
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
+from sova.plan.autonomic_manager import HOTSPOT_PARAMS
 from sova.plan.base import Policy, register
 
 
@@ -27,12 +28,9 @@ class Sandpiper(Policy):
     summary = "live-migrate VMs off hotspots in decreasing volume-to-size ratio (Sandpiper)"
     params = {
         "period": Field("duration", 10.0, "how often the policy runs", lo=0, lo_open=True),
-        "interval": Field("duration", 10.0, "length of one observation", lo=0, lo_open=True),
-        "k": Field("int", 3, "observations above the threshold needed", lo=1),
-        "n": Field("int", 5, "observations considered", lo=1),
+        **HOTSPOT_PARAMS,
         "threshold": Field("float", 0.7, "utilisation of any resource that makes a host hot", lo=0, hi=1),
         "max_moves": Field("int", 1, "migrations per hot host per round", lo=1),
-        "min_residence": Field("duration", 600.0, "a VM that just moved is not chosen again for this long", lo=0),
     }
 
     def __init__(self, **params):

@@ -20,19 +20,16 @@ from sova.analyze.samples import window_samples
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
-from sova.plan.autonomic_manager import migration_signals
+from sova.plan.autonomic_manager import HOTSPOT_PARAMS, migration_signals
 from sova.plan.base import Policy, register
 from sova.plan.dsriov import VF_PARAMS, vf_plan
 from sova.plan.effector import choose_vm
 
 MIGRATION_PARAMS = {
-    "interval": Field("duration", 10.0, "length of one report (observation)", lo=0, lo_open=True),
-    "k": Field("int", 3, "reports above alpha needed (the paper: 3 of 5)", lo=1),
-    "n": Field("int", 5, "reports considered", lo=1),
+    **HOTSPOT_PARAMS,
     "alpha": Field("float", 0.7, "load threshold of a hotspot; also the most a destination may carry", lo=0, hi=1),
-    "min_residence": Field("duration", 600.0, "a VM that just moved is not chosen again for this long", lo=0),
     "host_cooldown": Field(
-        "duration", 120.0, "a host that received (sent) a VM sends (receives) none for this long", lo=0
+        "duration", 0.0, "a host that received (sent) a VM sends (receives) none for this long (0: off)", lo=0
     ),
 }
 
