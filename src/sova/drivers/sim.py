@@ -21,9 +21,19 @@ class SimDriver:
         self.sim = sim
         self._vm = {n: i for i, n in enumerate(sim.vm_names)}
         self._host = {n: i for i, n in enumerate(sim.host_names)}
+        self._hosts, self._vms = (
+            tuple(sim.host_names),
+            tuple(sim.vm_names),
+        )  # shared: equal snapshots compare by identity
         self._started: dict[int, float] = {}
+        # VM-to-VM and VM-to-outside flows are the workloads': fixed for the run (only migration flows,
+        # which start and end in Dom0, come and go), so their endpoints are read once
         self._vm_flows = np.array(
             [i for i, f in enumerate(sim.flows) if f.src[0] == VM and f.kind != "io"], dtype=np.int64
+        )
+        self._flow_src = np.array([sim.flows[f].src[1] for f in self._vm_flows], dtype=np.int64)
+        self._flow_dst = np.array(
+            [sim.flows[f].dst[1] if sim.flows[f].dst[0] == VM else -1 for f in self._vm_flows], dtype=np.int64
         )
 
     def now(self) -> float:
@@ -33,18 +43,15 @@ class SimDriver:
         s = self.sim
         c = s.c
         counters = VmCounters(**{k: c[k].copy() for k in VmCounters.__dataclass_fields__})
-        nic = tuple(
-            {"attached": "vf", "none": "vnic"}.get(state, state) for state in (s.vf_state(v) for v in range(s.V))
-        )
-        flows = [f for f in self._vm_flows if s.flows[f].alive]
-        src = np.array([s.flows[f].src[1] for f in flows], dtype=np.int64)
-        dst = np.array([s.flows[f].dst[1] if s.flows[f].dst[0] == VM else -1 for f in flows], dtype=np.int64)
+        nic = np.where(s.vm_vf, "vf", "vnic").astype(object)
+        for _, vm, kind in s.vf_pending:  # a hot-plug in progress
+            nic[vm] = "attaching" if kind == "attach" else "detaching"
         migrating = np.zeros(s.V, dtype=bool)
         migrating[list(s.migrations)] = True
         return Snapshot(
             time=s.t,
-            hosts=tuple(s.host_names),
-            vms=tuple(s.vm_names),
+            hosts=self._hosts,
+            vms=self._vms,
             host_cores=s.host_cores.copy(),
             host_memory=s.host_mem.copy(),
             host_cpu_time=c["host_cpu_time"].copy(),
@@ -62,13 +69,13 @@ class SimDriver:
             vm_dirty_rate=s.vm_dirty.copy(),
             vm_weight=s.vm_weight.copy(),
             vm_cap=s.vm_cap.copy(),
-            vm_nic=nic,
+            vm_nic=tuple(nic),
             vm_vf_rate=np.where(s.vm_vf, s.vm_vf_rate, 0.0),
             vm_migrating=migrating,
             counters=counters,
-            flow_src=src,
-            flow_dst=dst,
-            flow_bytes=s.flow_bytes[flows].copy() if flows else np.zeros(0),
+            flow_src=self._flow_src,
+            flow_dst=self._flow_dst,
+            flow_bytes=s.flow_bytes[self._vm_flows],
         )
 
     def _vm_index(self, name: str) -> int:
