@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from helpers import make_scenario
+from sova.analyze.load import host_loads, vm_loads
 from sova.drivers.sim import SimDriver
 from sova.model import scenario as S
 from sova.model.knowledge import Knowledge
@@ -39,8 +40,8 @@ def test_network_rates_and_nic_utilisation_from_counters():
         vms=[{"name": "a", "host": "h1"}, {"name": "b", "host": "h2"}],
         workloads=[{"vm": "a", "kind": "netperf", "peer": "b", "rate": "2Gbps"}],
     )
-    assert k.vm_net_rate(10) == pytest.approx([2e9, 2e9], rel=1e-6)  # a sends, b receives
-    assert k.nic_util(10) == pytest.approx([0.2, 0.2], rel=1e-6)
+    assert vm_loads(k, 10)[:, 1] == pytest.approx([0.2, 0.2], rel=1e-6)  # a sends 2 Gb/s, b receives them
+    assert host_loads(k, 10, 1)[-1, :, 1] == pytest.approx([0.2, 0.2], rel=1e-6)  # each host's NIC: 2 of 10 Gb/s
 
 
 def test_windows_need_two_snapshots():

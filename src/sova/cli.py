@@ -209,7 +209,8 @@ def _run(args) -> int:
 
 
 def _print_sweep(sweep, sweep_runs) -> None:
-    from sova.report.sweep import METRICS, metric_value
+    from sova.report.html import metric_value
+    from sova.report.sweep import METRICS
 
     profiles = [r.profile for r in sweep_runs[0].results]
     label, path, scale, unit = next(

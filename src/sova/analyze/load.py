@@ -14,6 +14,12 @@ from sova.model.knowledge import Knowledge
 RESOURCES = ("cpu", "nic", "mem")
 
 
+def vms_by_host(vm_host: np.ndarray, n_hosts: int) -> list[np.ndarray]:
+    """The VM indices of each host, from one sort instead of a scan of all VMs per host."""
+    order = np.argsort(vm_host, kind="stable")
+    return np.split(order, np.searchsorted(vm_host[order], np.arange(1, n_hosts)))
+
+
 def host_loads(knowledge: Knowledge, interval: float, n: int) -> np.ndarray | None:
     """The last n observations per host (n x hosts x 3: cpu, nic, mem), oldest first; None if too early."""
     end = knowledge.latest.time

@@ -208,7 +208,7 @@ class Executor:
             if touching >= self.c.max_migrations_per_host:
                 return f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {self.c.max_migrations_per_host})"
         incoming = sum(snap.vm_memory[snap.vms.index(m.vm)] for m in moving if m.dst == action.dst)
-        free = snap.host_memory[dst] - knowledge.host_memory_used(snap)[dst] - incoming
+        free = snap.host_memory[dst] - snap.committed_memory()[dst] - incoming
         if free < snap.vm_memory[v]:
             return f"{action.dst} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"
         util = knowledge.host_cpu_util(LOAD_WINDOW)

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import difflib
 
-from sova.model.scenario import ProfileSpec, Scenario, load_scenario
+from sova.model.scenario import ProfileSpec, Scenario
 from sova.model.schema import InputError, Reader
 from sova.plan.base import Policy, registry
-
-
-def load_checked(path) -> Scenario:
-    """Load a scenario and check its profiles' policies and parameters, reporting every problem at once."""
-    return load_scenario(path, profile_check=check_profile)
 
 
 def build_policies(scenario: Scenario, profile: ProfileSpec) -> list[Policy]:

@@ -67,29 +67,3 @@ class Knowledge:
             return None
         old, new = w
         return (new.counters.cpu_time - old.counters.cpu_time) / (new.time - old.time)
-
-    def vm_net_rate(self, seconds: float) -> np.ndarray | None:
-        """Per VM: bit/s sent + received as the guest counts it (all NICs)."""
-        w = self.window(seconds)
-        if w is None:
-            return None
-        old, new = w
-        c0, c1 = old.counters, new.counters
-        total = (c1.guest_rx_bytes - c0.guest_rx_bytes) + (c1.guest_tx_bytes - c0.guest_tx_bytes)
-        return total * 8 / (new.time - old.time)
-
-    def nic_util(self, seconds: float) -> np.ndarray | None:
-        """Per host: max of tx and rx utilisation of the physical NIC over the window."""
-        w = self.window(seconds)
-        if w is None:
-            return None
-        old, new = w
-        dt = new.time - old.time
-        tx = (new.nic_tx_bytes - old.nic_tx_bytes) * 8 / (dt * new.nic_bandwidth)
-        rx = (new.nic_rx_bytes - old.nic_rx_bytes) * 8 / (dt * new.nic_bandwidth)
-        return np.maximum(tx, rx)
-
-    def host_memory_used(self, snap: Snapshot | None = None) -> np.ndarray:
-        """Per host: MiB committed to its VMs (configured memory)."""
-        s = snap or self.latest
-        return np.bincount(s.vm_host, weights=s.vm_memory, minlength=len(s.hosts))

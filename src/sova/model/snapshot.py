@@ -65,3 +65,7 @@ class Snapshot:
     flow_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index
     flow_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index, -1 outside
     flow_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # cumulative (OVS flow counters)
+
+    def committed_memory(self) -> np.ndarray:
+        """Per host: MiB committed to its VMs (their configured memory)."""
+        return np.bincount(self.vm_host, weights=self.vm_memory, minlength=len(self.hosts))

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sova.analyze.forecast import ar1_forecast
+from sova.analyze.hotspot import k_of_n_hot
 from sova.model.schema import Field
 
 # shared by the policies that detect hotspots from reports (sova, vlm)
@@ -57,10 +58,10 @@ def migration_signals(
     the host's VMs last changed); not_source / not_destination: hosts that may not send or receive a VM
     now (they just received or sent one). Returns the signals and the per-host hot flags."""
     volume = loads.max(axis=2)  # n x hosts
-    counted = volume > alpha if valid is None else (volume > alpha) & valid
-    above = counted.sum(axis=0)
+    counted = volume if valid is None else np.where(valid, volume, -np.inf)
+    above = (counted > alpha).sum(axis=0)
     forecast = ar1_forecast(volume, rng)
-    hot = (above >= k) & (forecast > alpha)
+    hot = k_of_n_hot(counted, alpha, k) & (forecast > alpha)
     current = volume[-1]
     order_key = current if not_destination is None else np.where(not_destination, np.inf, current)
     coldest = np.lexsort((np.arange(len(current)), order_key))  # getMinNotInDestination walks this order

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.analyze.intensity import io_degree, io_factor, net_degree, network_factor, traffic_samples
+from sova.analyze.load import vms_by_host
 from sova.analyze.samples import Samples, window_samples
 from sova.model.actions import Action, AttachVF, DetachVF, SetVFRate
 from sova.model.knowledge import Knowledge
@@ -63,8 +64,7 @@ def scores(s: Samples, snap: Snapshot, p: dict, eligible: np.ndarray, slots: np.
     rank = np.empty(len(io), dtype=np.int64)
     rank[order] = np.arange(len(io)) - first
     n_on = np.bincount(host, minlength=len(snap.hosts) + 1)[: len(snap.hosts)]
-    q = np.minimum(np.maximum(p["q"] or 0, slots) if p["q"] else 2 * slots, n_on)
-    q = np.maximum(q, np.minimum(slots, n_on))
+    q = np.minimum(np.maximum(p["q"] or 2 * slots, slots), n_on)
     in_heap = eligible & (rank < np.append(q, 0)[host])
     return net, io, in_heap & active
 
@@ -100,12 +100,10 @@ def vf_plan(snap: Snapshot, s: Samples, p: dict, policy: str, exclude: set[str] 
     outgrown = (demand * (1 + p["headroom"]) > tier * 1.001) | (peak >= 0.9 * tier)
     short = np.bincount(h[holder], weights=outgrown[holder], minlength=H) > 0
     busy = (slots > 0) & (lost | fills | may_swap | short)
-    order = np.argsort(h, kind="stable")  # the VMs of each host, without scanning all VMs per host
-    bounds = np.searchsorted(h[order], np.arange(H + 1))
+    members = vms_by_host(h, H)
     out: list[Action] = []
     for host in np.flatnonzero(busy):
-        vms = order[bounds[host] : bounds[host + 1]]
-        on = vms[eligible[vms]]
+        on = members[host][eligible[members[host]]]
         out += host_actions(
             snap, int(host), on, net, io, cand, demand, int(slots[host]), int(plugging[host]), p, policy
         )

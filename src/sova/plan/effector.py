@@ -30,7 +30,7 @@ def choose_vm(
     (memory per host) and `resident` (the host's VMs) may be passed by a caller that has them."""
     hot_resource = int(np.argmax(host_load))
     if committed is None:
-        committed = np.bincount(snap.vm_host, weights=snap.vm_memory, minlength=len(snap.hosts))
+        committed = snap.committed_memory()
     free = snap.host_memory[dst] - committed[dst]
     if resident is None:
         resident = np.flatnonzero(snap.vm_host == host)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.analyze.forecast import ar1_forecast
+from sova.analyze.hotspot import k_of_n_hot
 from sova.analyze.load import PlacementTracker, host_loads, vm_loads
 from sova.analyze.volume import sandpiper_volume, volume_to_size
 from sova.model.actions import Action, DetachVF, Migrate
@@ -47,11 +48,11 @@ class Sandpiper(Policy):
         snap = knowledge.latest
         thr = p["threshold"]
         valid = self.placement.reports_since_change(knowledge, p["interval"], p["n"])[:, :, None]
-        over = ((loads > thr) & valid).sum(axis=0) >= p["k"]  # hosts x resources
+        over = k_of_n_hot(np.where(valid, loads, -np.inf), thr, p["k"])  # hosts x resources
         forecast = ar1_forecast(loads.reshape(len(loads), -1)).reshape(loads.shape[1:])
         hot = (over & (forecast > thr)).any(axis=1)
         now = loads[-1].copy()
-        mem_free = snap.host_memory - np.bincount(snap.vm_host, weights=snap.vm_memory, minlength=len(snap.hosts))
+        mem_free = snap.host_memory - snap.committed_memory()
         exclude = self.placement.moved_within(snap.time, p["min_residence"])
         vsr = volume_to_size(sandpiper_volume(*vm_load.T), snap.vm_memory)
         actions: list[Action] = []

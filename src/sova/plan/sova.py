@@ -13,9 +13,7 @@ A VM that landed within ``min_residence`` seconds is not chosen to move again.
 
 from __future__ import annotations
 
-import numpy as np
-
-from sova.analyze.load import RESOURCES, PlacementTracker, host_loads, vm_loads
+from sova.analyze.load import RESOURCES, PlacementTracker, host_loads, vm_loads, vms_by_host
 from sova.analyze.samples import window_samples
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
@@ -65,11 +63,10 @@ class Sova(Policy):
                 not_destination=track.hosts_within(track.host_sent, hosts, now, p["host_cooldown"]),
             )
             exclude = self.placement.moved_within(snap.time, p["min_residence"])
-            committed = np.bincount(snap.vm_host, weights=snap.vm_memory, minlength=len(snap.hosts))
-            order = np.argsort(snap.vm_host, kind="stable")
-            bounds = np.searchsorted(snap.vm_host[order], np.arange(len(snap.hosts) + 1))
+            committed = snap.committed_memory()
+            members = vms_by_host(snap.vm_host, len(snap.hosts))
             for sig in signals:
-                resident = order[bounds[sig.host] : bounds[sig.host + 1]]
+                resident = members[sig.host]
                 pick = choose_vm(
                     snap, vm_load, sig.host, sig.destination, loads[-1, sig.host], exclude, committed, resident
                 )

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sova.analyze.hotspot import host_cpu_observations, k_of_n_hot
+from sova.analyze.hotspot import k_of_n_hot
+from sova.analyze.load import host_loads
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
@@ -33,16 +34,17 @@ class ThresholdMigration(Policy):
 
     def plan(self, knowledge: Knowledge) -> list[Action]:
         p = self.p
-        obs = host_cpu_observations(knowledge, p["window"], p["n"])
-        if obs is None:
+        loads = host_loads(knowledge, p["window"], p["n"])
+        if loads is None:
             return []
+        obs = loads[:, :, 0]  # CPU
         snap = knowledge.latest
         hot = k_of_n_hot(obs, p["hot"], p["k"])
         if not hot.any():
             return []
         host_util = obs[-1].copy()
         vm_cores = knowledge.vm_cpu_cores(p["window"])
-        mem_free = snap.host_memory - knowledge.host_memory_used(snap)
+        mem_free = snap.host_memory - snap.committed_memory()
         actions: list[Action] = []
         for h in np.flatnonzero(hot)[np.argsort(-host_util[hot])]:
             on_host = np.flatnonzero((snap.vm_host == h) & ~snap.vm_migrating)
@@ -53,7 +55,7 @@ class ThresholdMigration(Policy):
             order = np.argsort(-util_of)
             if enough.any():  # the smallest VM that is enough, else the biggest
                 order = np.concatenate([np.flatnonzero(enough)[np.argsort(util_of[enough])], order])
-            move = self._choose(snap, knowledge, on_host[order], vm_cores, host_util, mem_free, h)
+            move = self._choose(snap, on_host[order], vm_cores, host_util, mem_free, h)
             if move is None:
                 continue
             vm, dst = move
@@ -74,7 +76,7 @@ class ThresholdMigration(Policy):
             )
         return actions
 
-    def _choose(self, snap, knowledge, candidates, vm_cores, host_util, mem_free, src):
+    def _choose(self, snap, candidates, vm_cores, host_util, mem_free, src):
         for vm in candidates:
             after = host_util + vm_cores[vm] / snap.host_cores
             ok = (mem_free >= snap.vm_memory[vm]) & (after <= self.p["target"])

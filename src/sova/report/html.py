@@ -47,7 +47,8 @@ _ROWS = [
 ]
 
 
-def _get(d: dict, path: str):
+def metric_value(d: dict, path: str):
+    """The value at a dotted path of a summary ('services.response_mean'), or None."""
     for k in path.split("."):
         if not isinstance(d, dict) or k not in d:
             return None
@@ -71,7 +72,7 @@ def _summary_table(doc: dict) -> str:
     out = ['<table><tr><th class="l">metric</th>' + "".join(f"<th>{html.escape(n)}</th>" for n in names) + "</tr>"]
     section = None
     for sec, label, path, f, lower in _ROWS:
-        vals = [_get(profiles[n], path) for n in names]
+        vals = [metric_value(profiles[n], path) for n in names]
         if all(v is None for v in vals):
             continue
         if sec != section:

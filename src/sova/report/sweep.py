@@ -18,6 +18,8 @@ from sova import __version__
 from sova.control.experiment import SweepRun
 from sova.model.scenario import Scenario
 from sova.model.sweep import Sweep
+from sova.report.html import metric_value
+from sova.report.writer import json_default
 
 # (label, path in a profile summary, scale, unit)
 METRICS = [
@@ -33,14 +35,6 @@ METRICS = [
     ("file transfer time", "transfers.completion_mean", 1, "s"),
     ("energy", "energy_kwh", 1, "kWh"),
 ]
-
-
-def metric_value(d, path):
-    for k in path.split("."):
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
 
 
 def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]) -> dict:
@@ -76,7 +70,7 @@ def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]
 
 def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d: Path, plots: bool) -> None:
     doc = sweep_document(sweep, scenarios, runs)
-    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=_default) + "\n", encoding="utf-8")
+    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=json_default) + "\n", encoding="utf-8")
     profiles = [r.profile for r in runs[0].results]
     metrics = [
         m for m in METRICS if any(metric_value(r.summary, m[1]) is not None for run in runs for r in run.results)
@@ -202,11 +196,3 @@ def _html(doc, sweep, runs, profiles, metrics, figures) -> str:
         f"<table><tr><th class='l'>metric</th><th class='l'>profile</th>{head}</tr>{''.join(rows)}</table>"
         f"<h2>Plots</h2>{imgs or '<p>Plots are turned off in [outputs].</p>'}</body></html>"
     )
-
-
-def _default(o):
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    return str(o)

@@ -83,7 +83,7 @@ def summary_document(scenario: Scenario, results: list[ProfileResult]) -> dict:
 
 def _write_all(scenario: Scenario, results: list[ProfileResult], d: Path) -> None:
     doc = summary_document(scenario, results)
-    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=_json_default) + "\n", encoding="utf-8")
+    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=json_default) + "\n", encoding="utf-8")
     for r in results:
         _write_csv(d / f"metrics-{r.profile}.csv", r.series)
         r.audit.write_jsonl(d / f"audit-{r.profile}.jsonl")
@@ -100,7 +100,8 @@ def _write_csv(path: Path, series: dict[str, np.ndarray]) -> None:
             w.writerow([f"{v:.6g}" if isinstance(v, float | np.floating) else v for v in row])
 
 
-def _json_default(o):
+def json_default(o):
+    """numpy scalars and arrays as JSON numbers and lists."""
     if isinstance(o, np.integer):
         return int(o)
     if isinstance(o, np.floating):

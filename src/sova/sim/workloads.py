@@ -108,18 +108,15 @@ class Workloads:
         ev = [(ph.at, s, k, v) for s, spec in enumerate(specs) for ph in spec.phases for k, v in ph.params.items()]
         return sorted(ev, key=lambda e: (e[0], e[1]))
 
-    def apply_phases(self, t: float) -> bool:
-        """Apply every phase change due by time t; returns whether anything changed."""
-        changed = False
+    def apply_phases(self, t: float) -> None:
+        """Apply every phase change due by time t."""
         while self._next_event < len(self._events) and self._events[self._next_event][0] <= t + 1e-9:
             _, s, key, value = self._events[self._next_event]
             kind = self.scenario.workloads[s].kind
             g = self.groups.get(kind)
             if g is not None:
                 g.params[key][g.spec_index == s] = value
-                changed = True
             self._next_event += 1
-        return changed
 
     def group(self, kind: str) -> Group | None:
         return self.groups.get(kind)
