@@ -443,24 +443,32 @@ def _unique(r: Reader, names: list[str], where: str, what: str) -> None:
         seen.add(n)
 
 
-def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
-    out: list[HostSpec] = []
+def _counted_entries(r: Reader, raw: Any, defaults: Any, fields: dict[str, Field], table: str):
+    """Each [[table]] entry, merged over [defaults.<kind>] and checked: (where, values, names it makes)."""
+    kind = table.strip("[]").rstrip("s")
     base = r.table(
         defaults,
-        {k: Field(f.kind, None) for k, f in HOST_FIELDS.items() if k not in ("name", "start")},
-        "[defaults.host]",
+        {k: Field(f.kind, None) for k, f in fields.items() if k not in ("name", "start")},
+        f"[defaults.{kind}]",
     )
     base = {k: v for k, v in base.items() if v is not None}
-    for n, entry in enumerate(_as_list(r, raw, "[[hosts]]"), start=1):
-        where = f"[[hosts]] #{n}"
+    for n, entry in enumerate(_as_list(r, raw, table), start=1):
+        where = f"{table} #{n}"
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             where += f" ({entry['name']})"
-        merged = {**base, **entry} if isinstance(entry, dict) else entry
-        t = r.table(merged, HOST_FIELDS, where)
+        t = r.table({**base, **entry} if isinstance(entry, dict) else entry, fields, where)
+        yield where, t, _expand_names(r, t["name"], t["count"], where, t["start"])
+
+
+def _spec_fields(t: dict[str, Any], *skip: str) -> dict[str, Any]:
+    return {k: v for k, v in t.items() if k not in ("name", "count", "start", *skip) and v is not None}
+
+
+def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
+    out: list[HostSpec] = []
+    for where, t, names in _counted_entries(r, raw, defaults, HOST_FIELDS, "[[hosts]]"):
         nic = NicSpec(**r.table(t["nic"], NIC_FIELDS, f"{where}.nic"))
-        for name in _expand_names(r, t["name"], t["count"], where, t["start"]):
-            fields = {k: v for k, v in t.items() if k not in ("name", "count", "start", "nic") and v is not None}
-            out.append(HostSpec(name=name, nic=nic, **fields))
+        out += [HostSpec(name=name, nic=nic, **_spec_fields(t, "nic")) for name in names]
         if t["power_idle"] is not None and t["power_max"] is not None and t["power_max"] < t["power_idle"]:
             r.error(f"{where}.power_max", "must be at least power_idle")
     if not out:
@@ -496,17 +504,8 @@ def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
 def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec]) -> list[VmSpec]:
     host_names = {h.name for h in hosts}
     storage_names = {s.name for s in storage}
-    base = r.table(
-        defaults, {k: Field(f.kind, None) for k, f in VM_FIELDS.items() if k not in ("name", "start")}, "[defaults.vm]"
-    )
-    base = {k: v for k, v in base.items() if v is not None}
     out: list[VmSpec] = []
-    for n, entry in enumerate(_as_list(r, raw, "[[vms]]"), start=1):
-        where = f"[[vms]] #{n}"
-        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
-            where += f" ({entry['name']})"
-        merged = {**base, **entry} if isinstance(entry, dict) else entry
-        t = r.table(merged, VM_FIELDS, where)
+    for where, t, names in _counted_entries(r, raw, defaults, VM_FIELDS, "[[vms]]"):
         if t["host"] not in (None, "auto") and t["host"] not in host_names:
             r.error(f"{where}.host", f"unknown host {t['host']!r}; expected 'auto' or one of {_few(host_names)}")
         if t["storage"] and t["storage"] not in storage_names:
@@ -515,9 +514,7 @@ def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage
             host = next(h for h in hosts if h.name == t["host"])
             if not host.nic.sriov or host.nic.max_vfs == 0:
                 r.error(f"{where}.nic", f"host {host.name!r} has no SR-IOV VFs; expected 'vnic'")
-        for name in _expand_names(r, t["name"], t["count"], where, t["start"]):
-            fields = {k: v for k, v in t.items() if k not in ("name", "count", "start") and v is not None}
-            out.append(VmSpec(name=name, **fields))
+        out += [VmSpec(name=name, **_spec_fields(t)) for name in names]
     _unique(r, [v.name for v in out], "[[vms]]", "VM")
     if r.problems:
         return out
