@@ -80,7 +80,7 @@ def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d
             w = csv.writer(f)
             w.writerow([sweep.key] + [m[1] for m in metrics])
             for run in runs:
-                summ = next(r.summary for r in run.results if r.profile == p)
+                summ = _result(run, p).summary
                 w.writerow([run.value] + [metric_value(summ, m[1]) for m in metrics])
     figures = _plots(sweep, runs, profiles, metrics, d) + _by_group_plots(sweep, runs, profiles, d) if plots else []
     (d / "report.html").write_text(_html(doc, sweep, runs, profiles, metrics, figures), encoding="utf-8")
@@ -93,7 +93,7 @@ def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
     for label, path, scale, unit in metrics:
         fig, ax = plt.subplots(figsize=(7, 3.4), dpi=110)
         for k, p in enumerate(profiles):
-            ys = [metric_value(next(r.summary for r in run.results if r.profile == p), path) for run in runs]
+            ys = [metric_value(_result(run, p).summary, path) for run in runs]
             ys = [np.nan if y is None else y * scale for y in ys]
             ax.plot(xs if numeric else range(len(xs)), ys, marker="o", ms=3, lw=1.2, label=p, color=f"C{k}")
         if not numeric:
@@ -111,55 +111,78 @@ def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
     return out
 
 
+def _result(run: SweepRun, profile: str):
+    return next(r for r in run.results if r.profile == profile)
+
+
 def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
     """Response time by page size (the Sova paper's Fig. 9) and NIC utilisation per host (its Fig. 8)."""
     out = []
-    xs = [run.value for run in runs]
     first = runs[0].results[0]
     if first.services:
+
+        def response_ms(result, page):
+            svc = [x for x in result.services if x["page_bytes"] == page]
+            served = sum(x["served"] for x in svc)
+            return sum(x["served"] * x["response_mean"] for x in svc) / served * 1e3 if served else np.nan
+
         pages = sorted({s["page_bytes"] for s in first.services})
-        fig, axes = plt.subplots(1, len(profiles), figsize=(3.6 * len(profiles), 3.2), dpi=110, squeeze=False)
-        for ax, p in zip(axes[0], profiles, strict=True):
-            for k, page in enumerate(pages):
-                ys = []
-                for run in runs:
-                    svc = [
-                        x for x in next(r for r in run.results if r.profile == p).services if x["page_bytes"] == page
-                    ]
-                    served = sum(x["served"] for x in svc)
-                    ys.append(sum(x["served"] * x["response_mean"] for x in svc) / served * 1e3 if served else np.nan)
-                ax.plot(xs, ys, marker="o", ms=3, lw=1.1, color=f"C{k}", label=f"{page / 1024:.0f} KiB")
-            ax.set_yscale("log")
-            ax.set_title(f"{p}", fontsize=10)
-            ax.set_xlabel(sweep.axis, fontsize=8)
-            ax.grid(alpha=0.3)
-        axes[0][0].set_ylabel("mean response time (ms)")
-        axes[0][0].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(d / "sweep_response_by_page.png")
-        plt.close(fig)
-        out.append(("Mean response time by page size, per profile.", d / "sweep_response_by_page.png"))
+        labels = {page: f"{page / 1024:.0f} KiB" for page in pages}
+        path = _panels(
+            sweep,
+            runs,
+            profiles,
+            labels,
+            response_ms,
+            "mean response time (ms)",
+            d / "sweep_response_by_page.png",
+            log=True,
+        )
+        out.append(("Mean response time by page size, per profile.", path))
     if "hosts" in first.summary:
-        hosts = list(first.summary["hosts"])
-        fig, axes = plt.subplots(1, len(profiles), figsize=(3.6 * len(profiles), 3.2), dpi=110, squeeze=False)
-        for ax, p in zip(axes[0], profiles, strict=True):
-            for k, h in enumerate(hosts):
-                ys = [
-                    next(r for r in run.results if r.profile == p).summary["hosts"][h]["nic_tx_mean"] * 100
-                    for run in runs
-                ]
-                ax.plot(xs, ys, marker="o", ms=3, lw=1.1, color=f"C{k}", label=h)
-            ax.set_title(f"{p}", fontsize=10)
-            ax.set_xlabel(sweep.axis, fontsize=8)
-            ax.set_ylim(0, 105)
-            ax.grid(alpha=0.3)
-        axes[0][0].set_ylabel("mean NIC transmit utilisation (%)")
-        axes[0][0].legend(fontsize=7)
-        fig.tight_layout()
-        fig.savefig(d / "sweep_nic_per_host.png")
-        plt.close(fig)
-        out.append(("Mean NIC transmit utilisation of each host, per profile.", d / "sweep_nic_per_host.png"))
+        labels = {h: h for h in first.summary["hosts"]}
+        path = _panels(
+            sweep,
+            runs,
+            profiles,
+            labels,
+            lambda result, h: result.summary["hosts"][h]["nic_tx_mean"] * 100,
+            "mean NIC transmit utilisation (%)",
+            d / "sweep_nic_per_host.png",
+            ylim=(0, 105),
+        )
+        out.append(("Mean NIC transmit utilisation of each host, per profile.", path))
     return out
+
+
+def _panels(sweep, runs, profiles, groups: dict, value, ylabel: str, path: Path, log=False, ylim=None) -> Path:
+    """One panel per profile, one line per group, value(result, group) against the swept value."""
+    xs = [run.value for run in runs]
+    fig, axes = plt.subplots(1, len(profiles), figsize=(3.6 * len(profiles), 3.2), dpi=110, squeeze=False)
+    for ax, p in zip(axes[0], profiles, strict=True):
+        for k, (group, label) in enumerate(groups.items()):
+            ax.plot(
+                xs,
+                [value(_result(run, p), group) for run in runs],
+                marker="o",
+                ms=3,
+                lw=1.1,
+                color=f"C{k}",
+                label=label,
+            )
+        if log:
+            ax.set_yscale("log")
+        if ylim:
+            ax.set_ylim(*ylim)
+        ax.set_title(p, fontsize=10)
+        ax.set_xlabel(sweep.axis, fontsize=8)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel(ylabel)
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
 
 
 def _html(doc, sweep, runs, profiles, metrics, figures) -> str:
@@ -172,7 +195,7 @@ def _html(doc, sweep, runs, profiles, metrics, figures) -> str:
         for p in profiles:
             cells = []
             for run in runs:
-                v = metric_value(next(r.summary for r in run.results if r.profile == p), path)
+                v = metric_value(_result(run, p).summary, path)
                 cells.append("<td>–</td>" if v is None else f"<td>{v * scale:.3g}</td>")
             rows.append(
                 f"<tr><td class='l'>{label} ({unit})</td><td class='l'>{html.escape(p)}</td>{''.join(cells)}</tr>"
