@@ -1,0 +1,354 @@
+"""`sova lab`: a real multi-host libvirt lab on one machine (up, status, load, down).
+
+Everything the lab makes is recorded in DIR/lab.json as soon as it exists, so that `down` (or an `up`
+after a crash) can remove exactly that: daemons by PID, QEMU processes by the lab's image path,
+namespaces, cgroups and files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from importlib import resources
+from pathlib import Path
+
+from sova.drivers.guest_agent import GuestChannel
+from sova.lab import guest_image, hosts, install
+from sova.lab.domain import AGENT_CHANNEL, GuestSpec, domain_xml
+from sova.lab.errors import LabError
+from sova.lab.hosts import Host
+
+DEFAULT_DIR = Path("/var/lib/sova-lab")
+GUEST_MEMORY_MIB = 128  # the notes: 80 MiB at least, 96-128 fine
+DISK_SIZE = "64M"
+LOAD_KEYS = ("cpu", "net", "disk")
+
+
+@dataclass
+class Vm:
+    name: str
+    index: int
+    home: str  # the host it was booted on
+    disk: str
+
+
+@dataclass
+class LabState:
+    dir: str
+    lab_id: str
+    fabric_ns: str
+    hosts: list[Host] = field(default_factory=list)
+    vms: list[Vm] = field(default_factory=list)
+
+    def save(self) -> None:
+        d = asdict(self)
+        d["hosts"] = [{**asdict(h), "dir": str(h.dir)} for h in self.hosts]
+        path = Path(self.dir) / "lab.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(d, indent=1))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, lab_dir: Path) -> LabState | None:
+        path = lab_dir / "lab.json"
+        if not path.exists():
+            return None
+        try:
+            d = json.loads(path.read_text())
+            return cls(
+                dir=d["dir"],
+                lab_id=d["lab_id"],
+                fabric_ns=d["fabric_ns"],
+                hosts=[Host(**{**h, "dir": Path(h["dir"])}) for h in d["hosts"]],
+                vms=[Vm(**v) for v in d["vms"]],
+            )
+        except (ValueError, KeyError, TypeError) as e:
+            raise LabError(f"{path} is not a lab state file ({e}); remove it by hand if nothing runs") from e
+
+    def host(self, name: str) -> Host:
+        for h in self.hosts:
+            if h.name == name:
+                return h
+        raise LabError(f"no host {name!r} in the lab (hosts: {', '.join(h.name for h in self.hosts)})")
+
+
+def lab_id_for(lab_dir: Path) -> str:
+    """Namespace and cgroup prefix: short (interface names are at most 15 bytes) and per directory."""
+    return "sl" + hashlib.sha1(str(lab_dir.resolve()).encode()).hexdigest()[:6]
+
+
+class Lab:
+    """One lab directory and what runs from it."""
+
+    def __init__(self, lab_dir: Path = DEFAULT_DIR, say: Callable[[str], None] = print):
+        self.dir = lab_dir.resolve()
+        self.say = say
+
+    # ------------------------------------------------------------------ up
+    def up(self, n_hosts: int = 2, vms_per_host: int = 2, install_missing: bool = True) -> LabState:
+        if not 1 <= n_hosts <= 16:
+            raise LabError(f"--hosts must be 1-16, got {n_hosts}")
+        if not 0 <= vms_per_host <= 16:
+            raise LabError(f"--vms-per-host must be 0-16, got {vms_per_host}")
+        install.ensure(install_missing, say=self.say)
+        if LabState.load(self.dir) is not None or self._leftovers():
+            self.say(f"cleaning up an earlier lab in {self.dir}")
+            self.down()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        lab_id = lab_id_for(self.dir)
+        state = LabState(str(self.dir), lab_id, f"{lab_id}-fab")
+        state.save()
+        try:
+            self._up(state, n_hosts, vms_per_host)
+        except BaseException:
+            self.say("start-up failed: removing what was made")
+            self.down()
+            raise
+        return state
+
+    def _up(self, state: LabState, n_hosts: int, vms_per_host: int) -> None:
+        t0 = time.monotonic()
+        kernel, initrd = guest_image.build(self.dir / "image")
+        self.say(f"guest image ready ({time.monotonic() - t0:.1f} s)")
+        hosts.make_fabric(state.fabric_ns)
+        tc = resources.files("sova.lab") / "host" / "tc"
+        for i in range(1, n_hosts + 1):
+            h = Host(f"host{i}", i, f"{state.lab_id}-h{i}", self.dir / "hosts" / f"host{i}", hosts.host_address(i))
+            state.hosts.append(h)
+            state.save()
+            h.dir.mkdir(parents=True, exist_ok=True)
+            hosts.make_host_network(h, state.fabric_ns)
+            hosts.write_config(h, Path(str(tc)))
+            h.pid = hosts.start_daemon(h, state.lab_id)
+            state.save()
+        with ThreadPoolExecutor(len(state.hosts)) as ex:
+            list(ex.map(hosts.wait_daemon, state.hosts))
+        self.say(f"{n_hosts} libvirtd hosts answer ({time.monotonic() - t0:.1f} s)")
+        disks = self.dir / "disks"
+        disks.mkdir(exist_ok=True)
+        specs = []
+        for h in state.hosts:
+            for _ in range(vms_per_host):
+                idx = len(specs) + 1
+                disk = disks / f"vm{idx}.qcow2"
+                hosts.run(["qemu-img", "create", "-q", "-f", "qcow2", str(disk), DISK_SIZE])
+                specs.append((h, GuestSpec(f"vm{idx}", idx, GUEST_MEMORY_MIB, str(kernel), str(initrd), str(disk))))
+                state.vms.append(Vm(f"vm{idx}", idx, h.name, str(disk)))
+        state.save()
+        for h, g in specs:
+            with _conn(h) as conn:
+                conn.defineXML(domain_xml(g)).create()
+        self.wait_agents(state, timeout=120)
+        self.say(f"{len(specs)} guests report ({time.monotonic() - t0:.1f} s)")
+
+    def _leftovers(self) -> bool:
+        return any(p for p in _qemu_pids(self.dir))
+
+    # ------------------------------------------------------------------ queries
+    def state(self) -> LabState:
+        s = LabState.load(self.dir)
+        if s is None:
+            raise LabError(f"no lab in {self.dir} (start one with `sova lab up --dir {self.dir}`)")
+        return s
+
+    def where(self, state: LabState) -> dict[str, tuple[str, str]]:
+        """VM name -> (host name, libvirt state) for every running lab VM."""
+        import libvirt
+
+        out = {}
+        for h in state.hosts:
+            try:
+                with _conn(h) as conn:
+                    for dom in conn.listAllDomains():
+                        st = dom.state()[0]
+                        out[dom.name()] = (h.name, _STATES.get(st, str(st)))
+            except LabError:
+                continue
+            except libvirt.libvirtError:
+                continue
+        return out
+
+    def channel(self, state: LabState, vm: str) -> GuestChannel:
+        """The agent channel of a VM on the host it runs on now."""
+        host_name = self.where(state).get(vm, (None, None))[0]
+        if host_name is None:
+            raise LabError(f"VM {vm!r} does not run on any lab host")
+        h = state.host(host_name)
+        with _conn(h) as conn:
+            path = agent_socket(conn.lookupByName(vm).XMLDesc())
+        return GuestChannel(str(h.local_path(path)))
+
+    def wait_agents(self, state: LabState, timeout: float = 60.0) -> None:
+        pending = {v.name: self.channel(state, v.name) for v in state.vms}
+        deadline = time.monotonic() + timeout
+        while pending and time.monotonic() < deadline:
+            for name, ch in list(pending.items()):
+                if ch.poll() is not None:
+                    ch.close()
+                    del pending[name]
+            time.sleep(0.3)
+        if pending:
+            raise LabError(f"no report within {timeout:.0f} s from the guest agents of {', '.join(sorted(pending))}")
+
+    def status(self) -> list[str]:
+        state = self.state()
+        lines = []
+        placed = self.where(state)
+        for h in state.hosts:
+            alive = "up" if hosts.pid_alive(h.pid) else "DOWN"
+            vms = sorted(v for v, (hn, _) in placed.items() if hn == h.name)
+            lines.append(f"{h.name}  {alive:4}  {h.uri}  vms: {', '.join(vms) or '-'}")
+        for v in state.vms:
+            hn, st = placed.get(v.name, ("-", "not running"))
+            lines.append(f"  {v.name}  10.77.1.{v.index}  on {hn}  {st}  (booted on {v.home})")
+        return lines
+
+    def load(self, vm: str, settings: list[str]) -> str:
+        """Set the load a guest runs: cpu=PCT, net=VM:PCT, disk=IOPS|max (an empty list stops it)."""
+        state = self.state()
+        addr = {v.name: f"10.77.1.{v.index}" for v in state.vms}
+        parts = []
+        for s in settings:
+            key, sep, val = s.partition("=")
+            if not sep or key not in LOAD_KEYS:
+                raise LabError(f"load setting {s!r}: expected cpu=PCT, net=VM:PCT or disk=IOPS|max")
+            if key == "net":
+                peer, _, pct = val.rpartition(":")
+                if peer not in addr or peer == vm:
+                    raise LabError(f"load setting {s!r}: {peer!r} is not another lab VM ({', '.join(addr)})")
+                val = f"{addr[peer]}:{_percent(s, pct)}"
+            elif key == "cpu":
+                val = str(_percent(s, val))
+            elif val != "max" and not (val.isdigit() and int(val) > 0):
+                raise LabError(f"load setting {s!r}: disk takes a positive request rate per second or max")
+            parts.append(f"{key}={val}")
+        if vm not in addr:
+            raise LabError(f"no VM {vm!r} in the lab ({', '.join(addr)})")
+        ch = self.channel(state, vm)
+        try:
+            if not ch.send(" ".join(["load", *parts])):
+                raise LabError(f"the agent channel of {vm} is not reachable now")
+        finally:
+            ch.close()
+        return " ".join(parts) or "idle"
+
+    # ------------------------------------------------------------------ down
+    def down(self) -> None:
+        """Stop and remove everything the lab in this directory made; safe to run twice."""
+        state = LabState.load(self.dir)
+        lab_id = state.lab_id if state else lab_id_for(self.dir)
+        for pid in _qemu_pids(self.dir):
+            hosts.stop_pid(pid, timeout=5)
+        if state:
+            for h in state.hosts:
+                hosts.stop_pid(h.pid)
+        for pid in _daemon_pids(self.dir):
+            hosts.stop_pid(pid)
+        for ns in _lab_netns(lab_id):
+            hosts.run(["ip", "netns", "del", ns], check=False)
+        for c in hosts.CGROUP_CONTROLLERS:
+            base = Path("/sys/fs/cgroup") / c
+            for g in base.glob(f"{lab_id}-*"):
+                _remove_cgroup(g)
+        if self.dir.exists():
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+
+_STATES = {
+    0: "no state",
+    1: "running",
+    2: "blocked",
+    3: "paused",
+    4: "shutting down",
+    5: "shut off",
+    6: "crashed",
+    7: "suspended",
+}
+
+
+def _percent(setting: str, text: str) -> int:
+    if not text.isdigit() or not 0 <= int(text) <= 100:
+        raise LabError(f"load setting {setting!r}: expected a percentage 0-100, got {text!r}")
+    return int(text)
+
+
+def agent_socket(xml: str) -> str:
+    """The agent channel's socket path in a live domain's XML."""
+    m = re.search(
+        r"<channel type='unix'>\s*<source mode='bind' path='([^']+)'/>\s*<target type='virtio' name='"
+        + re.escape(AGENT_CHANNEL),
+        xml,
+    )
+    if m is None:
+        raise LabError("the domain has no Sova agent channel")
+    return m.group(1)
+
+
+@contextlib.contextmanager
+def _conn(h: Host):
+    import libvirt
+
+    try:
+        conn = libvirt.open(h.uri)
+    except libvirt.libvirtError as e:
+        raise LabError(f"cannot reach libvirtd of {h.name} at {h.uri}: {e}") from e
+    try:
+        yield conn
+    finally:
+        with contextlib.suppress(libvirt.libvirtError):
+            conn.close()
+
+
+def _proc_cmdlines():
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            try:
+                yield int(p.name), (p / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+
+
+def _qemu_pids(lab_dir: Path) -> list[int]:
+    """QEMU processes booted from this lab's image (they outlive a killed libvirtd)."""
+    needle = str(lab_dir / "image").encode()
+    return [pid for pid, cmd in _proc_cmdlines() if cmd and b"qemu-system" in cmd[0] and any(needle in a for a in cmd)]
+
+
+def _daemon_pids(lab_dir: Path) -> list[int]:
+    needle = str(lab_dir / "hosts").encode()
+    return [pid for pid, cmd in _proc_cmdlines() if cmd and any(needle in a for a in cmd) and pid != os.getpid()]
+
+
+def _lab_netns(lab_id: str) -> list[str]:
+    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    return [ln.split()[0] for ln in r.stdout.splitlines() if ln.startswith(f"{lab_id}-")]
+
+
+def _remove_cgroup(g: Path) -> None:
+    """Remove a cgroup directory bottom-up (libvirt makes machine/... below it); move stray tasks up."""
+    for sub in sorted((p for p in g.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+        _evacuate(sub)
+        with contextlib.suppress(OSError):
+            sub.rmdir()
+    _evacuate(g)
+    with contextlib.suppress(OSError):
+        g.rmdir()
+
+
+def _evacuate(g: Path) -> None:
+    root = g
+    while root.parent != Path("/sys/fs/cgroup"):
+        root = root.parent
+    with contextlib.suppress(OSError):
+        for pid in (g / "cgroup.procs").read_text().split():
+            with contextlib.suppress(OSError):
+                (root / "cgroup.procs").write_text(pid)
