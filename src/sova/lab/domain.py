@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from xml.sax.saxutils import quoteattr
 
-AGENT_CHANNEL = "org.sova.agent.0"
+AGENT_CHANNEL = "org.sova.agent.0"  # guest -> host reports
+CONTROL_CHANNEL = "org.sova.control.0"  # host -> guest commands
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ def domain_xml(g: GuestSpec) -> str:
     <channel type='unix'>
       <source mode='bind'/>
       <target type='virtio' name='{AGENT_CHANNEL}'/>
+    </channel>
+    <channel type='unix'>
+      <source mode='bind'/>
+      <target type='virtio' name='{CONTROL_CHANNEL}'/>
     </channel>
     <memballoon model='virtio'><stats period='2'/></memballoon>
   </devices>

@@ -150,7 +150,9 @@ def start_daemon(host: Host, lab_id: str) -> int:
 
 def wait_daemon(host: Host, timeout: float = 60.0) -> None:
     """Wait until the daemon answers on its socket; fail with its log if it died."""
-    import libvirt
+    from sova.drivers.libvirt_driver import load_libvirt
+
+    libvirt = load_libvirt()
 
     deadline = time.monotonic() + timeout
     sock = host.dir / "run" / "libvirt-sock"

@@ -22,14 +22,16 @@ from importlib import resources
 from pathlib import Path
 
 from sova.drivers.guest_agent import GuestChannel
+from sova.drivers.libvirt_driver import load_libvirt
 from sova.lab import guest_image, hosts, install
-from sova.lab.domain import AGENT_CHANNEL, GuestSpec, domain_xml
+from sova.lab.domain import AGENT_CHANNEL, CONTROL_CHANNEL, GuestSpec, domain_xml
 from sova.lab.errors import LabError
 from sova.lab.hosts import Host
 
 DEFAULT_DIR = Path("/var/lib/sova-lab")
 GUEST_MEMORY_MIB = 128  # the notes: 80 MiB at least, 96-128 fine
 DISK_SIZE = "64M"
+LAB_LINK_BANDWIDTH = 1e9  # bit/s: what the lab reports as each host's port (veths have no line rate)
 LOAD_KEYS = ("cpu", "net", "disk")
 
 
@@ -162,7 +164,7 @@ class Lab:
 
     def where(self, state: LabState) -> dict[str, tuple[str, str]]:
         """VM name -> (host name, libvirt state) for every running lab VM."""
-        import libvirt
+        libvirt = load_libvirt()
 
         out = {}
         for h in state.hosts:
@@ -177,14 +179,15 @@ class Lab:
                 continue
         return out
 
-    def channel(self, state: LabState, vm: str) -> GuestChannel:
-        """The agent channel of a VM on the host it runs on now."""
+    def channel(self, state: LabState, vm: str, name: str = AGENT_CHANNEL) -> GuestChannel:
+        """A channel of a VM's agent (reports by default, or CONTROL_CHANNEL for commands) on the
+        host it runs on now."""
         host_name = self.where(state).get(vm, (None, None))[0]
         if host_name is None:
             raise LabError(f"VM {vm!r} does not run on any lab host")
         h = state.host(host_name)
         with _conn(h) as conn:
-            path = agent_socket(conn.lookupByName(vm).XMLDesc())
+            path = channel_socket(conn.lookupByName(vm).XMLDesc(), name)
         return GuestChannel(str(h.local_path(path)))
 
     def wait_agents(self, state: LabState, timeout: float = 60.0) -> None:
@@ -233,7 +236,7 @@ class Lab:
             parts.append(f"{key}={val}")
         if vm not in addr:
             raise LabError(f"no VM {vm!r} in the lab ({', '.join(addr)})")
-        ch = self.channel(state, vm)
+        ch = self.channel(state, vm, CONTROL_CHANNEL)
         try:
             if not ch.send(" ".join(["load", *parts])):
                 raise LabError(f"the agent channel of {vm} is not reachable now")
@@ -281,21 +284,17 @@ def _percent(setting: str, text: str) -> int:
     return int(text)
 
 
-def agent_socket(xml: str) -> str:
-    """The agent channel's socket path in a live domain's XML."""
-    m = re.search(
-        r"<channel type='unix'>\s*<source mode='bind' path='([^']+)'/>\s*<target type='virtio' name='"
-        + re.escape(AGENT_CHANNEL),
-        xml,
-    )
+def channel_socket(xml: str, name: str) -> str:
+    """A channel's socket path in a live domain's XML."""
+    m = re.search(rf"<source mode='bind' path='([^']+/{re.escape(name)})'/>", xml)
     if m is None:
-        raise LabError("the domain has no Sova agent channel")
+        raise LabError(f"the domain has no {name} channel")
     return m.group(1)
 
 
 @contextlib.contextmanager
 def _conn(h: Host):
-    import libvirt
+    libvirt = load_libvirt()
 
     try:
         conn = libvirt.open(h.uri)
@@ -352,3 +351,33 @@ def _evacuate(g: Path) -> None:
         for pid in (g / "cgroup.procs").read_text().split():
             with contextlib.suppress(OSError):
                 (root / "cgroup.procs").write_text(pid)
+
+
+def driver_options(state: LabState) -> dict:
+    """Keyword arguments for LibvirtDriver that fit this lab: agent sockets and uplink counters read
+    through the host's directories and namespace, VFs emulated, migrations of disks on one file system."""
+    from sova.drivers.vf import EmulatedVfs
+
+    by_name = {h.name: h for h in state.hosts}
+
+    def guest_socket(host: str, path: str) -> str | None:
+        h = by_name.get(host)
+        return str(h.local_path(path)) if h else None
+
+    def host_nic(host: str) -> tuple[int, int] | None:
+        h = by_name.get(host)
+        if h is None:
+            return None
+        r = subprocess.run(["ip", "-n", h.netns, "-s", "-j", "link", "show", "uplink"], capture_output=True, text=True)
+        try:
+            stats = json.loads(r.stdout)[0]["stats64"]
+        except (ValueError, IndexError, KeyError):
+            return None
+        return int(stats["rx"]["bytes"]), int(stats["tx"]["bytes"])
+
+    return {
+        "guest_socket": guest_socket,
+        "host_nic": host_nic,
+        "emulated_vfs": EmulatedVfs(count=2, bridge="br0", bandwidth=LAB_LINK_BANDWIDTH),
+        "unsafe_migration": True,  # the disks are files on one local file system that every lab host sees
+    }

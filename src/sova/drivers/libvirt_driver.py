@@ -1,0 +1,620 @@
+"""The ``libvirt`` driver: real KVM/QEMU hosts behind the same observe/apply seam as the simulator.
+
+observe() reads, per host, getAllDomainStats (CPU time, vCPU wait/delay, interface and block
+counters and times, balloon) and the node's CPU counters, plus each guest agent's report (its own
+/proc/net/dev and /proc/meminfo, the Sova paper's gray-box view) where a channel is reachable.
+apply() starts actions and never raises: refusals and libvirt errors become failed outcomes.
+Long actions (migration, VF unplug) run in the background and are polled; a migration that fails or
+is cancelled leaves the VM running on its source with its VF back. A host whose daemon went away is
+reconnected on the next call; while it is away its VMs are absent from snapshots.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sova.drivers.guest_agent import GuestChannel
+from sova.drivers.vf import EmulatedVfs, SriovHost, emulated_xml, hostdev_xml, vf_mac
+from sova.model import actions as A
+from sova.model.snapshot import Snapshot, VmCounters
+
+NS = 1e-9
+CPU_PERIOD_US = 100_000  # vcpu_period used when a cap is set
+DEVICE_REMOVED_TIMEOUT = 15.0
+_MAC_RE = re.compile(r"<mac address='([0-9a-f:]+)'/>")
+
+
+class DriverError(Exception):
+    """A driver that cannot start: bad URI, unreachable host, missing binding."""
+
+
+def load_libvirt():
+    """The libvirt binding, with its default handler (which prints every error to stderr) silenced:
+    the driver reports errors itself."""
+    try:
+        import libvirt
+    except ImportError as e:
+        raise DriverError(
+            "the libvirt driver needs the libvirt Python binding (pip install libvirt-python; on Debian it builds "
+            "against libvirt-dev and pkg-config)"
+        ) from e
+    libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
+    return libvirt
+
+
+@dataclass
+class _VmState:
+    """What the driver remembers about a VM between observations."""
+
+    index: int  # stable small number: the VF MAC
+    blocked: float = 0.0
+    last: tuple[float, float, float] | None = None  # (time, cpu s, wait s)
+    channel: GuestChannel | None = None
+    vf_rate: float = 0.0
+    vf_pci: str = ""
+
+
+@dataclass
+class _Job:
+    action: A.Action
+    started: float
+    thread: threading.Thread | None = None
+    error: str = ""
+    done: bool = False
+    details: dict[str, Any] = field(default_factory=dict)
+    src: str = ""
+    reattach_rate: float = -1.0  # >= 0: the VF taken off before a migration, to give back if it fails
+    cancelled: bool = False
+
+
+class LibvirtDriver:
+    """Hosts by name -> libvirt URI. See docs/libvirt.md for URIs, SR-IOV settings and what a host needs."""
+
+    def __init__(
+        self,
+        hosts: dict[str, str],
+        *,
+        open_conn: Callable[[str], Any] | None = None,
+        guest_socket: Callable[[str, str], str | None] | None = None,
+        host_nic: Callable[[str], tuple[int, int] | None] | None = None,
+        sriov: dict[str, SriovHost] | None = None,
+        emulated_vfs: EmulatedVfs | None = None,
+        nic_bandwidth: float = 10e9,
+        migration_uri: dict[str, str] | None = None,
+        unsafe_migration: bool = False,
+        dirty_rate_every: float = 10.0,
+    ):
+        if not hosts:
+            raise DriverError("the libvirt driver needs at least one host (--host NAME=URI)")
+        for name, uri in hosts.items():
+            if not re.match(r"^[a-z0-9+]+://", uri):
+                raise DriverError(f"host {name}: {uri!r} is not a libvirt URI (e.g. qemu+ssh://root@node1/system)")
+        self.lv = load_libvirt() if open_conn is None else None
+        self._open = open_conn or self.lv.open  # type: ignore[union-attr]
+        self.hosts = dict(hosts)
+        self.host_names = tuple(hosts)
+        self.guest_socket = guest_socket
+        self.host_nic = host_nic
+        self.sriov = sriov or {}
+        self.emulated = emulated_vfs
+        self.nic_bandwidth = nic_bandwidth
+        self.migration_uri = migration_uri or {}
+        self.unsafe_migration = unsafe_migration
+        self.dirty_rate_every = dirty_rate_every
+        self._conns: dict[str, Any] = {}
+        self._t0 = time.monotonic()
+        self._vm: dict[str, _VmState] = {}
+        self._where: dict[str, str] = {}  # VM -> host, from the newest observation
+        self._dirty: dict[str, tuple[float, float]] = {}  # VM -> (bytes/s, when the calculation started)
+        self._jobs: dict[str, _Job] = {}
+        self._lock = threading.Lock()
+        self.unreachable: dict[str, str] = {}
+
+    # ------------------------------------------------------------------ connections
+    def connect(self) -> None:
+        """Open every host now; a clear error naming the host and URI if one cannot be reached."""
+        for h in self.host_names:
+            if self._conn(h) is None:
+                raise DriverError(f"cannot reach host {h} at {self.hosts[h]}: {self.unreachable[h]}")
+
+    def _conn(self, host: str):
+        conn = self._conns.get(host)
+        if conn is not None:
+            try:
+                if conn.isAlive():
+                    return conn
+            except Exception:
+                pass
+            with contextlib.suppress(Exception):
+                conn.close()
+            self._conns.pop(host, None)
+        try:
+            conn = self._open(self.hosts[host])
+        except Exception as e:  # libvirtError, or anything a fake raises
+            self.unreachable[host] = str(e).strip() or type(e).__name__
+            return None
+        self.unreachable.pop(host, None)
+        self._conns[host] = conn
+        return conn
+
+    def close(self) -> None:
+        for st in self._vm.values():
+            if st.channel:
+                st.channel.close()
+        for c in self._conns.values():
+            with contextlib.suppress(Exception):
+                c.close()
+        self._conns.clear()
+
+    def now(self) -> float:
+        return time.monotonic() - self._t0
+
+    # ------------------------------------------------------------------ observe
+    def observe(self) -> Snapshot:
+        now = self.now()
+        H = len(self.host_names)
+        cores, mem, host_cpu = np.zeros(H), np.zeros(H), np.zeros(H)
+        vfs_total = np.array([self._vf_capacity(h) for h in self.host_names], dtype=float)
+        rows: dict[str, tuple[int, Any, dict, bool]] = {}
+        for hi, h in enumerate(self.host_names):
+            conn = self._conn(h)
+            if conn is None:
+                continue
+            try:
+                info = conn.getInfo()
+                cpu = conn.getCPUStats(-1)
+                records = conn.getAllDomainStats(0, 0)
+            except Exception as e:
+                self.unreachable[h] = str(e)
+                self._conns.pop(h, None)
+                continue
+            mem[hi], cores[hi] = info[1], info[2]
+            host_cpu[hi] = (cpu.get("kernel", 0) + cpu.get("user", 0)) * NS
+            for dom, st in records:
+                name = dom.name()
+                running = st.get("state.state") == 1
+                # mid-migration a VM exists on both hosts: the running copy is the real one
+                if name not in rows or (running and not rows[name][3]):
+                    rows[name] = (hi, dom, st, running)
+        names = tuple(sorted(rows))
+        V = len(names)
+        c = {k: np.zeros(V) for k in VmCounters.__dataclass_fields__}
+        vm_host = np.zeros(V, dtype=np.int64)
+        vcpus, vmem, vmem_used, dirty = np.zeros(V), np.zeros(V), np.zeros(V), np.zeros(V)
+        weight, cap, vf_rate = np.zeros(V), np.zeros(V), np.zeros(V)
+        nic: list[str] = []
+        migrating = np.zeros(V, dtype=bool)
+        vfs_used = np.zeros(H)
+        self._where = {}
+        for v, name in enumerate(names):
+            hi, dom, st, _ = rows[name]
+            host = self.host_names[hi]
+            self._where[name] = host
+            state = self._vm.setdefault(name, _VmState(len(self._vm) + 1))
+            vm_host[v] = hi
+            n_vcpu = int(st.get("vcpu.current", 1))
+            vcpus[v] = n_vcpu
+            c["cpu_time"][v] = st.get("cpu.time", 0) * NS
+            wait = sum(st.get(f"vcpu.{i}.delay", st.get(f"vcpu.{i}.wait", 0)) for i in range(n_vcpu)) * NS
+            c["wait_time"][v] = wait
+            if state.last is not None:
+                dt = now - state.last[0]
+                state.blocked += max(0.0, n_vcpu * dt - (c["cpu_time"][v] - state.last[1]) - (wait - state.last[2]))
+            state.last = (now, c["cpu_time"][v], wait)
+            c["blocked_time"][v] = state.blocked
+            vf_macs = {vf_mac(state.index)}
+            for i in range(int(st.get("net.count", 0))):
+                if self._is_vf_interface(dom, host, i, st, vf_macs):
+                    continue
+                c["vnic_rx_bytes"][v] += st.get(f"net.{i}.rx.bytes", 0)
+                c["vnic_tx_bytes"][v] += st.get(f"net.{i}.tx.bytes", 0)
+                c["vnic_rx_packets"][v] += st.get(f"net.{i}.rx.pkts", 0)
+                c["vnic_tx_packets"][v] += st.get(f"net.{i}.tx.pkts", 0)
+            for i in range(int(st.get("block.count", 0))):
+                c["blk_rd_ops"][v] += st.get(f"block.{i}.rd.reqs", 0)
+                c["blk_wr_ops"][v] += st.get(f"block.{i}.wr.reqs", 0)
+                c["blk_rd_bytes"][v] += st.get(f"block.{i}.rd.bytes", 0)
+                c["blk_wr_bytes"][v] += st.get(f"block.{i}.wr.bytes", 0)
+                c["blk_time"][v] += (st.get(f"block.{i}.rd.times", 0) + st.get(f"block.{i}.wr.times", 0)) * NS
+            vmem[v] = st.get("balloon.maximum", st.get("balloon.current", 0)) / 1024
+            vmem_used[v] = (st.get("balloon.available", 0) - st.get("balloon.usable", 0)) / 1024
+            report = self._guest_report(name, host, dom, state)
+            if report is not None:
+                g = [sum(x[k] for n_, x in report.net.items() if n_ != "lo") for k in range(4)]
+                c["guest_rx_bytes"][v], c["guest_rx_packets"][v], c["guest_tx_bytes"][v], c["guest_tx_packets"][v] = g
+                total, avail = report.meminfo.get("MemTotal"), report.meminfo.get("MemAvailable")
+                if total and avail is not None:
+                    vmem_used[v] = (total - avail) / 2**20
+            else:  # no gray-box view: the guest's counters are what the host sees
+                for a, b in (("guest_rx_bytes", "vnic_rx_bytes"), ("guest_tx_bytes", "vnic_tx_bytes")):
+                    c[a][v] = c[b][v]
+                for a, b in (("guest_rx_packets", "vnic_rx_packets"), ("guest_tx_packets", "vnic_tx_packets")):
+                    c[a][v] = c[b][v]
+            dirty[v] = self._dirty_rate(name, dom, st, now)
+            weight[v], cap[v] = self._cpu_tune(dom, n_vcpu)
+            has_vf = self._has_vf(dom, vf_macs)
+            job = self._jobs.get(name)
+            if job and not job.done and isinstance(job.action, A.DetachVF):
+                nic.append("detaching")
+            elif job and not job.done and isinstance(job.action, A.AttachVF):
+                nic.append("attaching")
+            else:
+                nic.append("vf" if has_vf else "vnic")
+            vf_rate[v] = state.vf_rate if has_vf else 0.0
+            vfs_used[hi] += has_vf
+            migrating[v] = bool(job and not job.done and isinstance(job.action, A.Migrate))
+        nic_rx, nic_tx = self._host_nic_counters(vm_host, c)
+        return Snapshot(
+            time=now,
+            hosts=self.host_names,
+            vms=names,
+            host_cores=cores,
+            host_memory=mem,
+            host_cpu_time=host_cpu,
+            dom0_cpu_time=np.maximum(0.0, host_cpu - np.bincount(vm_host, c["cpu_time"], H)),
+            dom0_vcpus=cores.copy(),
+            nic_bandwidth=np.array([self._bandwidth(h) for h in self.host_names]),
+            nic_rx_bytes=nic_rx,
+            nic_tx_bytes=nic_tx,
+            vfs_total=vfs_total,
+            vfs_used=vfs_used,
+            vm_host=vm_host,
+            vm_vcpus=vcpus,
+            vm_memory=vmem,
+            vm_memory_used=vmem_used,
+            vm_dirty_rate=dirty,
+            vm_weight=weight,
+            vm_cap=cap,
+            vm_nic=tuple(nic),
+            vm_vf_rate=vf_rate,
+            vm_migrating=migrating,
+            counters=VmCounters(**c),
+        )
+
+    def _vf_capacity(self, host: str) -> int:
+        if host in self.sriov:
+            return len(self.sriov[host].vfs)
+        return self.emulated.count if self.emulated else 0
+
+    def _bandwidth(self, host: str) -> float:
+        if host in self.sriov:
+            return self.sriov[host].bandwidth
+        return self.emulated.bandwidth if self.emulated else self.nic_bandwidth
+
+    def _host_nic_counters(self, vm_host: np.ndarray, c: dict) -> tuple[np.ndarray, np.ndarray]:
+        """The physical port's counters from host_nic; else the VMs' own traffic summed (all of it
+        leaving the host: an upper bound that ignores VM-to-VM traffic inside a host)."""
+        H = len(self.host_names)
+        rx = np.bincount(vm_host, c["guest_rx_bytes"], H)
+        tx = np.bincount(vm_host, c["guest_tx_bytes"], H)
+        if self.host_nic is not None:
+            for hi, h in enumerate(self.host_names):
+                got = self.host_nic(h)
+                if got is not None:
+                    rx[hi], tx[hi] = got
+        return rx, tx
+
+    def _xml(self, dom) -> str:
+        try:
+            return dom.XMLDesc(0)
+        except Exception:
+            return ""
+
+    def _has_vf(self, dom, vf_macs: set[str]) -> bool:
+        return any(m in vf_macs for m in _MAC_RE.findall(self._xml(dom)))
+
+    def _is_vf_interface(self, dom, host: str, i: int, st: dict, vf_macs: set[str]) -> bool:
+        """Whether interface i is the (emulated) VF: its traffic bypasses the para-virtual path."""
+        if self.emulated is None or host in self.sriov:
+            return False  # a real VF never shows in the domain's net stats
+        name = st.get(f"net.{i}.name", "")
+        xml = self._xml(dom)
+        for m in re.finditer(r"<interface type='bridge'>(.*?)</interface>", xml, re.S):
+            if f"<target dev='{name}'/>" in m.group(1) and any(mac in m.group(1) for mac in vf_macs):
+                return True
+        return False
+
+    def _guest_report(self, name: str, host: str, dom, state: _VmState):
+        if self.guest_socket is None:
+            return None
+        if state.channel is None or self._where.get(name) != getattr(state.channel, "host", None):
+            if state.channel:
+                state.channel.close()
+            m = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", self._xml(dom))
+            path = self.guest_socket(host, m.group(1)) if m else None
+            state.channel = GuestChannel(path) if path else None
+            if state.channel is not None:
+                state.channel.host = host  # type: ignore[attr-defined]
+        return state.channel.poll() if state.channel else None
+
+    def _dirty_rate(self, name: str, dom, st: dict, now: float) -> float:
+        rate, started = self._dirty.get(name, (0.0, -1e9))
+        if "dirtyrate.megabytes_per_second" in st and st.get("dirtyrate.calc_status") == 2:
+            rate = st["dirtyrate.megabytes_per_second"] * 2**20
+        if self.dirty_rate_every > 0 and now - started >= self.dirty_rate_every:
+            with contextlib.suppress(Exception):
+                dom.startDirtyRateCalc(1, 0)
+                started = now
+        self._dirty[name] = (rate, started)
+        return rate
+
+    def _cpu_tune(self, dom, n_vcpu: int) -> tuple[float, float]:
+        try:
+            p = dom.schedulerParametersFlags(0)
+        except Exception:
+            return 0.0, 0.0
+        quota, period = p.get("vcpu_quota", -1), p.get("vcpu_period", 0)
+        cap = quota * n_vcpu / period if quota > 0 and period > 0 else 0.0
+        return float(p.get("cpu_shares", 0)), cap
+
+    # ------------------------------------------------------------------ apply
+    def apply(self, action: A.Action) -> A.Outcome:
+        now = self.now()
+        try:
+            return self._apply(action, now)
+        except Exception as e:  # libvirtError and friends: a failed outcome, never an exception
+            return A.Outcome(A.FAILED, _msg(e), started=now, finished=now)
+
+    def _dom(self, vm: str):
+        host = self._where.get(vm)
+        if host is None:
+            raise _Refused(f"{vm} is not running on any managed host")
+        conn = self._conn(host)
+        if conn is None:
+            raise _Refused(f"host {host} is unreachable: {self.unreachable.get(host, '')}")
+        try:
+            return host, conn.lookupByName(vm)
+        except Exception as e:
+            raise _Refused(f"{vm} vanished from {host}: {_msg(e)}") from e
+
+    def _apply(self, action: A.Action, now: float) -> A.Outcome:
+        vm = getattr(action, "vm", "")
+        if vm and vm in self._jobs and not self._jobs[vm].done:
+            return A.Outcome(A.FAILED, f"{vm} already has a {self._jobs[vm].action.kind} in progress", now, now)
+        try:
+            if isinstance(action, A.SetDom0Weight):
+                return A.Outcome(A.FAILED, "a KVM host has no Dom0 whose weight could be set", now, now)
+            host, dom = self._dom(vm)
+        except _Refused as r:
+            return A.Outcome(A.FAILED, str(r), now, now)
+        live = self._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
+        if isinstance(action, A.Migrate):
+            return self._start_migration(action, host, dom, now)
+        if isinstance(action, A.AttachVF):
+            self._attach_vf(host, dom, vm, action.rate)
+            return A.Outcome(A.OK, self._vf_words(host, "attached"), now, self.now())
+        if isinstance(action, A.DetachVF):
+            job = _Job(action, now, src=host)
+            self._jobs[vm] = job
+            job.thread = threading.Thread(target=self._detach_job, args=(job, host, vm), daemon=True)
+            job.thread.start()
+            return A.Outcome(A.RUNNING, "VF unplug requested; waiting for the device-removed event", now)
+        if isinstance(action, A.SetVFRate):
+            self._set_vf_rate(host, dom, vm, action.rate)
+        elif isinstance(action, A.SetCpu):
+            params: dict[str, int] = {}
+            if action.weight > 0:
+                params["cpu_shares"] = int(action.weight)
+            if action.cap >= 0:
+                n = max(1, dom.info()[3])
+                params["vcpu_period"] = CPU_PERIOD_US
+                params["vcpu_quota"] = round(action.cap / n * CPU_PERIOD_US) if action.cap > 0 else -1
+            if params:
+                dom.setSchedulerParametersFlags(params, live)
+        elif isinstance(action, A.SetIoLimit):
+            for disk in re.findall(r"<target dev='(\w+)' bus=", self._xml(dom)):
+                dom.setBlockIoTune(disk, {"total_iops_sec": round(action.iops)}, live)
+        elif isinstance(action, A.SetNetLimit):
+            kib = max(1, round(action.rate / 8 / 1024)) if action.rate > 0 else 0
+            for dev in self._vnic_devices(dom, vm):
+                dom.setInterfaceParameters(dev, {"outbound.average": kib, "inbound.average": kib}, live)
+        else:
+            return A.Outcome(A.FAILED, f"the libvirt driver cannot apply {action.kind}", now, now)
+        return A.Outcome(A.OK, "applied", now, self.now())
+
+    def _flag(self, name: str, default: int) -> int:
+        return getattr(self.lv, name, default) if self.lv is not None else default
+
+    def _vnic_devices(self, dom, vm: str) -> list[str]:
+        vf = vf_mac(self._vm[vm].index)
+        out = []
+        for m in re.finditer(r"<interface type='(?:bridge|network|ethernet)'>(.*?)</interface>", self._xml(dom), re.S):
+            dev = re.search(r"<target dev='([^']+)'/>", m.group(1))
+            if dev and vf not in m.group(1):
+                out.append(dev.group(1))
+        return out
+
+    def _vf_words(self, host: str, what: str) -> str:
+        return f"VF {what}" if host in self.sriov else f"emulated VF {what} (a rate-limited virtio NIC, not SR-IOV)"
+
+    # ------------------------------------------------------------------ VFs
+    def _attach_vf(self, host: str, dom, vm: str, rate: float) -> None:
+        st = self._vm[vm]
+        mac = vf_mac(st.index)
+        if self._has_vf(dom, {mac}):
+            raise _Refused(f"{vm} already has a VF")
+        live = self._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
+        if host in self.sriov:
+            cfg = self.sriov[host]
+            used = {s.vf_pci for n, s in self._vm.items() if self._where.get(n) == host and s.vf_pci}
+            free = [p for p in cfg.vfs if p not in used]
+            if not free:
+                raise _Refused(f"{host} has no free VF ({len(cfg.vfs)} in all)")
+            standby = re.search(r"<alias name='(ua-[^']+)'/>", self._xml(dom))
+            dom.attachDeviceFlags(hostdev_xml(free[0], mac, standby.group(1) if standby else "ua-sova-net0"), live)
+            st.vf_pci = free[0]
+            cfg.set_rate(cfg.vfs.index(free[0]), rate)
+        elif self.emulated is not None:
+            dom.attachDeviceFlags(emulated_xml(mac, self.emulated.bridge, rate), live)
+        else:
+            raise _Refused(f"{host} has no SR-IOV configuration and VF emulation is off")
+        st.vf_rate = rate
+
+    def _set_vf_rate(self, host: str, dom, vm: str, rate: float) -> None:
+        st = self._vm[vm]
+        if host in self.sriov:
+            if not st.vf_pci:
+                raise _Refused(f"{vm} has no VF")
+            cfg = self.sriov[host]
+            cfg.set_rate(cfg.vfs.index(st.vf_pci), rate)
+        else:
+            xml = self._xml(dom)
+            m = re.search(rf"<mac address='{vf_mac(st.index)}'/>.*?<target dev='([^']+)'/>", xml, re.S)
+            if m is None:
+                raise _Refused(f"{vm} has no VF")
+            kib = max(1, round(rate / 8 / 1024)) if rate > 0 else 0
+            dom.setInterfaceParameters(m.group(1), {"outbound.average": kib}, self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
+        st.vf_rate = rate
+
+    def _detach_vf_now(self, host: str, dom, vm: str) -> None:
+        """Unplug the VM's VF and wait until it is gone from the live XML (detach may return early)."""
+        st = self._vm[vm]
+        mac = vf_mac(st.index)
+        xml = self._xml(dom)
+        m = re.search(
+            rf"<interface type='(hostdev|bridge)'[^>]*>(?:(?!</interface>).)*?<mac address='{mac}'/>.*?</interface>",
+            xml,
+            re.S,
+        )
+        if m is None:
+            return
+        dom.detachDeviceFlags(m.group(0), self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
+        deadline = time.monotonic() + DEVICE_REMOVED_TIMEOUT
+        while self._has_vf(dom, {mac}):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{vm}: the VF was not removed within {DEVICE_REMOVED_TIMEOUT:g} s")
+            time.sleep(0.1)
+        st.vf_pci = ""
+
+    def _detach_job(self, job: _Job, host: str, vm: str) -> None:
+        try:
+            _, dom = self._dom(vm)
+            self._detach_vf_now(host, dom, vm)
+            self._vm[vm].vf_rate = 0.0
+        except Exception as e:
+            job.error = _msg(e)
+        job.done = True
+
+    # ------------------------------------------------------------------ migration
+    def _start_migration(self, action: A.Migrate, host: str, dom, now: float) -> A.Outcome:
+        if action.dst not in self.hosts:
+            return A.Outcome(A.FAILED, f"no host named {action.dst!r}", now, now)
+        if action.dst == host:
+            return A.Outcome(A.FAILED, f"{action.vm} already runs on {action.dst}", now, now)
+        job = _Job(action, now, src=host)
+        self._jobs[action.vm] = job
+        job.thread = threading.Thread(target=self._migrate_job, args=(job, host, dom), daemon=True)
+        job.thread.start()
+        return A.Outcome(A.RUNNING, f"migrating {action.vm} from {host} to {action.dst}", now)
+
+    def _migrate_job(self, job: _Job, src: str, dom) -> None:
+        vm, dst = job.action.vm, job.action.dst  # type: ignore[attr-defined]
+        try:
+            if self._has_vf(dom, {vf_mac(self._vm[vm].index)}):
+                job.reattach_rate = self._vm[vm].vf_rate
+                self._detach_vf_now(src, dom, vm)  # a VF cannot migrate: unplug it first
+            flags = self._flag("VIR_MIGRATE_LIVE", 1) | self._flag("VIR_MIGRATE_PERSIST_DEST", 8)
+            flags |= self._flag("VIR_MIGRATE_UNDEFINE_SOURCE", 16)
+            if self.unsafe_migration:
+                flags |= self._flag("VIR_MIGRATE_UNSAFE", 512)
+            t0 = time.monotonic()
+            if dst in self.migration_uri:  # peer-to-peer: the source daemon talks to the destination's
+                dom.migrateToURI3(self.migration_uri[dst], {}, flags | self._flag("VIR_MIGRATE_PEER2PEER", 2))
+                new = None
+            else:
+                dconn = self._conn(dst)
+                if dconn is None:
+                    raise RuntimeError(f"destination {dst} is unreachable: {self.unreachable.get(dst, '')}")
+                new = dom.migrate3(dconn, {}, flags)
+            job.details["duration"] = time.monotonic() - t0
+            with contextlib.suppress(Exception):
+                stats = (new or dom).jobStats(self._flag("VIR_DOMAIN_JOB_STATS_COMPLETED", 1))
+                job.details.update(
+                    {k: stats[k] for k in ("downtime", "data_processed", "memory_iteration") if k in stats}
+                )
+            self._where[vm] = dst
+            self._vm[vm].vf_rate = 0.0
+        except Exception as e:
+            job.error = _msg(e)
+            self._recover(job, src, vm)
+        finally:
+            job.done = True
+
+    def _recover(self, job: _Job, src: str, vm: str) -> None:
+        """After a failed or cancelled migration: the VM runs on its source, with its VF back."""
+        conn = self._conn(src)
+        if conn is None:
+            job.error += f"; source {src} unreachable, the VM's state is unknown"
+            return
+        try:
+            dom = conn.lookupByName(vm)
+            if dom.state()[0] == 3:  # paused by a stop-and-copy that did not finish
+                dom.resume()
+            if job.reattach_rate >= 0:
+                self._attach_vf(src, dom, vm, job.reattach_rate)
+                job.error += "; VF re-attached on the source"
+        except Exception as e:
+            job.error += f"; recovering on {src} failed: {_msg(e)}"
+
+    # ------------------------------------------------------------------ progress
+    def poll(self, action: A.Action) -> A.Outcome:
+        vm = getattr(action, "vm", "")
+        job = self._jobs.get(vm)
+        now = self.now()
+        if job is None or job.action is not action:
+            return A.Outcome(A.OK, "done", finished=now)
+        if not job.done:
+            msg = "waiting for the device-removed event"
+            if isinstance(action, A.Migrate):
+                msg = self._progress(vm, job.src)
+            return A.Outcome(A.RUNNING, msg, started=job.started)
+        del self._jobs[vm]
+        if job.cancelled:
+            return A.Outcome(A.CANCELLED, f"cancelled; {job.error}", job.started, now, job.details)
+        if job.error:
+            return A.Outcome(A.FAILED, job.error, job.started, now, job.details)
+        what = f"on {job.action.dst}" if isinstance(action, A.Migrate) else "VF detached"  # type: ignore[attr-defined]
+        return A.Outcome(A.OK, what, job.started, now, job.details)
+
+    def _progress(self, vm: str, src: str) -> str:
+        conn = self._conns.get(src)
+        try:
+            st = conn.lookupByName(vm).jobStats(0)
+            total, done = st.get("data_total", 0), st.get("data_processed", 0)
+            return f"{done / 2**20:.0f} of {total / 2**20:.0f} MiB sent"
+        except Exception:
+            return "migrating"
+
+    def cancel(self, action: A.Action) -> A.Outcome:
+        vm = getattr(action, "vm", "")
+        job = self._jobs.get(vm)
+        now = self.now()
+        if job is None or job.done or not isinstance(action, A.Migrate):
+            return A.Outcome(A.OK, "nothing to cancel", finished=now)
+        job.cancelled = True
+        conn = self._conn(job.src)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.lookupByName(vm).abortJob()
+        if job.thread is not None:
+            job.thread.join(timeout=30)
+        self._jobs.pop(vm, None)
+        return A.Outcome(
+            A.CANCELLED, f"migration aborted; {job.error or 'the VM stays on ' + job.src}", job.started, now
+        )
+
+
+class _Refused(Exception):
+    """A precondition that failed: becomes a failed outcome with this message."""
+
+
+def _msg(e: BaseException) -> str:
+    return str(e).strip() or type(e).__name__
