@@ -15,6 +15,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from sova import __version__
+from sova.drivers.libvirt_driver import DriverError
+from sova.lab.errors import LabError
 from sova.model.schema import InputError, Problem
 from sova.sim.engine import SimError
 from sova.sim.traces import TraceError
@@ -27,6 +29,9 @@ EPILOG = """examples:
   sova run scenarios/quickstart.toml --out results/quickstart
   sova run scenarios/quickstart.toml --profile default --profile threshold --seed 3
   sova policies
+  sova lab up --hosts 2 --vms-per-host 2        (root: a real libvirt lab on this machine)
+  sova manage --lab /var/lib/sova-lab --profile sova
+  sova lab down
 
 docs: docs/scenario-format.md (scenario files), docs/outputs.md (result files), docs/simulator.md (the model)"""
 
@@ -78,7 +83,73 @@ def _parser() -> argparse.ArgumentParser:
         help="list the registered policies and their parameters",
         description="List every policy a profile can name, with its loop, period and parameters.",
     )
+    _lab_parser(sub)
+    _manage_parser(sub)
     return p
+
+
+def _lab_parser(sub) -> None:
+    lab = sub.add_parser(
+        "lab",
+        help="a real multi-host libvirt lab on this machine (root)",
+        description="Bring up, inspect, load and tear down a lab of real libvirtd hosts (one per network, mount and "
+        "cgroup namespace) running real QEMU guests (TCG) with Sova's guest agent. VFs are emulated: a "
+        "rate-limited virtio NIC stands in for an SR-IOV VF. See docs/lab.md.",
+    )
+    lab_sub = lab.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
+    up = lab_sub.add_parser("up", help="install what is missing, create the hosts, boot the VMs")
+    up.add_argument("--hosts", type=int, default=2, metavar="N", help="number of hosts (1-16, default 2)")
+    up.add_argument("--vms-per-host", type=int, default=2, metavar="M", help="VMs booted on each host (default 2)")
+    up.add_argument("--no-install", action="store_true", help="do not apt-get install missing packages; stop instead")
+    for name, text in (
+        ("status", "hosts, VMs and where each runs"),
+        ("down", "stop everything the lab started and remove its namespaces, cgroups and files"),
+    ):
+        lab_sub.add_parser(name, help=text, description=text)
+    load = lab_sub.add_parser(
+        "load",
+        help="set the load a VM runs",
+        description="Replace the load VM runs (duty cycles of 10 s, as the papers' lookbusy and netperf): "
+        "cpu=PCT busy-loops PCT %% of the time, net=VM2:PCT streams to VM2 PCT %% of the time, disk=IOPS "
+        "reads 4 KiB blocks with O_DIRECT at that rate (or disk=max). No setting: idle.",
+    )
+    load.add_argument("vm", metavar="VM")
+    load.add_argument("settings", nargs="*", metavar="KEY=VALUE")
+    for p in (lab, up, load, *[lab_sub.choices[n] for n in ("status", "down")]):
+        p.add_argument("--dir", type=Path, default=None, help="lab directory (default /var/lib/sova-lab)")
+
+
+def _manage_parser(sub) -> None:
+    from sova.control.manage import BUILTIN_PROFILES
+
+    m = sub.add_parser(
+        "manage",
+        help="run the MAPE-K loop against real hosts through libvirt",
+        description="Observe real hosts every second and run a profile's policies on the wall clock, with the "
+        "same executor, safety rails and audit log as in simulation. Hosts come from --host NAME=URI "
+        "(repeatable) or from a running lab (--lab). Stop with Ctrl-C.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="profiles: "
+        + ", ".join(f"{k} ({', '.join(v) or 'no policy'})" for k, v in BUILTIN_PROFILES.items())
+        + "\nURIs: qemu+tls://node1/system or qemu+ssh://root@node1/system (see docs/libvirt.md)",
+    )
+    m.add_argument(
+        "--driver", choices=["libvirt"], default="libvirt", help="the driver (only libvirt manages real hosts)"
+    )
+    m.add_argument("--host", action="append", default=[], metavar="NAME=URI", help="a host and its libvirt URI")
+    m.add_argument("--lab", type=Path, default=None, metavar="DIR", help="manage the lab in DIR (hosts, VFs, agents)")
+    m.add_argument("--profile", default="sova", choices=sorted(BUILTIN_PROFILES), help="policies to run (default sova)")
+    m.add_argument(
+        "--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or only log plans"
+    )
+    m.add_argument("--param", action="append", default=[], metavar="POLICY.KEY=VALUE", help="a policy parameter")
+    m.add_argument(
+        "--control", action="append", default=[], metavar="KEY=VALUE", help="an executor rail, e.g. hold_down=120"
+    )
+    m.add_argument(
+        "--duration", type=float, default=None, metavar="SECONDS", help="stop after this long (default: never)"
+    )
+    m.add_argument("--audit", type=Path, default=None, metavar="FILE.jsonl", help="append every audit entry here")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,10 +165,14 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "policies":
             return _policies()
+        if args.command == "lab":
+            return _lab(args)
+        if args.command == "manage":
+            return _manage(args)
     except InputError as exc:
         _print_problems(exc.problems)
         return 2
-    except (TraceError, SimError) as exc:
+    except (TraceError, SimError, LabError, DriverError) as exc:
         _error(str(exc))
         return 2
     except KeyboardInterrupt:
@@ -266,3 +341,103 @@ def _policies() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _lab(args) -> int:
+    from sova.lab.lab import DEFAULT_DIR, Lab
+
+    lab = Lab(args.dir or DEFAULT_DIR, say=lambda text: err.print(text, markup=False))
+    if args.lab_command == "up":
+        state = lab.up(args.hosts, args.vms_per_host, install_missing=not args.no_install)
+        for h in state.hosts:
+            out.print(f"{h.name}  {h.uri}", markup=False, soft_wrap=True)
+        out.print("VFs in this lab are emulated (a rate-limited virtio NIC), not SR-IOV hardware", markup=False)
+    elif args.lab_command == "status":
+        for line in lab.status():
+            out.print(line, markup=False, soft_wrap=True)
+    elif args.lab_command == "load":
+        out.print(f"{args.vm}: {lab.load(args.vm, args.settings)}", markup=False)
+    else:
+        lab.down()
+        out.print(f"lab in {lab.dir} removed", markup=False)
+    return 0
+
+
+def _manage(args) -> int:
+    import json
+    from dataclasses import asdict, replace
+
+    from sova.control.manage import BUILTIN_PROFILES, manage
+    from sova.drivers.libvirt_driver import LibvirtDriver
+    from sova.model.scenario import ControlSpec, ProfileSpec
+    from sova.model.schema import Reader
+
+    hosts, options = {}, {}
+    if args.lab is not None:
+        from sova.lab.lab import Lab, driver_options
+
+        state = Lab(args.lab).state()
+        hosts = {h.name: h.uri for h in state.hosts}
+        options = driver_options(state)
+    for item in args.host:
+        name, sep, uri = item.partition("=")
+        if not sep or not name or not uri:
+            raise DriverError(f"--host {item!r}: expected NAME=URI, e.g. node1=qemu+ssh://root@node1/system")
+        hosts[name] = uri
+    params: dict[str, dict] = {}
+    for item in args.param:
+        key, sep, val = item.partition("=")
+        pol, dot, k = key.partition(".")
+        if not sep or not dot:
+            raise DriverError(f"--param {item!r}: expected POLICY.KEY=VALUE, e.g. sova.alpha=0.8")
+        params.setdefault(pol, {})[k] = _toml_value(val)
+    profile = ProfileSpec(args.profile, BUILTIN_PROFILES[args.profile], args.mode, params)
+    from sova.control.profiles import check_profile
+
+    r = Reader("--param")
+    policies = check_profile(r, profile)
+    if r.problems:
+        raise InputError(r.problems)
+    control = ControlSpec()
+    for item in args.control:
+        key, sep, val = item.partition("=")
+        if not sep or key not in ControlSpec.__dataclass_fields__:
+            known = ", ".join(ControlSpec.__dataclass_fields__)
+            raise DriverError(f"--control {item!r}: expected KEY=VALUE with KEY one of {known}")
+        control = replace(control, **{key: type(getattr(control, key))(_toml_value(val))})
+    driver = LibvirtDriver(hosts, **options)
+    driver.connect()
+    audit = args.audit.open("a", encoding="utf-8") if args.audit else None
+
+    def on_entry(e) -> None:
+        out.print(f"{e.time:8.1f}s  {e.event:9} {e.action:40} {e.status:9} {e.message or e.reason}", markup=False)
+        if audit is not None:
+            audit.write(json.dumps(asdict(e), default=float) + "\n")
+            audit.flush()
+
+    def ask(pid: int, lines: list[str]) -> bool:
+        out.print(f"plan {pid}:", markup=False)
+        for line in lines:
+            out.print(f"  {line}", markup=False, soft_wrap=True)
+        return input("approve? [y/N] ").strip().lower() in ("y", "yes")
+
+    out.print(f"managing {', '.join(hosts)} with profile {args.profile} ({args.mode}); Ctrl-C stops", markup=False)
+    try:
+        manage(driver, policies, control, args.mode, args.duration, on_entry=on_entry, ask=ask)
+    except KeyboardInterrupt:
+        out.print("stopped", markup=False)
+    finally:
+        driver.close()
+        if audit is not None:
+            audit.close()
+    return 0
+
+
+def _toml_value(text: str):
+    """A command-line value read as TOML would read it (numbers, booleans, durations as strings)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text

@@ -60,6 +60,18 @@ class _VmState:
     channel: GuestChannel | None = None
     vf_rate: float = 0.0
     vf_pci: str = ""
+    raw: dict[str, float] = field(default_factory=dict)  # counters as last read
+    offset: dict[str, float] = field(default_factory=dict)  # added so that counters never go back
+    guest: tuple[float, float, float, float, float] | None = None  # last guest report (4 net counters, MiB used)
+
+    def monotonic(self, key: str, value: float) -> float:
+        """A cumulative counter that survives resets: QEMU's CPU time and a new tap's byte counts start
+        from zero on a migration's destination or after a NIC hot-plug."""
+        last = self.raw.get(key, 0.0)
+        if value < last:  # count the interval of the reset as zero: never a spike that did not happen
+            self.offset[key] = self.offset.get(key, 0.0) + last - value
+        self.raw[key] = value
+        return value + self.offset.get(key, 0.0)
 
 
 @dataclass
@@ -85,6 +97,7 @@ class LibvirtDriver:
         open_conn: Callable[[str], Any] | None = None,
         guest_socket: Callable[[str, str], str | None] | None = None,
         host_nic: Callable[[str], tuple[int, int] | None] | None = None,
+        host_cpu: Callable[[str], tuple[float, int] | None] | None = None,
         sriov: dict[str, SriovHost] | None = None,
         emulated_vfs: EmulatedVfs | None = None,
         nic_bandwidth: float = 10e9,
@@ -103,6 +116,7 @@ class LibvirtDriver:
         self.host_names = tuple(hosts)
         self.guest_socket = guest_socket
         self.host_nic = host_nic
+        self.host_cpu = host_cpu
         self.sriov = sriov or {}
         self.emulated = emulated_vfs
         self.nic_bandwidth = nic_bandwidth
@@ -178,6 +192,9 @@ class LibvirtDriver:
                 continue
             mem[hi], cores[hi] = info[1], info[2]
             host_cpu[hi] = (cpu.get("kernel", 0) + cpu.get("user", 0)) * NS
+            own = self.host_cpu(h) if self.host_cpu is not None else None
+            if own is not None:  # hosts sharing one machine (the lab): each one's own CPU seconds and cores
+                host_cpu[hi], cores[hi] = own
             for dom, st in records:
                 name = dom.name()
                 running = st.get("state.state") == 1
@@ -202,8 +219,9 @@ class LibvirtDriver:
             vm_host[v] = hi
             n_vcpu = int(st.get("vcpu.current", 1))
             vcpus[v] = n_vcpu
-            c["cpu_time"][v] = st.get("cpu.time", 0) * NS
+            c["cpu_time"][v] = state.monotonic("cpu_time", st.get("cpu.time", 0) * NS)
             wait = sum(st.get(f"vcpu.{i}.delay", st.get(f"vcpu.{i}.wait", 0)) for i in range(n_vcpu)) * NS
+            wait = state.monotonic("wait_time", wait)
             c["wait_time"][v] = wait
             if state.last is not None:
                 dt = now - state.last[0]
@@ -229,15 +247,19 @@ class LibvirtDriver:
             report = self._guest_report(name, host, dom, state)
             if report is not None:
                 g = [sum(x[k] for n_, x in report.net.items() if n_ != "lo") for k in range(4)]
-                c["guest_rx_bytes"][v], c["guest_rx_packets"][v], c["guest_tx_bytes"][v], c["guest_tx_packets"][v] = g
                 total, avail = report.meminfo.get("MemTotal"), report.meminfo.get("MemAvailable")
-                if total and avail is not None:
-                    vmem_used[v] = (total - avail) / 2**20
-            else:  # no gray-box view: the guest's counters are what the host sees
-                for a, b in (("guest_rx_bytes", "vnic_rx_bytes"), ("guest_tx_bytes", "vnic_tx_bytes")):
-                    c[a][v] = c[b][v]
-                for a, b in (("guest_rx_packets", "vnic_rx_packets"), ("guest_tx_packets", "vnic_tx_packets")):
-                    c[a][v] = c[b][v]
+                used = (total - avail) / 2**20 if total and avail is not None else vmem_used[v]
+                state.guest = (*g, used)
+            if state.guest is not None:  # the newest gray-box view (held while a channel reconnects)
+                rxb, rxp, txb, txp, vmem_used[v] = state.guest
+                c["guest_rx_bytes"][v], c["guest_rx_packets"][v] = rxb, rxp
+                c["guest_tx_bytes"][v], c["guest_tx_packets"][v] = txb, txp
+            else:  # no gray-box view yet: the guest's counters are what the host sees
+                for kind in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets"):
+                    c[f"guest_{kind}"][v] = c[f"vnic_{kind}"][v]
+            for key in VmCounters.__dataclass_fields__:
+                if key not in ("cpu_time", "wait_time", "blocked_time"):
+                    c[key][v] = state.monotonic(key, c[key][v])
             dirty[v] = self._dirty_rate(name, dom, st, now)
             weight[v], cap[v] = self._cpu_tune(dom, n_vcpu)
             has_vf = self._has_vf(dom, vf_macs)

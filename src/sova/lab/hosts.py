@@ -21,6 +21,7 @@ from pathlib import Path
 from sova.lab.errors import LabError
 
 SUBNET = "10.77.0.0/16"
+LINK_MBIT = 100  # each host's port to the fabric
 CGROUP_CONTROLLERS = ("cpu", "cpuacct", "blkio")
 LIBVIRT_DIRS = {  # per-host directory name -> the compiled-in path it replaces
     "etc": "/etc/libvirt",
@@ -91,6 +92,27 @@ def make_host_network(host: Host, fabric_ns: str) -> None:
         ["link", "set", "br0", "up"],
     ):
         run(["ip", "-n", ns, *cmd])
+    # the host's port has a line rate, both ways, so that a host can be network-hot as in the papers
+    for netns, dev in ((ns, "uplink"), (fabric_ns, port)):
+        run(
+            [
+                "tc",
+                "-n",
+                netns,
+                "qdisc",
+                "add",
+                "dev",
+                dev,
+                "root",
+                "tbf",
+                "rate",
+                f"{LINK_MBIT}mbit",
+                "burst",
+                "64kb",
+                "latency",
+                "50ms",
+            ]
+        )
 
 
 def write_config(host: Host, tc_wrapper: Path) -> None:

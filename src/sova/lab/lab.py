@@ -31,7 +31,7 @@ from sova.lab.hosts import Host
 DEFAULT_DIR = Path("/var/lib/sova-lab")
 GUEST_MEMORY_MIB = 128  # the notes: 80 MiB at least, 96-128 fine
 DISK_SIZE = "64M"
-LAB_LINK_BANDWIDTH = 1e9  # bit/s: what the lab reports as each host's port (veths have no line rate)
+LAB_LINK_BANDWIDTH = hosts.LINK_MBIT * 1e6  # bit/s of each host's port (a tbf on its veth)
 LOAD_KEYS = ("cpu", "net", "disk")
 
 
@@ -375,9 +375,18 @@ def driver_options(state: LabState) -> dict:
             return None
         return int(stats["rx"]["bytes"]), int(stats["tx"]["bytes"])
 
+    def host_cpu(host: str) -> tuple[float, int] | None:
+        """The host's own CPU: its cgroup (libvirtd and its QEMUs), against the machine's cores."""
+        try:
+            usage = (Path("/sys/fs/cgroup/cpuacct") / f"{state.lab_id}-{host}" / "cpuacct.usage").read_text()
+        except OSError:
+            return None
+        return int(usage) * 1e-9, os.cpu_count() or 1
+
     return {
         "guest_socket": guest_socket,
         "host_nic": host_nic,
+        "host_cpu": host_cpu,
         "emulated_vfs": EmulatedVfs(count=2, bridge="br0", bandwidth=LAB_LINK_BANDWIDTH),
         "unsafe_migration": True,  # the disks are files on one local file system that every lab host sees
     }
