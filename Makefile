@@ -6,10 +6,14 @@ STAMP  := $(VENV)/.installed-stamp
 
 .PHONY: run test lint bench clean docs
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/install-system-deps.sh
+	scripts/install-system-deps.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	# the libvirt binding builds against libvirt-dev (same version); without it the simulator still works
+	if pkg-config --exists libvirt; then \
+	  $(BIN)/python -m pip install --quiet "libvirt-python==$$(pkg-config --modversion libvirt)"; fi
 	touch $(STAMP)
 
 run: $(STAMP)

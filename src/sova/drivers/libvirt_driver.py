@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from sova.drivers.guest_agent import GuestChannel
+from sova.drivers.guest_agent import GuestChannel, GuestReport
 from sova.drivers.vf import EmulatedVfs, SriovHost, emulated_xml, hostdev_xml, vf_mac
 from sova.model import actions as A
 from sova.model.snapshot import Snapshot, VmCounters
@@ -58,6 +58,7 @@ class _VmState:
     blocked: float = 0.0
     last: tuple[float, float, float] | None = None  # (time, cpu s, wait s)
     channel: GuestChannel | None = None
+    channel_host: str = ""  # the host whose socket `channel` reads
     vf_rate: float = 0.0
     vf_pci: str = ""
     raw: dict[str, float] = field(default_factory=dict)  # counters as last read
@@ -170,6 +171,16 @@ class LibvirtDriver:
 
     def now(self) -> float:
         return time.monotonic() - self._t0
+
+    def guest_report(self, vm: str) -> GuestReport | None:
+        """The newest report of a VM's guest agent, as of the last observe()."""
+        st = self._vm.get(vm)
+        return st.channel.latest if st and st.channel else None
+
+    def guest_answers(self, vm: str) -> list[str]:
+        """Every answer (pong, error) the VM's agent has sent since this driver first read it."""
+        st = self._vm.get(vm)
+        return list(st.channel.answers) if st and st.channel else []
 
     # ------------------------------------------------------------------ observe
     def observe(self) -> Snapshot:
@@ -347,14 +358,16 @@ class LibvirtDriver:
     def _guest_report(self, name: str, host: str, dom, state: _VmState):
         if self.guest_socket is None:
             return None
-        if state.channel is None or self._where.get(name) != getattr(state.channel, "host", None):
+        if state.channel is None or state.channel_host != host:
+            answers = state.channel.answers if state.channel else []
             if state.channel:
                 state.channel.close()
             m = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", self._xml(dom))
             path = self.guest_socket(host, m.group(1)) if m else None
             state.channel = GuestChannel(path) if path else None
+            state.channel_host = host
             if state.channel is not None:
-                state.channel.host = host  # type: ignore[attr-defined]
+                state.channel.answers = answers  # the same guest on its new host
         return state.channel.poll() if state.channel else None
 
     def _dirty_rate(self, name: str, dom, st: dict, now: float) -> float:

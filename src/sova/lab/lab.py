@@ -218,31 +218,14 @@ class Lab:
     def load(self, vm: str, settings: list[str]) -> str:
         """Set the load a guest runs: cpu=PCT, net=VM:PCT, disk=IOPS|max (an empty list stops it)."""
         state = self.state()
-        addr = {v.name: f"10.77.1.{v.index}" for v in state.vms}
-        parts = []
-        for s in settings:
-            key, sep, val = s.partition("=")
-            if not sep or key not in LOAD_KEYS:
-                raise LabError(f"load setting {s!r}: expected cpu=PCT, net=VM:PCT or disk=IOPS|max")
-            if key == "net":
-                peer, _, pct = val.rpartition(":")
-                if peer not in addr or peer == vm:
-                    raise LabError(f"load setting {s!r}: {peer!r} is not another lab VM ({', '.join(addr)})")
-                val = f"{addr[peer]}:{_percent(s, pct)}"
-            elif key == "cpu":
-                val = str(_percent(s, val))
-            elif val != "max" and not (val.isdigit() and int(val) > 0):
-                raise LabError(f"load setting {s!r}: disk takes a positive request rate per second or max")
-            parts.append(f"{key}={val}")
-        if vm not in addr:
-            raise LabError(f"no VM {vm!r} in the lab ({', '.join(addr)})")
+        command = load_command(vm, settings, {v.name: f"10.77.1.{v.index}" for v in state.vms})
         ch = self.channel(state, vm, CONTROL_CHANNEL)
         try:
-            if not ch.send(" ".join(["load", *parts])):
-                raise LabError(f"the agent channel of {vm} is not reachable now")
+            if not ch.send(command):
+                raise LabError(f"the control channel of {vm} is not reachable now")
         finally:
             ch.close()
-        return " ".join(parts) or "idle"
+        return command.removeprefix("load").strip() or "idle"
 
     # ------------------------------------------------------------------ down
     def down(self) -> None:
@@ -276,6 +259,28 @@ _STATES = {
     6: "crashed",
     7: "suspended",
 }
+
+
+def load_command(vm: str, settings: list[str], addresses: dict[str, str]) -> str:
+    """The agent's ``load ...`` line for `sova lab load VM SETTINGS`, with peers resolved to addresses."""
+    if vm not in addresses:
+        raise LabError(f"no VM {vm!r} in the lab ({', '.join(addresses)})")
+    parts = []
+    for s in settings:
+        key, sep, val = s.partition("=")
+        if not sep or key not in LOAD_KEYS:
+            raise LabError(f"load setting {s!r}: expected cpu=PCT, net=VM:PCT or disk=IOPS|max")
+        if key == "net":
+            peer, _, pct = val.rpartition(":")
+            if peer not in addresses or peer == vm:
+                raise LabError(f"load setting {s!r}: {peer!r} is not another lab VM ({', '.join(addresses)})")
+            val = f"{addresses[peer]}:{_percent(s, pct)}"
+        elif key == "cpu":
+            val = str(_percent(s, val))
+        elif val != "max" and not (val.isdigit() and int(val) > 0):
+            raise LabError(f"load setting {s!r}: disk takes a positive request rate per second or max")
+        parts.append(f"{key}={val}")
+    return " ".join(["load", *parts])
 
 
 def _percent(setting: str, text: str) -> int:

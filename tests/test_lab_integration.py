@@ -1,0 +1,257 @@
+"""Sova against real libvirt daemons and real QEMU guests: a two-host lab on this machine.
+
+One lab for the module (about 20 s to start): real counters, CPU shares and IO limits measured in
+the guest, live migration both ways (managed and peer-to-peer) while the guest agent answers, an
+emulated VF plugged and unplugged, a daemon restart, and `sova manage` relieving a hotspot on its
+own. The lab is torn down even when a test fails, and the teardown checks that nothing is left.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from sova.control.manage import manage
+from sova.control.profiles import check_profile
+from sova.lab import hosts as lab_hosts
+from sova.lab.domain import CONTROL_CHANNEL
+from sova.lab.lab import Lab, _qemu_pids, driver_options, lab_id_for
+from sova.model import actions as A
+from sova.model.scenario import ControlSpec, ProfileSpec
+from sova.model.schema import Reader
+
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("libvirtd") is None,
+    reason="the lab needs root and libvirt (as root, `make` installs libvirt)",
+)
+
+
+def _libvirt_driver(state, **extra):
+    from sova.drivers.libvirt_driver import LibvirtDriver
+
+    d = LibvirtDriver({h.name: h.uri for h in state.hosts}, **driver_options(state), **extra)
+    d.connect()
+    return d
+
+
+@pytest.fixture(scope="module")
+def lab():
+    lab_dir = Path(tempfile.mkdtemp(prefix="sova-lab-test-"))
+    lab = Lab(lab_dir, say=lambda _: None)
+    try:
+        state = lab.up(n_hosts=2, vms_per_host=2)
+        yield lab, state
+    finally:
+        lab.down()
+        lab_id = lab_id_for(lab_dir)
+        netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+        assert lab_id not in netns
+        assert not list(Path("/sys/fs/cgroup/cpu").glob(f"{lab_id}-*"))
+        assert not _qemu_pids(lab_dir)
+        assert not lab_dir.exists()
+
+
+@pytest.fixture(scope="module")
+def driver(lab):
+    d = _libvirt_driver(lab[1])
+    yield d
+    d.close()
+
+
+def rates(driver, seconds: float):
+    """Per-VM rates over `seconds` of wall time: (snapshot, cpu cores, disk ops/s, guest tx bit/s)."""
+    a = driver.observe()
+    time.sleep(seconds)
+    b = driver.observe()
+    dt = b.time - a.time
+    cpu = (b.counters.cpu_time - a.counters.cpu_time) / dt
+    ops = (b.counters.blk_rd_ops + b.counters.blk_wr_ops - a.counters.blk_rd_ops - a.counters.blk_wr_ops) / dt
+    tx = (b.counters.guest_tx_bytes - a.counters.guest_tx_bytes) * 8 / dt
+    return b, cpu, ops, tx
+
+
+def run_to_end(driver, action, timeout=120.0):
+    out = driver.apply(action)
+    deadline = time.monotonic() + timeout
+    while out.status == A.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.2)
+        out = driver.poll(action)
+    return out
+
+
+def ping(lab, driver, vm: str, token: str, timeout=20.0) -> bool:
+    """Send `ping TOKEN` on the control channel; True once the pong shows in the agent's reports."""
+    state = lab.state()
+    ch = lab.channel(state, vm, CONTROL_CHANNEL)
+    try:
+        assert ch.send(f"ping {token}")
+    finally:
+        ch.close()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        driver.observe()
+        if f"pong {token}" in driver.guest_answers(vm):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_lab_hosts_are_separate_daemons_with_their_vms(lab):
+    lab_, state = lab
+    placed = lab_.where(state)
+    assert {vm: h for vm, (h, _) in placed.items()} == {"vm1": "host1", "vm2": "host1", "vm3": "host2", "vm4": "host2"}
+    assert all(st == "running" for _, st in placed.values())
+    assert any("vm1" in line and "host1" in line for line in lab_.status())
+
+
+def test_real_counters_move_with_the_load_the_agent_runs(lab, driver):
+    lab_, _ = lab
+    lab_.load("vm1", ["cpu=100", "disk=max"])
+    lab_.load("vm3", ["net=vm4:100"])
+    time.sleep(2)
+    snap, cpu, ops, tx = rates(driver, 5)
+    v1, v2, v3 = (snap.vms.index(n) for n in ("vm1", "vm2", "vm3"))
+    assert cpu[v1] > 0.3 and cpu[v1] > 2 * cpu[v2]
+    assert ops[v1] > 100 and ops[v2] < 5
+    assert tx[v3] > 1e6  # bit/s, from the guest's own /proc/net/dev
+    report = driver.guest_report("vm1")
+    assert report is not None and "cpu=100" in report.loads
+    assert 5 < snap.vm_memory_used[v1] < 128  # MiB, from the guest's /proc/meminfo
+    assert snap.host_cpu_time[0] > 0 and snap.vm_memory[v1] == 128
+    lab_.load("vm1", [])
+    lab_.load("vm3", [])
+
+
+def test_io_limits_hold_the_guests_iops_and_follow_changes(lab, driver):
+    lab_, _ = lab
+    lab_.load("vm2", ["disk=max"])
+    time.sleep(1)
+    for limit in (50, 120):
+        assert driver.apply(A.SetIoLimit(vm="vm2", iops=limit)).status == A.OK
+        time.sleep(1)
+        snap, _, ops, _ = rates(driver, 6)
+        assert ops[snap.vms.index("vm2")] == pytest.approx(limit, rel=0.1)
+    assert driver.apply(A.SetIoLimit(vm="vm2", iops=0)).status == A.OK
+    snap, _, ops, _ = rates(driver, 4)
+    assert ops[snap.vms.index("vm2")] > 200
+    lab_.load("vm2", [])
+
+
+def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
+    lab_, _ = lab
+    lab_.load("vm2", ["cpu=100"])
+    assert driver.apply(A.SetCpu(vm="vm2", weight=256, cap=0.25)).status == A.OK
+    time.sleep(1)
+    snap, cpu, _, _ = rates(driver, 5)
+    v = snap.vms.index("vm2")
+    assert snap.vm_weight[v] == 256 and snap.vm_cap[v] == pytest.approx(0.25)
+    assert cpu[v] < 0.35  # the quota holds a busy guest near its cap
+    assert driver.apply(A.SetCpu(vm="vm2", weight=1024, cap=0.0)).status == A.OK
+    lab_.load("vm2", [])
+
+
+def test_live_migration_both_ways_while_the_agent_keeps_answering(lab, driver):
+    lab_, state = lab
+    lab_.load("vm1", ["cpu=20"])
+    assert ping(lab_, driver, "vm1", "before")
+    uptime = driver.guest_report("vm1").uptime
+    out = run_to_end(driver, A.Migrate(vm="vm1", dst="host2"))
+    assert out.status == A.OK, out.message
+    assert out.details["duration"] < 30
+    assert lab_.where(state)["vm1"][0] == "host2"
+    assert ping(lab_, driver, "vm1", "after-managed")
+    assert driver.guest_report("vm1").uptime > uptime  # the same guest, not a reboot
+    assert "cpu=20" in driver.guest_report("vm1").loads
+    # back by peer-to-peer: host2's daemon talks to host1's over the lab's fabric
+    p2p = _libvirt_driver(state, migration_uri={h.name: h.tcp_uri for h in state.hosts})
+    try:
+        p2p.observe()
+        out = run_to_end(p2p, A.Migrate(vm="vm1", dst="host1"))
+        assert out.status == A.OK, out.message
+    finally:
+        p2p.close()
+    assert lab_.where(state)["vm1"][0] == "host1"
+    assert ping(lab_, driver, "vm1", "after-p2p")
+    lab_.load("vm1", [])
+
+
+def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driver):
+    lab_, _ = lab
+    driver.observe()
+    out = driver.apply(A.AttachVF(vm="vm3", rate=20e6))
+    assert out.status == A.OK and "emulated" in out.message
+    lab_.load("vm3", ["net=vm1:100"])
+    time.sleep(3)
+    snap, _, _, tx = rates(driver, 6)
+    v = snap.vms.index("vm3")
+    assert snap.vm_nic[v] == "vf" and snap.vfs_used[snap.hosts.index("host2")] == 1
+    assert driver.guest_report("vm3").active_nic == "eth1"
+    assert tx[v] == pytest.approx(20e6, rel=0.15)  # the VF's rate tier holds
+    assert run_to_end(driver, A.DetachVF(vm="vm3")).status == A.OK
+    time.sleep(3)
+    snap = driver.observe()
+    assert snap.vm_nic[snap.vms.index("vm3")] == "vnic"
+    assert driver.guest_report("vm3").active_nic == "eth0"
+    assert ping(lab_, driver, "vm3", "after-vf")  # nothing lost: the guest still answers
+    lab_.load("vm3", [])
+
+
+def test_a_restarted_libvirtd_is_reconnected(lab, driver):
+    _, state = lab
+    h2 = state.host("host2")
+    lab_hosts.stop_pid(h2.pid)
+    snap = driver.observe()
+    assert "vm3" not in snap.vms and "host2" in driver.unreachable
+    h2.pid = lab_hosts.start_daemon(h2, state.lab_id)
+    state.save()
+    lab_hosts.wait_daemon(h2)
+    snap = driver.observe()
+    assert {"vm3", "vm4"} <= set(snap.vms) and "host2" not in driver.unreachable
+
+
+def test_sova_manage_moves_a_vm_off_a_hot_host_by_itself_then_stays_quiet(lab):
+    lab_, state = lab
+    assert {v for v, (h, _) in lab_.where(state).items() if h == "host1"} == {"vm1", "vm2"}
+    for vm in ("vm1", "vm2"):
+        lab_.load(vm, ["cpu=100"])
+    drv = _libvirt_driver(state)
+    policies = check_profile(Reader("test"), ProfileSpec("sova", ("sova",)))
+    entries = []
+    moved_at: list[float] = []
+
+    def on_entry(e):
+        entries.append(e)
+        if e.event == "finished" and e.action.startswith("migrate") and e.status == A.OK:
+            moved_at.append(time.monotonic())
+
+    def done() -> bool:
+        return bool(moved_at) and time.monotonic() - moved_at[0] > 40
+
+    try:
+        manage(drv, policies, ControlSpec(), duration=240, on_entry=on_entry, should_stop=done)
+    finally:
+        drv.close()
+        for vm in ("vm1", "vm2"):
+            lab_.load(vm, [])
+    migrations = [e for e in entries if e.action.startswith("migrate")]
+    finished = [e for e in migrations if e.event == "finished"]
+    assert len(finished) == 1 and finished[0].status == A.OK, [(e.event, e.action, e.message) for e in migrations]
+    assert "dst=host2" in finished[0].action and finished[0].target in ("vm1", "vm2")
+    assert [e for e in migrations if e.event == "proposed"] == [migrations[0]]  # quiet after it
+    placed = lab_.where(state)
+    assert sorted(h for v, (h, _) in placed.items() if v in ("vm1", "vm2")) == ["host1", "host2"]
+
+
+def test_up_after_a_crash_cleans_up_first(lab):
+    lab_, state = lab
+    os.kill(state.hosts[0].pid, 9)  # a crashed daemon; its QEMUs keep running
+    new = lab_.up(n_hosts=1, vms_per_host=1)
+    assert [h.name for h in new.hosts] == ["host1"] and [v.name for v in new.vms] == ["vm1"]
+    assert len(_qemu_pids(Path(new.dir))) == 1
+    assert not any(p for h in state.hosts[1:] if lab_hosts.pid_alive(p := h.pid))

@@ -1,0 +1,398 @@
+"""The libvirt driver against an injectable fake connection: every call path, errors included.
+
+The real thing is exercised in test_lab_integration.py; these pin down the mapping from libvirt's
+values to a Snapshot and from actions to libvirt calls, and what faults leave behind.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sova.drivers.guest_agent import parse_report
+from sova.drivers.libvirt_driver import DriverError, LibvirtDriver
+from sova.drivers.vf import EmulatedVfs, SriovHost, pci_parts
+from sova.lab.errors import LabError
+from sova.lab.lab import load_command
+from sova.model import actions as A
+
+
+class FakeError(Exception):
+    pass
+
+
+class FakeDom:
+    def __init__(self, name: str, conn: FakeConn, stats: dict | None = None):
+        self._name = name
+        self.conn = conn
+        self.stats = {
+            "state.state": 1,
+            "cpu.time": 2_000_000_000,
+            "vcpu.current": 2,
+            "vcpu.0.delay": 100_000_000,
+            "vcpu.1.delay": 50_000_000,
+            "net.count": 1,
+            "net.0.name": "vnet0",
+            "net.0.rx.bytes": 1000,
+            "net.0.tx.bytes": 3000,
+            "net.0.rx.pkts": 10,
+            "net.0.tx.pkts": 30,
+            "block.count": 1,
+            "block.0.rd.reqs": 7,
+            "block.0.wr.reqs": 3,
+            "block.0.rd.bytes": 4096,
+            "block.0.wr.bytes": 512,
+            "block.0.rd.times": 1_000_000,
+            "block.0.wr.times": 2_000_000,
+            "balloon.maximum": 131072,
+            "balloon.available": 100000,
+            "balloon.usable": 60000,
+            **(stats or {}),
+        }
+        self.devices: list[str] = []
+        self.sched = {"cpu_shares": 1024, "vcpu_period": 100000, "vcpu_quota": -1}
+        self.calls: list[tuple] = []
+        self.migrate_error: Exception | None = None
+        self.paused_after_failure = False
+
+    def name(self):
+        return self._name
+
+    def XMLDesc(self, flags=0):
+        return (
+            "<domain><devices><disk><target dev='vda' bus='virtio'/></disk>"
+            "<interface type='bridge'><mac address='52:54:00:00:00:01'/><target dev='vnet0'/>"
+            "<alias name='ua-net0'/></interface>" + "".join(self.devices) + "</devices></domain>"
+        )
+
+    def info(self):
+        return [1, 131072, 131072, self.stats["vcpu.current"], 0]
+
+    def state(self):
+        return [3 if self.paused_after_failure else 1, 1]
+
+    def resume(self):
+        self.calls.append(("resume",))
+        self.paused_after_failure = False
+
+    def schedulerParametersFlags(self, flags=0):
+        return dict(self.sched)
+
+    def setSchedulerParametersFlags(self, params, flags):
+        self.calls.append(("sched", params))
+        self.sched.update(params)
+
+    def setBlockIoTune(self, disk, params, flags):
+        self.calls.append(("iotune", disk, params))
+
+    def setInterfaceParameters(self, dev, params, flags):
+        self.calls.append(("bandwidth", dev, params))
+
+    def attachDeviceFlags(self, xml, flags):
+        self.calls.append(("attach", xml))
+        self.devices.append(xml)
+
+    def detachDeviceFlags(self, xml, flags):
+        self.calls.append(("detach", xml))
+        self.devices = [d for d in self.devices if d != xml]
+
+    def startDirtyRateCalc(self, seconds, flags):
+        self.calls.append(("dirtyrate", seconds))
+
+    def migrate3(self, dconn, params, flags):
+        self.calls.append(("migrate3", dconn.uri, flags))
+        if self.migrate_error is not None:
+            self.paused_after_failure = True
+            raise self.migrate_error
+        self.conn.doms.pop(self._name)
+        dconn.doms[self._name] = self
+        self.conn = dconn
+        return self
+
+    def jobStats(self, flags=0):
+        return {"downtime": 20, "data_processed": 90_000_000}
+
+    def abortJob(self):
+        self.calls.append(("abort",))
+
+
+class FakeConn:
+    def __init__(self, uri: str, doms: dict[str, FakeDom] | None = None):
+        self.uri = uri
+        self.doms = doms or {}
+        self.alive = True
+
+    def isAlive(self):
+        return self.alive
+
+    def close(self):
+        self.alive = False
+
+    def getInfo(self):
+        return ["x86_64", 8192, 4, 2000, 1, 1, 4, 1]
+
+    def getCPUStats(self, cpu):
+        return {"kernel": 3_000_000_000, "user": 5_000_000_000, "idle": 1, "iowait": 0}
+
+    def getAllDomainStats(self, stats, flags):
+        return [(d, dict(d.stats)) for d in self.doms.values()]
+
+    def lookupByName(self, name):
+        if name not in self.doms:
+            raise FakeError(f"Domain not found: no domain with matching name '{name}'")
+        return self.doms[name]
+
+
+class Cluster:
+    """Two fake hosts whose connections survive reopening (a daemon restart keeps its domains)."""
+
+    def __init__(self):
+        self.conns = {"fake://a": FakeConn("fake://a"), "fake://b": FakeConn("fake://b")}
+        self.down: set[str] = set()
+        self.opened: list[str] = []
+
+    def open(self, uri):
+        self.opened.append(uri)
+        if uri in self.down:
+            raise FakeError(f"Failed to connect socket to '{uri}': Connection refused")
+        c = self.conns[uri]
+        c.alive = True
+        return c
+
+    def add(self, uri, name, **stats):
+        d = FakeDom(name, self.conns[uri], stats)
+        self.conns[uri].doms[name] = d
+        return d
+
+
+def make(cluster: Cluster, **kw) -> LibvirtDriver:
+    return LibvirtDriver({"a": "fake://a", "b": "fake://b"}, open_conn=cluster.open, dirty_rate_every=0, **kw)
+
+
+def run_to_end(drv: LibvirtDriver, action: A.Action) -> A.Outcome:
+    out = drv.apply(action)
+    while out.status == A.RUNNING:
+        out = drv.poll(action)
+    return out
+
+
+def test_observe_maps_libvirt_stats_onto_a_snapshot():
+    c = Cluster()
+    c.add("fake://a", "vm1")
+    c.add("fake://b", "vm2", **{"vcpu.current": 1, "vcpu.1.delay": 0})
+    s = make(c).observe()
+    assert s.hosts == ("a", "b") and s.vms == ("vm1", "vm2")
+    assert list(s.vm_host) == [0, 1]
+    assert s.counters.cpu_time[0] == pytest.approx(2.0)
+    assert s.counters.wait_time[0] == pytest.approx(0.15)  # both vCPUs' run-queue delay
+    assert s.counters.vnic_tx_bytes[0] == 3000 and s.counters.vnic_rx_packets[0] == 10
+    assert s.counters.blk_rd_ops[0] == 7 and s.counters.blk_wr_bytes[0] == 512
+    assert s.counters.blk_time[0] == pytest.approx(0.003)
+    assert s.vm_memory[0] == 128 and s.vm_memory_used[0] == pytest.approx(40000 / 1024)
+    assert list(s.host_cores) == [4, 4] and list(s.host_memory) == [8192, 8192]
+    assert s.host_cpu_time[0] == pytest.approx(8.0)
+    assert s.dom0_cpu_time[0] == pytest.approx(6.0)  # the host's CPU not spent in guests
+    assert s.vm_weight[0] == 1024 and s.vm_cap[0] == 0
+    assert s.vm_nic == ("vnic", "vnic") and list(s.vfs_total) == [0, 0]
+    # without a guest agent the guest's counters are what the host sees
+    assert s.counters.guest_tx_bytes[0] == 3000
+
+
+def test_a_vm_present_on_two_hosts_mid_migration_counts_once_where_it_runs():
+    c = Cluster()
+    c.add("fake://a", "vm1")
+    c.add("fake://b", "vm1", **{"state.state": 3})  # the paused incoming copy
+    s = make(c).observe()
+    assert s.vms == ("vm1",) and list(s.vm_host) == [0]
+
+
+def test_counters_never_go_back_when_qemu_restarts_on_a_destination():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    first = drv.observe()
+    d.stats["cpu.time"] = 500_000_000  # a new QEMU process: its CPU time starts again
+    d.stats["net.0.tx.bytes"] = 100  # and a new tap
+    second = drv.observe()
+    assert second.counters.cpu_time[0] >= first.counters.cpu_time[0]
+    assert second.counters.vnic_tx_bytes[0] >= first.counters.vnic_tx_bytes[0]
+    d.stats["cpu.time"] = 1_500_000_000
+    third = drv.observe()
+    assert third.counters.cpu_time[0] - second.counters.cpu_time[0] == pytest.approx(1.0)
+
+
+def test_set_cpu_writes_shares_and_a_quota_per_vcpu():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    drv.observe()
+    assert drv.apply(A.SetCpu(vm="vm1", weight=512, cap=1.0)).status == A.OK
+    assert d.calls[-1] == ("sched", {"cpu_shares": 512, "vcpu_period": 100000, "vcpu_quota": 50000})
+    assert drv.observe().vm_cap[0] == pytest.approx(1.0)
+    drv.apply(A.SetCpu(vm="vm1", cap=0.0))
+    assert d.calls[-1][1]["vcpu_quota"] == -1  # no cap
+
+
+def test_io_and_network_limits_go_to_every_disk_and_the_vnic():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    drv.observe()
+    assert drv.apply(A.SetIoLimit(vm="vm1", iops=200)).status == A.OK
+    assert ("iotune", "vda", {"total_iops_sec": 200}) in d.calls
+    assert drv.apply(A.SetNetLimit(vm="vm1", rate=8 * 1024 * 100)).status == A.OK
+    assert ("bandwidth", "vnet0", {"outbound.average": 100, "inbound.average": 100}) in d.calls
+
+
+def test_sriov_attach_uses_free_vfs_in_order_and_sets_the_rate_on_the_pf():
+    c = Cluster()
+    d1, d2, d3 = (c.add("fake://a", f"vm{i}") for i in (1, 2, 3))
+    ran: list[list[str]] = []
+    sriov = {"a": SriovHost("enp65s0f0", ["0000:41:10.0", "0000:41:10.2"], run=ran.append)}
+    drv = make(c, sriov=sriov)
+    drv.observe()
+    assert drv.apply(A.AttachVF(vm="vm1", rate=500e6)).status == A.OK
+    xml = d1.calls[-1][1]
+    assert "type='hostdev'" in xml and "bus='0x41' slot='0x10' function='0x0'" in xml
+    assert "<teaming type='transient' persistent='ua-net0'/>" in xml  # paired with the virtio NIC
+    assert ran[-1] == ["ip", "link", "set", "enp65s0f0", "vf", "0", "max_tx_rate", "500"]
+    assert drv.apply(A.AttachVF(vm="vm2", rate=0)).status == A.OK
+    assert "function='0x2'" in d2.calls[-1][1]
+    out = drv.apply(A.AttachVF(vm="vm3", rate=0))
+    assert out.status == A.FAILED and "no free VF" in out.message and not d3.calls
+    s = drv.observe()
+    assert s.vm_nic == ("vf", "vf", "vnic") and s.vfs_used[0] == 2 and s.vfs_total[0] == 2
+    assert drv.apply(A.SetVFRate(vm="vm2", rate=2e9)).status == A.OK
+    assert ran[-1][-3:] == ["1", "max_tx_rate", "2000"]
+    assert run_to_end(drv, A.DetachVF(vm="vm1")).status == A.OK
+    assert not d1.devices
+    assert drv.apply(A.AttachVF(vm="vm3", rate=0)).status == A.OK  # the freed VF
+    assert "function='0x0'" in d3.calls[-1][1]
+
+
+def test_emulated_vf_is_a_rate_limited_virtio_nic_and_says_so():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c, emulated_vfs=EmulatedVfs(count=1, bridge="br0"))
+    drv.observe()
+    out = drv.apply(A.AttachVF(vm="vm1", rate=8 * 1024 * 1000))
+    assert out.status == A.OK and "emulated" in out.message and "not SR-IOV" in out.message
+    assert "<source bridge='br0'/>" in d.calls[-1][1] and "average='1000'" in d.calls[-1][1]
+
+
+def test_migration_runs_in_the_background_and_lands_on_the_destination():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    drv.observe()
+    out = run_to_end(drv, A.Migrate(vm="vm1", dst="b"))
+    assert out.status == A.OK and out.details["downtime"] == 20
+    assert d.calls[-1][0] == "migrate3"
+    assert list(drv.observe().vm_host) == [1]
+
+
+def test_a_failed_migration_leaves_the_vm_running_on_its_source_with_its_vf_back():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c, emulated_vfs=EmulatedVfs(count=1))
+    drv.observe()
+    drv.apply(A.AttachVF(vm="vm1", rate=1e6))
+    d.migrate_error = FakeError("operation failed: migration out job: unexpectedly failed")
+    out = run_to_end(drv, A.Migrate(vm="vm1", dst="b"))
+    assert out.status == A.FAILED and "unexpectedly failed" in out.message and "re-attached" in out.message
+    assert ("resume",) in d.calls  # the stop-and-copy had paused it
+    s = drv.observe()
+    assert list(s.vm_host) == [0] and s.vm_nic == ("vf",)
+    kinds = [k[0] for k in d.calls]
+    assert kinds.index("detach") < kinds.index("migrate3") < len(kinds) - 1 - kinds[::-1].index("attach")
+
+
+def test_cancel_aborts_the_migration_job():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    drv.observe()
+    gate = __import__("threading").Event()
+    d.migrate3 = lambda *a: (gate.wait(5), (_ for _ in ()).throw(FakeError("migration job: canceled by client")))
+    d.abortJob = lambda: (d.calls.append(("abort",)), gate.set())
+    action = A.Migrate(vm="vm1", dst="b")
+    assert drv.apply(action).status == A.RUNNING
+    out = drv.cancel(action)
+    assert out.status == A.CANCELLED and ("abort",) in d.calls
+    assert list(drv.observe().vm_host) == [0]
+
+
+def test_a_vm_that_vanished_fails_its_action_instead_of_raising():
+    c = Cluster()
+    c.add("fake://a", "vm1")
+    drv = make(c)
+    drv.observe()
+    del c.conns["fake://a"].doms["vm1"]
+    out = drv.apply(A.SetIoLimit(vm="vm1", iops=10))
+    assert out.status == A.FAILED and "vanished" in out.message
+    assert drv.apply(A.SetCpu(vm="nope", weight=5)).status == A.FAILED
+    assert drv.observe().vms == ()
+
+
+def test_a_restarted_daemon_is_reconnected_and_an_unreachable_host_is_skipped():
+    c = Cluster()
+    c.add("fake://a", "vm1")
+    c.add("fake://b", "vm2")
+    drv = make(c)
+    drv.connect()
+    c.conns["fake://b"].alive = False  # the daemon went away...
+    c.down.add("fake://b")
+    s = drv.observe()
+    assert s.vms == ("vm1",) and "refused" in drv.unreachable["b"]
+    c.down.clear()  # ...and came back
+    assert drv.observe().vms == ("vm1", "vm2")
+    assert c.opened.count("fake://b") >= 2
+
+
+def test_bad_uris_and_unreachable_hosts_are_clear_errors():
+    with pytest.raises(DriverError, match="not a libvirt URI"):
+        LibvirtDriver({"a": "node1"}, open_conn=lambda u: None)
+    with pytest.raises(DriverError, match="at least one host"):
+        LibvirtDriver({}, open_conn=lambda u: None)
+    c = Cluster()
+    c.down.add("fake://b")
+    with pytest.raises(DriverError, match=r"cannot reach host b at fake://b: .*refused"):
+        make(c).connect()
+
+
+def test_pci_addresses_are_parsed_or_refused_with_the_expected_form():
+    assert pci_parts("0000:41:10.2") == (0, 0x41, 0x10, 2)
+    with pytest.raises(ValueError, match=r"DDDD:BB:SS\.F"):
+        pci_parts("41:10")
+
+
+def test_guest_report_parses_net_dev_and_meminfo():
+    text = """report 12 345.67 eth1
+Inter-|   Receive                                                |  Transmit
+ face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
+    lo:     100       2    0    0    0     0          0         0      100       2    0    0    0     0       0          0
+  eth0:    5000      50    0    0    0     0          0         0     7000      70    0    0    0     0       0          0
+MemTotal:         100000 kB
+MemAvailable:      60000 kB
+pong 7
+loads cpu=50"""
+    r = parse_report(text.splitlines())
+    assert (r.seq, r.uptime, r.active_nic) == (12, 345.67, "eth1")
+    assert r.net["eth0"] == (5000, 50, 7000, 70) and r.net["lo"] == (100, 2, 100, 2)
+    assert r.meminfo == {"MemTotal": 100000 * 1024, "MemAvailable": 60000 * 1024}
+    assert r.answers == ["pong 7"] and r.loads == "cpu=50"
+
+
+def test_lab_load_settings_are_checked_and_peers_resolved():
+    addrs = {"vm1": "10.77.1.1", "vm2": "10.77.1.2"}
+    assert load_command("vm1", ["cpu=60", "net=vm2:40", "disk=200"], addrs) == "load cpu=60 net=10.77.1.2:40 disk=200"
+    assert load_command("vm1", [], addrs) == "load"
+    for bad, msg in (
+        (["cpu=150"], "percentage 0-100"),
+        (["net=vm1:10"], "not another lab VM"),
+        (["disk=-3"], "positive request rate"),
+        (["gpu=1"], "expected cpu=PCT"),
+    ):
+        with pytest.raises(LabError, match=msg):
+            load_command("vm1", bad, addrs)
+    with pytest.raises(LabError, match="no VM 'vm7'"):
+        load_command("vm7", [], addrs)
