@@ -396,3 +396,38 @@ def test_lab_load_settings_are_checked_and_peers_resolved():
             load_command("vm1", bad, addrs)
     with pytest.raises(LabError, match="no VM 'vm7'"):
         load_command("vm7", [], addrs)
+
+
+def test_hosts_file_reads_uris_and_sriov_settings(tmp_path):
+    from sova.drivers.hosts_file import load_hosts_file
+
+    f = tmp_path / "hosts.toml"
+    f.write_text(
+        '[hosts.node1]\nuri = "qemu+tls://node1/system"\nmigration_uri = "qemu+tls://node1/system"\n'
+        '[hosts.node1.sriov]\npf = "enp65s0f0"\nvfs = ["0000:41:10.0", "0000:41:10.2"]\nbandwidth = "25Gbps"\n'
+        '[hosts.node2]\nuri = "qemu+ssh://root@node2/system"\nnic_bandwidth = "1Gbps"\n'
+    )
+    cfg = load_hosts_file(f)
+    assert cfg.hosts == {"node1": "qemu+tls://node1/system", "node2": "qemu+ssh://root@node2/system"}
+    assert cfg.sriov["node1"].vfs == ["0000:41:10.0", "0000:41:10.2"] and cfg.sriov["node1"].bandwidth == 25e9
+    assert cfg.nic_bandwidth["node2"] == 1e9 and cfg.migration_uri == {"node1": "qemu+tls://node1/system"}
+
+
+def test_hosts_file_names_every_problem_with_its_table_and_key(tmp_path):
+    from sova.drivers.hosts_file import load_hosts_file
+    from sova.model.schema import InputError
+
+    f = tmp_path / "hosts.toml"
+    f.write_text(
+        '[hosts.node1]\nuri = "qemu+tcp://node1/system"\n[hosts.node1.sriov]\npf = "p"\nvfs = ["41:10"]\n'
+        "[hosts.node2]\n"
+    )
+    with pytest.raises(InputError) as e:
+        load_hosts_file(f)
+    text = str(e.value)
+    assert "[hosts.node1].uri: qemu+tcp:// is unauthenticated" in text
+    assert "[hosts.node1].sriov.vfs[0]: VF address '41:10'" in text
+    assert "[hosts.node2].uri: missing" in text
+    f.write_text("hosts = [")
+    with pytest.raises(InputError, match="not valid TOML"):
+        load_hosts_file(f)

@@ -137,6 +137,13 @@ def _manage_parser(sub) -> None:
         "--driver", choices=["libvirt"], default="libvirt", help="the driver (only libvirt manages real hosts)"
     )
     m.add_argument("--host", action="append", default=[], metavar="NAME=URI", help="a host and its libvirt URI")
+    m.add_argument(
+        "--hosts-file",
+        type=Path,
+        default=None,
+        metavar="FILE.toml",
+        help="hosts, URIs and SR-IOV settings (docs/libvirt.md)",
+    )
     m.add_argument("--lab", type=Path, default=None, metavar="DIR", help="manage the lab in DIR (hosts, VFs, agents)")
     m.add_argument("--profile", default="sova", choices=sorted(BUILTIN_PROFILES), help="policies to run (default sova)")
     m.add_argument(
@@ -379,6 +386,12 @@ def _manage(args) -> int:
         state = Lab(args.lab).state()
         hosts = {h.name: h.uri for h in state.hosts}
         options = driver_options(state)
+    if args.hosts_file is not None:
+        from sova.drivers.hosts_file import load_hosts_file
+
+        cfg = load_hosts_file(args.hosts_file)
+        hosts.update(cfg.hosts)
+        options.update(sriov=cfg.sriov, migration_uri=cfg.migration_uri, nic_bandwidth=cfg.nic_bandwidth)
     for item in args.host:
         name, sep, uri = item.partition("=")
         if not sep or not name or not uri:

@@ -101,7 +101,7 @@ class LibvirtDriver:
         host_cpu: Callable[[str], tuple[float, int] | None] | None = None,
         sriov: dict[str, SriovHost] | None = None,
         emulated_vfs: EmulatedVfs | None = None,
-        nic_bandwidth: float = 10e9,
+        nic_bandwidth: float | dict[str, float] = 10e9,
         migration_uri: dict[str, str] | None = None,
         unsafe_migration: bool = False,
         dirty_rate_every: float = 10.0,
@@ -320,7 +320,10 @@ class LibvirtDriver:
     def _bandwidth(self, host: str) -> float:
         if host in self.sriov:
             return self.sriov[host].bandwidth
-        return self.emulated.bandwidth if self.emulated else self.nic_bandwidth
+        if self.emulated:
+            return self.emulated.bandwidth
+        bw = self.nic_bandwidth
+        return bw.get(host, 10e9) if isinstance(bw, dict) else bw
 
     def _host_nic_counters(self, vm_host: np.ndarray, c: dict) -> tuple[np.ndarray, np.ndarray]:
         """The physical port's counters from host_nic; else the VMs' own traffic summed (all of it

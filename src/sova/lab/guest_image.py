@@ -41,12 +41,17 @@ def _run(cmd: list[str], cwd: Path | None = None) -> str:
 
 
 def cloud_kernel_package() -> str:
-    """The versioned kernel package that linux-image-cloud-amd64 depends on."""
-    for line in _run(["apt-cache", "depends", "linux-image-cloud-amd64"]).splitlines():
-        line = line.strip()
-        if line.startswith("Depends:") and "linux-image-" in line:
-            return line.split()[-1]
-    raise LabError("apt-cache knows no linux-image-cloud-amd64 dependency: run `apt-get update` first")
+    """The versioned kernel package that linux-image-cloud-amd64 depends on (refreshing apt's lists
+    once if they do not know it, as on a fresh image whose lists were cleaned)."""
+    for attempt in range(2):
+        r = subprocess.run(["apt-cache", "depends", "linux-image-cloud-amd64"], capture_output=True, text=True)
+        for line in r.stdout.splitlines():
+            line = line.strip()
+            if line.startswith("Depends:") and "linux-image-" in line:
+                return line.split()[-1]
+        if attempt == 0:
+            _run(["apt-get", "update", "-q"])
+    raise LabError("apt knows no linux-image-cloud-amd64 package even after apt-get update: check the Debian sources")
 
 
 def _fetch_kernel(work: Path) -> tuple[Path, Path]:
