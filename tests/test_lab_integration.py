@@ -202,6 +202,48 @@ def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driv
     lab_.load("vm3", [])
 
 
+def test_a_failed_migration_leaves_the_vm_on_its_source_with_its_vf_back(lab, driver):
+    _, state = lab
+    driver.observe()
+    assert driver.apply(A.AttachVF(vm="vm4", rate=10e6)).status == A.OK
+    time.sleep(1)
+    driver.observe()
+    h1 = state.host("host1")
+    lab_hosts.stop_pid(h1.pid)  # the destination's daemon is gone
+    try:
+        out = run_to_end(driver, A.Migrate(vm="vm4", dst="host1"))
+        assert out.status == A.FAILED and "host1" in out.message and "re-attached" in out.message
+        snap = driver.observe()
+        v = snap.vms.index("vm4")
+        assert snap.hosts[snap.vm_host[v]] == "host2" and snap.vm_nic[v] == "vf"
+    finally:
+        h1.pid = lab_hosts.start_daemon(h1, state.lab_id)
+        state.save()
+        lab_hosts.wait_daemon(h1)
+    assert run_to_end(driver, A.DetachVF(vm="vm4")).status == A.OK
+
+
+def test_cancel_aborts_a_running_migration_and_the_vm_stays(lab, driver):
+    from sova.drivers.libvirt_driver import load_libvirt
+
+    _, state = lab
+    conn = load_libvirt().open(state.host("host2").uri)
+    try:
+        conn.lookupByName("vm4").migrateSetMaxSpeed(1)  # 1 MiB/s: the copy cannot finish before the cancel
+    finally:
+        conn.close()
+    driver.observe()
+    action = A.Migrate(vm="vm4", dst="host1")
+    assert driver.apply(action).status == A.RUNNING
+    time.sleep(2)
+    assert driver.poll(action).status == A.RUNNING
+    out = driver.cancel(action)
+    assert out.status == A.CANCELLED
+    snap = driver.observe()
+    assert snap.hosts[snap.vm_host[snap.vms.index("vm4")]] == "host2"
+    assert ping(lab[0], driver, "vm4", "after-cancel")
+
+
 def test_a_restarted_libvirtd_is_reconnected(lab, driver):
     _, state = lab
     h2 = state.host("host2")

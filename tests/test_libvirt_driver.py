@@ -8,164 +8,11 @@ from __future__ import annotations
 
 import pytest
 
+from fake_libvirt import Cluster, FakeError, make
 from sova.drivers.guest_agent import parse_report
 from sova.drivers.libvirt_driver import DriverError, LibvirtDriver
 from sova.drivers.vf import EmulatedVfs, SriovHost, pci_parts
-from sova.lab.errors import LabError
-from sova.lab.lab import load_command
 from sova.model import actions as A
-
-
-class FakeError(Exception):
-    pass
-
-
-class FakeDom:
-    def __init__(self, name: str, conn: FakeConn, stats: dict | None = None):
-        self._name = name
-        self.conn = conn
-        self.stats = {
-            "state.state": 1,
-            "cpu.time": 2_000_000_000,
-            "vcpu.current": 2,
-            "vcpu.0.delay": 100_000_000,
-            "vcpu.1.delay": 50_000_000,
-            "net.count": 1,
-            "net.0.name": "vnet0",
-            "net.0.rx.bytes": 1000,
-            "net.0.tx.bytes": 3000,
-            "net.0.rx.pkts": 10,
-            "net.0.tx.pkts": 30,
-            "block.count": 1,
-            "block.0.rd.reqs": 7,
-            "block.0.wr.reqs": 3,
-            "block.0.rd.bytes": 4096,
-            "block.0.wr.bytes": 512,
-            "block.0.rd.times": 1_000_000,
-            "block.0.wr.times": 2_000_000,
-            "balloon.maximum": 131072,
-            "balloon.available": 100000,
-            "balloon.usable": 60000,
-            **(stats or {}),
-        }
-        self.devices: list[str] = []
-        self.sched = {"cpu_shares": 1024, "vcpu_period": 100000, "vcpu_quota": -1}
-        self.calls: list[tuple] = []
-        self.migrate_error: Exception | None = None
-        self.paused_after_failure = False
-
-    def name(self):
-        return self._name
-
-    def XMLDesc(self, flags=0):
-        return (
-            "<domain><devices><disk><target dev='vda' bus='virtio'/></disk>"
-            "<interface type='bridge'><mac address='52:54:00:00:00:01'/><target dev='vnet0'/>"
-            "<alias name='ua-net0'/></interface>" + "".join(self.devices) + "</devices></domain>"
-        )
-
-    def info(self):
-        return [1, 131072, 131072, self.stats["vcpu.current"], 0]
-
-    def state(self):
-        return [3 if self.paused_after_failure else 1, 1]
-
-    def resume(self):
-        self.calls.append(("resume",))
-        self.paused_after_failure = False
-
-    def schedulerParametersFlags(self, flags=0):
-        return dict(self.sched)
-
-    def setSchedulerParametersFlags(self, params, flags):
-        self.calls.append(("sched", params))
-        self.sched.update(params)
-
-    def setBlockIoTune(self, disk, params, flags):
-        self.calls.append(("iotune", disk, params))
-
-    def setInterfaceParameters(self, dev, params, flags):
-        self.calls.append(("bandwidth", dev, params))
-
-    def attachDeviceFlags(self, xml, flags):
-        self.calls.append(("attach", xml))
-        self.devices.append(xml)
-
-    def detachDeviceFlags(self, xml, flags):
-        self.calls.append(("detach", xml))
-        self.devices = [d for d in self.devices if d != xml]
-
-    def startDirtyRateCalc(self, seconds, flags):
-        self.calls.append(("dirtyrate", seconds))
-
-    def migrate3(self, dconn, params, flags):
-        self.calls.append(("migrate3", dconn.uri, flags))
-        if self.migrate_error is not None:
-            self.paused_after_failure = True
-            raise self.migrate_error
-        self.conn.doms.pop(self._name)
-        dconn.doms[self._name] = self
-        self.conn = dconn
-        return self
-
-    def jobStats(self, flags=0):
-        return {"downtime": 20, "data_processed": 90_000_000}
-
-    def abortJob(self):
-        self.calls.append(("abort",))
-
-
-class FakeConn:
-    def __init__(self, uri: str, doms: dict[str, FakeDom] | None = None):
-        self.uri = uri
-        self.doms = doms or {}
-        self.alive = True
-
-    def isAlive(self):
-        return self.alive
-
-    def close(self):
-        self.alive = False
-
-    def getInfo(self):
-        return ["x86_64", 8192, 4, 2000, 1, 1, 4, 1]
-
-    def getCPUStats(self, cpu):
-        return {"kernel": 3_000_000_000, "user": 5_000_000_000, "idle": 1, "iowait": 0}
-
-    def getAllDomainStats(self, stats, flags):
-        return [(d, dict(d.stats)) for d in self.doms.values()]
-
-    def lookupByName(self, name):
-        if name not in self.doms:
-            raise FakeError(f"Domain not found: no domain with matching name '{name}'")
-        return self.doms[name]
-
-
-class Cluster:
-    """Two fake hosts whose connections survive reopening (a daemon restart keeps its domains)."""
-
-    def __init__(self):
-        self.conns = {"fake://a": FakeConn("fake://a"), "fake://b": FakeConn("fake://b")}
-        self.down: set[str] = set()
-        self.opened: list[str] = []
-
-    def open(self, uri):
-        self.opened.append(uri)
-        if uri in self.down:
-            raise FakeError(f"Failed to connect socket to '{uri}': Connection refused")
-        c = self.conns[uri]
-        c.alive = True
-        return c
-
-    def add(self, uri, name, **stats):
-        d = FakeDom(name, self.conns[uri], stats)
-        self.conns[uri].doms[name] = d
-        return d
-
-
-def make(cluster: Cluster, **kw) -> LibvirtDriver:
-    return LibvirtDriver({"a": "fake://a", "b": "fake://b"}, open_conn=cluster.open, dirty_rate_every=0, **kw)
 
 
 def run_to_end(drv: LibvirtDriver, action: A.Action) -> A.Outcome:
@@ -380,22 +227,6 @@ loads cpu=50"""
     assert r.net["eth0"] == (5000, 50, 7000, 70) and r.net["lo"] == (100, 2, 100, 2)
     assert r.meminfo == {"MemTotal": 100000 * 1024, "MemAvailable": 60000 * 1024}
     assert r.answers == ["pong 7"] and r.loads == "cpu=50"
-
-
-def test_lab_load_settings_are_checked_and_peers_resolved():
-    addrs = {"vm1": "10.77.1.1", "vm2": "10.77.1.2"}
-    assert load_command("vm1", ["cpu=60", "net=vm2:40", "disk=200"], addrs) == "load cpu=60 net=10.77.1.2:40 disk=200"
-    assert load_command("vm1", [], addrs) == "load"
-    for bad, msg in (
-        (["cpu=150"], "percentage 0-100"),
-        (["net=vm1:10"], "not another lab VM"),
-        (["disk=-3"], "positive request rate"),
-        (["gpu=1"], "expected cpu=PCT"),
-    ):
-        with pytest.raises(LabError, match=msg):
-            load_command("vm1", bad, addrs)
-    with pytest.raises(LabError, match="no VM 'vm7'"):
-        load_command("vm7", [], addrs)
 
 
 def test_hosts_file_reads_uris_and_sriov_settings(tmp_path):

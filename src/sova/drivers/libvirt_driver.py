@@ -581,7 +581,7 @@ class LibvirtDriver:
             self._where[vm] = dst
             self._vm[vm].vf_rate = 0.0
         except Exception as e:
-            job.error = _msg(e)
+            job.error = f"migration of {vm} from {src} to {dst} failed: {_msg(e)}"
             self._recover(job, src, vm)
         finally:
             job.done = True

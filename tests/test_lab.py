@@ -1,0 +1,51 @@
+"""`sova lab` without a lab: argument checks, the root check, state files, clear errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from sova.cli import main
+from sova.lab import install
+from sova.lab.errors import LabError
+from sova.lab.lab import Lab, LabState, load_command
+
+
+def test_lab_load_settings_are_checked_and_peers_resolved():
+    addrs = {"vm1": "10.77.1.1", "vm2": "10.77.1.2"}
+    assert load_command("vm1", ["cpu=60", "net=vm2:40", "disk=200"], addrs) == "load cpu=60 net=10.77.1.2:40 disk=200"
+    assert load_command("vm1", [], addrs) == "load"
+    for bad, msg in (
+        (["cpu=150"], "percentage 0-100"),
+        (["net=vm1:10"], "not another lab VM"),
+        (["disk=-3"], "positive request rate"),
+        (["gpu=1"], "expected cpu=PCT"),
+    ):
+        with pytest.raises(LabError, match=msg):
+            load_command("vm1", bad, addrs)
+    with pytest.raises(LabError, match="no VM 'vm7'"):
+        load_command("vm7", [], addrs)
+
+
+def test_the_lab_needs_root_and_says_so(monkeypatch):
+    monkeypatch.setattr(install.os, "geteuid", lambda: 1000)
+    with pytest.raises(LabError, match="needs root"):
+        install.ensure()
+
+
+def test_commands_on_a_directory_without_a_lab_say_how_to_start_one(tmp_path, capsys):
+    assert main(["lab", "status", "--dir", str(tmp_path)]) == 2
+    assert "no lab in" in capsys.readouterr().err
+    with pytest.raises(LabError, match="sova lab up --dir"):
+        Lab(tmp_path).state()
+
+
+def test_a_corrupt_state_file_is_named(tmp_path):
+    (tmp_path / "lab.json").write_text("{not json")
+    with pytest.raises(LabError, match=r"lab\.json is not a lab state file"):
+        LabState.load(tmp_path)
+
+
+def test_lab_up_checks_its_sizes_before_touching_anything(tmp_path):
+    with pytest.raises(LabError, match="--hosts must be 1-16"):
+        Lab(tmp_path / "x").up(n_hosts=0)
+    assert not (tmp_path / "x").exists()
