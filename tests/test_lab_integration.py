@@ -8,6 +8,7 @@ own. The lab is torn down even when a test fails, and the teardown checks that n
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from sova.control.manage import manage
 from sova.control.profiles import check_profile
 from sova.lab import hosts as lab_hosts
 from sova.lab.domain import CONTROL_CHANNEL
+from sova.lab.errors import LabError
 from sova.lab.lab import Lab, _qemu_pids, driver_options, lab_id_for
 from sova.model import actions as A
 from sova.model.scenario import ControlSpec, ProfileSpec
@@ -63,6 +65,24 @@ def driver(lab):
     d = _libvirt_driver(lab[1])
     yield d
     d.close()
+
+
+@pytest.fixture(autouse=True)
+def idle_afterwards(lab, driver):
+    """Every test leaves the guests idle, unlimited and without VFs, pass or fail, so one failure cannot cascade
+    (a stream left running would make both hosts network-hot for the next test)."""
+    yield
+    lab_, state = lab
+    for vm in state.vms:
+        with contextlib.suppress(LabError):
+            lab_.load(vm.name, [])
+    with contextlib.suppress(Exception):
+        snap = driver.observe()
+        for v, nic in enumerate(snap.vm_nic):
+            driver.apply(A.SetIoLimit(vm=snap.vms[v], iops=0))
+            driver.apply(A.SetCpu(vm=snap.vms[v], weight=1024, cap=0.0))
+            if nic == "vf":
+                run_to_end(driver, A.DetachVF(vm=snap.vms[v]))
 
 
 def rates(driver, seconds: float):
@@ -125,8 +145,6 @@ def test_real_counters_move_with_the_load_the_agent_runs(lab, driver):
     assert report is not None and "cpu=100" in report.loads
     assert 5 < snap.vm_memory_used[v1] < 128  # MiB, from the guest's /proc/meminfo
     assert snap.host_cpu_time[0] > 0 and snap.vm_memory[v1] == 128
-    lab_.load("vm1", [])
-    lab_.load("vm3", [])
 
 
 def test_io_limits_hold_the_guests_iops_and_follow_changes(lab, driver):
@@ -141,7 +159,6 @@ def test_io_limits_hold_the_guests_iops_and_follow_changes(lab, driver):
     assert driver.apply(A.SetIoLimit(vm="vm2", iops=0)).status == A.OK
     snap, _, ops, _ = rates(driver, 4)
     assert ops[snap.vms.index("vm2")] > 200
-    lab_.load("vm2", [])
 
 
 def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
@@ -154,7 +171,6 @@ def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
     assert snap.vm_weight[v] == 256 and snap.vm_cap[v] == pytest.approx(0.25)
     assert cpu[v] < 0.35  # the quota holds a busy guest near its cap
     assert driver.apply(A.SetCpu(vm="vm2", weight=1024, cap=0.0)).status == A.OK
-    lab_.load("vm2", [])
 
 
 def test_live_migration_both_ways_while_the_agent_keeps_answering(lab, driver):
@@ -179,7 +195,6 @@ def test_live_migration_both_ways_while_the_agent_keeps_answering(lab, driver):
         p2p.close()
     assert lab_.where(state)["vm1"][0] == "host1"
     assert ping(lab_, driver, "vm1", "after-p2p")
-    lab_.load("vm1", [])
 
 
 def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driver):
@@ -200,7 +215,6 @@ def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driv
     assert snap.vm_nic[snap.vms.index("vm3")] == "vnic"
     assert driver.guest_report("vm3").active_nic == "eth0"
     assert ping(lab_, driver, "vm3", "after-vf")  # nothing lost: the guest still answers
-    lab_.load("vm3", [])
 
 
 def test_a_failed_migration_leaves_the_vm_on_its_source_with_its_vf_back(lab, driver):
@@ -280,8 +294,6 @@ def test_sova_manage_moves_a_vm_off_a_hot_host_by_itself_then_stays_quiet(lab):
         rt = manage(drv, policies, ControlSpec(), duration=240, on_entry=on_entry, should_stop=done)
     finally:
         drv.close()
-        for vm in ("vm1", "vm2"):
-            lab_.load(vm, [])
     migrations = [e for e in entries if e.action.startswith("migrate")]
     finished = [e for e in migrations if e.event == "finished"]
     loads = host_loads(rt.knowledge, 10, 5)  # (cpu, nic, memory) per host in the last five reports
