@@ -262,3 +262,35 @@ def test_hosts_file_names_every_problem_with_its_table_and_key(tmp_path):
     f.write_text("hosts = [")
     with pytest.raises(InputError, match="not valid TOML"):
         load_hosts_file(f)
+
+
+def test_guest_counters_do_not_jump_when_the_agent_starts_reporting(monkeypatch):
+    import sova.drivers.libvirt_driver as mod
+    from sova.drivers.guest_agent import GuestReport
+
+    c = Cluster()
+    c.add("fake://a", "vm1")
+
+    class Channel:
+        def __init__(self, path):
+            self.latest, self.answers = None, []
+
+        def poll(self):
+            return self.latest
+
+        def close(self):
+            pass
+
+    drv = make(c, guest_socket=lambda host, path: path)
+    drv.observe()
+    c.conns["fake://a"].doms["vm1"].devices.append(
+        "<channel type='unix'><source mode='bind' path='/x/org.sova.agent.0'/></channel>"
+    )
+    monkeypatch.setattr(mod, "GuestChannel", Channel)
+    first = drv.observe()  # the host's view: 3000 bytes sent
+    drv._vm["vm1"].channel.latest = GuestReport(1, 1.0, "eth0", {"eth0": (9e6, 9e3, 5e6, 5e3)}, {}, "")
+    second = drv.observe()  # the agent's view starts at 5 MB sent since boot
+    drv._vm["vm1"].channel.latest = GuestReport(2, 2.0, "eth0", {"eth0": (9e6, 9e3, 5e6 + 700, 5e3)}, {}, "")
+    third = drv.observe()
+    assert second.counters.guest_tx_bytes[0] == first.counters.guest_tx_bytes[0]
+    assert third.counters.guest_tx_bytes[0] - second.counters.guest_tx_bytes[0] == 700

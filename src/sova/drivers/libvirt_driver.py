@@ -29,6 +29,7 @@ from sova.model.snapshot import Snapshot, VmCounters
 NS = 1e-9
 CPU_PERIOD_US = 100_000  # vcpu_period used when a cap is set
 DEVICE_REMOVED_TIMEOUT = 15.0
+GUEST_KINDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
 _MAC_RE = re.compile(r"<mac address='([0-9a-f:]+)'/>")
 
 
@@ -64,6 +65,7 @@ class _VmState:
     raw: dict[str, float] = field(default_factory=dict)  # counters as last read
     offset: dict[str, float] = field(default_factory=dict)  # added so that counters never go back
     guest: tuple[float, float, float, float, float] | None = None  # last guest report (4 net counters, MiB used)
+    from_agent: bool = False  # the guest counters come from the agent (else from the host's view)
 
     def monotonic(self, key: str, value: float) -> float:
         """A cumulative counter that survives resets: QEMU's CPU time and a new tap's byte counts start
@@ -73,6 +75,13 @@ class _VmState:
             self.offset[key] = self.offset.get(key, 0.0) + last - value
         self.raw[key] = value
         return value + self.offset.get(key, 0.0)
+
+    def rebase(self, key: str, value: float) -> None:
+        """The counter's source changed (the host's view to the guest agent's): continue from where it
+        was, counting this interval as zero."""
+        if key in self.raw:
+            self.offset[key] = self.raw[key] + self.offset.get(key, 0.0) - value
+        self.raw[key] = value
 
 
 @dataclass
@@ -265,8 +274,12 @@ class LibvirtDriver:
                 rxb, rxp, txb, txp, vmem_used[v] = state.guest
                 c["guest_rx_bytes"][v], c["guest_rx_packets"][v] = rxb, rxp
                 c["guest_tx_bytes"][v], c["guest_tx_packets"][v] = txb, txp
+                if not state.from_agent:  # the first report: no jump from the host's view to the guest's
+                    state.from_agent = True
+                    for kind in GUEST_KINDS:
+                        state.rebase(f"guest_{kind}", c[f"guest_{kind}"][v])
             else:  # no gray-box view yet: the guest's counters are what the host sees
-                for kind in ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets"):
+                for kind in GUEST_KINDS:
                     c[f"guest_{kind}"][v] = c[f"vnic_{kind}"][v]
             for key in VmCounters.__dataclass_fields__:
                 if key not in ("cpu_time", "wait_time", "blocked_time"):

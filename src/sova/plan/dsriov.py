@@ -42,7 +42,9 @@ VF_PARAMS = {
     "q": Field("int", 0, "heaps: size of the I/O heap (0: twice p, at most the VMs on the host)", lo=0),
     "p": Field("int", 4, "VFs to hand out per host (both papers limit them; their experiments use 2 and 4)", lo=1),
     "io_threshold": Field("float", 50.0, "threshold: io_degree above which a VM is I/O-intensive", lo=0, hi=100),
-    "min_packets": Field("float", 10.0, "packets a 1 s sample needs to count as network activity", lo=0),
+    "min_packets": Field(
+        "float", 50.0, "packets a 1 s sample needs to count as network activity (above broadcast noise)", lo=0
+    ),
     "margin": Field("float", 0.2, "relative network-score lead a newcomer needs to take a VF", lo=0),
     "io_ratio": Field("float", 2.0, "at equal network score, the I/O-score ratio that wins a VF", lo=1),
     "vf0": Field("bandwidth", 0.0, "lowest rate tier VF_0 (0: what completes the tiers to the port speed)", lo=0),
