@@ -294,3 +294,17 @@ def test_guest_counters_do_not_jump_when_the_agent_starts_reporting(monkeypatch)
     third = drv.observe()
     assert second.counters.guest_tx_bytes[0] == first.counters.guest_tx_bytes[0]
     assert third.counters.guest_tx_bytes[0] - second.counters.guest_tx_bytes[0] == 700
+
+
+def test_stats_a_busy_domain_leaves_out_keep_their_last_value():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    first = drv.observe()
+    full = dict(d.stats)
+    d.stats = {"state.state": 1}  # NOWAIT during a migration job: only what is at hand
+    second = drv.observe()
+    d.stats = {**full, "cpu.time": full["cpu.time"] + 10**9}
+    third = drv.observe()
+    assert second.counters.cpu_time[0] == first.counters.cpu_time[0] and second.vm_memory[0] == 128
+    assert third.counters.cpu_time[0] - second.counters.cpu_time[0] == pytest.approx(1.0)

@@ -66,6 +66,7 @@ class _VmState:
     offset: dict[str, float] = field(default_factory=dict)  # added so that counters never go back
     guest: tuple[float, float, float, float, float] | None = None  # last guest report (4 net counters, MiB used)
     from_agent: bool = False  # the guest counters come from the agent (else from the host's view)
+    stats: dict[str, Any] = field(default_factory=dict)  # the newest value of every stat libvirt gave
 
     def monotonic(self, key: str, value: float) -> float:
         """A cumulative counter that survives resets: QEMU's CPU time and a new tap's byte counts start
@@ -95,6 +96,7 @@ class _Job:
     src: str = ""
     reattach_rate: float = -1.0  # >= 0: the VF taken off before a migration, to give back if it fails
     cancelled: bool = False
+    conns: list[Any] = field(default_factory=list)  # connections opened for this job alone
 
 
 class LibvirtDriver:
@@ -205,7 +207,8 @@ class LibvirtDriver:
             try:
                 info = conn.getInfo()
                 cpu = conn.getCPUStats(-1)
-                records = conn.getAllDomainStats(0, 0)
+                # NOWAIT: what is at hand now; a migrating domain's job would hold the call for seconds
+                records = conn.getAllDomainStats(0, self._flag("VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT", 1 << 29))
             except Exception as e:
                 self.unreachable[h] = str(e)
                 self._conns.pop(h, None)
@@ -236,6 +239,7 @@ class LibvirtDriver:
             host = self.host_names[hi]
             self._where[name] = host
             state = self._vm.setdefault(name, _VmState(len(self._vm) + 1))
+            st = state.stats = {**state.stats, **st}  # NOWAIT may leave out what a running job holds: keep the last
             vm_host[v] = hi
             n_vcpu = int(st.get("vcpu.current", 1))
             vcpus[v] = n_vcpu
@@ -569,6 +573,10 @@ class LibvirtDriver:
     def _migrate_job(self, job: _Job, src: str, dom) -> None:
         vm, dst = job.action.vm, job.action.dst  # type: ignore[attr-defined]
         try:
+            with contextlib.suppress(Exception):  # the source's side of the job on a connection of its own too
+                sconn = self._open(self.hosts[src])
+                job.conns.append(sconn)
+                dom = sconn.lookupByName(vm)
             if self._has_vf(dom, {vf_mac(self._vm[vm].index)}):
                 job.reattach_rate = self._vm[vm].vf_rate
                 self._detach_vf_now(src, dom, vm)  # a VF cannot migrate: unplug it first
@@ -581,9 +589,13 @@ class LibvirtDriver:
                 dom.migrateToURI3(self.migration_uri[dst], {}, flags | self._flag("VIR_MIGRATE_PEER2PEER", 2))
                 new = None
             else:
-                dconn = self._conn(dst)
-                if dconn is None:
-                    raise RuntimeError(f"destination {dst} is unreachable: {self.unreachable.get(dst, '')}")
+                # connections of its own: a migration holds its connections' RPCs for seconds, which on
+                # the monitor's connections stalled observe() for 8 s on the lab
+                try:
+                    dconn = self._open(self.hosts[dst])
+                except Exception as e:
+                    raise RuntimeError(f"destination {dst} is unreachable: {_msg(e)}") from e
+                job.conns.append(dconn)
                 new = dom.migrate3(dconn, {}, flags)
             job.details["duration"] = time.monotonic() - t0
             with contextlib.suppress(Exception):
@@ -597,6 +609,9 @@ class LibvirtDriver:
             job.error = f"migration of {vm} from {src} to {dst} failed: {_msg(e)}"
             self._recover(job, src, vm)
         finally:
+            for c in job.conns:
+                with contextlib.suppress(Exception):
+                    c.close()
             job.done = True
 
     def _recover(self, job: _Job, src: str, vm: str) -> None:
