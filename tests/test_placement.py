@@ -9,10 +9,13 @@ from hypothesis import strategies as st
 from scipy.sparse import csr_matrix
 
 from sova.model.scenario import TopologySpec
+from sova.plan.placement.annealing import anneal
 from sova.plan.placement.fabric import levels_for
 from sova.plan.placement.greedy_fill import greedy_fill
+from sova.plan.placement.greedy_net import greedy_net
 from sova.plan.placement.minimax import ENERGIES, Evaluator
 from sova.plan.placement.problem import PlacementError, Problem
+from sova.plan.placement.random_placement import random_placement
 
 TREE = TopologySpec(
     kind="three-tier",
@@ -123,6 +126,42 @@ def test_greedy_fill_keeps_slots_and_memory():
     p = problem(8, np.zeros((8, 8)), n_hosts=6, slots=2, memory=np.full(8, 1000.0), host_memory=np.full(6, 2500.0))
     x = greedy_fill(p)
     assert np.bincount(x, minlength=6).max() <= 2 and (x >= 0).all()
+
+
+def pairs() -> Problem:
+    """Two pairs of VMs that talk at 90 Mb/s, one core each, two slots per host: the optimum puts each
+    pair on one host (no link used) and the pairs apart (2 of 4 cores): 0.5."""
+    t = np.zeros((4, 4))
+    t[0, 1] = t[1, 0] = t[2, 3] = t[3, 2] = 90e6
+    return problem(4, t, cpu=[1.0] * 4, slots=2)
+
+
+def test_random_placement_keeps_slots_and_memory_and_follows_its_seed():
+    p = problem(10, np.zeros((10, 10)), slots=2, memory=np.full(10, 1000.0), host_memory=np.full(6, 2000.0))
+    x = random_placement(p, np.random.default_rng(5))
+    assert np.bincount(x, minlength=6).max() <= 2
+    assert (x == random_placement(p, np.random.default_rng(5))).all()
+
+
+def test_sa_all_finds_the_pairs_optimum_from_the_worst_start():
+    p = pairs()
+    worst = np.array([0, 3, 1, 4])  # every pair split across the racks
+    x = anneal(p, worst, "all", np.random.default_rng(1), steps=4000)
+    assert Evaluator(p, "all", x).value() == pytest.approx(0.5)
+
+
+def test_sa_c_balances_cpu_but_does_not_see_the_network():
+    p = pairs()
+    x = anneal(p, np.array([0, 0, 1, 1]), "cpu", np.random.default_rng(1), steps=4000)
+    assert Evaluator(p, "cpu", x).value() == pytest.approx(0.25)  # one VM per host
+    assert Evaluator(p, "all", x).value() > 0.5  # so the pairs' traffic crosses links
+
+
+def test_greedy_net_moves_talkers_off_the_hottest_link_until_none_helps():
+    p = pairs()
+    x = greedy_net(p, np.array([0, 3, 1, 4]))
+    assert Evaluator(p, "links", x).value() == pytest.approx(0.0)
+    assert x[0] == x[1] and x[2] == x[3]
 
 
 def test_infeasible_problems_are_refused_with_what_does_not_fit():

@@ -6,7 +6,8 @@ Four energies, the information each of the paper's algorithms has (its Table I):
 - ``nic``     (SA CN): plus each host's NIC, as the sum of its VMs' NIC rates (intra-host traffic included,
   since without the traffic matrix it cannot be told apart);
 - ``nic-tm``  (SA CNTM): the NIC estimate without traffic between VMs of one host;
-- ``all``     (SA All, Greedy Fill, Model): every link of the tree (``fabric.Levels``).
+- ``all``     (SA All, Greedy Fill, Model): every link of the tree (``fabric.Levels``);
+- ``links``   (Greedy Net): every link, no CPU (Greedy Net has the network's data only).
 A placement is an array: VM -> host index (-1: not placed yet; Greedy Fill builds one VM at a time).
 """
 
@@ -16,7 +17,7 @@ import numpy as np
 
 from sova.plan.placement.problem import Problem
 
-ENERGIES = ("cpu", "nic", "nic-tm", "all")
+ENERGIES = ("cpu", "nic", "nic-tm", "all", "links")
 
 
 class Evaluator:
@@ -27,7 +28,8 @@ class Evaluator:
             raise ValueError(f"unknown energy {energy!r}; expected one of {', '.join(ENERGIES)}")
         self.p = problem
         self.energy = energy
-        self.n_levels = 0 if energy == "cpu" else (len(problem.levels.group) if energy == "all" else 1)
+        self.n_levels = {"cpu": 0, "nic": 1, "nic-tm": 1}.get(energy, len(problem.levels.group))
+        self.use_cpu = energy != "links"
         self.groups = problem.levels.group[: self.n_levels]
         self.caps = problem.levels.cap[: self.n_levels]
         self.tx, self.rx = problem.nic_tx(), problem.nic_rx()
@@ -38,14 +40,14 @@ class Evaluator:
     def _full(self) -> None:
         p, x = self.p, self.x
         on = x >= 0
-        self.cpu = np.bincount(x[on], weights=p.cpu[on], minlength=p.n_hosts)
+        self.cpu = np.bincount(x[on], weights=p.cpu[on], minlength=p.n_hosts).astype(float)  # float even if empty
         self.out = [np.zeros(len(c)) for c in self.caps]
         self.inn = [np.zeros(len(c)) for c in self.caps]
         if self.n_levels == 0:
             return
         if self.energy == "nic":
-            self.out[0] = np.bincount(x[on], weights=self.tx[on], minlength=p.n_hosts)
-            self.inn[0] = np.bincount(x[on], weights=self.rx[on], minlength=p.n_hosts)
+            self.out[0] = np.bincount(x[on], weights=self.tx[on], minlength=p.n_hosts).astype(float)
+            self.inn[0] = np.bincount(x[on], weights=self.rx[on], minlength=p.n_hosts).astype(float)
             return
         t = p.traffic.tocoo()
         keep = on[t.row] & on[t.col]
@@ -62,7 +64,7 @@ class Evaluator:
     # ------------------------------------------------------------------ the objective
     def value(self) -> float:
         """The utilization of the most utilized resource."""
-        best = float((self.cpu / self.p.host_cores).max(initial=0.0))
+        best = float((self.cpu / self.p.host_cores).max(initial=0.0)) if self.use_cpu else 0.0
         for out, inn, cap in zip(self.out, self.inn, self.caps, strict=True):
             best = max(best, float((out / cap).max(initial=0.0)), float((inn / cap).max(initial=0.0)))
         return best
@@ -127,7 +129,7 @@ class Evaluator:
         assert self.x[v] < 0, "scores_if_placed takes an unplaced VM"
         cpu_u = self.cpu / p.host_cores
         new_cpu = (self.cpu + p.cpu[v]) / p.host_cores
-        score = np.maximum(new_cpu, _max_excluding_each(cpu_u))
+        score = np.maximum(new_cpu, _max_excluding_each(cpu_u)) if self.use_cpu else np.zeros(p.n_hosts)
         if self.n_levels == 0:
             return score
         if self.energy == "nic":

@@ -1,0 +1,28 @@
+"""Random placement (Virtue §III-B): each VM on a host drawn at random; a full host (slots or memory)
+is drawn again. The paper's baseline, and what a fragmented static placement looks like."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.plan.placement.problem import PlacementError, Problem
+
+
+def random_placement(problem: Problem, rng: np.random.Generator) -> np.ndarray:
+    problem.check()
+    free = problem.capacity().astype(np.int64)
+    mem_free = None if problem.memory is None or problem.host_memory is None else problem.host_memory.astype(float)
+    x = np.full(problem.n_vms, -1, dtype=np.int64)
+    for v in rng.permutation(problem.n_vms):
+        room = free > 0
+        if mem_free is not None:
+            room &= mem_free >= problem.memory[v]
+        hosts = np.flatnonzero(room)
+        if len(hosts) == 0:
+            raise PlacementError(f"no host has a slot and memory left for VM {problem.vm_names[v]}")
+        h = int(rng.choice(hosts))  # the same as redrawing until a host has room
+        x[v] = h
+        free[h] -= 1
+        if mem_free is not None:
+            mem_free[h] -= problem.memory[v]
+    return x
