@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -172,3 +174,30 @@ def test_infeasible_problems_are_refused_with_what_does_not_fit():
         greedy_fill(big)
     with pytest.raises(ValueError, match="unknown energy"):
         Evaluator(problem(1, np.zeros((1, 1))), "disk", np.zeros(1))
+
+
+def test_the_mip_is_optimal_on_tiny_instances_checked_by_brute_force():
+    from sova.plan.placement.milp import solve
+
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        t = np.where(rng.random((3, 3)) < 0.5, rng.uniform(10e6, 90e6, (3, 3)), 0.0)
+        p = problem(3, t, cpu=rng.uniform(0.1, 3, 3), n_hosts=6, slots=2, external_tx=rng.uniform(0, 20e6, 3))
+        best = min(
+            Evaluator(p, "all", np.array(x)).value()
+            for x in itertools.product(range(6), repeat=3)
+            if np.bincount(x, minlength=6).max() <= 2
+        )
+        r = solve(p, time_limit=20)
+        assert r.status == "Optimal" and r.gap == pytest.approx(0.0, abs=1e-6)
+        assert r.value == pytest.approx(best)
+
+
+def test_the_mip_starts_from_a_heuristic_and_reports_its_gap():
+    from sova.plan.placement.milp import solve
+
+    p = pairs()
+    start = np.array([0, 3, 1, 4])
+    r = solve(p, start=start, time_limit=10)
+    assert r.value <= Evaluator(p, "all", start).value()
+    assert r.value == pytest.approx(0.5) and r.bound == pytest.approx(0.5, abs=1e-6)
