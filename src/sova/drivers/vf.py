@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass, field
-
-VF_MAC_PREFIX = "52:54:00:77:02:"  # MACs the driver gives VF interfaces, one per VM
+from dataclasses import dataclass
 
 
 def vf_mac(vm_index: int) -> str:
-    return f"{VF_MAC_PREFIX}{vm_index % 256:02x}"
+    """The MAC the driver gives a VM's VF interface (locally administered, one per VM, 65,536 VMs)."""
+    return f"52:54:00:78:{(vm_index >> 8) & 0xFF:02x}:{vm_index & 0xFF:02x}"
 
 
 @dataclass
@@ -49,7 +48,6 @@ class EmulatedVfs:
     count: int = 2
     bridge: str = "br0"
     bandwidth: float = 1e9
-    note: str = field(default="emulated: a rate-limited virtio NIC, not SR-IOV hardware", repr=False)
 
 
 def pci_parts(address: str) -> tuple[int, int, int, int]:

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from sova.lab.errors import LabError
 
-SUBNET = "10.77.0.0/16"
 LINK_MBIT = 100  # each host's port to the fabric
 CGROUP_CONTROLLERS = ("cpu", "cpuacct", "blkio")
 LIBVIRT_DIRS = {  # per-host directory name -> the compiled-in path it replaces
