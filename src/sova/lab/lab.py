@@ -164,16 +164,17 @@ class Lab:
         return s
 
     def where(self, state: LabState) -> dict[str, tuple[str, str]]:
-        """VM name -> (host name, libvirt state) for every running lab VM."""
+        """VM name -> (host name, libvirt state) for every lab VM; mid-migration, where it runs."""
         libvirt = load_libvirt()
 
-        out = {}
+        out: dict[str, tuple[str, str]] = {}
         for h in state.hosts:
             try:
                 with _conn(h) as conn:
                     for dom in conn.listAllDomains():
-                        st = dom.state()[0]
-                        out[dom.name()] = (h.name, _STATES.get(st, str(st)))
+                        st = _STATES.get(dom.state()[0], "unknown")
+                        if dom.name() not in out or st == "running":
+                            out[dom.name()] = (h.name, st)
             except LabError:
                 continue
             except libvirt.libvirtError:
