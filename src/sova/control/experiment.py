@@ -85,7 +85,7 @@ def run_profile(
     sim = Simulator(scenario, seed)
     initial_vfs = frozenset(v for v, vf in zip(sim.vm_names, sim.vm_vf, strict=True) if vf)
     driver = SimDriver(sim)
-    runtime = Runtime(driver, policies, scenario.control, prof.mode)
+    runtime = Runtime(driver, policies, scenario.control, prof.mode, scenario.topology)
     per_host = scenario.outputs.per_vm or len(sim.host_names) <= PER_HOST_MAX
     vm_names = sim.vm_names if scenario.outputs.per_vm else None
     rec = Recorder(sim.host_names, per_host, scenario.outputs.sample_every, vm_names)

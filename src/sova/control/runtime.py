@@ -11,16 +11,23 @@ from sova.control.audit import AuditLog
 from sova.control.executor import Executor
 from sova.drivers.base import Driver
 from sova.model.knowledge import Knowledge
-from sova.model.scenario import ControlSpec
+from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.base import Policy
 
 
 class Runtime:
-    def __init__(self, driver: Driver, policies: list[Policy], control: ControlSpec, mode: str = "auto"):
+    def __init__(
+        self,
+        driver: Driver,
+        policies: list[Policy],
+        control: ControlSpec,
+        mode: str = "auto",
+        topology: TopologySpec | None = None,
+    ):
         self.driver = driver
         self.policies = policies
         self.control = control
-        self.knowledge = Knowledge(control.history)
+        self.knowledge = Knowledge(control.history, topology)
         self.audit = AuditLog()
         self.executor = Executor(driver, control, mode, self.audit)
         start = driver.now()

@@ -10,14 +10,17 @@ from collections import deque
 
 import numpy as np
 
+from sova.model.scenario import TopologySpec
 from sova.model.snapshot import Snapshot
 
 
 class Knowledge:
-    """Snapshot history (newest last) plus helpers for windowed rates."""
+    """Snapshot history (newest last) plus helpers for windowed rates, and the fabric from the inventory
+    (an operator's description of the network, as the Virtue paper's experiment files give it)."""
 
-    def __init__(self, history: int = 600):
+    def __init__(self, history: int = 600, topology: TopologySpec | None = None):
         self.snapshots: deque[Snapshot] = deque(maxlen=history)
+        self.topology = topology
 
     def add(self, snap: Snapshot) -> None:
         if self.snapshots and len(snap.vms) != len(self.snapshots[-1].vms):

@@ -470,7 +470,9 @@ class Simulator:
         ends_run = np.where(src_vm >= 0, run[np.maximum(src_vm, 0)], 1.0) * np.where(
             dst_vm >= 0, run[np.maximum(dst_vm, 0)], 1.0
         )
-        np.multiply(demand, ends_run, out=demand)
+        # a paused end stops the flow; an unlimited stream's demand is inf, and inf * 0 would be NaN
+        np.multiply(demand, ends_run, out=demand, where=ends_run > 0)
+        demand[ends_run <= 0] = 0.0
 
     def _io_demands(self, t: float) -> dict[str, np.ndarray]:
         """Per-VM IO streams: IOPS (capped by the VM's IO limit), size and read fraction."""

@@ -1,0 +1,54 @@
+"""Measure (the first step of Virtue's cycle): a placement problem from the Knowledge alone.
+
+Over the last ``window`` seconds: each VM's CPU in cores, the VM-to-VM traffic matrix from the flow
+counters (as Open vSwitch counts them), what each VM exchanges with the outside (its NIC counters minus
+what the matrix explains), the hosts' cores and memory, and the fabric from the inventory. Only what a
+real deployment observes; never the simulator's demands.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import coo_matrix
+
+from sova.model.knowledge import Knowledge
+from sova.plan.placement.fabric import levels_for
+from sova.plan.placement.problem import PlacementError, Problem
+
+
+def problem_from_knowledge(knowledge: Knowledge, window: float, slots: int) -> Problem:
+    w = knowledge.window(window)
+    if w is None:
+        raise PlacementError(f"fewer than two observations in the last {window:g} s: nothing to measure yet")
+    if knowledge.topology is None:
+        raise PlacementError("the inventory has no fabric (topology): network-aware placement needs it")
+    old, new = w
+    if old.vms != new.vms:
+        raise PlacementError("the VMs changed during the measurement window")
+    dt = new.time - old.time
+    V = len(new.vms)
+    cpu = (new.counters.cpu_time - old.counters.cpu_time) / dt
+    rate = (new.flow_bytes - old.flow_bytes) * 8 / dt if len(new.flow_bytes) == len(old.flow_bytes) else None
+    src, dst = new.flow_src, new.flow_dst
+    if rate is None:
+        rate, src, dst = np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    inside = (dst >= 0) & (dst != src)
+    traffic = coo_matrix((rate[inside], (src[inside], dst[inside])), shape=(V, V)).tocsr()
+    c0, c1 = old.counters, new.counters
+    tx = (c1.guest_tx_bytes - c0.guest_tx_bytes) * 8 / dt
+    rx = (c1.guest_rx_bytes - c0.guest_rx_bytes) * 8 / dt
+    ext_tx = np.maximum(0.0, tx - np.asarray(traffic.sum(axis=1)).ravel())  # NIC traffic the matrix leaves out
+    ext_rx = np.maximum(0.0, rx - np.asarray(traffic.sum(axis=0)).ravel())
+    return Problem(
+        vm_names=new.vms,
+        host_names=new.hosts,
+        cpu=np.maximum(cpu, 0.0),
+        host_cores=new.host_cores.astype(float),
+        traffic=traffic,
+        levels=levels_for(knowledge.topology, len(new.hosts), new.nic_bandwidth),
+        slots=slots,
+        memory=new.vm_memory.astype(float),
+        host_memory=new.host_memory.astype(float),
+        external_tx=ext_tx,
+        external_rx=ext_rx,
+    )

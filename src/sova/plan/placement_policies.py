@@ -1,0 +1,171 @@
+"""Virtue's placement algorithms as global policies: measure, optimize, migrate, and again.
+
+Every ``cycle`` seconds a policy measures the last ``window`` seconds (``placement.measure``), runs its
+algorithm from the current placement and adopts the result if its own objective (the energy of the
+information it has) drops by at least ``min_gain``. Between cycles, every ``period`` it starts the next
+wave of migrations towards the adopted placement (``placement.moves``); the executor's rails apply to
+each. Adding an algorithm means adding a subclass here.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from sova.model.actions import Action, Migrate
+from sova.model.knowledge import Knowledge
+from sova.model.schema import Field
+from sova.plan.base import Policy, register
+from sova.plan.placement.annealing import anneal
+from sova.plan.placement.greedy_fill import greedy_fill
+from sova.plan.placement.greedy_net import greedy_net
+from sova.plan.placement.measure import problem_from_knowledge
+from sova.plan.placement.milp import solve
+from sova.plan.placement.minimax import Evaluator
+from sova.plan.placement.moves import next_wave
+from sova.plan.placement.problem import PlacementError, Problem
+
+PLACEMENT_PARAMS = {
+    "period": Field("duration", 30.0, "how often the next wave of migrations may start", lo=0, lo_open=True),
+    "cycle": Field("duration", 600.0, "how often to measure and optimize anew (Virtue's cycle)", lo=0, lo_open=True),
+    "window": Field("duration", 60.0, "seconds of measurements a cycle averages", lo=1),
+    "slots": Field("int", 4, "VMs a host may hold (the paper: 4)", lo=1),
+    "min_gain": Field("float", 0.02, "drop in the objective a new placement needs to be adopted", lo=0),
+    "seed": Field("int", 1, "random seed of the annealers"),
+}
+SA_PARAMS = {
+    **PLACEMENT_PARAMS,
+    "steps": Field("int", 20_000, "annealing steps per cycle", lo=1),
+    "t0": Field("float", 0.05, "starting temperature (in units of utilization)", lo=0, lo_open=True),
+    "t_end": Field("float", 1e-4, "final temperature", lo=0, lo_open=True),
+}
+MODEL_PARAMS = {
+    **PLACEMENT_PARAMS,
+    "time_limit": Field("duration", 60.0, "HiGHS time limit per cycle", lo=0, lo_open=True),
+    "gap": Field("float", 0.1, "relative gap at which HiGHS may stop (the paper: 10 %)", lo=0),
+}
+
+
+class PlacementPolicy(Policy):
+    loop = "global"
+    energy: ClassVar[str] = "all"
+    params = PLACEMENT_PARAMS
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self.rng = np.random.default_rng(self.p["seed"])
+        self.target: np.ndarray | None = None
+        self.problem: Problem | None = None
+        self.why = ""
+        self.next_cycle = -np.inf
+
+    def optimize(self, problem: Problem, x0: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def plan(self, knowledge: Knowledge) -> list[Action]:
+        snap = knowledge.latest
+        if self.target is not None:
+            if self.problem is None or self.problem.vm_names != snap.vms:
+                self.target = None  # the inventory changed: measure again
+            elif snap.vm_migrating.any():
+                return []  # waves go one after the other: the next starts from where this one ends
+            else:
+                wave = next_wave(self.problem, snap.vm_host, self.target)
+                if wave:
+                    return [
+                        Migrate(vm=snap.vms[v], dst=snap.hosts[h], policy=self.name, reason=self.why) for v, h in wave
+                    ]
+                # reached (or stuck): measure the settled placement for a whole window before the next cycle
+                self.target = None
+                self.next_cycle = max(self.next_cycle, snap.time + self.p["window"])
+                return []
+        if snap.time >= self.next_cycle:
+            self.next_cycle = snap.time + self.p["cycle"]
+            self._cycle(knowledge)
+            if self.target is not None:
+                return self.plan(knowledge)
+        return []
+
+    def _cycle(self, knowledge: Knowledge) -> None:
+        try:
+            problem = problem_from_knowledge(knowledge, self.p["window"], self.p["slots"])
+            x0 = knowledge.latest.vm_host.copy()
+            x1 = self.optimize(problem, x0)
+        except PlacementError:
+            self.target = None
+            return
+        before = Evaluator(problem, self.energy, x0).value()
+        after = Evaluator(problem, self.energy, x1).value()
+        if before - after >= self.p["min_gain"]:
+            self.problem, self.target = problem, x1
+            moves = int((x0 != x1).sum())
+            self.why = f"{self.name}: maximum utilization {before:.0%} -> {after:.0%} with {moves} migration(s)"
+        else:
+            self.target = None
+
+
+@register
+class GreedyFill(PlacementPolicy):
+    name = "greedy-fill"
+    summary = "Virtue's Greedy Fill: re-place every VM, least network use first, each where the maximum stays lowest"
+
+    def optimize(self, problem, x0):
+        return greedy_fill(problem)
+
+
+@register
+class GreedyNet(PlacementPolicy):
+    name = "greedy-net"
+    energy = "links"
+    summary = "Virtue's Greedy Net: move talkers off the most utilized link while that lowers it (no CPU data)"
+
+    def optimize(self, problem, x0):
+        return greedy_net(problem, x0)
+
+
+class _Annealer(PlacementPolicy):
+    params = SA_PARAMS
+
+    def optimize(self, problem, x0):
+        p = self.p
+        return anneal(problem, x0, self.energy, self.rng, p["steps"], p["t0"], p["t_end"])
+
+
+@register
+class AnnealCpu(_Annealer):
+    name = "sa-c"
+    energy = "cpu"
+    summary = "Virtue's SA C: simulated annealing on host CPU alone (like today's CPU-only balancers)"
+
+
+@register
+class AnnealCpuNic(_Annealer):
+    name = "sa-cn"
+    energy = "nic"
+    summary = "Virtue's SA CN: simulated annealing on CPU and host NIC counters"
+
+
+@register
+class AnnealCpuNicMatrix(_Annealer):
+    name = "sa-cntm"
+    energy = "nic-tm"
+    summary = "Virtue's SA CNTM: SA CN with the traffic matrix (traffic inside a host leaves the NIC alone)"
+
+
+@register
+class AnnealAll(_Annealer):
+    name = "sa-all"
+    energy = "all"
+    summary = "Virtue's SA All: simulated annealing on CPU and every link of the topology"
+
+
+@register
+class Model(PlacementPolicy):
+    name = "model"
+    params = MODEL_PARAMS
+    summary = "Virtue's Model: the exact minimax MIP (HiGHS), warm-started from Greedy Fill, with a time limit"
+
+    def optimize(self, problem, x0):
+        start = greedy_fill(problem)
+        return solve(problem, start=start, time_limit=self.p["time_limit"], gap=self.p["gap"]).x
