@@ -55,3 +55,20 @@ def test_a_wave_keeps_memory_and_moves_into_a_host_once():
     )
     assert next_wave(p, np.array([0, 1, 2]), np.array([2, 2, 2])) == [(0, 2)]
     assert next_wave(p, np.array([0, 1, 2]), np.array([0, 1, 2])) == []
+
+
+def test_sova_place_prints_the_moves_and_migrates_nothing(capsys):
+    from sova.cli import main
+
+    assert main(["place", str(PAIRS), "--algorithm", "greedy-fill", "--window", "30"]) == 0
+    text = capsys.readouterr().out
+    assert "move b1: pm5 -> pm1" in text and "4 move(s)" in text and "nothing was migrated" in text
+
+
+def test_sova_place_refuses_unknown_parameters_and_windows(capsys):
+    from sova.cli import main
+
+    assert main(["place", str(PAIRS), "--algorithm", "sa-all", "--param", "stpes=10"]) == 2
+    assert "stpes" in capsys.readouterr().err
+    assert main(["place", str(PAIRS), "--algorithm", "greedy-fill", "--window", "0"]) == 2
+    assert "--window" in capsys.readouterr().err

@@ -18,6 +18,7 @@ from sova import __version__
 from sova.drivers.libvirt_driver import DriverError
 from sova.lab.errors import LabError
 from sova.model.schema import InputError, Problem
+from sova.plan.placement.problem import PlacementError
 from sova.sim.engine import SimError
 from sova.sim.traces import TraceError
 
@@ -83,9 +84,26 @@ def _parser() -> argparse.ArgumentParser:
         help="list the registered policies and their parameters",
         description="List every policy a profile can name, with its loop, period and parameters.",
     )
+    _place_parser(sub)
     _lab_parser(sub)
     _manage_parser(sub)
     return p
+
+
+def _place_parser(sub) -> None:
+    from sova.control.place import ALGORITHMS
+
+    pl = sub.add_parser(
+        "place",
+        help="what a placement algorithm would do with a scenario (nothing is migrated)",
+        description="Measure SCENARIO for --window simulated seconds with no policy, run a Virtue placement "
+        "algorithm on what was measured, and print the objective (the most utilized CPU or link) before and "
+        "after, the peak of each resource kind, the moves and the optimizer's runtime. See docs/placement.md.",
+    )
+    pl.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file (needs a tree [topology])")
+    pl.add_argument("--algorithm", required=True, choices=ALGORITHMS, help="the placement algorithm")
+    pl.add_argument("--window", type=float, default=60.0, metavar="SECONDS", help="measurement window (default 60)")
+    pl.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="an algorithm parameter")
 
 
 def _lab_parser(sub) -> None:
@@ -172,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
             return _run(args)
         if args.command == "policies":
             return _policies()
+        if args.command == "place":
+            return _place(args)
         if args.command == "lab":
             return _lab(args)
         if args.command == "manage":
@@ -179,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:
         _print_problems(exc.problems)
         return 2
-    except (TraceError, SimError, LabError, DriverError) as exc:
+    except (TraceError, SimError, LabError, DriverError, PlacementError) as exc:
         _error(str(exc))
         return 2
     except KeyboardInterrupt:
@@ -348,6 +368,33 @@ def _policies() -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def _place(args) -> int:
+    from sova.control.place import place
+
+    if args.window <= 0:
+        raise InputError([Problem("--window", f"got {args.window:g}; expected a positive number of seconds")])
+    _, runs = _load(args.scenario)
+    params = {}
+    for item in args.param:
+        key, sep, val = item.partition("=")
+        if not sep:
+            raise InputError([Problem("--param", f"{item!r}: expected KEY=VALUE, e.g. steps=50000")])
+        params[key] = _toml_value(val)
+    r = place(runs[0], args.algorithm, args.window, params)
+    table = Table(title=f"{args.algorithm} on {args.scenario.name} (measured {args.window:g} s)")
+    table.add_column("resource")
+    table.add_column("now", justify="right")
+    table.add_column("after", justify="right")
+    table.add_row("objective (max utilization)", f"{r.before:.1%}", f"{r.after:.1%}")
+    for kind in r.peaks_before:
+        table.add_row(f"peak {kind}", f"{r.peaks_before[kind]:.1%}", f"{r.peaks_after[kind]:.1%}")
+    out.print(table)
+    for vm, a, b in r.moves:
+        out.print(f"  move {vm}: {a} -> {b}", markup=False)
+    out.print(f"{len(r.moves)} move(s); optimizer {r.seconds * 1000:.0f} ms; nothing was migrated", markup=False)
+    return 0
 
 
 def _lab(args) -> int:
