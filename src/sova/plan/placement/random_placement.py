@@ -13,14 +13,20 @@ def random_placement(problem: Problem, rng: np.random.Generator) -> np.ndarray:
     free = problem.capacity().astype(np.int64)
     mem_free = None if problem.memory is None or problem.host_memory is None else problem.host_memory.astype(float)
     x = np.full(problem.n_vms, -1, dtype=np.int64)
+    H = problem.n_hosts
     for v in rng.permutation(problem.n_vms):
-        room = free > 0
-        if mem_free is not None:
-            room &= mem_free >= problem.memory[v]
-        hosts = np.flatnonzero(room)
-        if len(hosts) == 0:
-            raise PlacementError(f"no host has a slot and memory left for VM {problem.vm_names[v]}")
-        h = int(rng.choice(hosts))  # the same as redrawing until a host has room
+        for _ in range(32):  # draw again while the host is full, as the paper does
+            h = int(rng.integers(H))
+            if free[h] > 0 and (mem_free is None or mem_free[h] >= problem.memory[v]):
+                break
+        else:  # mostly full: draw among the hosts with room
+            room = free > 0
+            if mem_free is not None:
+                room &= mem_free >= problem.memory[v]
+            hosts = np.flatnonzero(room)
+            if len(hosts) == 0:
+                raise PlacementError(f"no host has a slot and memory left for VM {problem.vm_names[v]}")
+            h = int(rng.choice(hosts))
         x[v] = h
         free[h] -= 1
         if mem_free is not None:
