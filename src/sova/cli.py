@@ -376,12 +376,7 @@ def _place(args) -> int:
     if args.window <= 0:
         raise InputError([Problem("--window", f"got {args.window:g}; expected a positive number of seconds")])
     _, runs = _load(args.scenario)
-    params = {}
-    for item in args.param:
-        key, sep, val = item.partition("=")
-        if not sep:
-            raise InputError([Problem("--param", f"{item!r}: expected KEY=VALUE, e.g. steps=50000")])
-        params[key] = _toml_value(val)
+    params = {k: _toml_value(v) for k, v in _pairs(args.param, "--param", "KEY=VALUE, e.g. steps=50000")}
     r = place(runs[0], args.algorithm, args.window, params)
     table = Table(title=f"{args.algorithm} on {args.scenario.name} (measured {args.window:g} s)")
     table.add_column("resource")
@@ -439,17 +434,10 @@ def _manage(args) -> int:
         cfg = load_hosts_file(args.hosts_file)
         hosts.update(cfg.hosts)
         options.update(sriov=cfg.sriov, migration_uri=cfg.migration_uri, nic_bandwidth=cfg.nic_bandwidth)
-    for item in args.host:
-        name, sep, uri = item.partition("=")
-        if not sep or not name or not uri:
-            raise DriverError(f"--host {item!r}: expected NAME=URI, e.g. node1=qemu+ssh://root@node1/system")
-        hosts[name] = uri
+    hosts.update(_pairs(args.host, "--host", "NAME=URI, e.g. node1=qemu+ssh://root@node1/system"))
     params: dict[str, dict] = {}
-    for item in args.param:
-        key, sep, val = item.partition("=")
-        pol, dot, k = key.partition(".")
-        if not sep or not dot:
-            raise DriverError(f"--param {item!r}: expected POLICY.KEY=VALUE, e.g. sova.alpha=0.8")
+    for key, val in _pairs(args.param, "--param", "POLICY.KEY=VALUE, e.g. sova.alpha=0.8", dotted=True):
+        pol, _, k = key.partition(".")
         params.setdefault(pol, {})[k] = _toml_value(val)
     profile = ProfileSpec(args.profile, BUILTIN_PROFILES[args.profile], args.mode, params)
     from sova.control.profiles import check_profile
@@ -459,11 +447,10 @@ def _manage(args) -> int:
     if r.problems:
         raise InputError(r.problems)
     control = ControlSpec()
-    for item in args.control:
-        key, sep, val = item.partition("=")
-        if not sep or key not in ControlSpec.__dataclass_fields__:
-            known = ", ".join(ControlSpec.__dataclass_fields__)
-            raise DriverError(f"--control {item!r}: expected KEY=VALUE with KEY one of {known}")
+    known = ", ".join(ControlSpec.__dataclass_fields__)
+    for key, val in _pairs(args.control, "--control", f"KEY=VALUE with KEY one of {known}"):
+        if key not in ControlSpec.__dataclass_fields__:
+            raise InputError([Problem("--control", f"{key!r}: expected KEY=VALUE with KEY one of {known}")])
         control = replace(control, **{key: type(getattr(control, key))(_toml_value(val))})
     driver = LibvirtDriver(hosts, **options)
     driver.connect()
@@ -491,6 +478,17 @@ def _manage(args) -> int:
         if audit is not None:
             audit.close()
     return 0
+
+
+def _pairs(items: list[str], flag: str, expected: str, dotted: bool = False) -> list[tuple[str, str]]:
+    """KEY=VALUE arguments as (key, value) pairs; a malformed one is an input error naming the flag."""
+    out = []
+    for item in items:
+        key, sep, val = item.partition("=")
+        if not sep or not key or not val or (dotted and "." not in key):
+            raise InputError([Problem(flag, f"{item!r}: expected {expected}")])
+        out.append((key, val))
+    return out
 
 
 def _toml_value(text: str):

@@ -253,8 +253,9 @@ class LibvirtDriver:
             state.last = (now, c["cpu_time"][v], wait)
             c["blocked_time"][v] = state.blocked
             vf_macs = {vf_mac(state.index)}
+            xml = self._xml(dom)  # one read per VM and observation: every device question below uses it
             for i in range(int(st.get("net.count", 0))):
-                if self._is_vf_interface(dom, host, i, st, vf_macs):
+                if self._is_vf_interface(xml, host, i, st, vf_macs):
                     continue
                 c["vnic_rx_bytes"][v] += st.get(f"net.{i}.rx.bytes", 0)
                 c["vnic_tx_bytes"][v] += st.get(f"net.{i}.tx.bytes", 0)
@@ -268,7 +269,7 @@ class LibvirtDriver:
                 c["blk_time"][v] += (st.get(f"block.{i}.rd.times", 0) + st.get(f"block.{i}.wr.times", 0)) * NS
             vmem[v] = st.get("balloon.maximum", st.get("balloon.current", 0)) / 1024
             vmem_used[v] = (st.get("balloon.available", 0) - st.get("balloon.usable", 0)) / 1024
-            report = self._guest_report(name, host, dom, state)
+            report = self._guest_report(host, xml, state)
             if report is not None:
                 g = [sum(x[k] for n_, x in report.net.items() if n_ != "lo") for k in range(4)]
                 total, avail = report.meminfo.get("MemTotal"), report.meminfo.get("MemAvailable")
@@ -290,7 +291,7 @@ class LibvirtDriver:
                     c[key][v] = state.monotonic(key, c[key][v])
             dirty[v] = self._dirty_rate(name, dom, st, now)
             weight[v], cap[v] = self._cpu_tune(dom, n_vcpu)
-            has_vf = self._has_vf(dom, vf_macs)
+            has_vf = self._has_vf(xml, vf_macs)
             job = self._jobs.get(name)
             if job and not job.done and isinstance(job.action, A.DetachVF):
                 nic.append("detaching")
@@ -361,28 +362,28 @@ class LibvirtDriver:
         except Exception:
             return ""
 
-    def _has_vf(self, dom, vf_macs: set[str]) -> bool:
-        return any(m in vf_macs for m in _MAC_RE.findall(self._xml(dom)))
+    @staticmethod
+    def _has_vf(xml: str, vf_macs: set[str]) -> bool:
+        return any(m in vf_macs for m in _MAC_RE.findall(xml))
 
-    def _is_vf_interface(self, dom, host: str, i: int, st: dict, vf_macs: set[str]) -> bool:
+    def _is_vf_interface(self, xml: str, host: str, i: int, st: dict, vf_macs: set[str]) -> bool:
         """Whether interface i is the (emulated) VF: its traffic bypasses the para-virtual path."""
         if self.emulated is None or host in self.sriov:
             return False  # a real VF never shows in the domain's net stats
         name = st.get(f"net.{i}.name", "")
-        xml = self._xml(dom)
         for m in re.finditer(r"<interface type='bridge'>(.*?)</interface>", xml, re.S):
             if f"<target dev='{name}'/>" in m.group(1) and any(mac in m.group(1) for mac in vf_macs):
                 return True
         return False
 
-    def _guest_report(self, name: str, host: str, dom, state: _VmState):
+    def _guest_report(self, host: str, xml: str, state: _VmState):
         if self.guest_socket is None:
             return None
         if state.channel is None or state.channel_host != host:
             answers = state.channel.answers if state.channel else []
             if state.channel:
                 state.channel.close()
-            m = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", self._xml(dom))
+            m = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", xml)
             path = self.guest_socket(host, m.group(1)) if m else None
             state.channel = GuestChannel(path) if path else None
             state.channel_host = host
@@ -494,7 +495,8 @@ class LibvirtDriver:
     def _attach_vf(self, host: str, dom, vm: str, rate: float) -> None:
         st = self._vm[vm]
         mac = vf_mac(st.index)
-        if self._has_vf(dom, {mac}):
+        xml = self._xml(dom)
+        if self._has_vf(xml, {mac}):
             raise _Refused(f"{vm} already has a VF")
         live = self._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
         if host in self.sriov:
@@ -503,7 +505,7 @@ class LibvirtDriver:
             free = [p for p in cfg.vfs if p not in used]
             if not free:
                 raise _Refused(f"{host} has no free VF ({len(cfg.vfs)} in all)")
-            standby = re.search(r"<alias name='(ua-[^']+)'/>", self._xml(dom))
+            standby = re.search(r"<alias name='(ua-[^']+)'/>", xml)
             dom.attachDeviceFlags(hostdev_xml(free[0], mac, standby.group(1) if standby else "ua-sova-net0"), live)
             st.vf_pci = free[0]
             cfg.set_rate(cfg.vfs.index(free[0]), rate)
@@ -543,7 +545,7 @@ class LibvirtDriver:
             return
         dom.detachDeviceFlags(m.group(0), self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
         deadline = time.monotonic() + DEVICE_REMOVED_TIMEOUT
-        while self._has_vf(dom, {mac}):
+        while self._has_vf(self._xml(dom), {mac}):  # fresh each time: the removal is what we wait for
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{vm}: the VF was not removed within {DEVICE_REMOVED_TIMEOUT:g} s")
             time.sleep(0.1)
@@ -577,7 +579,7 @@ class LibvirtDriver:
                 sconn = self._open(self.hosts[src])
                 job.conns.append(sconn)
                 dom = sconn.lookupByName(vm)
-            if self._has_vf(dom, {vf_mac(self._vm[vm].index)}):
+            if self._has_vf(self._xml(dom), {vf_mac(self._vm[vm].index)}):
                 job.reattach_rate = self._vm[vm].vf_rate
                 self._detach_vf_now(src, dom, vm)  # a VF cannot migrate: unplug it first
             flags = self._flag("VIR_MIGRATE_LIVE", 1) | self._flag("VIR_MIGRATE_PERSIST_DEST", 8)

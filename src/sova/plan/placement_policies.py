@@ -9,6 +9,7 @@ each. Adding an algorithm means adding a subclass here.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from typing import ClassVar
 
 import numpy as np
@@ -60,8 +61,9 @@ class PlacementPolicy(Policy):
         self.why = ""
         self.next_cycle = -np.inf
 
+    @abstractmethod
     def optimize(self, problem: Problem, x0: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
+        """The placement the algorithm proposes for `problem`, starting from `x0` (VM -> host index)."""
 
     def plan(self, knowledge: Knowledge) -> list[Action]:
         snap = knowledge.latest

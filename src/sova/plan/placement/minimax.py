@@ -147,8 +147,7 @@ class Evaluator:
             outside = np.maximum((inn + so) / cap, (out + si) / cap)
             # v inside G: G sends what v sends to non-members (and outside the problem), receives likewise
             inside = np.maximum((out + s_out - so) / cap, (inn + s_in - si) / cap)
-            gh = g  # host -> its group at this level
-            score = np.maximum(score, np.maximum(inside[gh], _max_excluding_each(outside)[gh]))
+            score = np.maximum(score, np.maximum(inside[g], _max_excluding_each(outside)[g]))  # g: host -> group
         return score
 
 
@@ -158,7 +157,7 @@ def _max_excluding_each(a: np.ndarray) -> np.ndarray:
         return np.zeros(1)
     i = int(np.argmax(a))
     top = a[i]
-    second = np.max(np.delete(a, i)) if len(a) > 1 else 0.0
+    second = np.max(np.delete(a, i))
     out = np.full(len(a), top)
     out[i] = second
     return out
