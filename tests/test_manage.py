@@ -68,7 +68,8 @@ def test_dry_run_applies_nothing():
         (["--host", "n1=node1"], "not a libvirt URI"),
         (["--host", "n1=test:///default", "--param", "sova"], "expected POLICY.KEY=VALUE"),
         (["--host", "n1=test:///default", "--param", "sova.alpah=0.8"], "alpah"),
-        (["--host", "n1=test:///default", "--control", "holddown=5"], "KEY one of"),
+        (["--host", "n1=test:///default", "--control", "holddown=5"], "did you mean 'hold_down'"),
+        (["--host", "n1=test:///default", "--control", "hold_down=soon"], "--control.hold_down: expected a duration"),
         ([], "at least one host"),
     ],
 )

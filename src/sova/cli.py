@@ -414,11 +414,11 @@ def _lab(args) -> int:
 
 def _manage(args) -> int:
     import json
-    from dataclasses import asdict, replace
+    from dataclasses import asdict
 
     from sova.control.manage import BUILTIN_PROFILES, manage
     from sova.drivers.libvirt_driver import LibvirtDriver
-    from sova.model.scenario import ControlSpec, ProfileSpec
+    from sova.model.scenario import CONTROL_FIELDS, ControlSpec, ProfileSpec
     from sova.model.schema import Reader
 
     hosts, options = {}, {}
@@ -446,12 +446,11 @@ def _manage(args) -> int:
     policies = check_profile(r, profile)
     if r.problems:
         raise InputError(r.problems)
-    control = ControlSpec()
-    known = ", ".join(ControlSpec.__dataclass_fields__)
-    for key, val in _pairs(args.control, "--control", f"KEY=VALUE with KEY one of {known}"):
-        if key not in ControlSpec.__dataclass_fields__:
-            raise InputError([Problem("--control", f"{key!r}: expected KEY=VALUE with KEY one of {known}")])
-        control = replace(control, **{key: type(getattr(control, key))(_toml_value(val))})
+    rails = {k: _toml_value(v) for k, v in _pairs(args.control, "--control", "KEY=VALUE, e.g. hold_down=120")}
+    r = Reader("sova manage")  # the scenario's [control] table: the same keys, units, ranges and errors
+    control = ControlSpec(**r.table(rails, CONTROL_FIELDS, "--control"))
+    if r.problems:
+        raise InputError(r.problems)
     driver = LibvirtDriver(hosts, **options)
     driver.connect()
     audit = args.audit.open("a", encoding="utf-8") if args.audit else None
