@@ -13,11 +13,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader
 
 TOPOLOGY_KINDS = ("single-switch", "leaf-spine", "fat-tree", "three-tier")
-WORKLOAD_KINDS = ("lookbusy", "netperf", "httperf", "fio", "transfer", "batch", "planetlab", "bitbrains")
+WORKLOAD_KINDS = (
+    "lookbusy",
+    "netperf",
+    "httperf",
+    "web",
+    "mapreduce",
+    "fio",
+    "transfer",
+    "batch",
+    "planetlab",
+    "bitbrains",
+)
 MODES = ("auto", "approve", "dry-run")
+AUTO_HOSTS = ("auto", "random")
 
 SCENARIO_FIELDS = {
     "name": Field("str", REQUIRED, "short name of the scenario, used in reports"),
@@ -79,7 +93,9 @@ VM_FIELDS = {
     "name": Field("str", REQUIRED, "VM name; with count, a pattern with {i} (1-based)"),
     "count": Field("int", 1, "how many VMs this entry makes (0: none, e.g. at one end of a sweep)", lo=0),
     "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
-    "host": Field("str", "auto", "initial host, or 'auto' (round-robin over hosts with room)"),
+    "host": Field(
+        "str", "auto", "initial host, 'auto' (round-robin over hosts with room) or 'random' (seeded, with room)"
+    ),
     "vcpus": Field("int", 1, "virtual CPUs", lo=1),
     "memory": Field("memory", 1024.0, "memory (1 GiB by default)", lo=1),
     "disk": Field("size", 10 * 1024**3, "disk size", lo=0),
@@ -116,6 +132,25 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "cpu_per_request": Field("duration", 50e-6, "server CPU time per request", lo=0),
         "timeout": Field("duration", 5.0, "client timeout; slower requests count as errors", lo=0, lo_open=True),
     },
+    "web": {
+        "web": Field("str", REQUIRED, "web VMs this client sends to: a name, a glob ('s1-web*') or 'web{i}'"),
+        "cache": Field("str", "", "cache VMs each web request calls, a name or glob ('' : none)"),
+        "concurrency": Field("int", 20, "requests the client keeps outstanding", lo=1),
+        "request": Field("size", 750.0, "request size, client to web", lo=1),
+        "page": Field("size", 33660.0, "response size, web to client", lo=1),
+        "calls": Field("int", 10, "sequential cache requests per web request, to random cache VMs", lo=0),
+        "call_request": Field("size", 100.0, "cache request size", lo=1),
+        "call_response": Field("size", 500.0, "cache response size", lo=1),
+        "cpu_per_request": Field("duration", 1e-3, "web VM CPU time per request", lo=0),
+        "cpu_per_call": Field("duration", 20e-6, "cache VM CPU time per call", lo=0),
+    },
+    "mapreduce": {
+        "map": Field("float", 60.0, "map work per VM, core-seconds", lo=0),
+        "shuffle": Field("size", 100e6, "bytes each VM sends in the shuffle, evenly to the job's other VMs", lo=0),
+        "reduce": Field("float", 30.0, "reduce work per VM, core-seconds", lo=0),
+        "cores": Field("float", 0.0, "cores a VM keeps busy in map and reduce (0: all vCPUs)", lo=0),
+        "think": Field("duration", 10.0, "pause between runs of the job (tear-down and set-up)", lo=0),
+    },
     "fio": {
         "iops": Field("float", 100.0, "IO operations per second offered", lo=0),
         "size": Field("size", 4096.0, "IO size", lo=512),
@@ -145,7 +180,23 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
     },
 }
-STRUCTURAL_PARAMS = {"peer", "direction", "client", "file", "interval", "offset", "start"}
+STRUCTURAL_PARAMS = {
+    "peer",
+    "direction",
+    "client",
+    "file",
+    "interval",
+    "offset",
+    "start",
+    # a web stream's bytes per request are fixed when its flows are tied together
+    "web",
+    "cache",
+    "request",
+    "page",
+    "calls",
+    "call_request",
+    "call_response",
+}
 
 WORKLOAD_FIELDS = {
     "vm": Field("str", REQUIRED, "VM that runs it: a name or a glob pattern ('web*')"),
@@ -175,6 +226,13 @@ OUTPUT_FIELDS = {
     "plots": Field("bool", True, "write PNG plots and embed them in report.html"),
     "sample_every": Field("duration", 0.0, "metrics row interval (0: every step)", lo=0),
     "intensity": Field("bool", False, "report IF, NF, io_degree and net_degree of every VM over the whole run"),
+}
+
+TRIALS_FIELDS = {
+    "count": Field("int", 25, "random initial placements, each a trial (the paper: 25 or 50)", lo=1),
+    "slots": Field("int", 4, "VMs a host may hold in the Random placements (the paper: 4)", lo=1),
+    "warmup": Field("duration", 10.0, "seconds of each run left out of its measurement and outcome", lo=0),
+    "iterations": Field("int", 1, "measure-optimize-run rounds per trial and algorithm (Fig. 6: 4)", lo=1),
 }
 
 SIMULATOR_FIELDS = {
@@ -310,6 +368,16 @@ class OutputSpec:
 
 
 @dataclass(frozen=True)
+class TrialsSpec:
+    """Virtue's method: each profile re-places the VMs from many Random placements, then the result runs."""
+
+    count: int = 25
+    slots: int = 4
+    warmup: float = 10.0
+    iterations: int = 1
+
+
+@dataclass(frozen=True)
 class Scenario:
     """A whole validated scenario."""
 
@@ -327,6 +395,7 @@ class Scenario:
     control: ControlSpec = field(default_factory=ControlSpec)
     outputs: OutputSpec = field(default_factory=OutputSpec)
     simulator: dict[str, Any] = field(default_factory=dict)
+    trials: TrialsSpec | None = None
     source: str = "<scenario>"
     base_dir: Path = field(default_factory=Path.cwd)
 
@@ -367,7 +436,7 @@ def scenario_from_dict(
     """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError."""
     r = Reader(source)
     known = {"scenario", "topology", "defaults", "hosts", "storage", "vms", "workloads", "profiles"}
-    known |= {"control", "outputs", "simulator"}
+    known |= {"control", "outputs", "simulator", "trials"}
     r.table({k: v for k, v in raw.items() if k not in known}, {}, "")
     head = r.table(raw.get("scenario", {}), SCENARIO_FIELDS, "[scenario]")
     topo = TopologySpec(**r.table(raw.get("topology", {}), TOPOLOGY_FIELDS, "[topology]"))
@@ -379,7 +448,7 @@ def scenario_from_dict(
 
     hosts = _read_hosts(r, raw.get("hosts", []), defaults.get("host", {}))
     storage = _read_storage(r, raw.get("storage", []))
-    vms = _read_vms(r, raw.get("vms", []), defaults.get("vm", {}), hosts, storage)
+    vms = _read_vms(r, raw.get("vms", []), defaults.get("vm", {}), hosts, storage, head["seed"] or 0)
     workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
     profiles = _read_profiles(r, raw.get("profiles", {}))
     if profile_check is not None:
@@ -388,6 +457,9 @@ def scenario_from_dict(
     control = ControlSpec(**r.table(raw.get("control", {}), CONTROL_FIELDS, "[control]"))
     outputs = OutputSpec(**r.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
     simulator = r.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")
+    trials = TrialsSpec(**r.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
+    if trials is not None and head.get("duration") is not None and trials.warmup >= head["duration"]:
+        r.error("[trials].warmup", f"{trials.warmup:g} s leaves nothing of the {head['duration']:g} s run to measure")
     _check_topology_fits(r, topo, len(hosts))
 
     if head.get("duration") is not None and head.get("step") is not None and head["step"] > head["duration"]:
@@ -409,6 +481,7 @@ def scenario_from_dict(
         control=control,
         outputs=outputs,
         simulator=simulator,
+        trials=trials,
         source=source,
         base_dir=base_dir or Path.cwd(),
     )
@@ -501,13 +574,17 @@ def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
     return out
 
 
-def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec]) -> list[VmSpec]:
+def _read_vms(
+    r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec], seed: int
+) -> list[VmSpec]:
     host_names = {h.name for h in hosts}
     storage_names = {s.name for s in storage}
     out: list[VmSpec] = []
     for where, t, names in _counted_entries(r, raw, defaults, VM_FIELDS, "[[vms]]"):
-        if t["host"] not in (None, "auto") and t["host"] not in host_names:
-            r.error(f"{where}.host", f"unknown host {t['host']!r}; expected 'auto' or one of {_few(host_names)}")
+        if t["host"] not in (None, *AUTO_HOSTS) and t["host"] not in host_names:
+            r.error(
+                f"{where}.host", f"unknown host {t['host']!r}; expected 'auto', 'random' or one of {_few(host_names)}"
+            )
         if t["storage"] and t["storage"] not in storage_names:
             r.error(f"{where}.storage", f"unknown storage server {t['storage']!r}; expected {_few(storage_names)}")
         if t["nic"] == "vf" and t["host"] in host_names:
@@ -518,27 +595,29 @@ def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage
     _unique(r, [v.name for v in out], "[[vms]]", "VM")
     if r.problems:
         return out
-    return _place_auto(r, out, hosts)
+    return _place_auto(r, out, hosts, np.random.default_rng(seed))
 
 
-def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec]) -> list[VmSpec]:
-    """Resolve host = 'auto' round-robin over hosts that still have memory for the VM."""
+def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.random.Generator) -> list[VmSpec]:
+    """Resolve host = 'auto' (round-robin) and 'random' (uniform, seeded) over hosts with memory for the VM."""
     free = {h.name: h.memory - h.dom0_memory for h in hosts}
     for v in vms:
-        if v.host != "auto":
+        if v.host not in AUTO_HOSTS:
             free[v.host] -= v.memory
     out, cursor = [], 0
     for v in vms:
-        if v.host == "auto":
-            for tries in range(len(hosts)):
-                h = hosts[(cursor + tries) % len(hosts)]
-                if free[h.name] >= v.memory:
-                    free[h.name] -= v.memory
-                    cursor = (cursor + tries + 1) % len(hosts)
-                    v = VmSpec(**{**v.__dict__, "host": h.name})
-                    break
+        if v.host in AUTO_HOSTS:
+            room = [k for k, h in enumerate(hosts) if free[h.name] >= v.memory]
+            if not room:
+                r.error(f"[[vms]] ({v.name}).host", f"{v.host!r} found no host with enough free memory")
             else:
-                r.error(f"[[vms]] ({v.name}).host", "'auto' found no host with enough free memory")
+                if v.host == "random":
+                    k = int(rng.choice(room))
+                else:
+                    k = min(room, key=lambda i: (i - cursor) % len(hosts))
+                    cursor = (k + 1) % len(hosts)
+                free[hosts[k].name] -= v.memory
+                v = VmSpec(**{**v.__dict__, "host": hosts[k].name})
         out.append(v)
     for name, left in free.items():
         if left < 0:
@@ -579,6 +658,8 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
                         "or a pattern with {i} standing for the workload VM's own number",
                     )
                     break
+        if head["kind"] == "web":
+            _check_tiers(r, where, params, fnmatch.filter(names, vm or ""), names)
         if params.get("file"):
             params["file"] = _resolve_trace(r, params["file"], base_dir, f"{where}.file")
         phases = []
@@ -597,6 +678,24 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
             WorkloadSpec(kind=head["kind"], vm=vm or "", params=params, phases=tuple(phases), stagger=head["stagger"])
         )
     return out
+
+
+def _check_tiers(r: Reader, where: str, params: dict, clients: list[str], names: list[str]) -> None:
+    """A web workload's web and cache patterns must name VMs (for every client), and not the client."""
+    for own in clients:
+        web = params.get("web")
+        if web is None:
+            return
+        webs = fnmatch.filter(names, peer_name(web, own))
+        if not webs:
+            r.error(f"{where}.web", f"matches no VM (for client {own}); expected a VM name, a glob or 'web{{i}}'")
+            return
+        if own in webs:
+            r.error(f"{where}.web", f"includes the client {own} itself; expected the web tier's VMs")
+            return
+    cache = params.get("cache")
+    if cache and not fnmatch.filter(names, cache):
+        r.error(f"{where}.cache", "matches no VM; expected the cache tier's VMs (a name or glob) or ''")
 
 
 def peer_name(pattern: str, own: str) -> str:

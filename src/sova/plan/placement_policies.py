@@ -59,7 +59,7 @@ class PlacementPolicy(Policy):
         self.target: np.ndarray | None = None
         self.problem: Problem | None = None
         self.why = ""
-        self.next_cycle = -np.inf
+        self.next_cycle = self.p["window"]  # the first cycle once a whole window has been measured
 
     @abstractmethod
     def optimize(self, problem: Problem, x0: np.ndarray) -> np.ndarray:
@@ -168,6 +168,10 @@ class Model(PlacementPolicy):
     params = MODEL_PARAMS
     summary = "Virtue's Model: the exact minimax MIP (HiGHS), warm-started from Greedy Fill, with a time limit"
 
+    last_gap: float | None = None  # the gap HiGHS reached in the last optimize
+
     def optimize(self, problem, x0):
         start = greedy_fill(problem)
-        return solve(problem, start=start, time_limit=self.p["time_limit"], gap=self.p["gap"]).x
+        result = solve(problem, start=start, time_limit=self.p["time_limit"], gap=self.p["gap"])
+        self.last_gap = result.gap
+        return result.x

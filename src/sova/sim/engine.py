@@ -20,7 +20,7 @@ from scipy.sparse import csr_matrix
 
 from sova.model.scenario import Scenario, simulator_defaults
 from sova.model.topology import build_topology
-from sova.sim import datapath
+from sova.sim import datapath, mapreduce, web_service
 from sova.sim.compute import weighted_share
 from sova.sim.datapath import DOM0, NODE, VM, VM_DOM0, Layout
 from sova.sim.maxmin import max_min_fair
@@ -125,6 +125,7 @@ class Simulator:
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self._last_solve_key: tuple | None = None
         self._last_vm_alloc: np.ndarray | None = None
+        self._last_vm_want: np.ndarray | None = None
         self.rate = np.zeros(len(self.flows))
         self._init_counters()
 
@@ -160,6 +161,10 @@ class Simulator:
                 ],
                 dtype=np.int64,
             )
+        vm_pair = lambda a, b, kind: self._add_flow((VM, a), (VM, b), kind)  # noqa: E731
+        self.web = web_service.register(g, self.vm_names, vm_pair) if (g := w.group("web")) is not None else None
+        self.web_rate = np.zeros(len(self.web) if self.web else 0)  # requests/s of each stream, last step
+        self.jobs = mapreduce.register(g, vm_pair) if (g := w.group("mapreduce")) is not None else None
         if (g := w.group("bitbrains")) is not None:
             g.flows["tx"] = np.array([self._add_flow((VM, int(v)), ext, "trace") for v in g.vm])
             g.flows["rx"] = np.array([self._add_flow(ext, (VM, int(v)), "trace") for v in g.vm])
@@ -266,9 +271,36 @@ class Simulator:
         self._ft.data = self._entry_base.copy()
         self._a = self._ft.T.tocsr()
         self._a_perm = None
+        self._tie = self._tie_matrix(n_f)
         self._routes_dirty = False
         self._moved_vms.clear()
         self._last_solve_key = None
+
+    def _tie_matrix(self, n_f: int) -> csr_matrix | None:
+        """T (flows x units): a free flow is its own unit; a web stream's flows carry its rate x bits."""
+        if not self.web:
+            return None
+        st = self.web
+        free = np.ones(n_f, dtype=bool)
+        free[st.tie_flow] = False
+        self._free_flows = np.flatnonzero(free)
+        nf = len(self._free_flows)
+        rows = np.concatenate([self._free_flows, st.tie_flow])
+        cols = np.concatenate([np.arange(nf), nf + st.tie_stream])
+        vals = np.concatenate([np.ones(nf), st.tie_bits])
+        return csr_matrix((vals, (rows, cols)), shape=(n_f, nf + len(st)))
+
+    def _solve(self, cap: np.ndarray, demand: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
+        """Max-min fair rates of the flows; web streams share as units (requests/s) through T."""
+        if self._tie is None:
+            return max_min_fair(self._a, cap, demand, at=self._ft, weight=weight)
+        free = self._free_flows
+        a_u = (self._a @ self._tie).tocsr()
+        d_u = np.concatenate([demand[free], self._stream_demand])
+        w_u = None if weight is None else np.concatenate([weight[free], np.ones(len(self.web))])
+        x = max_min_fair(a_u, cap, d_u, at=a_u.T.tocsr(), weight=w_u)
+        self.web_rate = x[len(free) :]
+        return self._tie @ x
 
     # ------------------------------------------------------------------ step
     def step(self) -> None:
@@ -319,7 +351,7 @@ class Simulator:
             self._a.data[:] = data[self._a_order()]
             self._ft.data[:] = data
             weight = datapath.arbitration_weights(active, self.flow_tx_host, self.flow_tx_vf, self.H)
-            self.rate = max_min_fair(self._a, cap, demand, at=self._ft, weight=weight)
+            self.rate = self._solve(cap, demand, weight)
             self._last_solve_key = key
         rate = self.rate * self._flow_scale
         load = self._load(rate, data)
@@ -335,8 +367,11 @@ class Simulator:
         run_now = self._advance_migrations(rate, dt, run)
         vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
         self._advance_batch(vm_alloc, vm_want, stretch, dt, run_now)
+        self._advance_jobs(vm_alloc, vm_want, stretch, rate, dt, run_now)
         self._advance_transfers(rate, dt)
-        self._last_vm_alloc = vm_alloc
+        self._last_vm_alloc, self._last_vm_want = vm_alloc, vm_want
+        if self.web:
+            self.g["web_rps"] = np.bincount(self.web.row, weights=self.web_rate, minlength=len(w.group("web")))
         self._advance_services(rate, load, cap, vm_alloc, vm_want, stretch, dt, run_now)
         self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt)
         self.g["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
@@ -456,6 +491,10 @@ class Simulator:
             cores = np.where(g.params["cores"] > 0, g.params["cores"], self.vm_vcpus[g.vm])
             running = g.state["think_left"] <= 0
             np.add.at(cpu_dem, g.vm, np.where(running, np.minimum(cores, self.vm_vcpus[g.vm]), 0.0))
+        if (g := w.group("mapreduce")) is not None:
+            cpu, net = mapreduce.demands(g, self.jobs, self.vm_vcpus)
+            np.add.at(cpu_dem, g.vm, cpu)
+            demand[self.jobs.flow] = net
         if (g := w.group("planetlab")) is not None:
             cpu = np.clip(series_at(g, "cpu", t) * g.params["scale"], 0, 1)
             np.add.at(cpu_dem, g.vm, cpu * self.vm_vcpus[g.vm])
@@ -465,14 +504,31 @@ class Simulator:
             demand[g.flows["tx"]] = series_at(g, "net_tx", t) * 8 * s
             demand[g.flows["rx"]] = series_at(g, "net_rx", t) * 8 * s
             self.vm_mem_used[g.vm] = np.minimum(series_at(g, "mem_used", t), self.vm_mem[g.vm])
-        np.multiply(cpu_dem, run, out=cpu_dem)
         src_vm, dst_vm = self._flow_vm_ends()
         ends_run = np.where(src_vm >= 0, run[np.maximum(src_vm, 0)], 1.0) * np.where(
             dst_vm >= 0, run[np.maximum(dst_vm, 0)], 1.0
         )
+        if (g := w.group("web")) is not None:
+            self._web_demands(g, cpu_dem, demand, ends_run)
+        np.multiply(cpu_dem, run, out=cpu_dem)
         # a paused end stops the flow; an unlimited stream's demand is inf, and inf * 0 would be NaN
         np.multiply(demand, ends_run, out=demand, where=ends_run > 0)
         demand[ends_run <= 0] = 0.0
+
+    def _web_demands(self, g, cpu_dem, demand, ends_run) -> None:
+        """Each stream's demand (requests/s), stopped while any VM it crosses is paused; its flows' share."""
+        st = self.web
+        share = np.ones(self.V)
+        if self._last_vm_alloc is not None:
+            want = np.maximum(self._last_vm_want, 1e-300)
+            share = np.where(self._last_vm_want > 0, np.minimum(self._last_vm_alloc / want, 1.0), 1.0)
+        room = np.maximum(self._vm_cpu_limit() - cpu_dem, 0.0) * share
+        d = web_service.stream_demand(g, st, self.flow_latency, room, self.web_rate)
+        stop = np.ones(len(st))
+        np.minimum.at(stop, st.tie_stream, ends_run[st.tie_flow])
+        self._stream_demand = d * stop
+        cpu_dem += web_service.cpu_demand(g, st, self.web_rate, self.V)
+        np.add.at(demand, st.tie_flow, np.where(np.isfinite(d), d, 0.0)[st.tie_stream] * st.tie_bits)
 
     def _io_demands(self, t: float) -> dict[str, np.ndarray]:
         """Per-VM IO streams: IOPS (capped by the VM's IO limit), size and read fraction."""
@@ -554,6 +610,16 @@ class Simulator:
             g.state["started"][done] = finish + g.params["think"][done]
             g.state["left"][done] = g.params["work"][done]
             g.state["think_left"][done] = g.params["think"][done]
+
+    def _advance_jobs(self, vm_alloc, vm_want, stretch, rate, dt, run) -> None:
+        g = self.workloads.group("mapreduce")
+        if g is None:
+            return
+        share = np.where(vm_want[g.vm] > 0, vm_alloc[g.vm] / np.maximum(vm_want[g.vm], 1e-300), 0.0)
+        speed = mapreduce.cores(g, self.vm_vcpus) * np.minimum(share, 1.0) / stretch[self.vm_host[g.vm]] * run[g.vm]
+        done = mapreduce.advance(g, self.jobs, speed, rate[self.jobs.flow], self.t, dt)
+        if done:
+            self.g.setdefault("jobs_done", []).extend(done)
 
     def _advance_transfers(self, rate: np.ndarray, dt: float) -> None:
         g = self.workloads.group("transfer")

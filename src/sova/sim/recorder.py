@@ -24,6 +24,8 @@ class Recorder:
     svc: dict[str, list] = field(default_factory=dict)
     batch: list[tuple[int, float]] = field(default_factory=list)
     transfers: list[tuple[int, float]] = field(default_factory=list)
+    jobs: list[tuple[int, float, float]] = field(default_factory=list)  # mapreduce: (job, start, end)
+    web: list[np.ndarray] = field(default_factory=list)  # requests/s of each web workload row, per step
     _next: float = 0.0
 
     def record(self, sim) -> None:
@@ -34,6 +36,11 @@ class Recorder:
         done = g.pop("transfer_done", None)
         if done:
             self.transfers.extend(done)
+        jobs = g.pop("jobs_done", None)
+        if jobs:
+            self.jobs.extend(jobs)
+        if "web_rps" in g:
+            self.web.append(g["web_rps"].copy())
         svc = g.get("svc")
         if svc is not None:
             for k, v in svc.items():
@@ -59,6 +66,8 @@ class Recorder:
             row["requests_per_s"] = float(served / sim.dt)
             row["response_time_mean"] = float((svc["mean"] * svc["served"]).sum() / served) if served else float("nan")
             row["requests_dropped"] = float(svc["dropped"].sum())
+        if "web_rps" in g:
+            row["web_requests_per_s"] = float(g["web_rps"].sum())
         if self.per_host:
             for h, name in enumerate(self.host_names):
                 row[f"cpu:{name}"] = float(util[h])

@@ -1,6 +1,8 @@
 """Greedy Fill (Virtue Algorithm 1): rip up the placement, then place the VMs one by one in ascending
 order of network use, each on the host that minimizes the data center's maximum utilization with the
-VMs placed so far. Ties go to the lowest-numbered host ("left to right", as the paper breaks them).
+VMs placed so far. Among hosts that tie on it (common: the maximum is often set by a resource the VM
+does not touch), the one whose own resources end up least utilized wins, and then the lowest-numbered
+host ("left to right", as the paper breaks ties among otherwise identical PMs).
 
 Every host is scored at once for each VM (``Evaluator.scores_if_placed``), so a VM costs a few numpy
 passes over the hosts and groups instead of one objective evaluation per host.
@@ -22,11 +24,12 @@ def greedy_fill(problem: Problem, energy: str = "all") -> np.ndarray:
     free = problem.capacity().astype(np.int64)
     mem_free = None if problem.memory is None or problem.host_memory is None else problem.host_memory.astype(float)
     for v in order:
-        s = ev.scores_if_placed(int(v))
+        s, local = ev.scores_and_local(int(v))
         s[free <= 0] = np.inf
         if mem_free is not None:
             s[mem_free < problem.memory[v]] = np.inf
-        h = int(np.argmin(s))
+        tied = np.flatnonzero(s <= s.min() * (1 + 1e-9) + 1e-12)
+        h = int(tied[np.argmin(local[tied])])  # argmin takes the first: the lowest-numbered among equals
         if not np.isfinite(s[h]):
             raise PlacementError(f"no host has a slot and memory left for VM {problem.vm_names[v]}")
         ev.move(int(v), h)

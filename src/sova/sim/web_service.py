@@ -1,0 +1,126 @@
+"""Multi-tier web services (Virtue's client + web + memcached workload) as coupled flows.
+
+A client VM keeps ``concurrency`` requests outstanding against the web VMs its ``web`` pattern names.
+Each request sends ``request`` bytes to a web VM, which makes ``calls`` sequential requests to cache
+VMs picked at random (each of the M cache VMs gets calls/M of them on average) and answers with
+``page`` bytes. One request thus moves fixed bytes over several paths at once, so a stream (client,
+web VM) is one unit of max-min sharing, in requests/s, and each of its flows carries the stream's rate
+times its bytes per request: the tie matrix T (flows x streams). A flow shared by several streams (a
+web VM's calls to one cache VM) carries the sum of theirs.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from sova.model.scenario import peer_name
+from sova.sim.workloads import Group
+
+CLIENT_CPU_PER_REQUEST = 20e-6  # the load generator's own CPU per request, as for httperf
+
+
+@dataclass
+class WebStreams:
+    """The streams of every web workload row, and the entries of the tie matrix T."""
+
+    row: np.ndarray  # workload row (client) of each stream
+    client: np.ndarray  # client VM of each stream
+    web: np.ndarray  # web VM of each stream
+    tie_flow: np.ndarray  # T entries: flow, stream, bits per request
+    tie_stream: np.ndarray
+    tie_bits: np.ndarray
+    tie_per_request: np.ndarray  # messages on this flow per request (1, or calls / M), for latency
+    call_entry: np.ndarray  # the entry is a web -> cache call; its cache VM
+    call_vm: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+
+def register(g: Group, vm_names: list[str], add_flow: Callable[[int, int, str], int]) -> WebStreams:
+    """Create the flows of every web workload row (shared where two streams use the same VM pair)."""
+    index = {n: i for i, n in enumerate(vm_names)}
+    flows: dict[tuple[int, int, str], int] = {}
+
+    def flow(a: int, b: int, kind: str) -> int:
+        if (a, b, kind) not in flows:
+            flows[(a, b, kind)] = add_flow(a, b, kind)
+        return flows[(a, b, kind)]
+
+    row, client, web = [], [], []
+    tf, ts, tb, tm, call_vm = [], [], [], [], []
+    p = g.params
+    for j, c in enumerate(g.vm):
+        c = int(c)
+        webs = [index[n] for n in fnmatch.filter(vm_names, peer_name(p["web"][j], vm_names[c]))]
+        caches = [index[n] for n in fnmatch.filter(vm_names, p["cache"][j])] if p["cache"][j] else []
+        calls = p["calls"][j] if caches else 0.0
+        for w in webs:
+            s = len(row)
+            row.append(j)
+            client.append(c)
+            web.append(w)
+            entries = [
+                (flow(c, w, "web-request"), p["request"][j] * 8, 1.0, -1),
+                (flow(w, c, "web-response"), p["page"][j] * 8, 1.0, -1),
+            ]
+            for m in caches:
+                share = calls / len(caches)
+                entries.append((flow(w, m, "cache-request"), share * p["call_request"][j] * 8, share, m))
+                entries.append((flow(m, w, "cache-response"), share * p["call_response"][j] * 8, share, -1))
+            for f, bits, per, m in entries:
+                tf.append(f)
+                ts.append(s)
+                tb.append(bits)
+                tm.append(per)
+                call_vm.append(m)
+    call = np.array(call_vm, dtype=np.int64)
+    return WebStreams(
+        row=np.array(row, dtype=np.int64),
+        client=np.array(client, dtype=np.int64),
+        web=np.array(web, dtype=np.int64),
+        tie_flow=np.array(tf, dtype=np.int64),
+        tie_stream=np.array(ts, dtype=np.int64),
+        tie_bits=np.array(tb, dtype=float),
+        tie_per_request=np.array(tm, dtype=float),
+        call_entry=call >= 0,
+        call_vm=call,
+    )
+
+
+def stream_demand(
+    g: Group, st: WebStreams, flow_latency: np.ndarray, cpu_room: np.ndarray, last_rate: np.ndarray
+) -> np.ndarray:
+    """Requests/s each stream could carry if the network were free: the closed loop, or the web VM's CPU.
+
+    Closed loop: a client's ``concurrency`` requests, spread evenly over its streams, each taking at
+    least the unloaded time (server and cache CPU, and the fixed latency of every message).
+    CPU: a web VM serves at most ``cpu_room`` / cpu_per_request requests/s, shared by its streams in
+    proportion to what they carried last step (evenly at first).
+    """
+    p = g.params
+    n_streams = np.bincount(st.row, minlength=len(g)).astype(float)
+    latency = np.bincount(st.tie_stream, weights=st.tie_per_request * flow_latency[st.tie_flow], minlength=len(st))
+    cpr = p["cpu_per_request"][st.row]
+    base = cpr + p["calls"][st.row] * p["cpu_per_call"][st.row] + latency
+    loop = p["concurrency"][st.row] / np.maximum(n_streams[st.row], 1.0) / np.maximum(base, 1e-9)
+    per_web = np.bincount(st.web, weights=last_rate, minlength=len(cpu_room))
+    count = np.bincount(st.web, minlength=len(cpu_room)).astype(float)
+    part = np.where(per_web[st.web] > 0, last_rate / np.maximum(per_web[st.web], 1e-300), 1.0 / count[st.web])
+    cpu = np.where(cpr > 0, cpu_room[st.web] * part / np.maximum(cpr, 1e-300), np.inf)
+    return np.minimum(loop, cpu)
+
+
+def cpu_demand(g: Group, st: WebStreams, rate: np.ndarray, n_vms: int) -> np.ndarray:
+    """Cores each VM spends on the web streams at `rate` (requests/s): server, cache and client."""
+    p = g.params
+    out = np.bincount(st.web, weights=rate * p["cpu_per_request"][st.row], minlength=n_vms)
+    out += np.bincount(st.client, weights=rate * CLIENT_CPU_PER_REQUEST, minlength=n_vms)
+    c = st.call_entry
+    calls = rate[st.tie_stream[c]] * st.tie_per_request[c] * p["cpu_per_call"][st.row[st.tie_stream[c]]]
+    out += np.bincount(st.call_vm[c], weights=calls, minlength=n_vms)
+    return out
