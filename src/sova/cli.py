@@ -68,6 +68,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--seed", type=int, default=None, help="override the scenario's random seed")
     run.add_argument("--force", action="store_true", help="replace an existing result directory")
+    run.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="scenarios with [trials]: trials run in N processes (default: one per core)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
 
     val = sub.add_parser(
@@ -269,6 +276,8 @@ def _run(args) -> int:
     if args.seed is not None:
         runs = [replace(s, seed=args.seed) for s in runs]
     names = args.profile or list(first.profiles)
+    if first.trials is not None:
+        return _run_trials(args, sweep, runs, names, dest)
     steps = sum(round(s.duration / s.step) for s in runs)
     with Progress(
         TextColumn("[bold]{task.description:<14}"),
@@ -306,6 +315,60 @@ def _run(args) -> int:
             _print_summary(results)
         else:
             _print_sweep(sweep, sweep_runs)
+    out.print(f"results in {dest}/ (open {dest / 'report.html'})", markup=False, soft_wrap=True)
+    return 0
+
+
+def _run_trials(args, sweep, runs, names: list[str], dest: Path) -> int:
+    """A scenario with [trials]: every profile re-places many Random placements (Virtue's method)."""
+    from sova.control.trials import check_trials, run_trials
+    from sova.report.trials import profile_stats, write_trials
+    from sova.report.writer import OutputError, write_atomically
+
+    check_trials(runs[0], names)
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError([Problem("--jobs", f"expected a positive number of processes, got {args.jobs}")])
+    groups = []
+    with Progress(
+        TextColumn("[bold]{task.description:<14}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("trials"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=args.quiet,
+    ) as bar:
+        values = sweep.values if sweep is not None else [None]
+        for value, scenario in zip(values, runs, strict=True):
+            task = bar.add_task(str(value) if value is not None else scenario.name, total=scenario.trials.count)
+            trial_runs = run_trials(
+                scenario, names, args.jobs or 0, lambda n, total, t=task: bar.update(t, completed=n)
+            )
+            groups.append((value, trial_runs))
+    try:
+        write_atomically(
+            dest, args.force, lambda d: write_trials(runs[0], groups, names, d, runs[0].outputs.plots, sweep)
+        )
+    except OutputError as exc:
+        _error(str(exc))
+        return 2
+    if not args.quiet:
+        for value, trial_runs in groups:
+            stats = profile_stats(trial_runs, names)
+            t = Table(title="median relative to Random" + ("" if value is None else f" at {sweep.key} = {value}"))
+            t.add_column("profile")
+            keys = [k for k in ("web", "job") if k in stats[names[0]]]
+            for k in keys:
+                t.add_column(f"{k}: vs Random's median", justify="right")
+                t.add_column(f"{k}: improved", justify="right")
+            t.add_column("runtime (s)", justify="right")
+            for p in names:
+                s = stats[p]
+                cells = []
+                for k in keys:
+                    cells += [f"{s[k]['median_vs_random_median'] - 1:+.0%}", f"{s[k]['improved']:.0%}"]
+                t.add_row(p, *cells, f"{s['seconds_median']:.3g}")
+            out.print(t)
     out.print(f"results in {dest}/ (open {dest / 'report.html'})", markup=False, soft_wrap=True)
     return 0
 

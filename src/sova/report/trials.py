@@ -1,0 +1,343 @@
+"""Results of trials (Virtue's method): summary.json, trials.csv, the paper's kinds of plots, report.html.
+
+Per outcome (web requests/s, higher is better; MapReduce completion time, lower is better):
+- a box plot per profile of the outcome normalized to Random's median, with each median's change printed
+  above its box (the paper's Fig. 4a, 5a, 7a, 7d);
+- the CDF of each placement's performance relative to the Random placement it was measured on: for web
+  requests/s after/before, for MapReduce time before/after (Fig. 4c, 5b, 7b, 7e);
+- per tenant, the median relative performance per profile (Fig. 7c); with iterations, the CDF per
+  iteration (Fig. 6); the optimizers' runtimes (Fig. 7f) and Model's gaps (Fig. 4b).
+A sweep with trials gives one table of median relative improvement per value and profile (Table III).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from sova import __version__
+from sova.control.trials import TrialRun
+from sova.model.scenario import Scenario
+from sova.report.writer import json_default
+
+# (key, label, unit, higher is better)
+OUTCOMES = [("web", "web throughput", "req/s", True), ("job", "MapReduce job completion time", "s", False)]
+
+
+def value(run: TrialRun, key: str) -> float | None:
+    return run.outcome.web_rps if key == "web" else run.outcome.job_time
+
+
+def relative(run: TrialRun, before: TrialRun, key: str, higher: bool) -> float:
+    """Performance relative to the trial's Random placement (>1: better)."""
+    a, b = value(run, key), value(before, key)
+    if a is None or b is None or a <= 0 or b <= 0:
+        return float("nan")
+    return a / b if higher else b / a
+
+
+def outcomes_present(runs: list[TrialRun]) -> list[tuple[str, str, str, bool]]:
+    return [o for o in OUTCOMES if any(value(r, o[0]) is not None for r in runs)]
+
+
+def profile_stats(runs: list[TrialRun], profiles: list[str]) -> dict[str, dict]:
+    """Per profile (its last iteration): medians of each outcome, of relative performance, and more."""
+    base = {r.trial: r for r in runs if r.iteration == 0}
+    out = {}
+    for p in profiles:
+        mine = _final(runs, p)
+        st: dict = {
+            "runs": len(mine),
+            "objective_median": float(np.median([r.objective for r in mine])),
+            "seconds_median": float(np.median([r.seconds for r in mine])),
+            "seconds_max": float(np.max([r.seconds for r in mine])),
+            "moves_median": float(np.median([r.moves for r in mine])),
+        }
+        gaps = [r.gap for r in mine if r.gap is not None]
+        if gaps:
+            st["gap_median"] = float(np.median(gaps))
+            st["gap_within_10pct"] = float(np.mean(np.array(gaps) <= 0.1 + 1e-9))
+        for key, _, _, higher in outcomes_present(runs):
+            vals = np.array([np.nan if value(r, key) is None else value(r, key) for r in mine], dtype=float)
+            rel = np.array([relative(r, base[r.trial], key, higher) for r in mine])
+            ref = np.nanmedian([np.nan if value(b, key) is None else value(b, key) for b in base.values()])
+            st[key] = {
+                "median": float(np.nanmedian(vals)),
+                "median_vs_random_median": float(np.nanmedian(vals) / ref if higher else ref / np.nanmedian(vals)),
+                "relative_median": float(np.nanmedian(rel)),
+                "improved": float(np.mean(rel > 1.001)),
+                "harmed": float(np.mean(rel < 0.999)),
+                "unfinished": int(np.isnan(vals).sum()),
+            }
+        out[p] = st
+    return out
+
+
+def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun]]], profiles, sweep=None) -> dict:
+    return {
+        "sova_version": __version__,
+        "scenario": {
+            "name": scenario.name,
+            "description": scenario.description,
+            "source": scenario.source.split(" [")[0],
+            "duration": scenario.duration,
+            "seed": scenario.seed,
+            "trials": asdict(scenario.trials),
+        },
+        "sweep": None if sweep is None else {"key": sweep.key, "table": sweep.table, "values": list(sweep.values)},
+        "profiles": profiles,
+        "values": [
+            {"value": v, "stats": profile_stats(runs, profiles), "runs": [asdict(r) for r in runs]}
+            for v, runs in groups
+        ],
+    }
+
+
+def write_trials(scenario: Scenario, groups, profiles: list[str], d: Path, plots: bool, sweep=None) -> None:
+    doc = trials_document(scenario, groups, profiles, sweep)
+    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=json_default) + "\n", encoding="utf-8")
+    _write_csv(d / "trials.csv", groups)
+    figures: list[tuple[str, Path]] = []
+    if plots and sweep is None:
+        runs = groups[0][1]
+        for key, label, unit, higher in outcomes_present(runs):
+            figures.append(_boxes(runs, profiles, key, label, unit, higher, d))
+            figures.append(_cdf(runs, profiles, key, label, higher, d))
+            if len(runs[0].outcome.web_by_tenant) > 1 and key == "web":
+                figures.append(_tenants(runs, profiles, d))
+            if max(r.iteration for r in runs) > 1:
+                figures.append(_iterations(runs, profiles, key, label, higher, d))
+        figures.append(_runtimes(runs, profiles, d))
+        if any(r.gap is not None for r in runs):
+            figures.append(_gaps(runs, d))
+    (d / "report.html").write_text(_html(doc, groups, profiles, figures, sweep), encoding="utf-8")
+
+
+def _write_csv(path: Path, groups) -> None:
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(
+            [
+                "value",
+                "trial",
+                "profile",
+                "iteration",
+                "web_rps",
+                "job_time",
+                "jobs_finished",
+                "objective",
+                "seconds",
+                "moves",
+                "gap",
+            ]
+        )
+        for v, runs in groups:
+            for r in runs:
+                o = r.outcome
+                w.writerow(
+                    [
+                        v,
+                        r.trial,
+                        r.profile,
+                        r.iteration,
+                        o.web_rps,
+                        o.job_time,
+                        o.jobs_finished,
+                        r.objective,
+                        r.seconds,
+                        r.moves,
+                        r.gap,
+                    ]
+                )
+
+
+def _final(runs: list[TrialRun], profile: str) -> list[TrialRun]:
+    mine = [r for r in runs if r.profile == profile]
+    it = max(r.iteration for r in mine)
+    return [r for r in mine if r.iteration == it]
+
+
+def _save(fig, path: Path, caption: str) -> tuple[str, Path]:
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return caption, path
+
+
+def _boxes(runs, profiles, key, label, unit, higher, d: Path):
+    base = [value(r, key) for r in runs if r.iteration == 0 and value(r, key) is not None]
+    ref = float(np.median(base))
+    data = [[value(r, key) / ref for r in _final(runs, p) if value(r, key) is not None] for p in profiles]
+    fig, ax = plt.subplots(figsize=(8, 3.8), dpi=110)
+    ax.boxplot(data, showfliers=True, flierprops={"marker": "x"})
+    ax.set_xticks(range(1, len(profiles) + 1), profiles, rotation=20)
+    for i, vals in enumerate(data, start=1):
+        if vals:
+            m = float(np.median(vals))
+            change = (m - 1) if higher else (1 / m - 1)
+            ax.text(i, ax.get_ylim()[1], f"{change:+.0%}", ha="center", va="bottom", fontsize=8)
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_ylabel(f"{label} / Random's median")
+    ax.set_title(f"{label} per algorithm (Random's median {ref:.4g} {unit})", fontsize=10, pad=16)
+    ax.grid(alpha=0.3, axis="y")
+    return _save(
+        fig,
+        d / f"box_{key}.png",
+        f"{label} of each placement, normalized to Random's median; the "
+        "change of each median is printed above its box (the paper's Fig. 4a/5a/7a).",
+    )
+
+
+def _cdf(runs, profiles, key, label, higher, d: Path):
+    base = {r.trial: r for r in runs if r.iteration == 0}
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    for k, p in enumerate(profiles):
+        if p == "random":
+            continue
+        rel = np.sort([relative(r, base[r.trial], key, higher) for r in _final(runs, p)])
+        rel = rel[np.isfinite(rel)]
+        ax.step(rel, np.arange(1, len(rel) + 1) / max(len(rel), 1), where="post", label=p, color=f"C{k}")
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("relative performance (" + ("after / before" if higher else "time before / after") + ")")
+    ax.set_ylabel("fraction of placements")
+    ax.set_title(f"{label}: each placement against the Random placement it was measured on", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    return _save(
+        fig,
+        d / f"cdf_{key}.png",
+        "CDF of each placement's performance relative to its Random "
+        "placement: right of 1 is better (the paper's Fig. 4c/5b/7b).",
+    )
+
+
+def _tenants(runs, profiles, d: Path):
+    base = {r.trial: r for r in runs if r.iteration == 0}
+    tenants = list(runs[0].outcome.web_by_tenant)
+    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=110)
+    shown = [p for p in profiles if p != "random"]
+    for p in shown:
+        med = []
+        for t in tenants:
+            rel = [r.outcome.web_by_tenant[t] / base[r.trial].outcome.web_by_tenant[t] for r in _final(runs, p)]
+            med.append(np.median(rel))
+        ax.plot(range(len(tenants)), med, marker="o", ms=4, lw=0.8, label=p, color=f"C{profiles.index(p)}")
+    ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xticks(range(len(tenants)), tenants, rotation=30, fontsize=7)
+    ax.set_ylabel("median requests/s after / before")
+    ax.set_title("per tenant (web workload entry): median relative throughput", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return _save(
+        fig,
+        d / "tenants.png",
+        "Each web tenant's median throughput relative to its Random placement, "
+        "per algorithm (the paper's Fig. 7c shows SA All's).",
+    )
+
+
+def _iterations(runs, profiles, key, label, higher, d: Path):
+    base = {r.trial: r for r in runs if r.iteration == 0}
+    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    styles = ["-", "--", ":", "-."]
+    for k, p in enumerate(profiles):
+        its = sorted({r.iteration for r in runs if r.profile == p and r.iteration > 0})
+        for i in its:
+            rel = np.sort(
+                [relative(r, base[r.trial], key, higher) for r in runs if r.profile == p and r.iteration == i]
+            )
+            rel = rel[np.isfinite(rel)]
+            ax.step(
+                rel,
+                np.arange(1, len(rel) + 1) / max(len(rel), 1),
+                where="post",
+                color=f"C{k}",
+                ls=styles[(i - 1) % 4],
+                label=f"{p} #{i}",
+            )
+    ax.axvline(1.0, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("relative performance against the first Random placement")
+    ax.set_ylabel("fraction of placements")
+    ax.set_title(f"{label}: iterations of measure, optimize, run", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    return _save(
+        fig,
+        d / f"iterations_{key}.png",
+        "CDF per iteration: each measures the previous iteration's placement and re-places again (the paper's Fig. 6).",
+    )
+
+
+def _runtimes(runs, profiles, d: Path):
+    shown = [p for p in profiles if p != "random"]
+    fig, ax = plt.subplots(figsize=(7, 3.4), dpi=110)
+    ax.boxplot([[max(r.seconds, 1e-5) for r in runs if r.profile == p and r.iteration > 0] for p in shown])
+    ax.set_xticks(range(1, len(shown) + 1), shown, rotation=20)
+    ax.set_yscale("log")
+    ax.set_ylabel("optimizer runtime (s)")
+    ax.set_title("optimizer runtime per placement (one core)", fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    return _save(fig, d / "runtimes.png", "Each algorithm's runtime per placement (the paper's Fig. 7f).")
+
+
+def _gaps(runs, d: Path):
+    gaps = np.sort([r.gap for r in runs if r.gap is not None])
+    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=110)
+    ax.step(gaps * 100, np.arange(1, len(gaps) + 1) / len(gaps), where="post")
+    ax.set_xlabel("gap HiGHS reached within its time limit (%)")
+    ax.set_ylabel("fraction of placements")
+    ax.set_title("Model: optimality gap", fontsize=10)
+    ax.grid(alpha=0.3)
+    return _save(fig, d / "model_gap.png", "CDF of the gap Model reached (the paper's Fig. 4b).")
+
+
+def _html(doc, groups, profiles, figures, sweep) -> str:
+    e = html.escape
+    sc = doc["scenario"]
+    parts = [
+        "<!doctype html><meta charset='utf-8'><title>" + e(sc["name"]) + "</title>",
+        "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}"
+        "</style>",
+        f"<h1>{e(sc['name'])}</h1><p>{e(sc['description'])}</p>",
+        f"<p>{sc['trials']['count']} Random placements, {sc['trials']['iterations']} iteration(s) per algorithm, "
+        f"runs of {sc['duration']:g} s ({sc['trials']['warmup']:g} s warm-up); sova {e(doc['sova_version'])}.</p>",
+    ]
+    for v, runs in groups:
+        stats = profile_stats(runs, profiles)
+        title = "" if sweep is None else f"<h2>{e(sweep.key)} = {e(str(v))}</h2>"
+        parts.append(title + _table(stats, profiles, outcomes_present(runs)))
+    for caption, path in figures:
+        parts.append(f"<figure><img src='{e(path.name)}' width='800'><figcaption>{e(caption)}</figcaption></figure>")
+    return "\n".join(parts) + "\n"
+
+
+def _table(stats, profiles, outcomes) -> str:
+    head = ["profile"]
+    for _, label, _, _ in outcomes:
+        head += [f"{label}: median vs Random's", "median relative", "improved", "harmed"]
+    head += ["objective (median)", "runtime (median s)", "moves (median)"]
+    rows = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
+    for p in profiles:
+        s = stats[p]
+        cells = [html.escape(p)]
+        for key, *_ in outcomes:
+            o = s[key]
+            cells += [
+                f"{o['median_vs_random_median'] - 1:+.0%}",
+                f"{o['relative_median']:.2f}",
+                f"{o['improved']:.0%}",
+                f"{o['harmed']:.0%}",
+            ]
+        cells += [f"{s['objective_median']:.3f}", f"{s['seconds_median']:.3g}", f"{s['moves_median']:.0f}"]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    return "\n".join(rows) + "</table>"
