@@ -1,6 +1,9 @@
 """Greedy Net (Virtue §III-D2): with the traffic matrix and the topology but no CPU data, repeatedly find
 the most utilized link and move a VM whose traffic crosses it to the host that lowers the maximum link
-utilization most; stop when no such move lowers it (or after ``max_moves``).
+utilization most; stop when no such move lowers it (or after ``max_moves``). Measured on a congested
+network many links sit at the same (saturated) maximum, and no single move lowers the maximum itself:
+then a move that keeps the maximum and leaves fewer links at it counts as lowering it (the hottest link
+drops below it), so the algorithm works through the tied links one by one.
 
 A group's links carry the traffic between its VMs and everything outside it; the candidates are the
 group's VMs with traffic across its boundary, heaviest first.
@@ -14,6 +17,8 @@ from sova.plan.placement.minimax import Evaluator
 from sova.plan.placement.problem import Problem
 
 IMPROVEMENT = 1e-9
+TIE = 1e-6  # links within this (relative) of the maximum are at it
+TIE_TRIES = 4  # hosts tried for a move that keeps the maximum but lowers the number of links at it
 
 
 def greedy_net(problem: Problem, x0: np.ndarray, max_moves: int = 10_000) -> np.ndarray:
@@ -26,24 +31,27 @@ def greedy_net(problem: Problem, x0: np.ndarray, max_moves: int = 10_000) -> np.
     t = problem.traffic
     tx = np.asarray(t.sum(axis=1)).ravel() + problem.external_tx
     rx = np.asarray(t.sum(axis=0)).ravel() + problem.external_rx
+    hosts = np.arange(problem.n_hosts)
     for _ in range(max_moves):
         current = ev.value()
         if current <= 0:
             break
+        at_max = _at_max(ev, current)
         lvl, g = _hottest_group(ev)
         members = np.flatnonzero(problem.levels.group[lvl][ev.x] == g)
         moved = False
         for v in members[np.argsort(-(tx[members] + rx[members]), kind="stable")]:
             a = int(ev.x[v])
             ev.move(int(v), -1)
-            s = ev.scores_if_placed(int(v))
-            room = count - (np.arange(len(count)) == a) < cap
+            s, local = ev.scores_and_local(int(v))
+            room = count - (hosts == a) < cap
             if mem_used is not None:
-                room &= mem_used - np.where(np.arange(len(count)) == a, mem[v], 0) + mem[v] <= problem.host_memory
-            s[~room] = np.inf
-            s[a] = np.inf
+                room &= mem_used - np.where(hosts == a, mem[v], 0) + mem[v] <= problem.host_memory
+            s[~room | (hosts == a)] = np.inf
             h = int(np.argmin(s))
-            if s[h] < current - IMPROVEMENT:
+            if s[h] >= current - IMPROVEMENT:
+                h = _fewer_at_max(ev, int(v), s, local, current, at_max)
+            if h >= 0:
                 ev.move(int(v), h)
                 count[a] -= 1
                 count[h] += 1
@@ -56,6 +64,25 @@ def greedy_net(problem: Problem, x0: np.ndarray, max_moves: int = 10_000) -> np.
         if not moved:
             break
     return ev.x
+
+
+def _at_max(ev: Evaluator, level: float) -> int:
+    """How many links are at the maximum utilization `level`."""
+    return sum(
+        int((np.maximum(o, i) / c >= level * (1 - TIE)).sum()) for o, i, c in zip(ev.out, ev.inn, ev.caps, strict=True)
+    )
+
+
+def _fewer_at_max(ev: Evaluator, v: int, s: np.ndarray, local: np.ndarray, current: float, at_max: int) -> int:
+    """A host for the unplaced VM v that keeps the maximum and leaves fewer links at it, or -1 (v unplaced)."""
+    ok = np.flatnonzero(s <= current * (1 + TIE))
+    for h in ok[np.argsort(local[ok], kind="stable")][:TIE_TRIES]:
+        ev.move(v, int(h))
+        if ev.value() <= current * (1 + TIE) and _at_max(ev, current) < at_max:
+            ev.move(v, -1)
+            return int(h)
+        ev.move(v, -1)
+    return -1
 
 
 def _hottest_group(ev: Evaluator) -> tuple[int, int]:
