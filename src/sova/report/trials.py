@@ -93,7 +93,9 @@ def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun
             "seed": scenario.seed,
             "trials": asdict(scenario.trials),
         },
-        "sweep": None if sweep is None else {"key": sweep.key, "table": sweep.table, "values": list(sweep.values)},
+        "sweep": None
+        if sweep is None
+        else [{"table": x.table, "key": x.key, "values": list(x.values)} for x in (sweep, *sweep.lockstep)],
         "profiles": profiles,
         "values": [
             {"value": v, "stats": profile_stats(runs, profiles), "runs": [asdict(r) for r in runs]}
@@ -312,6 +314,8 @@ def _html(doc, groups, profiles, figures, sweep) -> str:
         f"<p>{sc['trials']['count']} Random placements, {sc['trials']['iterations']} iteration(s) per algorithm, "
         f"runs of {sc['duration']:g} s ({sc['trials']['warmup']:g} s warm-up); sova {e(doc['sova_version'])}.</p>",
     ]
+    if sweep is not None:
+        parts.append(_sweep_table(groups, profiles, sweep))
     for v, runs in groups:
         stats = profile_stats(runs, profiles)
         title = "" if sweep is None else f"<h2>{e(sweep.key)} = {e(str(v))}</h2>"
@@ -319,6 +323,25 @@ def _html(doc, groups, profiles, figures, sweep) -> str:
     for caption, path in figures:
         parts.append(f"<figure><img src='{e(path.name)}' width='800'><figcaption>{e(caption)}</figcaption></figure>")
     return "\n".join(parts) + "\n"
+
+
+def _sweep_table(groups, profiles, sweep) -> str:
+    """One row per swept value (and its lockstep keys): each profile's median relative improvement."""
+    parts = [sweep, *sweep.lockstep]
+    outcomes = outcomes_present([r for _, runs in groups for r in runs])
+    shown = [p for p in profiles if p != "random"]
+    head = [x.key for x in parts] + [f"{label}: {p}" for _, label, _, _ in outcomes for p in shown]
+    rows = [
+        "<h2>Median relative improvement over each trial's Random placement</h2><table><tr>"
+        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "</tr>"
+    ]
+    for k, (_, runs) in enumerate(groups):
+        stats = profile_stats(runs, profiles)
+        cells = [str(x.values[k]) for x in parts]
+        cells += [f"{stats[p][key]['relative_median'] - 1:+.0%}" for key, *_ in outcomes for p in shown]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return "\n".join(rows) + "</table>"
 
 
 def _table(stats, profiles, outcomes) -> str:

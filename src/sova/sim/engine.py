@@ -492,7 +492,7 @@ class Simulator:
             running = g.state["think_left"] <= 0
             np.add.at(cpu_dem, g.vm, np.where(running, np.minimum(cores, self.vm_vcpus[g.vm]), 0.0))
         if (g := w.group("mapreduce")) is not None:
-            cpu, net = mapreduce.demands(g, self.jobs, self.vm_vcpus)
+            cpu, net = mapreduce.demands(g, self.jobs, self.vm_vcpus, dt)
             np.add.at(cpu_dem, g.vm, cpu)
             demand[self.jobs.flow] = net
         if (g := w.group("planetlab")) is not None:

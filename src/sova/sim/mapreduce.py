@@ -59,13 +59,14 @@ def cores(g: Group, vcpus: np.ndarray) -> np.ndarray:
     return np.minimum(np.where(c > 0, c, vcpus[g.vm]), vcpus[g.vm])
 
 
-def demands(g: Group, jobs: Jobs, vcpus: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """CPU demand per row and network demand per shuffle flow for the coming step."""
+def demands(g: Group, jobs: Jobs, vcpus: np.ndarray, dt: float) -> tuple[np.ndarray, np.ndarray]:
+    """CPU demand per row and network demand per shuffle flow for the coming step (a flow asks for no more
+    than its bytes left, so it stops at its last byte)."""
     stage = jobs.stage[jobs.job]
     computing = ((stage == MAP) | (stage == REDUCE)) & (jobs.left > 0)
     cpu = np.where(computing, cores(g, vcpus), 0.0)
     sending = (stage[jobs.flow_row] == SHUFFLE) & (jobs.flow_left > 0)
-    return cpu, np.where(sending, np.inf, 0.0)
+    return cpu, np.where(sending, jobs.flow_left * 8 / dt, 0.0)
 
 
 def advance(
@@ -82,22 +83,33 @@ def advance(
     finished = []
     n = np.bincount(jobs.job, minlength=len(jobs.stage))
     for b in range(len(jobs.stage)):
-        rows = jobs.job == b
-        s = jobs.stage[b]
-        if s in (MAP, REDUCE) and (jobs.left[rows] <= 0).all():
-            if s == MAP:
-                jobs.stage[b] = SHUFFLE
-                mine = rows[jobs.flow_row]
-                jobs.flow_left[mine] = g.params["shuffle"][jobs.flow_row[mine]] / max(n[b] - 1, 1)
-            else:
-                finished.append((b, float(jobs.started[b]), end))
-                jobs.stage[b] = THINK
-                jobs.think_left[b] = g.params["think"][rows][0]
-        elif s == SHUFFLE and (jobs.flow_left[rows[jobs.flow_row]] <= 0).all():
-            jobs.stage[b] = REDUCE
-            jobs.left[rows] = g.params["reduce"][rows]
-        elif s == THINK and jobs.think_left[b] <= 0:
-            jobs.stage[b] = MAP
-            jobs.started[b] = end
-            jobs.left[rows] = g.params["map"][rows]
+        while _next_stage(g, jobs, b, n[b], end, finished):
+            pass  # an empty phase (no shuffle bytes, no work) passes at once
     return finished
+
+
+def _next_stage(g: Group, jobs: Jobs, b: int, n: int, end: float, finished: list) -> bool:
+    """Move job b to its next phase if every VM finished this one; False if it stays."""
+    rows = jobs.job == b
+    s = jobs.stage[b]
+    if s in (MAP, REDUCE) and (jobs.left[rows] <= 0).all():
+        if s == MAP:
+            jobs.stage[b] = SHUFFLE
+            mine = rows[jobs.flow_row]
+            jobs.flow_left[mine] = g.params["shuffle"][jobs.flow_row[mine]] / max(n - 1, 1)
+        else:
+            finished.append((b, float(jobs.started[b]), end))
+            jobs.stage[b] = THINK
+            jobs.think_left[b] = g.params["think"][rows][0]
+            return False  # the tear-down takes at least this step
+        return True
+    if s == SHUFFLE and (jobs.flow_left[rows[jobs.flow_row]] <= 0).all():
+        jobs.stage[b] = REDUCE
+        jobs.left[rows] = g.params["reduce"][rows]
+        return True
+    if s == THINK and jobs.think_left[b] <= 0:
+        jobs.stage[b] = MAP
+        jobs.started[b] = end
+        jobs.left[rows] = g.params["map"][rows]
+        return True
+    return False

@@ -1,0 +1,94 @@
+"""The Virtue paper's workloads on the simulator: tiered web services and MapReduce jobs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import make_scenario
+from sova.model.schema import InputError
+from sova.sim.engine import Simulator
+
+EFF = 1448 / 1538  # payload share of a link
+
+
+def web_scenario(hosts: dict[str, str], link="100Mbps", **web):
+    return make_scenario(
+        scenario={"duration": 30},
+        topology={"kind": "single-switch", "link_speed": link},
+        hosts=[{"name": "h{i}", "count": 3, "cores": 4, "nic": {"bandwidth": link}}],
+        vms=[{"name": n, "host": h} for n, h in hosts.items()],
+        workloads=[{"vm": "cli", "kind": "web", "web": "web", "cache": "mc", **web}],
+    )
+
+
+def run(scenario, steps: int) -> Simulator:
+    sim = Simulator(scenario)
+    for _ in range(steps):
+        sim.step()
+    return sim
+
+
+def test_a_web_stream_runs_at_its_bottleneck_in_requests_per_second():
+    sim = run(web_scenario({"cli": "h1", "web": "h2", "mc": "h3"}), 5)
+    # the web VM's uplink carries every page and every cache request: the most bytes per request
+    per_request = (33660 + 10 * 100) * 8
+    assert sim.g["web_rps"][0] == pytest.approx(100e6 * EFF / per_request, rel=0.01)
+    # its flows carry the stream's rate times their bytes per request
+    rate = sim.g["rate"]
+    kinds = {f.kind: i for i, f in enumerate(sim.flows)}
+    assert rate[kinds["web-response"]] == pytest.approx(sim.g["web_rps"][0] * 33660 * 8, rel=1e-6)
+    assert rate[kinds["cache-response"]] == pytest.approx(sim.g["web_rps"][0] * 10 * 500 * 8, rel=1e-6)
+
+
+def test_a_web_service_on_one_host_is_bound_by_the_web_vms_cpu():
+    sim = run(web_scenario({"cli": "h1", "web": "h1", "mc": "h1"}), 10)
+    rps = sim.g["web_rps"][0]
+    assert 700 < rps <= 1000  # 1 ms of CPU per request on one vCPU; the network is not in the way
+
+
+def test_web_patterns_that_name_no_vm_are_refused_with_the_key():
+    with pytest.raises(InputError) as e:
+        web_scenario({"cli": "h1", "web": "h2", "mc": "h3"}, web="front*")
+    assert "[[workloads]] #1.web" in str(e.value)
+
+
+def mapreduce_scenario(hosts: list[str], shuffle="0B"):
+    return make_scenario(
+        scenario={"duration": 200},
+        topology={"kind": "single-switch", "link_speed": "1Gbps"},
+        hosts=[{"name": "h{i}", "count": 4, "cores": 4}],
+        vms=[{"name": f"m{i}", "host": h, "vcpus": 2} for i, h in enumerate(hosts, start=1)],
+        workloads=[{"vm": "m*", "kind": "mapreduce", "map": 80, "reduce": 40, "shuffle": shuffle, "think": "100s"}],
+    )
+
+
+def jobs_done(sim_scenario, steps: int) -> list[tuple[int, float, float]]:
+    sim = Simulator(sim_scenario)
+    done = []
+    for _ in range(steps):
+        sim.step()
+        done += sim.g.pop("jobs_done", [])
+    return done
+
+
+def test_a_mapreduce_job_takes_its_cpu_work_over_its_cores():
+    done = jobs_done(mapreduce_scenario(["h1", "h2", "h3", "h4"]), 120)
+    assert len(done) == 1
+    _, start, end = done[0]
+    assert end - start == pytest.approx(80 / 2 + 40 / 2, abs=2.0)
+
+
+def test_one_crowded_host_holds_the_whole_job_back():
+    spread = jobs_done(mapreduce_scenario(["h1", "h2", "h3", "h4"]), 150)[0]
+    crowded = jobs_done(mapreduce_scenario(["h1", "h1", "h1", "h2"]), 150)[0]
+    assert crowded[2] - crowded[1] > 1.4 * (spread[2] - spread[1])
+
+
+def test_the_shuffle_sends_each_vms_bytes_evenly_to_the_others():
+    sim = Simulator(mapreduce_scenario(["h1", "h2", "h3", "h4"], shuffle="30MB"))
+    for _ in range(120):
+        sim.step()
+    shuffle = [i for i, f in enumerate(sim.flows) if f.kind == "shuffle"]
+    assert len(shuffle) == 4 * 3
+    assert np.allclose(sim.flow_bytes[shuffle], 30e6 / 3, rtol=1e-6)
