@@ -8,6 +8,7 @@ trees with 4:1 edge oversubscription above. Each algorithm reports seconds and t
 
     python benchmarks/placement.py                       # 20 x 20 (with Model), 120 x 80, 1,200 x 800
     python benchmarks/placement.py --sizes 120x80 --algorithms greedy-fill,model
+    python benchmarks/placement.py --sizes 100000x10000 --algorithms sa-all --sa-steps 400000
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def synthetic(n_vms: int, n_hosts: int, seed: int = 1) -> Problem:
 SA_ENERGY = {"sa-c": "cpu", "sa-cn": "nic", "sa-cntm": "nic-tm", "sa-all": "all"}
 
 
-def run(algorithm: str, p: Problem, x0: np.ndarray) -> tuple[float, float]:
+def run(algorithm: str, p: Problem, x0: np.ndarray, sa_steps: int = 20_000) -> tuple[float, float]:
     rng = np.random.default_rng(1)
     t0 = time.perf_counter()
     if algorithm == "greedy-fill":
@@ -80,7 +81,7 @@ def run(algorithm: str, p: Problem, x0: np.ndarray) -> tuple[float, float]:
     elif algorithm == "model":
         x = solve(p, start=greedy_fill(p), time_limit=60, gap=0.0).x
     else:
-        x = anneal(p, x0, SA_ENERGY[algorithm], rng)
+        x = anneal(p, x0, SA_ENERGY[algorithm], rng, steps=sa_steps)
     return time.perf_counter() - t0, Evaluator(p, "all", x).value()
 
 
@@ -88,6 +89,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="20x20,120x80,1200x800", help="VMSxHOSTS,... (default 20x20,120x80,1200x800)")
     ap.add_argument("--algorithms", default="greedy-fill,sa-all,greedy-net,model")
+    ap.add_argument("--sa-steps", type=int, default=20_000, help="annealing steps (default 20,000, the policies')")
     args = ap.parse_args()
     for size in args.sizes.split(","):
         v, h = (int(x) for x in size.split("x"))
@@ -97,7 +99,7 @@ def main() -> None:
         for a in args.algorithms.split(","):
             if a == "model" and v > 40:
                 continue
-            secs, val = run(a, p, x0)
+            secs, val = run(a, p, x0, args.sa_steps)
             print(f"  {a:12} {secs:9.3f} s   objective {val:.3f}")
 
 
