@@ -112,6 +112,8 @@ def write_trials(scenario: Scenario, groups, profiles: list[str], d: Path, plots
     if plots and sweep is None:
         runs = groups[0][1]
         for key, label, unit, higher in outcomes_present(runs):
+            if all(value(r, key) is None for r in runs if r.iteration == 0):
+                continue  # Random never got a value (no job finished): nothing to compare with
             figures.append(_boxes(runs, profiles, key, label, unit, higher, d))
             figures.append(_cdf(runs, profiles, key, label, higher, d))
             if len(runs[0].outcome.web_by_tenant) > 1 and key == "web":
