@@ -8,6 +8,7 @@ utilized resource of each kind, the moves, and the optimizer's runtime.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -19,6 +20,7 @@ from sova.model.schema import InputError, Problem, Reader
 from sova.plan.base import registry
 from sova.plan.placement.measure import problem_from_knowledge
 from sova.plan.placement.minimax import Evaluator
+from sova.plan.placement.problem import Problem as PlacementProblem
 from sova.plan.placement.random_placement import random_placement
 from sova.plan.placement_policies import PlacementPolicy
 from sova.sim.engine import Simulator
@@ -42,16 +44,9 @@ def place(scenario: Scenario, algorithm: str, window: float = 60.0, params: dict
         raise InputError(
             [Problem("--algorithm", f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")]
         )
-    sim = Simulator(scenario)
-    driver = SimDriver(sim)
-    knowledge = Knowledge(round(window / scenario.step) + 2, scenario.topology)
-    knowledge.add(driver.observe())
-    for _ in range(max(1, round(window / scenario.step))):
-        sim.step()
-        knowledge.add(driver.observe())
     policy = _policy(algorithm, params or {})
-    problem = problem_from_knowledge(knowledge, window, policy.p["slots"] if policy else 4)
-    x0 = knowledge.latest.vm_host.copy()
+    sim, problem = run_and_measure(scenario, window, 0.0, policy.p["slots"] if policy else 4)
+    x0 = sim.vm_host.copy()
     t0 = time.perf_counter()
     if policy is None:
         x1 = random_placement(problem, np.random.default_rng(scenario.seed))
@@ -62,6 +57,25 @@ def place(scenario: Scenario, algorithm: str, window: float = 60.0, params: dict
     names, hosts = problem.vm_names, problem.host_names
     moves = [(names[v], hosts[x0[v]], hosts[x1[v]]) for v in np.flatnonzero(x0 != x1)]
     return Placement(algorithm, e0.value(), e1.value(), _peaks(e0), _peaks(e1), moves, seconds)
+
+
+def run_and_measure(
+    scenario: Scenario, seconds: float, warmup: float, slots: int, on_step: Callable[[Simulator], None] | None = None
+) -> tuple[Simulator, PlacementProblem]:
+    """Run the scenario for `seconds` with no policy and measure [warmup, seconds] as the Knowledge would
+    hold it (placement.measure); `on_step` sees the simulator after every step from the warm-up on."""
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    knowledge = Knowledge(2, scenario.topology)
+    first = round(warmup / scenario.step)
+    for i in range(max(1, round(seconds / scenario.step))):
+        if i == first:
+            knowledge.add(driver.observe())
+        sim.step()
+        if on_step is not None and i >= first:
+            on_step(sim)
+    knowledge.add(driver.observe())
+    return sim, problem_from_knowledge(knowledge, seconds - warmup + scenario.step, slots)
 
 
 def _policy(algorithm: str, params: dict) -> PlacementPolicy | None:

@@ -23,14 +23,12 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from sova.control.place import run_and_measure
 from sova.control.profiles import build_policies
-from sova.drivers.sim import SimDriver
-from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
 from sova.model.schema import InputError
 from sova.model.schema import Problem as InputProblem
 from sova.plan.placement.fabric import levels_for
-from sova.plan.placement.measure import problem_from_knowledge
 from sova.plan.placement.minimax import Evaluator
 from sova.plan.placement.problem import Problem
 from sova.plan.placement.random_placement import random_placement
@@ -38,6 +36,7 @@ from sova.plan.placement_policies import PlacementPolicy
 from sova.sim.engine import Simulator
 
 TrialProgress = Callable[[int, int], None]
+RANDOM = "random"  # the profile name of each trial's Random placement (iteration 0)
 
 
 @dataclass
@@ -117,11 +116,11 @@ def run_trial(scenario: Scenario, profiles: list[str], k: int) -> list[TrialRun]
     x0 = random_placement(skeleton(scenario, spec.slots), rng)
     outcome0, problem0 = run_placement(scenario, x0)
     e0 = Evaluator(problem0, "all", x0).value()
-    runs = [TrialRun(k, "random", 0, outcome0, e0, 0.0, 0)]
+    runs = [TrialRun(k, RANDOM, 0, outcome0, e0, 0.0, 0)]
     for name in profiles:
         pols = build_policies(scenario, scenario.profiles[name])
         if not pols:
-            if name != "random":
+            if name != RANDOM:
                 runs.append(dataclasses.replace(runs[0], profile=name))
             continue
         policy = pols[0]
@@ -163,22 +162,15 @@ def with_placement(scenario: Scenario, x: np.ndarray) -> Scenario:
 def run_placement(scenario: Scenario, x: np.ndarray) -> tuple[Outcome, Problem]:
     """Run the scenario with the VMs on hosts `x` and no policy: its outcome, and its measurement."""
     spec = scenario.trials
-    sim = Simulator(with_placement(scenario, x))
-    driver = SimDriver(sim)
-    knowledge = Knowledge(2, scenario.topology)
-    steps = round(scenario.duration / scenario.step)
-    first = round(spec.warmup / scenario.step)
-    web = []
-    finished = []
-    for i in range(steps):
-        if i == first:
-            knowledge.add(driver.observe())
-        sim.step()
-        if i >= first and "web_rps" in sim.g:
+    web: list[np.ndarray] = []
+    finished: list[tuple[int, float, float]] = []
+
+    def record(sim: Simulator) -> None:
+        if "web_rps" in sim.g:
             web.append(sim.g["web_rps"].copy())
-        finished += sim.g.pop("jobs_done", [])
-    knowledge.add(driver.observe())
-    problem = problem_from_knowledge(knowledge, scenario.duration - spec.warmup + scenario.step, spec.slots)
+        finished.extend(sim.g.pop("jobs_done", []))
+
+    sim, problem = run_and_measure(with_placement(scenario, x), scenario.duration, spec.warmup, spec.slots, record)
     return _outcome(sim, web, finished), problem
 
 

@@ -682,18 +682,15 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
 
 def _check_tiers(r: Reader, where: str, params: dict, clients: list[str], names: list[str]) -> None:
     """A web workload's web and cache patterns must name VMs (for every client), and not the client."""
-    for own in clients:
-        web = params.get("web")
-        if web is None:
-            return
+    web, cache = params.get("web"), params.get("cache")
+    for own in clients if web is not None else []:
         webs = fnmatch.filter(names, peer_name(web, own))
         if not webs:
             r.error(f"{where}.web", f"matches no VM (for client {own}); expected a VM name, a glob or 'web{{i}}'")
-            return
+            break
         if own in webs:
             r.error(f"{where}.web", f"includes the client {own} itself; expected the web tier's VMs")
-            return
-    cache = params.get("cache")
+            break
     if cache and not fnmatch.filter(names, cache):
         r.error(f"{where}.cache", "matches no VM; expected the cache tier's VMs (a name or glob) or ''")
 

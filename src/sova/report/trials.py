@@ -25,7 +25,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sova import __version__
-from sova.control.trials import TrialRun
+from sova.control.trials import RANDOM, TrialRun
 from sova.model.scenario import Scenario
 from sova.report.writer import json_default
 
@@ -205,7 +205,7 @@ def _cdf(runs, profiles, key, label, higher, d: Path):
     base = {r.trial: r for r in runs if r.iteration == 0}
     fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
     for k, p in enumerate(profiles):
-        if p == "random":
+        if p == RANDOM:
             continue
         rel = np.sort([relative(r, base[r.trial], key, higher) for r in _final(runs, p)])
         rel = rel[np.isfinite(rel)]
@@ -228,7 +228,7 @@ def _tenants(runs, profiles, d: Path):
     base = {r.trial: r for r in runs if r.iteration == 0}
     tenants = list(runs[0].outcome.web_by_tenant)
     fig, ax = plt.subplots(figsize=(8, 3.6), dpi=110)
-    shown = [p for p in profiles if p != "random"]
+    shown = [p for p in profiles if p != RANDOM]
     for p in shown:
         med = []
         for t in tenants:
@@ -282,7 +282,7 @@ def _iterations(runs, profiles, key, label, higher, d: Path):
 
 
 def _runtimes(runs, profiles, d: Path):
-    shown = [p for p in profiles if p != "random"]
+    shown = [p for p in profiles if p != RANDOM]
     fig, ax = plt.subplots(figsize=(7, 3.4), dpi=110)
     ax.boxplot([[max(r.seconds, 1e-5) for r in runs if r.profile == p and r.iteration > 0] for p in shown])
     ax.set_xticks(range(1, len(shown) + 1), shown, rotation=20)
@@ -316,10 +316,10 @@ def _html(doc, groups, profiles, figures, sweep) -> str:
         f"<p>{sc['trials']['count']} Random placements, {sc['trials']['iterations']} iteration(s) per algorithm, "
         f"runs of {sc['duration']:g} s ({sc['trials']['warmup']:g} s warm-up); sova {e(doc['sova_version'])}.</p>",
     ]
+    all_stats = [val["stats"] for val in doc["values"]]  # computed once, for summary.json
     if sweep is not None:
-        parts.append(_sweep_table(groups, profiles, sweep))
-    for v, runs in groups:
-        stats = profile_stats(runs, profiles)
+        parts.append(_sweep_table(groups, all_stats, profiles, sweep))
+    for (v, runs), stats in zip(groups, all_stats, strict=True):
         title = "" if sweep is None else f"<h2>{e(sweep.key)} = {e(str(v))}</h2>"
         parts.append(title + _table(stats, profiles, outcomes_present(runs)))
     for caption, path in figures:
@@ -327,19 +327,18 @@ def _html(doc, groups, profiles, figures, sweep) -> str:
     return "\n".join(parts) + "\n"
 
 
-def _sweep_table(groups, profiles, sweep) -> str:
+def _sweep_table(groups, all_stats, profiles, sweep) -> str:
     """One row per swept value (and its lockstep keys): each profile's median relative improvement."""
     parts = [sweep, *sweep.lockstep]
     outcomes = outcomes_present([r for _, runs in groups for r in runs])
-    shown = [p for p in profiles if p != "random"]
+    shown = [p for p in profiles if p != RANDOM]
     head = [x.key for x in parts] + [f"{label}: {p}" for _, label, _, _ in outcomes for p in shown]
     rows = [
         "<h2>Median relative improvement over each trial's Random placement</h2><table><tr>"
         + "".join(f"<th>{html.escape(h)}</th>" for h in head)
         + "</tr>"
     ]
-    for k, (_, runs) in enumerate(groups):
-        stats = profile_stats(runs, profiles)
+    for k, stats in enumerate(all_stats):
         cells = [str(x.values[k]) for x in parts]
         cells += [f"{stats[p][key]['relative_median'] - 1:+.0%}" for key, *_ in outcomes for p in shown]
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")

@@ -25,7 +25,6 @@ class Recorder:
     batch: list[tuple[int, float]] = field(default_factory=list)
     transfers: list[tuple[int, float]] = field(default_factory=list)
     jobs: list[tuple[int, float, float]] = field(default_factory=list)  # mapreduce: (job, start, end)
-    web: list[np.ndarray] = field(default_factory=list)  # requests/s of each web workload row, per step
     _next: float = 0.0
 
     def record(self, sim) -> None:
@@ -39,8 +38,6 @@ class Recorder:
         jobs = g.pop("jobs_done", None)
         if jobs:
             self.jobs.extend(jobs)
-        if "web_rps" in g:
-            self.web.append(g["web_rps"].copy())
         svc = g.get("svc")
         if svc is not None:
             for k, v in svc.items():

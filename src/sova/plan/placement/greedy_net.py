@@ -28,9 +28,7 @@ def greedy_net(problem: Problem, x0: np.ndarray, max_moves: int = 10_000) -> np.
     count = np.bincount(ev.x, minlength=problem.n_hosts)
     mem = problem.memory if problem.memory is not None and problem.host_memory is not None else None
     mem_used = np.bincount(ev.x, weights=mem, minlength=problem.n_hosts) if mem is not None else None
-    t = problem.traffic
-    tx = np.asarray(t.sum(axis=1)).ravel() + problem.external_tx
-    rx = np.asarray(t.sum(axis=0)).ravel() + problem.external_rx
+    use = problem.nic_tx() + problem.nic_rx()
     hosts = np.arange(problem.n_hosts)
     for _ in range(max_moves):
         current = ev.value()
@@ -40,7 +38,7 @@ def greedy_net(problem: Problem, x0: np.ndarray, max_moves: int = 10_000) -> np.
         lvl, g = _hottest_group(ev)
         members = np.flatnonzero(problem.levels.group[lvl][ev.x] == g)
         moved = False
-        for v in members[np.argsort(-(tx[members] + rx[members]), kind="stable")]:
+        for v in members[np.argsort(-use[members], kind="stable")]:
             a = int(ev.x[v])
             ev.move(int(v), -1)
             s, local = ev.scores_and_local(int(v))

@@ -79,10 +79,10 @@ class Evaluator:
     def utilizations(self) -> dict[str, np.ndarray]:
         """Per resource kind: its utilizations (cpu per host; per level, up and down)."""
         out = {"cpu": self.cpu / self.p.host_cores}
-        for name, o, i, cap in zip(self.p.levels.names, self.out, self.inn, self.caps, strict=False):
-            n = len(self.p.levels.cap[self.p.levels.names.index(name)])  # without U
-            out[f"{name}-up"] = o[:n] / cap[:n]
-            out[f"{name}-down"] = i[:n] / cap[:n]
+        for name, o, i, cap in zip(self.p.levels.names, self.out, self.inn, self.p.levels.cap, strict=False):
+            n = len(cap)  # the levels' own groups: without U
+            out[f"{name}-up"] = o[:n] / cap
+            out[f"{name}-down"] = i[:n] / cap
         return out
 
     # ------------------------------------------------------------------ incremental
@@ -160,9 +160,8 @@ class Evaluator:
             n = len(cap)
             if lvl == 0:
                 # v leaves U: its partners' hosts already count its traffic, except the host it joins
-                hd, t_out, hs, t_in = hd_all, to_all, hs_all, ti_all
-                so = np.bincount(g[hd], weights=t_out, minlength=n)
-                si = np.bincount(g[hs], weights=t_in, minlength=n)
+                so = np.bincount(g[hd_all], weights=to_all, minlength=n)
+                si = np.bincount(g[hs_all], weights=ti_all, minlength=n)
                 own_o = (out + s_out - so - si) / cap
                 own_i = (inn + s_in - si - so) / cap
                 rest = _max_excluding_each(np.maximum(out, inn) / cap)
