@@ -92,3 +92,30 @@ def test_the_shuffle_sends_each_vms_bytes_evenly_to_the_others():
     shuffle = [i for i, f in enumerate(sim.flows) if f.kind == "shuffle"]
     assert len(shuffle) == 4 * 3
     assert np.allclose(sim.flow_bytes[shuffle], 30e6 / 3, rtol=1e-6)
+
+
+def test_a_web_stream_shares_a_link_with_a_shuffle_per_tcp_connection():
+    # the page flow (web on h2 -> client on h1) and one shuffle flow (hd1 on h2 -> hd2 on h1) share h2's uplink;
+    # the stream holds its client's 20 connections, the shuffle flow one, so they split it 20 : 1 in bits/s
+    scenario = make_scenario(
+        scenario={"duration": 30},
+        topology={"kind": "single-switch", "link_speed": "100Mbps"},
+        hosts=[{"name": "h{i}", "count": 2, "cores": 8, "nic": {"bandwidth": "100Mbps"}}],
+        vms=[
+            {"name": "cli", "host": "h1"},
+            {"name": "web", "host": "h2"},
+            {"name": "mc", "host": "h2"},
+            {"name": "hd1", "host": "h2"},
+            {"name": "hd2", "host": "h1"},
+        ],
+        workloads=[
+            {"vm": "cli", "kind": "web", "web": "web", "cache": "mc"},
+            {"vm": "hd*", "kind": "mapreduce", "map": 0, "reduce": 0, "shuffle": "1GB"},
+        ],
+    )
+    sim = run(scenario, 5)
+    rate = sim.g["rate"]
+    page = next(i for i, f in enumerate(sim.flows) if f.kind == "web-response")
+    shuffle = next(i for i, f in enumerate(sim.flows) if f.kind == "shuffle" and f.src[1] == sim.vm_names.index("hd1"))
+    assert rate[page] + rate[shuffle] == pytest.approx(100e6 * EFF, rel=0.01)
+    assert rate[page] == pytest.approx(20 * rate[shuffle], rel=0.01)

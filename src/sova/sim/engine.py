@@ -297,7 +297,8 @@ class Simulator:
         free = self._free_flows
         a_u = (self._a @ self._tie).tocsr()
         d_u = np.concatenate([demand[free], self._stream_demand])
-        w_u = None if weight is None else np.concatenate([weight[free], np.ones(len(self.web))])
+        w_free = np.ones(len(free)) if weight is None else weight[free]
+        w_u = np.concatenate([w_free, self.web.weight])
         x = max_min_fair(a_u, cap, d_u, at=a_u.T.tocsr(), weight=w_u)
         self.web_rate = x[len(free) :]
         return self._tie @ x

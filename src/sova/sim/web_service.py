@@ -7,6 +7,11 @@ VMs picked at random (each of the M cache VMs gets calls/M of them on average) a
 web VM) is one unit of max-min sharing, in requests/s, and each of its flows carries the stream's rate
 times its bytes per request: the tie matrix T (flows x streams). A flow shared by several streams (a
 web VM's calls to one cache VM) carries the sum of theirs.
+
+TCP shares a link per connection, in bits/s, not per request: a stream holds its client's share of
+``concurrency`` connections, so its weight in the max-min sharing is those connections divided by the
+bits per request of its heaviest flow. Bottlenecked beside other traffic (a Hadoop shuffle), its
+heaviest flow then gets one connection's bits/s per connection, as TCP would give it.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ class WebStreams:
     tie_per_request: np.ndarray  # messages on this flow per request (1, or calls / M), for latency
     call_entry: np.ndarray  # the entry is a web -> cache call; its cache VM
     call_vm: np.ndarray
+    weight: np.ndarray  # per stream: its weight in max-min sharing (connections per bit of a request)
 
     def __len__(self) -> int:
         return len(self.row)
@@ -79,16 +85,21 @@ def register(g: Group, vm_names: list[str], add_flow: Callable[[int, int, str], 
                 tm.append(per)
                 call_vm.append(m)
     call = np.array(call_vm, dtype=np.int64)
+    row_a, stream, bits = np.array(row, dtype=np.int64), np.array(ts, dtype=np.int64), np.array(tb, dtype=float)
+    heaviest = np.zeros(len(row_a))
+    np.maximum.at(heaviest, stream, bits)
+    connections = p["concurrency"][row_a] / np.bincount(row_a, minlength=len(g))[row_a]
     return WebStreams(
-        row=np.array(row, dtype=np.int64),
+        row=row_a,
         client=np.array(client, dtype=np.int64),
         web=np.array(web, dtype=np.int64),
         tie_flow=np.array(tf, dtype=np.int64),
-        tie_stream=np.array(ts, dtype=np.int64),
-        tie_bits=np.array(tb, dtype=float),
+        tie_stream=stream,
+        tie_bits=bits,
         tie_per_request=np.array(tm, dtype=float),
         call_entry=call >= 0,
         call_vm=call,
+        weight=connections / np.maximum(heaviest, 1e-300),
     )
 
 
