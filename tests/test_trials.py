@@ -10,13 +10,14 @@ from scipy.sparse import csr_matrix
 
 from helpers import make_scenario
 from sova.cli import main
-from sova.control.trials import check_trials, run_trials
+from sova.control.trials import Outcome, TrialRun, check_trials, run_trials
 from sova.model.scenario import TopologySpec
 from sova.model.schema import InputError
 from sova.plan.placement.fabric import levels_for
 from sova.plan.placement.greedy_net import greedy_net
 from sova.plan.placement.minimax import Evaluator
 from sova.plan.placement.problem import Problem
+from sova.report.trials import profile_stats
 
 TOPOLOGY = {
     "kind": "three-tier",
@@ -95,6 +96,23 @@ def test_sova_run_of_trials_writes_the_box_plots_and_a_summary(tmp_path):
     stats = doc["values"][0]["stats"]
     assert stats["greedy-fill"]["web"]["relative_median"] > 1.0
     assert (out / "box_web.png").stat().st_size > 0 and (out / "cdf_web.png").stat().st_size > 0
+
+
+def test_tenant_stats_count_the_tenant_placement_pairs_that_improved():
+    def run(trial, profile, a, b):
+        return TrialRun(
+            trial, profile, int(profile != "random"), Outcome(a + b, {"s1": a, "s2": b}, None, 0), 1.0, 0, 0
+        )
+
+    runs = [
+        run(0, "random", 100, 100),
+        run(0, "sa-all", 150, 90),
+        run(1, "random", 100, 50),
+        run(1, "sa-all", 120, 100),
+    ]
+    tenants = profile_stats(runs, ["random", "sa-all"])["sa-all"]["web_tenants"]
+    assert tenants["pairs_improved"] == 0.75  # s1 twice and s2 once of the four pairs
+    assert tenants["by_tenant"]["s2"] == {"relative_median": pytest.approx((0.9 + 2.0) / 2), "improved": 0.5}
 
 
 def test_greedy_net_works_through_links_tied_at_the_maximum():

@@ -45,6 +45,15 @@ def relative(run: TrialRun, before: TrialRun, key: str, higher: bool) -> float:
     return a / b if higher else b / a
 
 
+def tenant_relative(runs: list[TrialRun], base: dict[int, TrialRun]) -> dict[str, np.ndarray]:
+    """Per web tenant: each run's throughput relative to its trial's Random placement."""
+    tenants = runs[0].outcome.web_by_tenant if runs else {}
+    return {
+        t: np.array([r.outcome.web_by_tenant[t] / max(base[r.trial].outcome.web_by_tenant[t], 1e-300) for r in runs])
+        for t in tenants
+    }
+
+
 def outcomes_present(runs: list[TrialRun]) -> list[tuple[str, str, str, bool]]:
     return [o for o in OUTCOMES if any(value(r, o[0]) is not None for r in runs)]
 
@@ -69,17 +78,34 @@ def profile_stats(runs: list[TrialRun], profiles: list[str]) -> dict[str, dict]:
         for key, _, _, higher in outcomes_present(runs):
             vals = np.array([np.nan if value(r, key) is None else value(r, key) for r in mine], dtype=float)
             rel = np.array([relative(r, base[r.trial], key, higher) for r in mine])
-            ref = np.nanmedian([np.nan if value(b, key) is None else value(b, key) for b in base.values()])
+            ref = _median([np.nan if value(b, key) is None else value(b, key) for b in base.values()])
+            med = _median(vals)
             st[key] = {
-                "median": float(np.nanmedian(vals)),
-                "median_vs_random_median": float(np.nanmedian(vals) / ref if higher else ref / np.nanmedian(vals)),
-                "relative_median": float(np.nanmedian(rel)),
+                "median": med,
+                "median_vs_random_median": med / ref if higher else ref / med,
+                "relative_median": _median(rel),
                 "improved": float(np.mean(rel > 1.001)),
                 "harmed": float(np.mean(rel < 0.999)),
                 "unfinished": int(np.isnan(vals).sum()),
             }
+        by_tenant = tenant_relative(mine, base)
+        if len(by_tenant) > 1:
+            st["web_tenants"] = {
+                "pairs_improved": float(np.mean(np.concatenate(list(by_tenant.values())) > 1.001)),
+                "by_tenant": {
+                    t: {"relative_median": float(np.median(r)), "improved": float(np.mean(r > 1.001))}
+                    for t, r in by_tenant.items()
+                },
+            }
         out[p] = st
     return out
+
+
+def _median(values) -> np.float64:
+    """The median of the values that are not NaN (runs whose job never finished); NaN if there are none."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    return np.median(x) if len(x) else np.float64(np.nan)
 
 
 def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun]]], profiles, sweep=None) -> dict:
@@ -230,10 +256,7 @@ def _tenants(runs, profiles, d: Path):
     fig, ax = plt.subplots(figsize=(8, 3.6), dpi=110)
     shown = [p for p in profiles if p != RANDOM]
     for p in shown:
-        med = []
-        for t in tenants:
-            rel = [r.outcome.web_by_tenant[t] / base[r.trial].outcome.web_by_tenant[t] for r in _final(runs, p)]
-            med.append(np.median(rel))
+        med = [np.median(r) for r in tenant_relative(_final(runs, p), base).values()]
         ax.plot(range(len(tenants)), med, marker="o", ms=4, lw=0.8, label=p, color=f"C{profiles.index(p)}")
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xticks(range(len(tenants)), tenants, rotation=30, fontsize=7)
