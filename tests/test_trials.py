@@ -79,23 +79,43 @@ def test_random_hosts_are_seeded_and_respect_memory():
     assert max(hosts.count(h) for h in set(hosts)) <= 4  # 2 GiB free per host, 512 MiB per VM
 
 
-def test_sova_run_of_trials_writes_the_box_plots_and_a_summary(tmp_path):
-    sc_path = tmp_path / "t.toml"
+def write_trials_toml(path, count: int, extra: str = ""):
     topo = "\n".join(f"{k} = {v!r}".replace("'", '"') for k, v in TOPOLOGY.items())
     vms = "".join(f'[[vms]]\nname = "{n}{{i}}"\ncount = 2\n' for n in ("cli", "web", "mc"))
-    sc_path.write_text(
-        f"""[scenario]\nname = "t"\nduration = 30\nseed = 7\n[trials]\ncount = 2\nwarmup = "5s"\n
+    path.write_text(
+        f"""[scenario]\nname = "t"\nduration = 30\nseed = 7\n[trials]\ncount = {count}\nwarmup = "5s"\n
 [topology]\n{topo}\n[[hosts]]\nname = "pm{{i}}"\ncount = 8\ncores = 4\n{vms}
 [[workloads]]\nvm = "cli*"\nkind = "web"\nweb = "web*"\ncache = "mc*"
-[profiles.random]\npolicies = []\n[profiles.greedy-fill]\npolicies = ["greedy-fill"]\n""",
+[profiles.random]\npolicies = []\n[profiles.greedy-fill]\npolicies = ["greedy-fill"]\n{extra}""",
         encoding="utf-8",
     )
+
+
+def test_sova_run_of_trials_writes_the_box_plots_and_a_summary(tmp_path):
+    sc_path = tmp_path / "t.toml"
+    write_trials_toml(sc_path, 2)
     out = tmp_path / "out"
     assert main(["run", str(sc_path), "--out", str(out), "--quiet", "--jobs", "1"]) == 0
     doc = json.loads((out / "summary.json").read_text())
     stats = doc["values"][0]["stats"]
     assert stats["greedy-fill"]["web"]["relative_median"] > 1.0
     assert (out / "box_web.png").stat().st_size > 0 and (out / "cdf_web.png").stat().st_size > 0
+
+
+def test_a_swept_trial_set_reports_each_value_and_draws_table_iii(tmp_path):
+    sc_path = tmp_path / "t.toml"
+    sweep = """[[sweep]]\ntable = "topology"\nkey = "link_speed"\nvalues = ["100Mbps", "1Gbps"]
+[[sweep]]\ntable = "topology"\nkey = "tor_oversubscription"\nvalues = [4, 1]\n"""
+    write_trials_toml(sc_path, 1, sweep)
+    out = tmp_path / "out"
+    assert main(["run", str(sc_path), "--out", str(out), "--quiet", "--jobs", "1"]) == 0
+    doc = json.loads((out / "summary.json").read_text())
+    assert [v["value"] for v in doc["values"]] == ["100Mbps", "1Gbps"]
+    assert [x["key"] for x in doc["sweep"]] == ["link_speed", "tor_oversubscription"]
+    gains = [v["stats"]["greedy-fill"]["web"]["relative_median"] for v in doc["values"]]
+    assert gains[0] > gains[1] >= 0.999  # the slow oversubscribed fabric leaves the most to gain
+    assert (out / "sweep_web.png").stat().st_size > 0
+    assert "tor_oversubscription" in (out / "report.html").read_text()
 
 
 def test_tenant_stats_count_the_tenant_placement_pairs_that_improved():

@@ -339,8 +339,8 @@ def _run_trials(args, sweep, runs, names: list[str], dest: Path) -> int:
         disable=args.quiet,
     ) as bar:
         values = sweep.values if sweep is not None else [None]
-        for value, scenario in zip(values, runs, strict=True):
-            task = bar.add_task(str(value) if value is not None else scenario.name, total=scenario.trials.count)
+        for k, (value, scenario) in enumerate(zip(values, runs, strict=True)):
+            task = bar.add_task(scenario.name if sweep is None else sweep.describe(k), total=scenario.trials.count)
             trial_runs = run_trials(
                 scenario, names, args.jobs or 0, lambda n, total, t=task: bar.update(t, completed=n)
             )
@@ -353,9 +353,9 @@ def _run_trials(args, sweep, runs, names: list[str], dest: Path) -> int:
         _error(str(exc))
         return 2
     if not args.quiet:
-        for value, trial_runs in groups:
+        for k, (_, trial_runs) in enumerate(groups):
             stats = profile_stats(trial_runs, names)
-            t = Table(title="median relative to Random" + ("" if value is None else f" at {sweep.key} = {value}"))
+            t = Table(title="median relative to Random" + ("" if sweep is None else f" at {sweep.describe(k)}"))
             t.add_column("profile")
             keys = [k for k in ("web", "job") if k in stats[names[0]]]
             for k in keys:

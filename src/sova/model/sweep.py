@@ -49,6 +49,10 @@ class Sweep:
     def axis(self) -> str:
         return self.label or self.key
 
+    def describe(self, k: int) -> str:
+        """Run k's values, lockstep keys included: "link_speed = 100Mbps, tor_oversubscription = 4"."""
+        return ", ".join(f"{x.key} = {x.values[k]}" for x in (self, *self.lockstep))
+
 
 def load_runs(path: str | Path, profile_check: ProfileCheck | None = None) -> tuple[Sweep | None, list[Scenario]]:
     """The scenario file's runs: [the scenario] without a [sweep], one scenario per value with one."""

@@ -149,6 +149,10 @@ def write_trials(scenario: Scenario, groups, profiles: list[str], d: Path, plots
         figures.append(_runtimes(runs, profiles, d))
         if any(r.gap is not None for r in runs):
             figures.append(_gaps(runs, d))
+    if plots and sweep is not None:
+        all_stats = [v["stats"] for v in doc["values"]]
+        for key, label, _, higher in outcomes_present([r for _, runs in groups for r in runs]):
+            figures.append(_sweep_bars(all_stats, profiles, sweep, key, label, higher, d))
     (d / "report.html").write_text(_html(doc, groups, profiles, figures, sweep), encoding="utf-8")
 
 
@@ -201,6 +205,33 @@ def _save(fig, path: Path, caption: str) -> tuple[str, Path]:
     fig.savefig(path)
     plt.close(fig)
     return caption, path
+
+
+def _sweep_bars(all_stats, profiles, sweep, key, label, higher, d: Path):
+    """Table III as bars: per swept value (with its lockstep keys), each profile's median relative change."""
+    parts = [sweep, *sweep.lockstep]
+    names = ["\n".join(str(x.values[k]) for x in parts) for k in range(len(all_stats))]
+    shown = [p for p in profiles if p != RANDOM]
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(names) * len(shown) + 2), 3.8), dpi=110)
+    width = 0.8 / len(shown)
+    for i, p in enumerate(shown):
+        change = [100 * (st[p][key]["relative_median"] - 1) for st in all_stats]
+        xs = np.arange(len(names)) + (i - (len(shown) - 1) / 2) * width
+        bars = ax.bar(xs, change, width, label=p, color=f"C{profiles.index(p)}")
+        ax.bar_label(bars, [f"{c:+.0f}%" for c in change], fontsize=6)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(range(len(names)), names, fontsize=7)
+    ax.set_xlabel(" / ".join(x.key for x in parts), fontsize=8)
+    better = "faster" if not higher else "more"
+    ax.set_ylabel(f"median change vs Random (%, {better} is up)", fontsize=8)
+    ax.set_title(f"{label}: median relative improvement over each trial's Random placement", fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=7)
+    return _save(
+        fig,
+        d / f"sweep_{key}.png",
+        f"Median relative {label} against each trial's Random placement, per swept value (the paper's Table III).",
+    )
 
 
 def _boxes(runs, profiles, key, label, unit, higher, d: Path):
