@@ -179,18 +179,32 @@ def test_infeasible_problems_are_refused_with_what_does_not_fit():
 def test_the_mip_is_optimal_on_tiny_instances_checked_by_brute_force():
     from sova.plan.placement.milp import solve
 
+    # small enough to enumerate; slots, memory and CPU all bind somewhere, so the knapsack cuts must be valid
     rng = np.random.default_rng(2)
-    for _ in range(5):
-        t = np.where(rng.random((3, 3)) < 0.5, rng.uniform(10e6, 90e6, (3, 3)), 0.0)
-        p = problem(3, t, cpu=rng.uniform(0.1, 3, 3), n_hosts=6, slots=2, external_tx=rng.uniform(0, 20e6, 3))
+    star = np.zeros((4, 4))
+    star[0, 1:] = 60e6  # vm0 can share its host with two of its three partners: one flow must leave it
+    for k in range(6):
+        t = star if k == 0 else np.where(rng.random((4, 4)) < 0.5, rng.uniform(10e6, 90e6, (4, 4)), 0.0)
+        np.fill_diagonal(t, 0.0)
+        mem = rng.uniform(1000, 2500, 4)
+        p = problem(
+            4,
+            t,
+            cpu=rng.uniform(0.1, 3, 4),
+            n_hosts=6,
+            slots=3,
+            external_tx=rng.uniform(0, 20e6, 4),
+            memory=mem,
+            host_memory=np.full(6, 4096.0),
+        )
         best = min(
             Evaluator(p, "all", np.array(x)).value()
-            for x in itertools.product(range(6), repeat=3)
-            if np.bincount(x, minlength=6).max() <= 2
+            for x in itertools.product(range(6), repeat=4)
+            if np.bincount(x, minlength=6).max() <= 3 and (np.bincount(x, weights=mem, minlength=6) <= 4096).all()
         )
         r = solve(p, time_limit=20)
         assert r.status == "Optimal" and r.gap == pytest.approx(0.0, abs=1e-6)
-        assert r.value == pytest.approx(best)
+        assert r.value == pytest.approx(best) and r.bound == pytest.approx(best, abs=1e-6)
 
 
 def test_the_mip_starts_from_a_heuristic_and_reports_its_gap():

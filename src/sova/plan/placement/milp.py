@@ -8,6 +8,11 @@ y[a,G] = sum of x[a,h] over the hosts h of G, the compact tree formulation of th
     w[a,b,G] <= y[a,G],  w[a,b,G] <= y[b,G]     (w rises to min(y_a, y_b): both VMs inside G)
 plus one host per VM, slots, memory, and CPU: sum_v cpu_v x[v,h] <= U cores_h. The direct arc-flow
 model has a weak relaxation (the notes: 20 x 20 not proven in 60 s); this one proves small instances.
+Per-VM knapsack cuts (the notes) lift the bound: VM a's host link carries a's traffic except what goes
+to the partners b sharing its host, and c[a,b] in [0, 1] (b shares a's host) is limited by the slots,
+memory and CPU left beside a:
+    U cap_host >= out_a + ext_tx_a - sum_b d_ab c[a,b]   (and likewise into a)
+    sum_b c[a,b] <= slots - 1,  sum_b mem_b c[a,b] <= memory - mem_a,  sum_b cpu_b c[a,b] <= U cores - cpu_a
 The search starts from a heuristic placement (Greedy Fill by default), stops at ``time_limit`` or the
 relative ``gap``, and reports the gap it reached.
 """
@@ -110,7 +115,8 @@ def solve(
             for k in range(len(d)):  # w <= y_a, w <= y_b
                 for vm in (int(pa[k]), int(pb[k])):
                     rows.add(np.append(w[k], y(vm)), np.append(1.0, -np.ones(len(members))), -inf, 0.0)
-    n_col = w0
+    kn = _knapsack_cuts(problem, rows, col_u, w0)
+    n_col = w0 + len(kn[0])
     A = coo_matrix(
         (np.concatenate(rows.v), (np.concatenate(rows.r), np.concatenate(rows.c))), shape=(len(rows.lo), n_col)
     ).tocsc()
@@ -133,7 +139,7 @@ def solve(
     h.passModel(lp)
     if start is not None:
         sol = highspy.HighsSolution()
-        sol.col_value = list(_start_columns(problem, start, n_col, d, pa, pb))
+        sol.col_value = list(_start_columns(problem, start, n_col, d, pa, pb, kn))
         sol.value_valid = True
         h.setSolution(sol)
     h.run()
@@ -147,8 +153,39 @@ def solve(
     return MipResult(x, value, float(info.mip_dual_bound), float(info.mip_gap), status, float(h.getRunTime()))
 
 
-def _start_columns(problem: Problem, x: np.ndarray, n_col: int, d, pa, pb) -> np.ndarray:
-    """A full column vector for a known placement: x, its U, and every w at min(y_a, y_b)."""
+def _knapsack_cuts(problem: Problem, rows: _Rows, col_u: int, c0: int) -> tuple[np.ndarray, np.ndarray]:
+    """Add the per-VM knapsack cuts with their columns c[a,b] from c0 on; returns (a, b) of each column.
+    Hosts may differ: each bound takes the largest host, so the cuts stay valid for every host."""
+    t = problem.traffic.tocsr()
+    tt = problem.traffic.T.tocsr()
+    both = (t + tt).tocsr()
+    slots = float(problem.capacity().max()) - 1.0
+    cores = float(problem.host_cores.max())
+    cap = float(problem.levels.cap[0].max())
+    mem = problem.memory if problem.memory is not None and problem.host_memory is not None else None
+    ca, cb = [], []
+    for a in range(problem.n_vms):
+        partners = both.indices[both.indptr[a] : both.indptr[a + 1]]
+        partners = partners[partners != a]
+        cols = c0 + len(ca) + np.arange(len(partners))
+        ca += [a] * len(partners)
+        cb += partners.tolist()
+        if len(partners):
+            rows.add(cols, np.ones(len(partners)), -np.inf, slots)
+            if mem is not None:
+                rows.add(cols, mem[partners], -np.inf, float(problem.host_memory.max()) - mem[a])
+            rows.add(np.append(cols, col_u), np.append(problem.cpu[partners], -cores), -np.inf, -problem.cpu[a])
+        for m, ext in ((t, problem.external_tx[a]), (tt, problem.external_rx[a])):
+            d = np.asarray(m[a, partners].todense()).ravel() if len(partners) else np.zeros(0)
+            total = float(m[a].sum()) - float(m[a, a]) + float(ext)
+            if total > 0:  # U cap - sum_b d_ab c[a,b] >= total
+                rows.add(np.append(cols, col_u), np.append(d, cap), total, np.inf)
+    return np.array(ca, dtype=np.int64), np.array(cb, dtype=np.int64)
+
+
+def _start_columns(problem: Problem, x: np.ndarray, n_col: int, d, pa, pb, kn) -> np.ndarray:
+    """A full column vector for a known placement: x, its U, every w at min(y_a, y_b), c[a,b] = a and b
+    share a host."""
     V, H = problem.n_vms, problem.n_hosts
     col = np.zeros(n_col)
     col[np.arange(V) * H + x] = 1.0
@@ -161,4 +198,5 @@ def _start_columns(problem: Problem, x: np.ndarray, n_col: int, d, pa, pb) -> np
             inside = g_of_host[x] == g
             col[w0 : w0 + len(d)] = inside[pa] & inside[pb]
             w0 += len(d)
+    col[w0 : w0 + len(kn[0])] = x[kn[0]] == x[kn[1]]
     return col
