@@ -163,6 +163,7 @@ def _knapsack_cuts(problem: Problem, rows: _Rows, col_u: int, c0: int) -> tuple[
     cores = float(problem.host_cores.max())
     cap = float(problem.levels.cap[0].max())
     mem = problem.memory if problem.memory is not None and problem.host_memory is not None else None
+    sent, received = problem.nic_tx(), problem.nic_rx()
     ca, cb = [], []
     for a in range(problem.n_vms):
         partners = both.indices[both.indptr[a] : both.indptr[a + 1]]
@@ -175,11 +176,10 @@ def _knapsack_cuts(problem: Problem, rows: _Rows, col_u: int, c0: int) -> tuple[
             if mem is not None:
                 rows.add(cols, mem[partners], -np.inf, float(problem.host_memory.max()) - mem[a])
             rows.add(np.append(cols, col_u), np.append(problem.cpu[partners], -cores), -np.inf, -problem.cpu[a])
-        for m, ext in ((t, problem.external_tx[a]), (tt, problem.external_rx[a])):
-            d = np.asarray(m[a, partners].todense()).ravel() if len(partners) else np.zeros(0)
-            total = float(m[a].sum()) - float(m[a, a]) + float(ext)
+        for m, total in ((t, sent[a]), (tt, received[a])):
+            d = m[a].toarray().ravel()[partners]
             if total > 0:  # U cap - sum_b d_ab c[a,b] >= total
-                rows.add(np.append(cols, col_u), np.append(d, cap), total, np.inf)
+                rows.add(np.append(cols, col_u), np.append(d, cap), float(total), np.inf)
     return np.array(ca, dtype=np.int64), np.array(cb, dtype=np.int64)
 
 
