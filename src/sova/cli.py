@@ -98,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _place_parser(sub) -> None:
-    from sova.control.place import ALGORITHMS
+    from sova.control.place import algorithms
 
     pl = sub.add_parser(
         "place",
@@ -108,7 +108,7 @@ def _place_parser(sub) -> None:
         "after, the peak of each resource kind, the moves and the optimizer's runtime. See docs/placement.md.",
     )
     pl.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file (needs a tree [topology])")
-    pl.add_argument("--algorithm", required=True, choices=ALGORITHMS, help="the placement algorithm")
+    pl.add_argument("--algorithm", required=True, choices=algorithms(), help="the placement algorithm")
     pl.add_argument("--window", type=float, default=60.0, metavar="SECONDS", help="measurement window (default 60)")
     pl.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="an algorithm parameter")
 
@@ -322,7 +322,7 @@ def _run(args) -> int:
 def _run_trials(args, sweep, runs, names: list[str], dest: Path) -> int:
     """A scenario with [trials]: every profile re-places many Random placements (Virtue's method)."""
     from sova.control.trials import check_trials, run_trials
-    from sova.report.trials import profile_stats, write_trials
+    from sova.report.trials import trials_document, write_trials
     from sova.report.writer import OutputError, write_atomically
 
     check_trials(runs[0], names)
@@ -345,16 +345,15 @@ def _run_trials(args, sweep, runs, names: list[str], dest: Path) -> int:
                 scenario, names, args.jobs or 0, lambda n, total, t=task: bar.update(t, completed=n)
             )
             groups.append((value, trial_runs))
+    doc = trials_document(runs[0], groups, names, sweep)
     try:
-        write_atomically(
-            dest, args.force, lambda d: write_trials(runs[0], groups, names, d, runs[0].outputs.plots, sweep)
-        )
+        write_atomically(dest, args.force, lambda d: write_trials(doc, groups, d, runs[0].outputs.plots, sweep))
     except OutputError as exc:
         _error(str(exc))
         return 2
     if not args.quiet:
-        for k, (_, trial_runs) in enumerate(groups):
-            stats = profile_stats(trial_runs, names)
+        for k, val in enumerate(doc["values"]):
+            stats = val["stats"]
             t = Table(title="median relative to Random" + ("" if sweep is None else f" at {sweep.describe(k)}"))
             t.add_column("profile")
             keys = [k for k in ("web", "job") if k in stats[names[0]]]

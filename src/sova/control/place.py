@@ -25,7 +25,10 @@ from sova.plan.placement.random_placement import random_placement
 from sova.plan.placement_policies import PlacementPolicy
 from sova.sim.engine import Simulator
 
-ALGORITHMS = ("random", "sa-c", "sa-cn", "sa-cntm", "sa-all", "greedy-net", "greedy-fill", "model")
+
+def algorithms() -> tuple[str, ...]:
+    """Random and every registered placement policy (a new one shows up here by registering)."""
+    return ("random", *(name for name, cls in registry().items() if issubclass(cls, PlacementPolicy)))
 
 
 @dataclass
@@ -40,9 +43,9 @@ class Placement:
 
 
 def place(scenario: Scenario, algorithm: str, window: float = 60.0, params: dict | None = None) -> Placement:
-    if algorithm not in ALGORITHMS:
+    if algorithm not in algorithms():
         raise InputError(
-            [Problem("--algorithm", f"unknown algorithm {algorithm!r}; expected one of {', '.join(ALGORITHMS)}")]
+            [Problem("--algorithm", f"unknown algorithm {algorithm!r}; expected one of {', '.join(algorithms())}")]
         )
     policy = _policy(algorithm, params or {})
     sim, problem = run_and_measure(scenario, window, 0.0, policy.p["slots"] if policy else 4)

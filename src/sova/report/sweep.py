@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import html
-import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from sova.control.experiment import SweepRun
 from sova.model.scenario import Scenario
 from sova.model.sweep import Sweep
 from sova.report.html import metric_value
-from sova.report.writer import json_default
+from sova.report.writer import scenario_header, write_summary
 
 # (label, path in a profile summary, scale, unit)
 METRICS = [
@@ -41,14 +40,7 @@ def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]
     first = scenarios[0]
     return {
         "sova_version": __version__,
-        "scenario": {
-            "name": first.name,
-            "description": first.description,
-            "source": first.source.split(" [")[0],
-            "duration": first.duration,
-            "step": first.step,
-            "seed": first.seed,
-        },
+        "scenario": scenario_header(first),
         "sweep": {
             "table": sweep.table,
             "key": sweep.key,
@@ -70,7 +62,7 @@ def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]
 
 def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d: Path, plots: bool) -> None:
     doc = sweep_document(sweep, scenarios, runs)
-    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=json_default) + "\n", encoding="utf-8")
+    write_summary(d, doc)
     profiles = [r.profile for r in runs[0].results]
     metrics = [
         m for m in METRICS if any(metric_value(r.summary, m[1]) is not None for run in runs for r in run.results)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import html
-import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -27,7 +26,7 @@ import numpy as np
 from sova import __version__
 from sova.control.trials import RANDOM, TrialRun
 from sova.model.scenario import Scenario
-from sova.report.writer import json_default
+from sova.report.writer import scenario_header, write_summary
 
 # (key, label, unit, higher is better)
 OUTCOMES = [("web", "web throughput", "req/s", True), ("job", "MapReduce job completion time", "s", False)]
@@ -111,14 +110,7 @@ def _median(values) -> np.float64:
 def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun]]], profiles, sweep=None) -> dict:
     return {
         "sova_version": __version__,
-        "scenario": {
-            "name": scenario.name,
-            "description": scenario.description,
-            "source": scenario.source.split(" [")[0],
-            "duration": scenario.duration,
-            "seed": scenario.seed,
-            "trials": asdict(scenario.trials),
-        },
+        "scenario": {**scenario_header(scenario), "trials": asdict(scenario.trials)},
         "sweep": None
         if sweep is None
         else [{"table": x.table, "key": x.key, "values": list(x.values)} for x in (sweep, *sweep.lockstep)],
@@ -130,9 +122,10 @@ def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun
     }
 
 
-def write_trials(scenario: Scenario, groups, profiles: list[str], d: Path, plots: bool, sweep=None) -> None:
-    doc = trials_document(scenario, groups, profiles, sweep)
-    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=json_default) + "\n", encoding="utf-8")
+def write_trials(doc: dict, groups, d: Path, plots: bool, sweep=None) -> None:
+    """summary.json (`doc`, from trials_document), trials.csv, the plots and report.html."""
+    profiles = doc["profiles"]
+    write_summary(d, doc)
     _write_csv(d / "trials.csv", groups)
     figures: list[tuple[str, Path]] = []
     if plots and sweep is None:

@@ -62,19 +62,26 @@ def write_atomically(out: Path, force: bool, fill) -> Path:
     return out
 
 
+def scenario_header(scenario: Scenario) -> dict:
+    """What every summary.json says of its scenario (the file, without the value a sweep appends)."""
+    return {
+        "name": scenario.name,
+        "description": scenario.description,
+        "source": scenario.source.split(" [")[0],
+        "duration": scenario.duration,
+        "step": scenario.step,
+        "seed": scenario.seed,
+    }
+
+
+def write_summary(d: Path, doc: dict) -> None:
+    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=json_default) + "\n", encoding="utf-8")
+
+
 def summary_document(scenario: Scenario, results: list[ProfileResult]) -> dict:
     return {
         "sova_version": __version__,
-        "scenario": {
-            "name": scenario.name,
-            "description": scenario.description,
-            "source": scenario.source,
-            "duration": scenario.duration,
-            "step": scenario.step,
-            "seed": scenario.seed,
-            "hosts": len(scenario.hosts),
-            "vms": len(scenario.vms),
-        },
+        "scenario": {**scenario_header(scenario), "hosts": len(scenario.hosts), "vms": len(scenario.vms)},
         "profiles": {r.profile: r.summary for r in results},
         "services": {r.profile: r.services for r in results},
         "migrations": {r.profile: [asdict(m) for m in r.migrations] for r in results},
@@ -83,7 +90,7 @@ def summary_document(scenario: Scenario, results: list[ProfileResult]) -> dict:
 
 def _write_all(scenario: Scenario, results: list[ProfileResult], d: Path) -> None:
     doc = summary_document(scenario, results)
-    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=json_default) + "\n", encoding="utf-8")
+    write_summary(d, doc)
     for r in results:
         _write_csv(d / f"metrics-{r.profile}.csv", r.series)
         r.audit.write_jsonl(d / f"audit-{r.profile}.jsonl")
