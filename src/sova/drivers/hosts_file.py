@@ -58,7 +58,7 @@ def _runner(prefix: list[str]):
 def load_hosts_file(path: Path) -> HostsConfig:
     r = Reader(str(path))
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except OSError as e:
         raise InputError([_problem(r, "", f"cannot read the file: {e.strerror}")]) from e
     except tomllib.TOMLDecodeError as e:

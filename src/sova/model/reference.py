@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sova.model import scenario as S
+from sova.model import scenario_fields as S
 from sova.model.schema import markdown_table
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (make docs) -->"

@@ -1,7 +1,8 @@
 """A small declarative reader for TOML tables that collects every error with its location.
 
 Each table is described by a dict of ``Field``s. ``Reader.table`` checks types, units, ranges and
-choices, fills defaults, rejects unknown keys (with a did-you-mean hint) and records every problem
+choices, fills defaults, rejects unknown keys (with a did-you-mean hint), refuses NaN and infinity for
+every number (TOML has both; no quantity in Sova is meant to be either) and records every problem
 as a ``Problem(location, message)`` instead of stopping at the first. The same field descriptions
 generate the scenario reference in docs/, so the docs cannot drift from the code.
 """
@@ -9,6 +10,7 @@ generate the scenario reference in docs/, so the docs cannot drift from the code
 from __future__ import annotations
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +108,9 @@ class Reader:
             value = self._convert(raw, spec)
         except (TypeError, ValueError) as exc:
             self.error(where, f"{exc}")
+            return fallback
+        if isinstance(value, float) and not math.isfinite(value):
+            self.error(where, f"got {raw!r}; expected {spec.expected()}, a finite number")
             return fallback
         if spec.choices and value not in spec.choices:
             hint = difflib.get_close_matches(str(value), [str(c) for c in spec.choices], n=1)

@@ -62,7 +62,7 @@ def load_runs(path: str | Path, profile_check: ProfileCheck | None = None) -> tu
     if path.is_dir():
         raise InputError([Problem(str(path), "is a directory; expected a scenario .toml file")])
     try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Windows editors) is fine
     except UnicodeDecodeError as exc:
         raise InputError([Problem(str(path), f"not UTF-8 text: {exc}")]) from None
     except tomllib.TOMLDecodeError as exc:

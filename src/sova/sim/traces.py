@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import io
+import math
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,9 +90,12 @@ def read_bitbrains(spec: str) -> BitbrainsTrace:
         if len(parts) < _BB_COLUMNS:
             raise TraceError(f"{spec}: line {n}: expected {_BB_COLUMNS} ';'-separated columns, got {len(parts)}")
         try:
-            rows.append([float(x) for x in parts[:_BB_COLUMNS]])
+            row = [float(x) for x in parts[:_BB_COLUMNS]]
         except ValueError:
             raise TraceError(f"{spec}: line {n}: expected numbers, got {line[:80]!r}") from None
+        if not all(math.isfinite(x) and x >= 0 for x in row):
+            raise TraceError(f"{spec}: line {n}: expected finite, non-negative numbers, got {line[:80]!r}")
+        rows.append(row)
     if not rows:
         raise TraceError(f"{spec}: no samples")
     a = np.asarray(rows)

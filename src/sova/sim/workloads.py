@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sova.model.scenario import Scenario, WorkloadSpec, peer_name
-from sova.sim.traces import read_bitbrains, read_planetlab
+from sova.sim.traces import TraceError, read_bitbrains, read_planetlab
 
 
 def on_fraction(t: float, dt: float, period: np.ndarray, duty: np.ndarray, phase: np.ndarray) -> np.ndarray:
@@ -91,7 +91,7 @@ class Workloads:
         phase = np.where(stagger, np.floor(rng.uniform(0, 1, len(vm)) * period / step) * step, 0.0)
         g = Group(kind, vm, params, phase, spec_idx)
         if kind in ("planetlab", "bitbrains"):
-            _load_series(g)
+            _load_series(g, specs)
         if kind == "batch":
             g.state["left"] = g.params["work"].copy()
             g.state["think_left"] = np.zeros(len(vm))
@@ -122,13 +122,18 @@ class Workloads:
         return self.groups.get(kind)
 
 
-def _load_series(g: Group) -> None:
-    files = g.params["file"]
+def _load_series(g: Group, specs: tuple[WorkloadSpec, ...]) -> None:
+    read = read_planetlab if g.kind == "planetlab" else read_bitbrains
+    loaded = []
+    for file, spec in zip(g.params["file"], g.spec_index, strict=True):
+        try:
+            loaded.append(read(file))
+        except TraceError as exc:  # name the scenario entry too: the file alone does not say who read it
+            raise TraceError(f"{specs[spec].where or 'a workload'}.file: {exc}") from None
     if g.kind == "planetlab":
-        arrays = [read_planetlab(f) for f in files]
-        g.series["cpu"] = _pad(arrays)
+        g.series["cpu"] = _pad(loaded)
         return
-    traces = [read_bitbrains(f) for f in files]
+    traces = loaded
     for key in ("cpu", "mem_used", "disk_read", "disk_write", "net_rx", "net_tx"):
         g.series[key] = _pad([getattr(t, key) for t in traces])
 

@@ -1,0 +1,249 @@
+"""The keys of a scenario file: each table's fields with kind, default, range and a line of documentation.
+
+The validator (``sova.model.scenario_reader``) reads scenarios with these descriptions, and
+docs/scenario-format.md is generated from them (``make docs``), so the docs cannot drift from the code.
+"""
+
+from __future__ import annotations
+
+from sova.model.schema import REQUIRED, Field
+
+TOPOLOGY_KINDS = ("single-switch", "leaf-spine", "fat-tree", "three-tier")
+WORKLOAD_KINDS = (
+    "lookbusy",
+    "netperf",
+    "httperf",
+    "web",
+    "mapreduce",
+    "fio",
+    "transfer",
+    "batch",
+    "planetlab",
+    "bitbrains",
+)
+MODES = ("auto", "approve", "dry-run")
+AUTO_HOSTS = ("auto", "random")
+
+SCENARIO_FIELDS = {
+    "name": Field("str", REQUIRED, "short name of the scenario, used in reports"),
+    "description": Field("str", "", "one paragraph saying what the scenario shows"),
+    "duration": Field("duration", REQUIRED, "simulated time to run", lo=0, lo_open=True),
+    "step": Field("duration", 1.0, "simulator time step", lo=0.001, hi=60),
+    "seed": Field("int", 1, "random seed; the same seed gives the same run", lo=0),
+}
+
+TOPOLOGY_FIELDS = {
+    "kind": Field("str", "single-switch", "shape of the fabric", choices=TOPOLOGY_KINDS),
+    "link_speed": Field("bandwidth", 10e9, "speed of host links (and of all links unless set below)", lo=0),
+    "uplink_speed": Field("bandwidth", 0.0, "leaf-spine / fat-tree: switch-to-switch links (0: link_speed)"),
+    "latency_per_hop": Field("duration", 2e-6, "one-way latency per switch hop", lo=0),
+    "leaves": Field("int", 4, "leaf-spine: number of leaf (ToR) switches", lo=1),
+    "spines": Field("int", 2, "leaf-spine: number of spine switches (ECMP over them)", lo=1),
+    "hosts_per_leaf": Field("int", 8, "leaf-spine: hosts under each leaf", lo=1),
+    "k": Field("int", 4, "fat-tree: switch radix k (k^3/4 hosts at full size)", lo=2),
+    "hosts_per_edge": Field("int", 0, "fat-tree: hosts per edge switch (0: k/2; more oversubscribes)", lo=0),
+    "racks": Field("int", 4, "three-tier: number of racks (ToR switches)", lo=1),
+    "hosts_per_rack": Field("int", 20, "three-tier: hosts per rack", lo=1),
+    "racks_per_agg": Field("int", 2, "three-tier: racks under each aggregation switch", lo=1),
+    "tor_oversubscription": Field("float", 1.0, "three-tier: ToR-to-aggregation oversubscription", lo=1),
+    "agg_oversubscription": Field("float", 1.0, "three-tier: aggregation-to-core oversubscription", lo=1),
+    "external_speed": Field("bandwidth", 100e9, "link from the top of the fabric to the outside world", lo=0),
+}
+
+NIC_FIELDS = {
+    "bandwidth": Field("bandwidth", 10e9, "physical port speed (10 GbE by default)", lo=0, lo_open=True),
+    "sriov": Field("bool", True, "whether the NIC can expose SR-IOV virtual functions"),
+    "max_vfs": Field("int", 63, "VFs per port (an Intel 82599 port has up to 63)", lo=0, hi=256),
+}
+
+HOST_FIELDS = {
+    "name": Field("str", REQUIRED, "host name; with count, a pattern with {i} (1-based)"),
+    "count": Field("int", 1, "how many hosts this entry makes", lo=1),
+    "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
+    "cores": Field("int", 16, "hardware threads the hypervisor schedules on", lo=1),
+    "ghz": Field("float", 2.6, "clock speed, for reports", lo=0, lo_open=True),
+    "memory": Field("memory", 65536.0, "RAM (64 GiB by default)", lo=0, lo_open=True),
+    "dom0_vcpus": Field("int", 2, "vCPUs of the control domain (Dom0 / host networking)", lo=1),
+    "dom0_weight": Field("int", 256, "scheduler weight of Dom0 (Xen credit default 256)", lo=1),
+    "dom0_memory": Field("memory", 4096.0, "memory reserved for Dom0", lo=0),
+    "power_idle": Field("float", 100.0, "power at idle, W (linear power model)", lo=0),
+    "power_max": Field("float", 250.0, "power at full CPU, W", lo=0),
+    "nic": Field("table", {}, "the physical NIC: bandwidth, sriov, max_vfs"),
+}
+
+STORAGE_FIELDS = {
+    "name": Field("str", REQUIRED, "storage server name"),
+    "device": Field("str", "ssd", "device model", choices=("ssd", "disk-array")),
+    "parallelism": Field("int", 0, "IOs served at once (0: 8 for both models)", lo=0),
+    "access_time": Field("duration", 0.0, "per-IO access time (0: 100 us SSD, 8 ms disk)", lo=0),
+    "bandwidth": Field("bandwidth", 0.0, "media transfer rate (0: 4 Gb/s SSD, 1.2 Gb/s per disk)", lo=0),
+    "link_speed": Field("bandwidth", 40e9, "the server's link into the fabric", lo=0, lo_open=True),
+}
+
+VM_FIELDS = {
+    "name": Field("str", REQUIRED, "VM name; with count, a pattern with {i} (1-based)"),
+    "count": Field("int", 1, "how many VMs this entry makes (0: none, e.g. at one end of a sweep)", lo=0),
+    "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
+    "host": Field(
+        "str", "auto", "initial host, 'auto' (round-robin over hosts with room) or 'random' (seeded, with room)"
+    ),
+    "vcpus": Field("int", 1, "virtual CPUs", lo=1),
+    "memory": Field("memory", 1024.0, "memory (1 GiB by default)", lo=1),
+    "disk": Field("size", 10 * 1024**3, "disk size", lo=0),
+    "nic": Field("str", "vnic", "starting NIC mode: para-virtual vNIC or SR-IOV VF", choices=("vnic", "vf")),
+    "vf_rate": Field("bandwidth", 0.0, "rate cap of the VF if it starts with one (0: none)", lo=0),
+    "weight": Field("int", 256, "CPU scheduler weight (shares)", lo=1),
+    "cap": Field("float", 0.0, "CPU cap in cores (0: no cap)", lo=0),
+    "storage": Field("str", "", "storage server holding its disk ('' : the first one)"),
+    "dirty_rate": Field("size", 5e6, "memory dirtied per second by the guest (bytes/s), for migration", lo=0),
+    "wss": Field("memory", 0.0, "writable working set that caps a pre-copy round (0: all memory)", lo=0),
+}
+
+# Per workload kind: the parameters a phase may change, with defaults.
+WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
+    "lookbusy": {
+        "duty": Field("float", 1.0, "fraction of the time the burner runs", lo=0, hi=1),
+        "util": Field("float", 1.0, "CPU load of each vCPU while running", lo=0, hi=1),
+        "period": Field("duration", 10.0, "on/off period of the duty cycle", lo=0, lo_open=True),
+    },
+    "netperf": {
+        "duty": Field("float", 1.0, "fraction of the time the stream runs", lo=0, hi=1),
+        "rate": Field("bandwidth", 0.0, "offered rate while running (0: as fast as TCP goes)", lo=0),
+        "period": Field("duration", 10.0, "on/off period of the duty cycle", lo=0, lo_open=True),
+        "peer": Field(
+            "str", "external", "the other end: a VM name, 'external', or a pattern like 'cli{i}' (i: own number)"
+        ),
+        "direction": Field("str", "tx", "tx: the VM sends; rx: it receives", choices=("tx", "rx")),
+    },
+    "httperf": {
+        "client": Field("str", "external", "request source: a VM name, 'external', or a pattern like 'cli{i}'"),
+        "rate": Field("float", 100.0, "requests per second", lo=0),
+        "page": Field("size", 10240.0, "response size", lo=1),
+        "request": Field("size", 300.0, "request size", lo=1),
+        "cpu_per_request": Field("duration", 50e-6, "server CPU time per request", lo=0),
+        "timeout": Field("duration", 5.0, "client timeout; slower requests count as errors", lo=0, lo_open=True),
+    },
+    "web": {
+        "web": Field("str", REQUIRED, "web VMs this client sends to: a name, a glob ('s1-web*') or 'web{i}'"),
+        "cache": Field("str", "", "cache VMs each web request calls, a name or glob ('' : none)"),
+        "concurrency": Field("int", 20, "requests the client keeps outstanding", lo=1),
+        "request": Field("size", 750.0, "request size, client to web", lo=1),
+        "page": Field("size", 33660.0, "response size, web to client", lo=1),
+        "calls": Field("int", 10, "sequential cache requests per web request, to random cache VMs", lo=0),
+        "call_request": Field("size", 100.0, "cache request size", lo=1),
+        "call_response": Field("size", 500.0, "cache response size", lo=1),
+        "cpu_per_request": Field("duration", 1e-3, "web VM CPU time per request", lo=0),
+        "cpu_per_call": Field("duration", 20e-6, "cache VM CPU time per call", lo=0),
+    },
+    "mapreduce": {
+        "map": Field("float", 60.0, "map work per VM, core-seconds", lo=0),
+        "shuffle": Field("size", 100e6, "bytes each VM sends in the shuffle, evenly to the job's other VMs", lo=0),
+        "reduce": Field("float", 30.0, "reduce work per VM, core-seconds", lo=0),
+        "cores": Field("float", 0.0, "cores a VM keeps busy in map and reduce (0: all vCPUs)", lo=0),
+        "think": Field("duration", 10.0, "pause between runs of the job (tear-down and set-up)", lo=0),
+    },
+    "fio": {
+        "iops": Field("float", 100.0, "IO operations per second offered", lo=0),
+        "size": Field("size", 4096.0, "IO size", lo=512),
+        "read": Field("float", 0.7, "fraction of reads", lo=0, hi=1),
+    },
+    "transfer": {
+        "size": Field("size", 1e9, "bytes to copy, once (scp of a file)", lo=1),
+        "peer": Field("str", "external", "where the file goes: a VM name, 'external', or a pattern like 'srv{i}'"),
+        "start": Field("duration", 0.0, "when the copy starts", lo=0),
+        "cpu_per_byte": Field("duration", 4e-9, "sender CPU per byte on top of the network stack (scp's cipher)", lo=0),
+    },
+    "batch": {
+        "work": Field("float", 60.0, "CPU work per job, core-seconds", lo=0, lo_open=True),
+        "cores": Field("float", 0.0, "cores a running job keeps busy (0: all vCPUs)", lo=0),
+        "think": Field("duration", 0.0, "pause between jobs", lo=0),
+    },
+    "planetlab": {
+        "file": Field("str", REQUIRED, "a PlanetLab per-VM file (288 CPU % samples); relative to the scenario"),
+        "interval": Field("duration", 300.0, "seconds per sample", lo=0, lo_open=True),
+        "scale": Field("float", 1.0, "multiplier on the trace's CPU %", lo=0),
+        "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
+    },
+    "bitbrains": {
+        "file": Field("str", REQUIRED, "a Bitbrains GWA-T-12 VM CSV, or 'ARCHIVE.tar.gz:MEMBER'"),
+        "interval": Field("duration", 300.0, "seconds per sample", lo=0, lo_open=True),
+        "scale": Field("float", 1.0, "multiplier on CPU, disk and network", lo=0),
+        "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
+    },
+}
+STRUCTURAL_PARAMS = {
+    "peer",
+    "direction",
+    "client",
+    "file",
+    "interval",
+    "offset",
+    "start",
+    # a web stream's bytes per request are fixed when its flows are tied together
+    "web",
+    "cache",
+    "request",
+    "page",
+    "calls",
+    "call_request",
+    "call_response",
+}
+
+WORKLOAD_FIELDS = {
+    "vm": Field("str", REQUIRED, "VM that runs it: a name or a glob pattern ('web*')"),
+    "kind": Field("str", REQUIRED, "what runs", choices=WORKLOAD_KINDS),
+    "stagger": Field("bool", True, "start each VM's duty cycle at a random (seeded) point of its period"),
+}
+
+PROFILE_FIELDS = {
+    "policies": Field("list[str]", [], "policies to run, by registered name"),
+    "mode": Field("str", "auto", "executor mode", choices=MODES),
+    "params": Field("table", {}, "per-policy parameters: [profiles.NAME.params.POLICY]"),
+}
+
+CONTROL_FIELDS = {
+    "monitor_period": Field("duration", 1.0, "how often sensors are read", lo=0, lo_open=True),
+    "history": Field("int", 600, "snapshots kept in the Knowledge", lo=2),
+    "max_migrations_per_host": Field("int", 1, "concurrent migrations touching one host", lo=1),
+    "max_migrations_cluster": Field("int", 4, "concurrent migrations in the whole cluster", lo=1),
+    "hold_down": Field("duration", 300.0, "a migrated VM is not moved again for this long", lo=0),
+    "action_timeout": Field("duration", 600.0, "a running action is cancelled after this long", lo=0, lo_open=True),
+    "approval_timeout": Field("duration", 300.0, "approve mode: plans expire unapproved after this", lo=0),
+    "cpu_headroom": Field("float", 0.9, "a migration must leave the destination under this CPU load", lo=0, hi=1),
+}
+
+OUTPUT_FIELDS = {
+    "per_vm": Field("bool", False, "also write per-VM metrics per step (large for big scenarios)"),
+    "plots": Field("bool", True, "write PNG plots and embed them in report.html"),
+    "sample_every": Field("duration", 0.0, "metrics row interval (0: every step)", lo=0),
+    "intensity": Field("bool", False, "report IF, NF, io_degree and net_degree of every VM over the whole run"),
+}
+
+TRIALS_FIELDS = {
+    "count": Field("int", 25, "random initial placements, each a trial (the paper: 25 or 50)", lo=1),
+    "slots": Field("int", 4, "VMs a host may hold in the Random placements (the paper: 4)", lo=1),
+    "warmup": Field("duration", 10.0, "seconds of each run left out of its measurement and outcome", lo=0),
+    "iterations": Field("int", 1, "measure-optimize-run rounds per trial and algorithm (Fig. 6: 4)", lo=1),
+}
+
+SIMULATOR_FIELDS = {
+    "protocol_efficiency": Field("float", 1448 / 1538, "payload share of a link's bit rate (TCP/IPv4, 1500 MTU)"),
+    "packet_payload": Field("size", 1448.0, "payload bytes per packet (MSS)", lo=1),
+    "dom0_cost_per_packet": Field("duration", 2.2e-6, "Dom0 CPU per packet crossing a netback", lo=0),
+    "dom0_cost_per_byte": Field("duration", 0.1e-9, "Dom0 CPU per byte crossing a netback", lo=0),
+    "dom0_vif_overhead": Field("float", 0.0016, "Dom0 cost grows this much per extra active vNIC", lo=0),
+    "guest_cost_per_packet": Field("duration", 0.5e-6, "guest CPU per packet (TCP stack + driver)", lo=0),
+    "guest_cost_per_byte": Field("duration", 0.25e-9, "guest CPU per byte", lo=0),
+    "pv_latency": Field("duration", 30e-6, "latency added by each Dom0 crossing (event channel)", lo=0),
+    "vf_latency": Field("duration", 5e-6, "latency added by a VF (DMA + interrupt)", lo=0),
+    "idle_guest_cpu": Field("float", 0.005, "cores an idle guest uses (timer ticks)", lo=0),
+    "sched_overhead": Field("float", 0.15, "slowdown per runnable vCPU per hardware thread above one", lo=0),
+    "rate_limit_burst": Field("size", 65536.0, "token-bucket burst of a VF rate tier or vNIC limit", lo=0),
+    "vf_attach_time": Field("duration", 0.2, "hot-plug of a VF", lo=0),
+    "vf_detach_time": Field("duration", 1.5, "hot-unplug of a VF (device-removed event)", lo=0),
+    "migration_bandwidth": Field("bandwidth", 0.0, "cap of a migration stream (0: unlimited, as libvirt)", lo=0),
+    "migration_downtime_limit": Field("duration", 0.3, "stop pre-copy when the rest fits in this", lo=0),
+    "migration_max_rounds": Field("int", 30, "pre-copy round cap", lo=1),
+    "migration_max_factor": Field("float", 3.0, "stop pre-copy after sending this times memory", lo=1),
+    "migration_resume_time": Field("duration", 0.02, "time to resume the VM at the destination", lo=0),
+}

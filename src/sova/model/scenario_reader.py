@@ -1,0 +1,427 @@
+"""Reading a parsed scenario file into a ``Scenario``: every table checked, every problem with its place.
+
+Arrays of tables (``[[hosts]]``, ``[[vms]]``, ...) are read entry by entry over their ``[defaults]``;
+counted entries expand their ``{i}`` names; VMs with host = "auto" or "random" are placed here, seeded.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sova.model.scenario import (
+    ControlSpec,
+    HostSpec,
+    NicSpec,
+    OutputSpec,
+    Phase,
+    ProfileCheck,
+    ProfileSpec,
+    Scenario,
+    StorageSpec,
+    TopologySpec,
+    TrialsSpec,
+    VmSpec,
+    WorkloadSpec,
+    peer_name,
+)
+from sova.model.scenario_fields import (
+    AUTO_HOSTS,
+    CONTROL_FIELDS,
+    HOST_FIELDS,
+    NIC_FIELDS,
+    OUTPUT_FIELDS,
+    PROFILE_FIELDS,
+    SCENARIO_FIELDS,
+    SIMULATOR_FIELDS,
+    STORAGE_FIELDS,
+    STRUCTURAL_PARAMS,
+    TOPOLOGY_FIELDS,
+    TRIALS_FIELDS,
+    VM_FIELDS,
+    WORKLOAD_FIELDS,
+    WORKLOAD_PARAMS,
+)
+from sova.model.schema import REQUIRED, Field, InputError, Reader
+
+# the top-level tables of a scenario file, as each is written
+TABLES = {
+    "scenario": "[scenario]",
+    "topology": "[topology]",
+    "defaults": "[defaults]",
+    "hosts": "[[hosts]]",
+    "storage": "[[storage]]",
+    "vms": "[[vms]]",
+    "workloads": "[[workloads]]",
+    "profiles": "[profiles.NAME]",
+    "control": "[control]",
+    "outputs": "[outputs]",
+    "simulator": "[simulator]",
+    "trials": "[trials]",
+    "sweep": "[sweep]",
+}
+
+
+def read_scenario(
+    raw: dict[str, Any],
+    source: str = "<scenario>",
+    base_dir: Path | None = None,
+    profile_check: ProfileCheck | None = None,
+) -> Scenario:
+    """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError."""
+    r = Reader(source)
+    for key in raw:
+        if key not in TABLES:
+            hint = difflib.get_close_matches(key, TABLES, n=1)
+            extra = f" (did you mean {TABLES[hint[0]]}?)" if hint else ""
+            r.error(f"[{key}]", f"unknown table{extra}; a scenario has {', '.join(TABLES.values())}")
+    head = r.table(raw.get("scenario", {}), SCENARIO_FIELDS, "[scenario]")
+    topo = TopologySpec(**r.table(raw.get("topology", {}), TOPOLOGY_FIELDS, "[topology]"))
+    defaults = raw.get("defaults", {})
+    if not isinstance(defaults, dict):
+        r.error("[defaults]", "expected a table with optional host and vm sub-tables")
+        defaults = {}
+    r.table(defaults, {"host": Field("table", {}), "vm": Field("table", {})}, "[defaults]")
+
+    hosts = _read_hosts(r, raw.get("hosts", []), defaults.get("host", {}))
+    storage = _read_storage(r, raw.get("storage", []))
+    vms = _read_vms(r, raw.get("vms", []), defaults.get("vm", {}), hosts, storage, head["seed"] or 0)
+    workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
+    profiles = _read_profiles(r, raw.get("profiles", {}))
+    if profile_check is not None:
+        for prof in profiles.values():
+            profile_check(r, prof)
+    control = ControlSpec(**r.table(raw.get("control", {}), CONTROL_FIELDS, "[control]"))
+    outputs = OutputSpec(**r.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
+    simulator = r.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")
+    trials = TrialsSpec(**r.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
+    if trials is not None and head.get("duration") is not None and trials.warmup >= head["duration"]:
+        r.error("[trials].warmup", f"{trials.warmup:g} s leaves nothing of the {head['duration']:g} s run to measure")
+    _check_topology_fits(r, topo, len(hosts))
+
+    if head.get("duration") is not None and head.get("step") is not None and head["step"] > head["duration"]:
+        r.error("[scenario].step", f"step {head['step']:g} s is longer than the duration {head['duration']:g} s")
+    if r.problems:
+        raise InputError(r.problems)
+    return Scenario(
+        name=head["name"],
+        description=head["description"],
+        duration=head["duration"],
+        step=head["step"],
+        seed=head["seed"],
+        topology=topo,
+        hosts=tuple(hosts),
+        storage=tuple(storage),
+        vms=tuple(vms),
+        workloads=tuple(workloads),
+        profiles=profiles,
+        control=control,
+        outputs=outputs,
+        simulator=simulator,
+        trials=trials,
+        source=source,
+        base_dir=base_dir or Path.cwd(),
+    )
+
+
+def _as_list(r: Reader, raw: Any, where: str) -> list[Any]:
+    if isinstance(raw, list):
+        return raw
+    r.error(where, f"expected an array of tables ([[{where.strip('[]')}]]), got {type(raw).__name__}")
+    return []
+
+
+def _expand_names(r: Reader, name: str | None, count: int | None, where: str, start: int | None = 1) -> list[str]:
+    if name is None:
+        return []
+    count, start = 1 if count is None else count, 1 if start is None else start
+    if count == 0:
+        return []
+    if count == 1 and "{i}" not in name:
+        return [name]
+    if "{i}" not in name:
+        r.error(f"{where}.name", f"with count = {count}, the name must be a pattern containing {{i}}")
+        return []
+    return [name.replace("{i}", str(i)) for i in range(start, start + count)]
+
+
+def _unique(r: Reader, names: list[str], where: str, what: str) -> None:
+    seen: set[str] = set()
+    for n in names:
+        if n in seen:
+            r.error(where, f"{what} name {n!r} is used twice")
+        seen.add(n)
+
+
+def _counted_entries(r: Reader, raw: Any, defaults: Any, fields: dict[str, Field], table: str):
+    """Each [[table]] entry, merged over [defaults.<kind>] and checked: (where, values, names it makes)."""
+    kind = table.strip("[]").rstrip("s")
+    base = r.table(
+        defaults,
+        {k: Field(f.kind, None) for k, f in fields.items() if k not in ("name", "start")},
+        f"[defaults.{kind}]",
+    )
+    base = {k: v for k, v in base.items() if v is not None}
+    for n, entry in enumerate(_as_list(r, raw, table), start=1):
+        where = f"{table} #{n}"
+        if isinstance(entry, dict) and isinstance(entry.get("name"), str):
+            where += f" ({entry['name']})"
+        t = r.table({**base, **entry} if isinstance(entry, dict) else entry, fields, where)
+        yield where, t, _expand_names(r, t["name"], t["count"], where, t["start"])
+
+
+def _spec_fields(t: dict[str, Any], *skip: str) -> dict[str, Any]:
+    return {k: v for k, v in t.items() if k not in ("name", "count", "start", *skip) and v is not None}
+
+
+def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
+    out: list[HostSpec] = []
+    for where, t, names in _counted_entries(r, raw, defaults, HOST_FIELDS, "[[hosts]]"):
+        nic = NicSpec(**r.table(t["nic"], NIC_FIELDS, f"{where}.nic"))
+        out += [HostSpec(name=name, nic=nic, **_spec_fields(t, "nic")) for name in names]
+        if t["power_idle"] is not None and t["power_max"] is not None and t["power_max"] < t["power_idle"]:
+            r.error(f"{where}.power_max", "must be at least power_idle")
+    if not out:
+        r.error("[[hosts]]", "a scenario needs at least one host")
+    _unique(r, [h.name for h in out], "[[hosts]]", "host")
+    return out
+
+
+_STORAGE_MODELS = {"ssd": (8, 100e-6, 4e9), "disk-array": (8, 8e-3, 1.2e9)}
+
+
+def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
+    out = []
+    for n, entry in enumerate(_as_list(r, raw, "[[storage]]"), start=1):
+        t = r.table(entry, STORAGE_FIELDS, f"[[storage]] #{n}")
+        if t["name"] is None:
+            continue
+        par, acc, bw = _STORAGE_MODELS[t["device"] or "ssd"]
+        out.append(
+            StorageSpec(
+                name=t["name"],
+                device=t["device"],
+                parallelism=t["parallelism"] or par,
+                access_time=t["access_time"] or acc,
+                bandwidth=t["bandwidth"] or bw * (par if t["device"] == "disk-array" else 1),
+                link_speed=t["link_speed"],
+            )
+        )
+    _unique(r, [s.name for s in out], "[[storage]]", "storage server")
+    return out
+
+
+def _read_vms(
+    r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec], seed: int
+) -> list[VmSpec]:
+    host_names = {h.name for h in hosts}
+    storage_names = {s.name for s in storage}
+    out: list[VmSpec] = []
+    for where, t, names in _counted_entries(r, raw, defaults, VM_FIELDS, "[[vms]]"):
+        if t["host"] not in (None, *AUTO_HOSTS) and t["host"] not in host_names:
+            r.error(
+                f"{where}.host", f"unknown host {t['host']!r}; expected 'auto', 'random' or one of {_few(host_names)}"
+            )
+        if t["storage"] and t["storage"] not in storage_names:
+            r.error(f"{where}.storage", f"unknown storage server {t['storage']!r}; expected {_few(storage_names)}")
+        if t["nic"] == "vf" and t["host"] in host_names:
+            host = next(h for h in hosts if h.name == t["host"])
+            if not host.nic.sriov or host.nic.max_vfs == 0:
+                r.error(f"{where}.nic", f"host {host.name!r} has no SR-IOV VFs; expected 'vnic'")
+        out += [VmSpec(name=name, **_spec_fields(t)) for name in names]
+    _unique(r, [v.name for v in out], "[[vms]]", "VM")
+    if r.problems:
+        return out
+    return _place_auto(r, out, hosts, np.random.default_rng(seed))
+
+
+def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.random.Generator) -> list[VmSpec]:
+    """Resolve host = 'auto' (round-robin) and 'random' (uniform, seeded) over hosts with memory for the VM.
+
+    Problems are summed up, one line each: VMs larger than every host, VMs that found no room, and hosts
+    whose fixed VMs need more memory than they have."""
+    capacity = {h.name: h.memory - h.dom0_memory for h in hosts}
+    free = dict(capacity)
+    for v in vms:
+        if v.host not in AUTO_HOSTS:
+            free[v.host] -= v.memory
+    largest = max(hosts, key=lambda h: capacity[h.name])
+    too_big = [v for v in vms if v.memory > capacity[largest.name]]
+    for size in sorted({v.memory for v in too_big}):
+        names = [v.name for v in too_big if v.memory == size]
+        r.error(
+            f"[[vms]] ({names[0]}).memory",
+            f"{_span(names)} need {size:.0f} MiB each, more than any host has for VMs: the largest, "
+            f"{largest.name!r}, has {capacity[largest.name]:.0f} MiB ({largest.memory:.0f} MiB less "
+            f"{largest.dom0_memory:.0f} MiB for Dom0)",
+        )
+    out, cursor, unplaced = [], 0, []
+    for v in vms:
+        if v.host in AUTO_HOSTS and v not in too_big:
+            room = [k for k, h in enumerate(hosts) if free[h.name] >= v.memory]
+            if not room:
+                unplaced.append(v)
+            else:
+                if v.host == "random":
+                    k = int(rng.choice(room))
+                else:
+                    k = min(room, key=lambda i: (i - cursor) % len(hosts))
+                    cursor = (k + 1) % len(hosts)
+                free[hosts[k].name] -= v.memory
+                v = VmSpec(**{**v.__dict__, "host": hosts[k].name})
+        out.append(v)
+    if unplaced:
+        auto = sum(1 for v in vms if v.host in AUTO_HOSTS)
+        r.error(
+            f"[[vms]] ({unplaced[0].name}).host",
+            f"{len(unplaced)} of {auto} VMs with host = 'auto' or 'random' ({unplaced[0].name} ... "
+            f"{unplaced[-1].name}: {sum(v.memory for v in unplaced):.0f} MiB) found no host with enough free "
+            f"memory; the {len(hosts)} hosts have {sum(capacity.values()):.0f} MiB for VMs in all (memory less "
+            "Dom0's); expected more hosts or memory, or fewer VMs",
+        )
+    for name, left in free.items():
+        if left < 0:
+            r.error("[[vms]]", f"VMs placed on host {name!r} need {-left:.0f} MiB more memory than it has")
+    return out
+
+
+def _span(names: list[str]) -> str:
+    """A list of VM names, short: 'v1', 'v1 and v2', 'v1, v2, v3' or '88 VMs (v13 ... v100)'."""
+    if len(names) <= 3:
+        return " and ".join(names) if len(names) < 3 else ", ".join(names)
+    return f"{len(names)} VMs ({names[0]} ... {names[-1]})"
+
+
+def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, storage_raw: Any) -> list[WorkloadSpec]:
+    names = [v.name for v in vms]
+    name_set = set(names)
+    out = []
+    has_storage = isinstance(storage_raw, list) and len(storage_raw) > 0
+    for n, entry in enumerate(_as_list(r, raw, "[[workloads]]"), start=1):
+        where = f"[[workloads]] #{n}"
+        if not isinstance(entry, dict):
+            r.error(where, "expected a table")
+            continue
+        kind = entry.get("kind")
+        if kind in WORKLOAD_PARAMS:
+            params_spec = WORKLOAD_PARAMS[kind]
+            head = r.table(entry, WORKLOAD_FIELDS, where, extra_ok=(*params_spec, "phases"))
+        else:  # which keys are right depends on the kind: name the kind alone, not every key it would make wrong
+            head = r.table(entry, WORKLOAD_FIELDS, where, extra_ok=tuple(entry))
+        if head["kind"] is None:
+            continue
+        if head["kind"] in ("fio", "bitbrains") and not has_storage:
+            r.error(f"{where}.kind", f"{head['kind']} does disk IO; expected a [[storage]] server in the scenario")
+        params = r.table({k: v for k, v in entry.items() if k in params_spec}, params_spec, where)
+        vm = head["vm"]
+        if vm is not None and not fnmatch.filter(names, vm):
+            r.error(f"{where}.vm", f"matches no VM; expected a VM name or pattern ({_few(name_set)})")
+        for key in ("peer", "client"):
+            if key not in params or params[key] is None:
+                continue
+            for own in fnmatch.filter(names, vm or ""):
+                other = peer_name(params[key], own)
+                if other not in ("external", *name_set):
+                    r.error(
+                        f"{where}.{key}",
+                        f"unknown VM {other!r} (for {own}); expected 'external', a VM name, "
+                        "or a pattern with {i} standing for the workload VM's own number",
+                    )
+                    break
+        if head["kind"] == "web":
+            _check_tiers(r, where, params, fnmatch.filter(names, vm or ""), names)
+        if params.get("file"):
+            params["file"] = _resolve_trace(r, params["file"], base_dir, f"{where}.file")
+        phases = []
+        raw_phases = entry.get("phases", [])
+        for m, ph in enumerate(_as_list(r, raw_phases, f"{where}.phases"), start=1):
+            pwhere = f"{where}.phases #{m}"
+            changeable = {k: f for k, f in params_spec.items() if k not in STRUCTURAL_PARAMS}
+            fields = {"at": Field("duration", REQUIRED, "when the phase starts", lo=0)}
+            fields |= {k: Field(f.kind, None, f.doc, f.choices, f.lo, f.hi, f.lo_open) for k, f in changeable.items()}
+            t = r.table(ph, fields, pwhere)
+            phases.append(Phase(at=t.pop("at") or 0.0, params={k: v for k, v in t.items() if v is not None}))
+        ats = [p.at for p in phases]
+        if ats != sorted(ats):
+            r.error(f"{where}.phases", "phases must be in increasing order of 'at'")
+        out.append(
+            WorkloadSpec(
+                kind=head["kind"],
+                vm=vm or "",
+                params=params,
+                phases=tuple(phases),
+                stagger=head["stagger"],
+                where=f"{r.source}: {where}",
+            )
+        )
+    return out
+
+
+def _check_tiers(r: Reader, where: str, params: dict, clients: list[str], names: list[str]) -> None:
+    """A web workload's web and cache patterns must name VMs (for every client), and not the client."""
+    web, cache = params.get("web"), params.get("cache")
+    for own in clients if web is not None else []:
+        webs = fnmatch.filter(names, peer_name(web, own))
+        if not webs:
+            r.error(f"{where}.web", f"matches no VM (for client {own}); expected a VM name, a glob or 'web{{i}}'")
+            break
+        if own in webs:
+            r.error(f"{where}.web", f"includes the client {own} itself; expected the web tier's VMs")
+            break
+    if cache and not fnmatch.filter(names, cache):
+        r.error(f"{where}.cache", "matches no VM; expected the cache tier's VMs (a name or glob) or ''")
+
+
+def _resolve_trace(r: Reader, value: str, base_dir: Path, where: str) -> str:
+    archive, _, member = value.partition(".tar.gz:")
+    path_text = archive + ".tar.gz" if member else value
+    path = Path(path_text)
+    if not path.is_absolute():
+        path = (base_dir / path).resolve()
+    if not path.exists():
+        r.error(where, f"trace file {str(path)!r} does not exist")
+    return f"{path}:{member}" if member else str(path)
+
+
+def _read_profiles(r: Reader, raw: Any) -> dict[str, ProfileSpec]:
+    if not isinstance(raw, dict):
+        r.error("[profiles]", "expected a table of profiles: [profiles.NAME]")
+        return {}
+    out = {}
+    for name, entry in raw.items():
+        t = r.table(entry, PROFILE_FIELDS, f"[profiles.{name}]")
+        params = t["params"] or {}
+        for pol, p in params.items():
+            if not isinstance(p, dict):
+                r.error(f"[profiles.{name}.params.{pol}]", "expected a table of parameters")
+        out[name] = ProfileSpec(
+            name=name,
+            policies=tuple(t["policies"] or ()),
+            mode=t["mode"] or "auto",
+            params={k: v for k, v in params.items() if isinstance(v, dict)},
+        )
+    if not out:
+        out["default"] = ProfileSpec(name="default")
+    return out
+
+
+def _check_topology_fits(r: Reader, t: TopologySpec, n_hosts: int) -> None:
+    slots = {
+        "single-switch": n_hosts,
+        "leaf-spine": t.leaves * t.hosts_per_leaf,
+        "fat-tree": t.k * (t.k // 2) * (t.hosts_per_edge or t.k // 2),
+        "three-tier": t.racks * t.hosts_per_rack,
+    }.get(t.kind, n_hosts)
+    if n_hosts > slots:
+        r.error("[topology]", f"a {t.kind} with these sizes has {slots} host ports but there are {n_hosts} hosts")
+    if t.kind == "fat-tree" and t.k % 2:
+        r.error("[topology].k", f"fat-tree radix k must be even, got {t.k}")
+
+
+def _few(names: set[str] | list[str], n: int = 8) -> str:
+    items = sorted(names)
+    return ", ".join(items[:n]) + (", ..." if len(items) > n else "") if items else "(none defined)"
