@@ -129,12 +129,21 @@ def _services(sim: Simulator, rec: Recorder) -> list[dict]:
                 "page_bytes": float(g.params["page"][j]),
                 "served": float(stats["served"][j]),
                 "dropped": float(stats["dropped"][j]),
-                "response_mean": float(stats["mean"][j]),
-                "response_p95": float(stats["p95"][j]),
-                "response_p99": float(stats["p99"][j]),
+                **_response_times(stats["served"][j], stats["mean"][j], stats["p95"][j], stats["p99"][j]),
             }
         )
     return out
+
+
+NOTHING_SERVED = "no request was served in the run (every one was dropped or none was sent)"
+
+
+def _response_times(served: float, mean: float, p95: float, p99: float) -> dict:
+    """Response-time statistics; with nothing served they are undefined (null, and the reason why)."""
+    if served > 0:
+        return {"response_mean": float(mean), "response_p95": float(p95), "response_p99": float(p99)}
+    keys = ("response_mean", "response_p95", "response_p99")
+    return {**dict.fromkeys(keys), "undefined": dict.fromkeys(keys, NOTHING_SERVED)}
 
 
 def _intensity(snapshots) -> dict[str, dict[str, float]]:
@@ -167,7 +176,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "seed": scenario.seed,
         "simulated_seconds": float(sim.t),
         "wall_seconds": wall,
-        "speed": float(sim.t / wall) if wall > 0 else float("inf"),
+        "speed": float(sim.t / max(wall, 1e-9)),
         "hosts": sim.H,
         "vms": sim.V,
         "cpu": {
@@ -197,15 +206,20 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         total = served.sum()
         st = rec.svc
         w, fl, mean = (np.concatenate(st[k]) for k in ("served", "floor", "mean"))
+        excess = np.maximum(mean - fl, 1e-12)
         out["services"] = {
             "count": len(services),
             "served": float(total),
             "dropped": float(sum(x["dropped"] for x in services)),
             "throughput_rps": float(total / max(sim.t, 1e-9)),
-            "response_mean": float(sum(x["served"] * x["response_mean"] for x in services) / total) if total else None,
-            "response_p95": mixture_quantile(w, fl, np.maximum(mean - fl, 1e-12), 0.95),
-            "response_p99": mixture_quantile(w, fl, np.maximum(mean - fl, 1e-12), 0.99),
+            **_response_times(
+                total,
+                sum(x["served"] * x["response_mean"] for x in services if x["served"] > 0) / max(total, 1.0),
+                mixture_quantile(w, fl, excess, 0.95) if total else np.nan,
+                mixture_quantile(w, fl, excess, 0.99) if total else np.nan,
+            ),
         }
+        _undefined(out, "services", out["services"].pop("undefined", {}))
     if rec.batch:
         times = np.array([t for _, t in rec.batch])
         out["batch"] = {
@@ -222,6 +236,8 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             "completion_mean": float(times.mean()) if len(times) else None,
             "completion_max": float(times.max()) if len(times) else None,
         }
+        if not len(times):
+            _undefined(out, "transfers", dict.fromkeys(("completion_mean", "completion_max"), "no transfer finished"))
     io = sim.c["blk_rd_ops"] + sim.c["blk_wr_ops"]
     if io.sum() > 0:
         out["storage"] = {
@@ -256,3 +272,9 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "expired": audit.count("expired"),
     }
     return out
+
+
+def _undefined(summary: dict, section: str, reasons: dict[str, str]) -> None:
+    """Record why metrics of a section are null, under the summary's "undefined" (dotted path -> reason)."""
+    if reasons:
+        summary.setdefault("undefined", {}).update({f"{section}.{k}": v for k, v in reasons.items()})

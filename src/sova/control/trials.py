@@ -14,15 +14,17 @@ was given and, for Model, the gap HiGHS reached.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import multiprocessing
 import os
 import time
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from sova.control import signals
 from sova.control.place import run_and_measure
 from sova.control.profiles import build_policies
 from sova.model.scenario import Scenario
@@ -101,12 +103,22 @@ def run_trials(
             if progress:
                 progress(k + 1, spec.count)
     else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(run_trial, scenario, names, k) for k in range(spec.count)]
-            for n, f in enumerate(as_completed(futures), start=1):
-                out += f.result()
+        # a Pool, not a ProcessPoolExecutor: on Ctrl-C or SIGTERM it can be terminated at once instead of
+        # finishing every trial still queued
+        with signals.held():  # a pool cut short while it starts can hang the exit; started, it can be ended
+            pool = multiprocessing.Pool(jobs, initializer=signals.worker_process)
+        try:
+            trials = pool.imap_unordered(functools.partial(run_trial, scenario, names), range(spec.count))
+            for n, runs in enumerate(trials, start=1):
+                out += runs
                 if progress:
                     progress(n, spec.count)
+            pool.close()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
     return sorted(out, key=lambda r: (r.trial, names.index(r.profile), r.iteration))
 
 
