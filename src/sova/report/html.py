@@ -1,4 +1,11 @@
-"""A self-contained report.html: profiles side by side, plots inlined, migrations and audit log."""
+"""A self-contained report.html: profiles side by side with their differences, the trade-off in words, the
+experiment's own tables, plots inlined, migrations and audit log.
+
+The profiles table compares every profile with the first: a difference column per profile, green where the
+profile is better and red where it is worse, but only where the difference matters (report.tradeoff: at least
+2 % and visible at the precision shown). A metric without a finite value shows "n/a", its reason in a tooltip
+and in a footnote under the table. Long names are cut in the page and whole in their tooltip.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,11 @@ import html
 from pathlib import Path
 
 from sova.control.experiment import ProfileResult
+from sova.model.scenario import Scenario
+from sova.report.highlights import Highlight, highlights
+from sova.report.metrics import Metric, format_value, is_number, metric_value, present_metrics, undefined_reason
+from sova.report.names import NAME_WIDTH, truncate
+from sova.report.tradeoff import MATERIAL_FRACTION, compare, matters, tradeoff_sentence
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px;color:#222}
@@ -14,80 +26,112 @@ h1{margin-bottom:0}.sub{color:#666;margin-top:.2em}
 table{border-collapse:collapse;margin:1em 0;font-size:13px}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:right}th{background:#f4f4f4}
 td.l,th.l{text-align:left}tr.sec td{background:#fafafa;font-weight:600;text-align:left}
-.best{background:#e6f4ea;font-weight:600}figure{margin:1.5em 0}figcaption{color:#555;font-size:13px}
+th.d,td.d{color:#555;font-size:12px}
+.best,.better{background:#e6f4ea;font-weight:600}.worse{background:#fce8e6}
+.na{color:#888;cursor:help}.tradeoff{font-size:15px;margin:.6em 0}
+ol.notes{font-size:12px;color:#555}figure{margin:1.5em 0}figcaption{color:#555;font-size:13px}
 img{max-width:100%}details{margin:1em 0}code{background:#f4f4f4;padding:0 3px}
 """
 
-# (section, label, path in the summary, format, lower is better?)
-_ROWS = [
-    ("CPU", "mean host utilisation", "cpu.host_util_mean", "{:.1%}", None),
-    ("CPU", "hottest host, 95th percentile", "cpu.host_util_max_p95", "{:.1%}", True),
-    ("CPU", "time with a host above 90 %", "cpu.hot_host_fraction", "{:.1%}", True),
-    ("CPU", "mean Dom0 utilisation", "cpu.dom0_util_mean", "{:.1%}", None),
-    ("Web services", "requests served", "services.served", "{:,.0f}", False),
-    ("Web services", "requests dropped (timeout)", "services.dropped", "{:,.0f}", True),
-    ("Web services", "mean response time", "services.response_mean", "ms", True),
-    ("Web services", "p95 response time", "services.response_p95", "ms", True),
-    ("Web services", "p99 response time", "services.response_p99", "ms", True),
-    ("Batch jobs", "jobs completed", "batch.jobs", "{:,.0f}", False),
-    ("Batch jobs", "mean completion time", "batch.completion_mean", "{:.1f} s", True),
-    ("Storage", "mean IOPS", "storage.iops_mean", "{:,.0f}", False),
-    ("Storage", "mean IO latency", "storage.latency_mean", "ms", True),
-    ("Network", "mean of max NIC tx utilisation", "network.nic_tx_util_max_mean", "{:.1%}", True),
-    ("Network", "mean of max link utilisation", "network.link_util_max_mean", "{:.1%}", True),
-    ("Migrations", "completed", "migrations.completed", "{:d}", None),
-    ("Migrations", "failed or cancelled", "migrations.failed", "{:d}", True),
-    ("Migrations", "total time", "migrations.time_total", "{:.1f} s", True),
-    ("Migrations", "data moved", "migrations.bytes", "GiB", True),
-    ("Migrations", "mean downtime", "migrations.downtime_mean", "ms", True),
-    ("Actions", "proposed", "actions.proposed", "{:d}", None),
-    ("Actions", "rejected by safety rails", "actions.rejected", "{:d}", None),
-    ("Energy", "energy", "energy_kwh", "{:.3f} kWh", True),
-    ("Run", "simulated seconds per wall second", "speed", "{:,.0f}", None),
-]
+
+def _name(full: str, width: int = NAME_WIDTH) -> str:
+    """A name cut to width, the whole name in a tooltip when it was cut."""
+    short = truncate(str(full), width)
+    if short == full:
+        return html.escape(full)
+    return f'<span title="{html.escape(full)}">{html.escape(short)}</span>'
 
 
-def metric_value(d: dict, path: str):
-    """The value at a dotted path of a summary ('services.response_mean'), or None."""
-    for k in path.split("."):
-        if not isinstance(d, dict) or k not in d:
-            return None
-        d = d[k]
-    return d
+class _Footnotes:
+    """Numbered reasons for the "n/a" cells of a table, one number per distinct reason."""
 
+    def __init__(self) -> None:
+        self.reasons: dict[str, list[str]] = {}
 
-def _fmt(v, f: str) -> str:
-    if v is None:
-        return "–"
-    if f == "ms":
-        return f"{v * 1e3:.2f} ms"
-    if f == "GiB":
-        return f"{v / 2**30:.2f} GiB"
-    return f.format(v)
+    def cell(self, reason: str, where: str, classes: str = "") -> str:
+        number = list(self.reasons).index(reason) + 1 if reason in self.reasons else len(self.reasons) + 1
+        self.reasons.setdefault(reason, []).append(where)
+        return f'<td class="na {classes}" title="{html.escape(reason)}">n/a<sup>{number}</sup></td>'
 
-
-def _summary_table(doc: dict) -> str:
-    profiles = doc["profiles"]
-    names = list(profiles)
-    out = ['<table><tr><th class="l">metric</th>' + "".join(f"<th>{html.escape(n)}</th>" for n in names) + "</tr>"]
-    section = None
-    for sec, label, path, f, lower in _ROWS:
-        vals = [metric_value(profiles[n], path) for n in names]
-        if all(v is None for v in vals):
-            continue
-        if sec != section:
-            out.append(f'<tr class="sec"><td colspan="{len(names) + 1}">{sec}</td></tr>')
-            section = sec
-        best = None
-        nums = [v for v in vals if isinstance(v, int | float)]
-        if lower is not None and len(names) > 1 and nums and len(set(nums)) > 1:
-            best = min(nums) if lower else max(nums)
-        cells = "".join(
-            f'<td class="{"best" if best is not None and v == best else ""}">{_fmt(v, f)}</td>' for v in vals
+    def html(self) -> str:
+        if not self.reasons:
+            return ""
+        items = "".join(
+            f"<li>n/a: {html.escape(reason)} ({html.escape('; '.join(where))})</li>"
+            for reason, where in self.reasons.items()
         )
-        out.append(f'<tr><td class="l">{label}</td>{cells}</tr>')
+        return f'<ol class="notes">{items}</ol>'
+
+
+def _value_cell(summary: dict, profile: str, metric: Metric, notes: _Footnotes, classes: str) -> str:
+    reason = undefined_reason(summary, metric.path)
+    if reason is not None:
+        return notes.cell(reason, f"{profile}: {metric.label}", classes)
+    return f'<td class="{classes}">{format_value(metric_value(summary, metric.path), metric.unit)}</td>'
+
+
+def _best(metric: Metric, values: list) -> object | None:
+    """The best of the values when the best and the worst differ in a way that matters; else None."""
+    numbers = [v for v in values if is_number(v)]
+    if metric.lower_is_better is None or len(numbers) < 2:
+        return None
+    best, worst = (min(numbers), max(numbers)) if metric.lower_is_better else (max(numbers), min(numbers))
+    return best if matters(metric, worst, best) else None
+
+
+def _summary_table(profiles: dict[str, dict]) -> str:
+    names = list(profiles)
+    head = f'<th class="l">metric</th><th>{_name(names[0])}</th>'
+    head += "".join(f'<th>{_name(n)}</th><th class="d">vs {_name(names[0])}</th>' for n in names[1:])
+    out = [f"<table><tr>{head}</tr>"]
+    notes = _Footnotes()
+    section = None
+    for metric in present_metrics(list(profiles.values())):
+        if metric.section != section:
+            out.append(f'<tr class="sec"><td colspan="{2 * len(names)}">{html.escape(metric.section)}</td></tr>')
+            section = metric.section
+        out.append(_row(metric, profiles, notes))
     out.append("</table>")
-    return "\n".join(out)
+    return "\n".join(out) + notes.html()
+
+
+def _row(metric: Metric, profiles: dict[str, dict], notes: _Footnotes) -> str:
+    """A metric's values, each but the first followed by its difference from the first."""
+    names = list(profiles)
+    base = profiles[names[0]]
+    best = _best(metric, [metric_value(profiles[n], metric.path) for n in names])
+    marks = {n: "best" if best is not None and metric_value(profiles[n], metric.path) == best else "" for n in names}
+    cells = [_value_cell(base, names[0], metric, notes, marks[names[0]])]
+    for n in names[1:]:
+        d = compare(metric, base, profiles[n])
+        verdict = "" if d.better is None else ("better" if d.better else "worse")
+        cells.append(_value_cell(profiles[n], n, metric, notes, marks[n]))
+        cells.append(f'<td class="d {verdict}">{html.escape(d.text())}</td>')
+    return f'<tr><td class="l">{html.escape(metric.label)}</td>{"".join(cells)}</tr>'
+
+
+def _tradeoffs(profiles: dict[str, dict]) -> str:
+    names = list(profiles)
+    if len(names) < 2:
+        return ""
+    metrics = present_metrics(list(profiles.values()))
+    sentences = [tradeoff_sentence(names[0], profiles[names[0]], n, profiles[n], metrics) for n in names[1:]]
+    return "".join(f'<p class="tradeoff">{html.escape(s)}</p>' for s in sentences)
+
+
+def _highlight(table: Highlight) -> str:
+    """A highlight table: names cut to width (whole in a tooltip), words left- and numbers right-aligned."""
+
+    def cell(k: int, text: str) -> str:
+        shown = _name(text) if k in table.name_columns else html.escape(text)
+        return f'<td class="{"l" if table.left_aligned(k) else ""}">{shown}</td>'
+
+    head = "".join(
+        f'<th class="{"l" if table.left_aligned(k) else ""}">{html.escape(c)}</th>' for k, c in enumerate(table.columns)
+    )
+    rows = "".join("<tr>" + "".join(cell(k, c) for k, c in enumerate(row)) + "</tr>" for row in table.rows)
+    note = f'<p class="sub">{html.escape(table.note)}</p>' if table.note else ""
+    return f"<h3>{html.escape(table.title)}</h3><table><tr>{head}</tr>{rows}</table>{note}"
 
 
 def _img(path: Path) -> str:
@@ -100,10 +144,10 @@ def _migrations(results: list[ProfileResult]) -> str:
     for r in results:
         for m in r.migrations:
             rows.append(
-                f'<tr><td class="l">{html.escape(r.profile)}</td><td class="l">{html.escape(m.vm)}</td>'
-                f'<td class="l">{m.src} → {m.dst}</td><td>{m.started:.0f}</td><td>{m.finished - m.started:.1f}</td>'
-                f"<td>{m.bytes / 2**20:.0f}</td><td>{m.downtime * 1e3:.0f}</td><td>{m.rounds}</td>"
-                f'<td class="l">{m.status}</td></tr>'
+                f'<tr><td class="l">{_name(r.profile)}</td><td class="l">{_name(m.vm)}</td>'
+                f'<td class="l">{_name(m.src)} → {_name(m.dst)}</td><td>{m.started:.0f}</td>'
+                f"<td>{m.finished - m.started:.1f}</td><td>{m.bytes / 2**20:.0f}</td><td>{m.downtime * 1e3:.0f}</td>"
+                f'<td>{m.rounds}</td><td class="l">{html.escape(m.status)}</td></tr>'
             )
     if not rows:
         return "<p>No migrations.</p>"
@@ -127,7 +171,7 @@ def _audit(results: list[ProfileResult], limit: int = 200) -> str:
         ]
         more = f"<p>… and {len(entries) - limit} more in audit-{r.profile}.jsonl</p>" if len(entries) > limit else ""
         parts.append(
-            f"<details><summary><b>{html.escape(r.profile)}</b>: {len(entries)} audit entries</summary><table>"
+            f"<details><summary><b>{_name(r.profile)}</b>: {len(entries)} audit entries</summary><table>"
             "<tr><th>time (s)</th><th>plan</th><th class='l'>event</th><th class='l'>action</th>"
             "<th class='l'>status</th><th class='l'>reason / message</th></tr>"
             + "".join(rows)
@@ -138,9 +182,19 @@ def _audit(results: list[ProfileResult], limit: int = 200) -> str:
     return "".join(parts) or "<p>No policy proposed any action.</p>"
 
 
-def render_report(doc: dict, results: list[ProfileResult], plots: list[tuple[str, Path]]) -> str:
+def render_report(
+    doc: dict, results: list[ProfileResult], plots: list[tuple[str, Path]], scenario: Scenario | None = None
+) -> str:
+    """The page; with the scenario, the experiment's tables are split at its workload phases."""
     sc = doc["scenario"]
+    profiles = doc["profiles"]
     figs = "".join(f"<figure>{_img(p)}<figcaption>{html.escape(c)}</figcaption></figure>" for c, p in plots)
+    found = "".join(_highlight(h) for h in highlights(results, scenario, migrations=False))
+    rule = (
+        f"Each profile is compared with the first, {_name(next(iter(profiles)))}. Green marks the better value and "
+        f"red the worse, only where the difference matters: at least {MATERIAL_FRACTION:.0%} of the larger value and "
+        "visible at the precision shown. n/a: the run has no finite value; the reason is in the tooltip and below."
+    )
     return f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <title>Sova report: {html.escape(sc["name"])}</title><style>{_CSS}</style></head><body>
 <h1>{html.escape(sc["name"])}</h1>
@@ -148,8 +202,10 @@ def render_report(doc: dict, results: list[ProfileResult], plots: list[tuple[str
 seed {sc["seed"]} &middot; Sova {doc["sova_version"]} &middot; <code>{html.escape(sc["source"])}</code></p>
 <p>{html.escape(sc["description"])}</p>
 <h2>Profiles side by side</h2>
-<p>Same workload and seed for every profile. Green marks the better value where lower or higher is better.</p>
-{_summary_table(doc)}
+{_tradeoffs(profiles)}
+<p>Same workload and seed for every profile. {rule}</p>
+{_summary_table(profiles)}
+{f"<h2>What the experiment shows</h2>{found}" if found else ""}
 <h2>Plots</h2>{figs or "<p>Plots are turned off in [outputs].</p>"}
 <h2>Migrations</h2>{_migrations(results)}
 <h2>Audit log</h2>{_audit(results)}

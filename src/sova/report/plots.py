@@ -1,178 +1,223 @@
-"""PNG plots of a run, one figure per question a reader asks, all profiles side by side."""
+"""PNG plots of a run, one figure per question a reader asks, all profiles side by side.
+
+Every figure follows report.plot_style (axis labels, one legend below the panels, smoothed lines over faint
+raw samples, linear axes unless a log axis is needed and labelled, truncated names) and names the profiles
+it shows in its title or panel titles. Per-host figures are in report.host_plots.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 
 from sova.control.experiment import ProfileResult
+from sova.report.host_plots import host_plot
+from sova.report.metrics import is_number
+from sova.report.names import natural_key, profile_list, truncate
+from sova.report.plot_style import (
+    figure,
+    figure_legend,
+    needs_log_scale,
+    plot_series,
+    save,
+    set_value_axis,
+    time_axis,
+)
+
+SERVICE_BARS_MAX = 20  # more web services are drawn as distributions (CDFs), not one bar each
+VM_LABELS_MAX = 40  # more VMs in the intensity plot are drawn without a tick label each
 
 
-def smooth(y: np.ndarray, points: int = 120) -> np.ndarray:
-    """Moving average so that about `points` independent values remain: readable at any run length."""
-    w = max(1, len(y) // points)
-    if w == 1:
-        return y
-    k = np.ones(w) / w
-    pad = np.concatenate([np.full(w // 2, y[0]), y, np.full(w - 1 - w // 2, y[-1])])
-    return np.convolve(pad, k, mode="valid")
+def _profiles(results: list[ProfileResult]) -> str:
+    return profile_list([r.profile for r in results])
 
 
-def _fig(title: str, ylabel: str):
-    fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
-    ax.set_title(title, fontsize=11)
-    ax.set_xlabel("time (min)")
-    ax.set_ylabel(ylabel)
-    ax.grid(alpha=0.3)
-    return fig, ax
-
-
-def _save(fig, path: Path) -> Path:
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+def _per_profile(results, key: str, title: str, ylabel: str, path: Path, scale: float = 1.0, full: float | None = None):
+    """One line per profile of series[key] x scale against time; `full` draws a grey line at that value."""
+    fig, (ax,) = figure()
+    for k, r in enumerate(results):
+        plot_series(ax, r.series["time"] / 60, r.series[key] * scale, color=f"C{k}", label=truncate(r.profile, 24))
+    set_value_axis(ax, ylabel, np.concatenate([r.series[key] * scale for r in results]))
+    if full is not None:
+        ax.axhline(full, color="grey", lw=0.6)
+    ax.set_title(f"{title}: {_profiles(results)}", fontsize=11)
+    time_axis(ax)
+    figure_legend(fig)
+    return save(fig, path)
 
 
 def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]]:
     """Write the plots; returns (caption, path) pairs in the order a report shows them."""
-    plots = []
-    fig, ax = _fig("Hottest host CPU utilisation", "CPU utilisation")
-    for r in results:
-        ax.plot(r.series["time"] / 60, smooth(r.series["host_util_max"]), label=r.profile, lw=1.2)
-    ax.axhline(1.0, color="gray", lw=0.6)
-    ax.legend(fontsize=8)
-    plots.append(("Hottest host's CPU utilisation over time, per profile.", _save(fig, out / "cpu_max.png")))
-
+    cpu_max = _per_profile(
+        results, "host_util_max", "Hottest host's CPU", "CPU utilisation", out / "cpu_max.png", full=1.0
+    )
+    plots = [("Hottest host's CPU utilisation over time, per profile.", cpu_max)]
+    for prefix, what, name in (("cpu", "CPU", "cpu_hosts.png"), ("nic_tx", "NIC transmit", "nic_hosts.png")):
+        plot = host_plot(results, prefix, what, out / name)
+        if plot is not None:
+            plots.append(plot)
     first = results[0]
-    for prefix, what, fname in (("cpu:", "CPU", "cpu_hosts.png"), ("nic_tx:", "NIC transmit", "nic_hosts.png")):
-        host_cols = [k for k in first.series if k.startswith(prefix)]
-        if not host_cols:
-            continue
-        fig, axes = plt.subplots(1, len(results), figsize=(4.2 * len(results), 3.4), dpi=110, squeeze=False)
-        for ax, r in zip(axes[0], results, strict=True):
-            for k in host_cols:
-                ax.plot(r.series["time"] / 60, smooth(r.series[k]), lw=0.9, label=k[len(prefix) :])
-            for m in r.migrations:
-                ax.axvline(m.started / 60, color="red", lw=0.6, alpha=0.6)
-            ax.set_title(f"{r.profile}: {what} per host (red: migrations)", fontsize=10)
-            ax.set_xlabel("time (min)")
-            ax.set_ylim(0, 1.05)
-            ax.grid(alpha=0.3)
-        if len(host_cols) <= 12:
-            axes[0][0].legend(fontsize=7, ncol=2)
-        plots.append((f"{what} utilisation of every host, with migration starts.", _save(fig, out / fname)))
-
     if "response_time_mean" in first.series:
-        fig, ax = _fig("Mean response time of web requests", "response time (ms)")
-        for r in results:
-            ax.plot(r.series["time"] / 60, smooth(r.series["response_time_mean"]) * 1e3, label=r.profile, lw=1.0)
-        ax.set_yscale("log")
-        ax.legend(fontsize=8)
-        plots.append(
-            (
-                "Mean response time of all web requests served in each step.",
-                _save(fig, out / "response_time.png"),
-            )
+        path = _per_profile(
+            results,
+            "response_time_mean",
+            "Mean web response time",
+            "response time (ms)",
+            out / "response_time.png",
+            1e3,
         )
-
-    fig, ax = _fig("Network: most utilised NIC and fabric link", "utilisation")
-    for r in results:
-        line = ax.plot(r.series["time"] / 60, smooth(r.series["nic_tx_util_max"]), label=f"{r.profile} NIC tx", lw=1.0)
-        ax.plot(
-            r.series["time"] / 60,
-            smooth(r.series["link_util_max"]),
-            ls="--",
-            color=line[0].get_color(),
-            lw=0.8,
-            label=f"{r.profile} link",
+        plots.append(("Mean response time of all web requests served in each step.", path))
+    plots.append(("The most utilised NIC (solid) and fabric link (dashed).", _network(results, out / "network.png")))
+    plots.append(
+        (
+            "Power of all hosts (linear model).",
+            _per_profile(results, "power_w", "Cluster power", "power (W)", out / "power.png"),
         )
-    ax.legend(fontsize=8)
-    plots.append(("The most utilised NIC (solid) and fabric link (dashed).", _save(fig, out / "network.png")))
-
-    fig, ax = _fig("Cluster power", "power (W)")
-    for r in results:
-        ax.plot(r.series["time"] / 60, smooth(r.series["power_w"]), label=r.profile, lw=1.0)
-    ax.legend(fontsize=8)
-    plots.append(("Power of all hosts (linear model).", _save(fig, out / "power.png")))
-
-    for r in results:
-        f = r.summary.get("intensity")
-        if not f:
-            continue
-        names = list(f)
-        fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), dpi=110)
-        for ax, key, scale in ((axes[0], "IF", "log"), (axes[1], "NF", "linear")):
-            ax.bar(range(len(names)), [max(f[n][key], 1e-3) for n in names], color="tab:blue")
-            ax.set_xticks(range(len(names)), names, rotation=60, fontsize=7)
-            ax.set_yscale(scale)
-            ax.set_title(f"{r.profile}: {key} per VM over the run", fontsize=10)
-            ax.grid(alpha=0.3, axis="y")
-        plots.append(
-            (
-                f"{r.profile}: I/O factor (IF, log scale) and network factor (NF) of each VM.",
-                _save(fig, out / f"intensity-{r.profile}.png"),
-            )
-        )
-        break
-
+    )
+    plots += _intensity(results, out)
     if any(r.vf_events for r in results):
-        fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
-        vms = sorted(
-            {e[1] for r in results for e in r.vf_events} | {v for r in results for v in r.initial_vfs},
-            key=lambda n: (len(n), n),
-        )
-        end = max(r.series["time"][-1] for r in results)
-        for k, r in enumerate(r for r in results if r.vf_events or r.initial_vfs):
-            for row, vm in enumerate(vms):
-                start = 0.0 if vm in r.initial_vfs else None
-                for when, name, _, event in r.vf_events:
-                    if name != vm:
-                        continue
-                    if event == "attached":
-                        start = when
-                    elif start is not None:
-                        ax.plot(
-                            [start / 60, when / 60], [row + 0.15 * k] * 2, lw=5, color=f"C{k}", solid_capstyle="butt"
-                        )
-                        start = None
-                if start is not None:
-                    ax.plot(
-                        [start / 60, end / 60],
-                        [row + 0.15 * k] * 2,
-                        lw=5,
-                        color=f"C{k}",
-                        solid_capstyle="butt",
-                        label=r.profile if row == 0 else None,
-                    )
-        ax.set_yticks(range(len(vms)), vms, fontsize=8)
-        ax.set_xlabel("time (min)")
-        ax.set_title("Who holds an SR-IOV VF", fontsize=11)
-        ax.grid(alpha=0.3, axis="x")
-        plots.append(("Bars show when each VM held a VF.", _save(fig, out / "vf_holders.png")))
-
-    svc = [r for r in results if r.services]
-    if svc:
-        fig, ax = plt.subplots(figsize=(8, 3.4), dpi=110)
-        n = len(svc[0].services)
-        width = 0.8 / len(svc)
-        for i, r in enumerate(svc):
-            x = np.arange(n) + i * width
-            ax.bar(x, [s["response_mean"] * 1e3 for s in r.services], width, label=f"{r.profile} mean")
-            ax.scatter(x, [s["response_p95"] * 1e3 for s in r.services], marker="_", s=80, color="black")
-        ax.set_xticks(np.arange(n) + 0.4 - width / 2, [s["server"] for s in svc[0].services], rotation=45, fontsize=7)
-        ax.set_ylabel("response time (ms); tick: p95")
-        ax.set_title("Response time per web service", fontsize=11)
-        ax.legend(fontsize=8)
-        plots.append(
-            (
-                "Mean (bars) and 95th percentile (ticks) response time per service.",
-                _save(fig, out / "services.png"),
-            )
-        )
+        plots.append(("Bars show when each VM held a VF.", _vf_holders(results, out / "vf_holders.png")))
+    with_services = [r for r in results if r.services]
+    if with_services:
+        plots.append(_services(with_services, out / "services.png"))
     return plots
+
+
+def _network(results, path: Path) -> Path:
+    fig, (ax,) = figure()
+    for k, r in enumerate(results):
+        minutes = r.series["time"] / 60
+        name = truncate(r.profile, 24)
+        plot_series(ax, minutes, r.series["nic_tx_util_max"], color=f"C{k}", label=f"{name}: NIC tx")
+        plot_series(ax, minutes, r.series["link_util_max"], color=f"C{k}", ls="--", lw=1.0, label=f"{name}: link")
+    ax.set_ylabel("utilisation")
+    ax.set_title(f"Most utilised NIC and fabric link: {_profiles(results)}", fontsize=11)
+    time_axis(ax)
+    figure_legend(fig)
+    return save(fig, path)
+
+
+def _intensity(results, out: Path) -> list[tuple[str, Path]]:
+    """IF and NF of each VM, for the first profile that measured them ([outputs] intensity)."""
+    r = next((r for r in results if r.summary.get("intensity")), None)
+    if r is None:
+        return []
+    factors = r.summary["intensity"]
+    names = list(factors)
+    fig, axes = figure(2, width=10)
+    for ax, key, label in ((axes[0], "IF", "I/O factor IF"), (axes[1], "NF", "network factor NF")):
+        values = np.array([factors[n][key] for n in names], dtype=float)
+        ax.bar(range(len(names)), values, color="tab:blue")
+        if len(names) <= VM_LABELS_MAX:
+            ax.set_xticks(range(len(names)), [truncate(n, 12) for n in names], rotation=60, fontsize=7)
+        ax.set_xlabel("VM")
+        set_value_axis(ax, label, values)
+        if ax.get_yscale() == "log":  # a zero has no bar on a log axis: say it is zero
+            for x in np.flatnonzero(values <= 0):
+                ax.annotate("0", (x, 0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=7)
+        ax.set_title(f"{truncate(r.profile, 24)}: {key} per VM over the run", fontsize=10)
+        ax.grid(alpha=0.3, axis="y")
+    return [
+        (
+            f"{r.profile}: I/O factor (IF) and network factor (NF) of each VM over the whole run.",
+            save(fig, out / f"intensity-{r.profile}.png"),
+        )
+    ]
+
+
+def vf_intervals(result: ProfileResult, end: float) -> dict[str, list[tuple[float, float]]]:
+    """Per VM, the (start, end) times in seconds during which it held a VF."""
+    start: dict[str, float] = dict.fromkeys(result.initial_vfs, 0.0)
+    held: dict[str, list[tuple[float, float]]] = {}
+    for when, vm, _, event in result.vf_events:
+        if event == "attached":
+            start.setdefault(vm, when)
+        elif vm in start:
+            held.setdefault(vm, []).append((start.pop(vm), when))
+    for vm, since in start.items():
+        held.setdefault(vm, []).append((since, end))
+    return held
+
+
+def _vf_holders(results, path: Path) -> Path:
+    shown = [r for r in results if r.vf_events or r.initial_vfs]
+    end = max(float(r.series["time"][-1]) for r in results)
+    intervals = [vf_intervals(r, end) for r in shown]
+    vms = sorted({vm for held in intervals for vm in held}, key=natural_key)
+    fig, (ax,) = figure(height=max(2.4, 0.9 + 0.28 * len(vms)))
+    offset = 0.6 / max(len(shown), 1)
+    for k, held in enumerate(intervals):
+        for row, vm in enumerate(vms):
+            for start, stop in held.get(vm, []):
+                ax.plot([start / 60, stop / 60], [row + offset * k] * 2, lw=4, color=f"C{k}", solid_capstyle="butt")
+    ax.set_yticks(range(len(vms)), [truncate(v) for v in vms], fontsize=8)
+    ax.set_ylabel("VM")
+    ax.set_title(f"Who holds an SR-IOV VF: {_profiles(shown)}", fontsize=11)
+    time_axis(ax)
+    figure_legend(
+        fig, [Line2D([], [], color=f"C{k}", lw=4, label=truncate(r.profile, 24)) for k, r in enumerate(shown)]
+    )
+    return save(fig, path)
+
+
+def _ms(value) -> float:
+    """Seconds as milliseconds to plot; NaN (nothing drawn) without a finite value."""
+    return value * 1e3 if is_number(value) else np.nan
+
+
+def _services(results, path: Path) -> tuple[str, Path]:
+    """Bars per service for a few services; for many, the distribution of per-service mean and p95 (CDFs)."""
+    if len(results[0].services) <= SERVICE_BARS_MAX:
+        return "Mean (bars) and 95th percentile (ticks) response time per service.", _service_bars(results, path)
+    return (
+        f"Distribution over the {len(results[0].services)} web services of each one's mean (solid) and 95th "
+        "percentile (dashed) response time; the slowest services are listed in the page.",
+        _service_cdfs(results, path),
+    )
+
+
+def _service_bars(results, path: Path) -> Path:
+    names = [s["server"] for s in results[0].services]
+    fig, (ax,) = figure()
+    width = 0.8 / len(results)
+    p95 = []
+    for k, r in enumerate(results):
+        x = np.arange(len(names)) + k * width
+        ax.bar(x, [_ms(s["response_mean"]) for s in r.services], width, color=f"C{k}", label=truncate(r.profile, 24))
+        p95 += [_ms(s["response_p95"]) for s in r.services]
+        ax.scatter(x, [_ms(s["response_p95"]) for s in r.services], marker="_", s=80, color="black")
+    ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, [truncate(n, 14) for n in names], rotation=45, fontsize=7)
+    set_value_axis(ax, "response time (ms)", p95)
+    ax.set_title(f"Response time per web service: {_profiles(results)}", fontsize=11)
+    ax.grid(alpha=0.3, axis="y")
+    handles = ax.get_legend_handles_labels()[0]
+    handles.append(Line2D([], [], marker="_", ms=10, mew=2, ls="", color="black", label="p95"))
+    figure_legend(fig, handles)
+    return save(fig, path)
+
+
+def _service_cdfs(results, path: Path) -> Path:
+    fig, (ax,) = figure()
+    every = []
+    for k, r in enumerate(results):
+        for key, style, stat in (("response_mean", "-", "mean"), ("response_p95", "--", "p95")):
+            values = np.sort([v for v in (_ms(s[key]) for s in r.services) if np.isfinite(v)])
+            if not len(values):
+                continue  # nothing served by any service: no response times
+            every.append(values)
+            fraction = np.arange(len(values) + 1) / max(len(values), 1)
+            label = f"{truncate(r.profile, 24)} {stat}"
+            ax.step(np.r_[values[:1], values], fraction, where="post", color=f"C{k}", ls=style, label=label)
+    if every and needs_log_scale(np.concatenate(every)):
+        ax.set_xscale("log")
+        ax.set_xlabel("response time (ms), log scale")
+    else:
+        ax.set_xlim(left=0)
+        ax.set_xlabel("response time (ms)")
+    ax.set_ylabel("fraction of services")
+    ax.set_title(f"Response time of the {len(results[0].services)} web services: {_profiles(results)}", fontsize=11)
+    ax.grid(alpha=0.3)
+    figure_legend(fig)
+    return save(fig, path)

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import csv
 import html
+import warnings
 from dataclasses import asdict
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 from sova import __version__
 from sova.control.experiment import SweepRun
 from sova.model.scenario import Scenario
 from sova.model.sweep import Sweep
-from sova.report.html import metric_value
+from sova.report.host_plots import LINES_MAX
+from sova.report.metrics import is_number, metric_value
+from sova.report.names import profile_list, truncate
+from sova.report.plot_style import figure, figure_legend, save, set_value_axis
 from sova.report.writer import scenario_header, write_summary
 
 # (label, path in a profile summary, scale, unit)
@@ -83,24 +83,29 @@ def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
     xs = [run.value for run in runs]
     numeric = all(isinstance(x, int | float) for x in xs)
     for label, path, scale, unit in metrics:
-        fig, ax = plt.subplots(figsize=(7, 3.4), dpi=110)
+        fig, (ax,) = figure(width=7.0)
+        every = []
         for k, p in enumerate(profiles):
-            ys = [metric_value(_result(run, p).summary, path) for run in runs]
-            ys = [np.nan if y is None else y * scale for y in ys]
-            ax.plot(xs if numeric else range(len(xs)), ys, marker="o", ms=3, lw=1.2, label=p, color=f"C{k}")
+            ys = [_scaled(metric_value(_result(run, p).summary, path), scale) for run in runs]
+            every += ys
+            ax.plot(
+                xs if numeric else range(len(xs)), ys, marker="o", ms=3, lw=1.2, label=truncate(p, 24), color=f"C{k}"
+            )
         if not numeric:
-            ax.set_xticks(range(len(xs)), [str(x) for x in xs])
+            ax.set_xticks(range(len(xs)), [truncate(str(x), 12) for x in xs])
         ax.set_xlabel(sweep.axis)
-        ax.set_ylabel(f"{label} ({unit})" if unit else label)
-        ax.set_title(f"{label} against {sweep.axis}", fontsize=11)
+        set_value_axis(ax, f"{label} ({unit})" if unit else label, every)
+        ax.set_title(f"{label} against {sweep.axis}: {profile_list(profiles)}", fontsize=11)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        name = d / f"sweep_{path.replace('.', '_')}.png"
-        fig.savefig(name)
-        plt.close(fig)
+        figure_legend(fig)
+        name = save(fig, d / f"sweep_{path.replace('.', '_')}.png")
         out.append((f"{label} for each value of {sweep.axis}, one line per profile.", name))
     return out
+
+
+def _scaled(value, scale: float) -> float:
+    """The value times scale; NaN (a gap in the line) where the run has no finite value."""
+    return value * scale if is_number(value) else np.nan
 
 
 def _result(run: SweepRun, profile: str):
@@ -116,7 +121,11 @@ def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
         def response_ms(result, page):
             svc = [x for x in result.services if x["page_bytes"] == page]
             served = sum(x["served"] for x in svc)
-            return sum(x["served"] * x["response_mean"] for x in svc) / served * 1e3 if served else np.nan
+            return (
+                sum(x["served"] * x["response_mean"] for x in svc if x["served"] > 0) / served * 1e3
+                if served
+                else np.nan
+            )
 
         pages = sorted({s["page_bytes"] for s in first.services})
         labels = {page: f"{page / 1024:.0f} KiB" for page in pages}
@@ -148,33 +157,36 @@ def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
 
 
 def _panels(sweep, runs, profiles, groups: dict, value, ylabel: str, path: Path, log=False, ylim=None) -> Path:
-    """One panel per profile, one line per group, value(result, group) against the swept value."""
+    """One panel per profile, one line per group, value(result, group) against the swept value.
+
+    Up to LINES_MAX groups each is a line; more are drawn as their spread (min, median and max across the
+    groups), which stays readable where one line per host would not. `log` allows a log axis where the
+    values need one (report.plot_style.set_value_axis).
+    """
     xs = [run.value for run in runs]
-    fig, axes = plt.subplots(1, len(profiles), figsize=(3.6 * len(profiles), 3.2), dpi=110, squeeze=False)
-    for ax, p in zip(axes[0], profiles, strict=True):
-        for k, (group, label) in enumerate(groups.items()):
-            ax.plot(
-                xs,
-                [value(_result(run, p), group) for run in runs],
-                marker="o",
-                ms=3,
-                lw=1.1,
-                color=f"C{k}",
-                label=label,
-            )
+    fig, axes = figure(len(profiles), width=3.6 * len(profiles), height=3.4)
+    for ax, p in zip(axes, profiles, strict=True):
+        table = np.array([[value(_result(run, p), g) for run in runs] for g in groups], dtype=float)
+        if len(groups) <= LINES_MAX:
+            for k, label in enumerate(groups.values()):
+                ax.plot(xs, table[k], marker="o", ms=3, lw=1.1, color=f"C{k}", label=truncate(label))
+        else:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column is a gap
+                low, mid, high = np.nanmin(table, 0), np.nanmedian(table, 0), np.nanmax(table, 0)
+            ax.fill_between(xs, low, high, color="tab:blue", alpha=0.2, lw=0, label=f"min–max of {len(groups)}")
+            ax.plot(xs, mid, marker="o", ms=3, lw=1.1, color="tab:blue", label="median")
         if log:
-            ax.set_yscale("log")
+            set_value_axis(ax, ylabel, table)
+        else:
+            ax.set_ylabel(ylabel)
         if ylim:
             ax.set_ylim(*ylim)
-        ax.set_title(p, fontsize=10)
+        ax.set_title(truncate(p, 30), fontsize=10)
         ax.set_xlabel(sweep.axis, fontsize=8)
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel(ylabel)
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    figure_legend(fig)
+    return save(fig, path)
 
 
 def _html(doc, sweep, runs, profiles, metrics, figures) -> str:
@@ -188,7 +200,7 @@ def _html(doc, sweep, runs, profiles, metrics, figures) -> str:
             cells = []
             for run in runs:
                 v = metric_value(_result(run, p).summary, path)
-                cells.append("<td>–</td>" if v is None else f"<td>{v * scale:.3g}</td>")
+                cells.append(f"<td>{v * scale:.3g}</td>" if is_number(v) else "<td>n/a</td>")
             rows.append(
                 f"<tr><td class='l'>{label} ({unit})</td><td class='l'>{html.escape(p)}</td>{''.join(cells)}</tr>"
             )

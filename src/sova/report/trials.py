@@ -17,15 +17,12 @@ import html
 from dataclasses import asdict
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
 import numpy as np
 
 from sova import __version__
 from sova.control.trials import RANDOM, TrialRun
 from sova.model.scenario import Scenario
+from sova.report.plot_style import figure, figure_legend, save, set_value_axis
 from sova.report.writer import scenario_header, write_summary
 
 # (key, label, unit, higher is better)
@@ -194,10 +191,7 @@ def _final(runs: list[TrialRun], profile: str) -> list[TrialRun]:
 
 
 def _save(fig, path: Path, caption: str) -> tuple[str, Path]:
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return caption, path
+    return caption, save(fig, path)
 
 
 def _sweep_bars(all_stats, profiles, sweep, key, label, higher, d: Path):
@@ -205,7 +199,7 @@ def _sweep_bars(all_stats, profiles, sweep, key, label, higher, d: Path):
     parts = [sweep, *sweep.lockstep]
     names = ["\n".join(str(x.values[k]) for x in parts) for k in range(len(all_stats))]
     shown = [p for p in profiles if p != RANDOM]
-    fig, ax = plt.subplots(figsize=(max(6.0, 0.6 * len(names) * len(shown) + 2), 3.8), dpi=110)
+    fig, (ax,) = figure(width=max(6.0, 0.6 * len(names) * len(shown) + 2), height=3.8)
     width = 0.8 / len(shown)
     for i, p in enumerate(shown):
         change = [100 * (st[p][key]["relative_median"] - 1) for st in all_stats]
@@ -217,9 +211,9 @@ def _sweep_bars(all_stats, profiles, sweep, key, label, higher, d: Path):
     ax.set_xlabel(" / ".join(x.key for x in parts), fontsize=8)
     better = "faster" if not higher else "more"
     ax.set_ylabel(f"median change vs Random (%, {better} is up)", fontsize=8)
-    ax.set_title(f"{label}: median relative improvement over each trial's Random placement", fontsize=10)
+    ax.set_title(f"{label}: median change against each trial's Random placement", fontsize=10)
     ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=7)
+    figure_legend(fig)
     return _save(
         fig,
         d / f"sweep_{key}.png",
@@ -231,7 +225,7 @@ def _boxes(runs, profiles, key, label, unit, higher, d: Path):
     base = [value(r, key) for r in runs if r.iteration == 0 and value(r, key) is not None]
     ref = float(np.median(base))
     data = [[value(r, key) / ref for r in _final(runs, p) if value(r, key) is not None] for p in profiles]
-    fig, ax = plt.subplots(figsize=(8, 3.8), dpi=110)
+    fig, (ax,) = figure(width=8, height=3.8)
     ax.boxplot(data, showfliers=True, flierprops={"marker": "x"})
     ax.set_xticks(range(1, len(profiles) + 1), profiles, rotation=20)
     for i, vals in enumerate(data, start=1):
@@ -253,7 +247,7 @@ def _boxes(runs, profiles, key, label, unit, higher, d: Path):
 
 def _cdf(runs, profiles, key, label, higher, d: Path):
     base = {r.trial: r for r in runs if r.iteration == 0}
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    fig, (ax,) = figure(width=7, height=3.6)
     for k, p in enumerate(profiles):
         if p == RANDOM:
             continue
@@ -265,7 +259,7 @@ def _cdf(runs, profiles, key, label, higher, d: Path):
     ax.set_ylabel("fraction of placements")
     ax.set_title(f"{label}: each placement against the Random placement it was measured on", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
+    figure_legend(fig)
     return _save(
         fig,
         d / f"cdf_{key}.png",
@@ -277,7 +271,7 @@ def _cdf(runs, profiles, key, label, higher, d: Path):
 def _tenants(runs, profiles, d: Path):
     base = {r.trial: r for r in runs if r.iteration == 0}
     tenants = list(runs[0].outcome.web_by_tenant)
-    fig, ax = plt.subplots(figsize=(8, 3.6), dpi=110)
+    fig, (ax,) = figure(width=8, height=3.6)
     shown = [p for p in profiles if p != RANDOM]
     for p in shown:
         med = [np.median(r) for r in tenant_relative(_final(runs, p), base).values()]
@@ -287,7 +281,7 @@ def _tenants(runs, profiles, d: Path):
     ax.set_ylabel("median requests/s after / before")
     ax.set_title("per tenant (web workload entry): median relative throughput", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    figure_legend(fig)
     return _save(
         fig,
         d / "tenants.png",
@@ -298,7 +292,7 @@ def _tenants(runs, profiles, d: Path):
 
 def _iterations(runs, profiles, key, label, higher, d: Path):
     base = {r.trial: r for r in runs if r.iteration == 0}
-    fig, ax = plt.subplots(figsize=(7, 3.6), dpi=110)
+    fig, (ax,) = figure(width=7, height=3.6)
     styles = ["-", "--", ":", "-."]
     for k, p in enumerate(profiles):
         its = sorted({r.iteration for r in runs if r.profile == p and r.iteration > 0})
@@ -320,7 +314,7 @@ def _iterations(runs, profiles, key, label, higher, d: Path):
     ax.set_ylabel("fraction of placements")
     ax.set_title(f"{label}: iterations of measure, optimize, run", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    figure_legend(fig)
     return _save(
         fig,
         d / f"iterations_{key}.png",
@@ -330,11 +324,11 @@ def _iterations(runs, profiles, key, label, higher, d: Path):
 
 def _runtimes(runs, profiles, d: Path):
     shown = [p for p in profiles if p != RANDOM]
-    fig, ax = plt.subplots(figsize=(7, 3.4), dpi=110)
-    ax.boxplot([[max(r.seconds, 1e-5) for r in runs if r.profile == p and r.iteration > 0] for p in shown])
+    fig, (ax,) = figure(width=7, height=3.4)
+    runtimes = [[max(r.seconds, 1e-5) for r in runs if r.profile == p and r.iteration > 0] for p in shown]
+    ax.boxplot(runtimes)
     ax.set_xticks(range(1, len(shown) + 1), shown, rotation=20)
-    ax.set_yscale("log")
-    ax.set_ylabel("optimizer runtime (s)")
+    set_value_axis(ax, "optimizer runtime (s)", [x for per_profile in runtimes for x in per_profile])
     ax.set_title("optimizer runtime per placement (one core)", fontsize=10)
     ax.grid(alpha=0.3, axis="y")
     return _save(fig, d / "runtimes.png", "Each algorithm's runtime per placement (the paper's Fig. 7f).")
@@ -342,7 +336,7 @@ def _runtimes(runs, profiles, d: Path):
 
 def _gaps(runs, d: Path):
     gaps = np.sort([r.gap for r in runs if r.gap is not None])
-    fig, ax = plt.subplots(figsize=(6, 3.2), dpi=110)
+    fig, (ax,) = figure(width=6, height=3.2)
     ax.step(gaps * 100, np.arange(1, len(gaps) + 1) / len(gaps), where="post")
     ax.set_xlabel("gap HiGHS reached within its time limit (%)")
     ax.set_ylabel("fraction of placements")

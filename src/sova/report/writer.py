@@ -1,15 +1,15 @@
-"""Write a run's results to a directory, all or nothing.
+"""Write a run's results into a directory: summary.json, metrics CSVs, audit logs, plots, report.html.
 
-Everything is written into a fresh temporary directory beside the target and moved into place at
-the end, so an interrupted or failed run never leaves a half-written result directory.
+The directory is a staging directory that ``sova.report.result_dir`` moves into place once it is full,
+so an interrupted or failed run never leaves a half-written result directory. summary.json is strict
+JSON: a number that is not finite is written as null, and the reason goes under "undefined".
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import shutil
-import tempfile
+import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -22,44 +22,16 @@ from sova.report.html import render_report
 from sova.report.plots import make_plots
 
 
-class OutputError(Exception):
-    """The output directory cannot be written as asked."""
+def write_results(scenario: Scenario, results: list[ProfileResult], d: Path) -> None:
+    """One scenario's results, into the (staging) directory d."""
+    _write_all(scenario, results, d)
 
 
-def write_results(scenario: Scenario, results: list[ProfileResult], out: Path, force: bool = False) -> Path:
-    """One scenario's results, written all at once."""
-    return write_atomically(out, force, lambda d: _write_all(scenario, results, d))
-
-
-def write_sweep_results(sweep, scenarios, runs, out: Path, force: bool = False) -> Path:
-    """A sweep's results, written all at once."""
+def write_sweep_results(sweep, scenarios, runs, d: Path) -> None:
+    """A sweep's results, into the (staging) directory d."""
     from sova.report.sweep import write_sweep
 
-    return write_atomically(out, force, lambda d: write_sweep(sweep, scenarios, runs, d, scenarios[0].outputs.plots))
-
-
-def write_atomically(out: Path, force: bool, fill) -> Path:
-    """Fill a fresh directory beside `out` and move it into place; nothing half-written is ever left."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise OutputError(f"{out} exists and is not a directory")
-    if out.exists() and any(out.iterdir()) and not force:
-        raise OutputError(f"{out} already holds results; pass --force to replace them, or choose another --out")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        fill(tmp)
-        if out.exists():
-            old = Path(tempfile.mkdtemp(prefix=f".{out.name}.old.", dir=out.parent))
-            out.rename(old / "x")
-            tmp.rename(out)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+    write_sweep(sweep, scenarios, runs, d, scenarios[0].outputs.plots)
 
 
 def scenario_header(scenario: Scenario) -> dict:
@@ -74,8 +46,32 @@ def scenario_header(scenario: Scenario) -> dict:
     }
 
 
+NOT_FINITE = "not a finite number in this run (e.g. a ratio with nothing to divide by)"
+
+
 def write_summary(d: Path, doc: dict) -> None:
-    (d / "summary.json").write_text(json.dumps(doc, indent=2, default=json_default) + "\n", encoding="utf-8")
+    """summary.json as strict JSON (never NaN or Infinity, which JSON.parse rejects)."""
+    text = json.dumps(finite(doc), indent=2, default=json_default, allow_nan=False)
+    (d / "summary.json").write_text(text + "\n", encoding="utf-8")
+
+
+def finite(doc, undefined: dict | None = None, path: str = ""):
+    """A copy of doc with every non-finite number as None; in a dict that has (or gets) an "undefined"
+    table, the path of each such value is added there with a generic reason unless one is given."""
+    if isinstance(doc, dict):
+        own = dict(doc.get("undefined", {})) if "profile" in doc or "undefined" in doc else None
+        where, prefix = (own, "") if own is not None else (undefined, path)
+        out = {k: finite(v, where, f"{prefix}{k}.") for k, v in doc.items() if k != "undefined"}
+        if own:
+            out["undefined"] = own
+        return out
+    if isinstance(doc, list | tuple):
+        return [finite(v, undefined, path) for v in doc]
+    if isinstance(doc, float | np.floating) and not math.isfinite(doc):
+        if undefined is not None:
+            undefined.setdefault(path.rstrip("."), NOT_FINITE)
+        return None
+    return doc
 
 
 def summary_document(scenario: Scenario, results: list[ProfileResult]) -> dict:
@@ -95,7 +91,7 @@ def _write_all(scenario: Scenario, results: list[ProfileResult], d: Path) -> Non
         _write_csv(d / f"metrics-{r.profile}.csv", r.series)
         r.audit.write_jsonl(d / f"audit-{r.profile}.jsonl")
     plots = make_plots(results, d) if scenario.outputs.plots else []
-    (d / "report.html").write_text(render_report(doc, results, plots), encoding="utf-8")
+    (d / "report.html").write_text(render_report(doc, results, plots, scenario), encoding="utf-8")
 
 
 def _write_csv(path: Path, series: dict[str, np.ndarray]) -> None:

@@ -3,6 +3,12 @@
 Series are kept per step (cluster aggregates, and per host when there are few hosts); response
 times are kept per step as (count, floor, mean) so that run-level percentiles are exact for the
 model: each request's time is floor + an exponential excess with the step's mean excess.
+
+Above PER_HOST_MAX hosts a column per host would make the CSV and the plots unreadable, so the
+recorder keeps instead what a reader of a large run asks for: the distribution across hosts per step
+(percentiles, ``cpu_p5`` ... ``nic_tx_p95``) and the few hottest and coolest hosts over the run
+(``cpu_hottest:HOST``, ``cpu_coolest:HOST``, ``nic_tx_hottest:HOST``, ``nic_tx_coolest:HOST``, chosen
+by their mean of that metric over the run; see HostHistory).
 """
 
 from __future__ import annotations
@@ -12,6 +18,64 @@ from dataclasses import dataclass, field
 import numpy as np
 
 PER_HOST_MAX = 64
+HOST_PERCENTILES = (5, 25, 50, 75, 95)  # the bands a large run's per-host plots draw
+EXTREME_HOSTS = 3  # hottest and coolest hosts a large run keeps series of
+
+
+class HostHistory:
+    """Every host's CPU and NIC tx utilisation over time, in bounded memory, to name the extreme hosts.
+
+    Which hosts are hottest is known only at the end of a run, so every host's values are kept, as
+    float32 in at most `rows` rows: when the rows are full, adjacent rows are averaged pairwise and
+    each row thereafter holds the mean of twice as many samples. Memory is 2 x rows x hosts x 4 bytes
+    (4 MB for 1,000 hosts) whatever the run's length, and adding a sample is one vector add; the plots
+    smooth over about 2 % of a run anyway (a row spans at most 0.4 %), so block means lose nothing a
+    reader sees. The exact per-host sums rank the hosts.
+    """
+
+    def __init__(self, host_names: list[str], rows: int = 512) -> None:
+        self.host_names = host_names
+        self.blocks = np.zeros((2, rows, len(host_names)), dtype=np.float32)  # [cpu, nic_tx] x row x host
+        self.full_rows = 0
+        self.samples_per_row = 1
+        self._partial = np.zeros((2, len(host_names)))
+        self._partial_count = 0
+        self.sums = np.zeros((2, len(host_names)))
+        self.samples = 0
+
+    def add(self, cpu: np.ndarray, nic_tx: np.ndarray) -> None:
+        self.sums[0] += cpu
+        self.sums[1] += nic_tx
+        self.samples += 1
+        self._partial[0] += cpu
+        self._partial[1] += nic_tx
+        self._partial_count += 1
+        if self._partial_count < self.samples_per_row:
+            return
+        if self.full_rows == self.blocks.shape[1]:
+            half = self.full_rows // 2
+            self.blocks[:, :half] = 0.5 * (self.blocks[:, 0 : 2 * half : 2] + self.blocks[:, 1 : 2 * half : 2])
+            self.full_rows = half
+            self.samples_per_row *= 2
+            if self._partial_count < self.samples_per_row:
+                return
+        self.blocks[:, self.full_rows] = self._partial / self._partial_count
+        self.full_rows += 1
+        self._partial[:] = 0.0
+        self._partial_count = 0
+
+    def extremes(self, metric: int, count: int = EXTREME_HOSTS) -> tuple[list[int], list[int]]:
+        """Indices of the `count` hosts with the highest and with the lowest mean of a metric (0 CPU, 1 NIC tx)."""
+        order = np.argsort(-self.sums[metric], kind="stable")
+        count = min(count, len(order) // 2)
+        return list(order[:count]), list(order[::-1][:count])
+
+    def per_sample(self, metric: int, host: int) -> np.ndarray:
+        """One host's values at every sample: each sample gets the mean of the block it fell in."""
+        rows = list(self.blocks[metric, : self.full_rows, host].astype(float))
+        if self._partial_count:
+            rows.append(self._partial[metric, host] / self._partial_count)
+        return np.repeat(rows, self.samples_per_row)[: self.samples]
 
 
 @dataclass
@@ -25,7 +89,12 @@ class Recorder:
     batch: list[tuple[int, float]] = field(default_factory=list)
     transfers: list[tuple[int, float]] = field(default_factory=list)
     jobs: list[tuple[int, float, float]] = field(default_factory=list)  # mapreduce: (job, start, end)
+    history: HostHistory | None = None  # without per-host columns: to name the hottest and coolest hosts
     _next: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.per_host:
+            self.history = HostHistory(self.host_names)
 
     def record(self, sim) -> None:
         g = sim.g
@@ -69,6 +138,11 @@ class Recorder:
             for h, name in enumerate(self.host_names):
                 row[f"cpu:{name}"] = float(util[h])
                 row[f"nic_tx:{name}"] = float(g["nic_tx_util"][h])
+        else:
+            for prefix, values in (("cpu", util), ("nic_tx", g["nic_tx_util"])):
+                for q, v in zip(HOST_PERCENTILES, np.percentile(values, HOST_PERCENTILES), strict=True):
+                    row[f"{prefix}_p{q}"] = float(v)
+            self.history.add(util, g["nic_tx_util"])
         if self.vm_names is not None:
             src, dst = sim._flow_vm_ends()
             rate = np.where(np.isfinite(g["rate"]), g["rate"], 0.0)
@@ -82,7 +156,14 @@ class Recorder:
             self.rows.setdefault(k, []).append(v)
 
     def series(self) -> dict[str, np.ndarray]:
-        return {k: np.asarray(v) for k, v in self.rows.items()}
+        out = {k: np.asarray(v) for k, v in self.rows.items()}
+        if self.history is not None and self.history.samples:
+            for metric, prefix in enumerate(("cpu", "nic_tx")):
+                hottest, coolest = self.history.extremes(metric)
+                for role, hosts in (("hottest", hottest), ("coolest", coolest)):
+                    for h in hosts:
+                        out[f"{prefix}_{role}:{self.host_names[h]}"] = self.history.per_sample(metric, h)
+        return out
 
     def service_stats(self) -> dict[str, np.ndarray] | None:
         """Per service: requests served, mean, p95, p99 over the whole run, and dropped requests."""
