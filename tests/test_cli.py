@@ -8,45 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, SMALL
 from sova.cli import main
-
-SMALL = """
-[scenario]
-name = "small"
-duration = 120
-
-[[hosts]]
-name = "h{i}"
-count = 2
-cores = 4
-
-[[vms]]
-name = "v{i}"
-count = 4
-host = "h1"
-
-[[workloads]]
-vm = "v*"
-kind = "lookbusy"
-
-[[workloads]]
-vm = "v1"
-kind = "httperf"
-rate = 200
-
-[profiles.default]
-
-[profiles.threshold]
-policies = ["threshold-migration"]
-"""
-
-
-@pytest.fixture
-def small(tmp_path: Path) -> Path:
-    p = tmp_path / "small.toml"
-    p.write_text(SMALL)
-    return p
 
 
 def test_help_lists_every_command(capsys):
@@ -111,21 +74,13 @@ def test_run_writes_every_output(small, tmp_path):
     assert "data:image/png;base64," in html and "threshold" in html and "default" in html
 
 
-def test_run_refuses_to_overwrite_without_force(small, tmp_path, capsys):
-    out = tmp_path / "res"
-    out.mkdir()
-    (out / "keep.txt").write_text("mine")
-    assert main(["run", str(small), "--out", str(out), "--quiet"]) == 2
-    assert "pass --force" in capsys.readouterr().err
-    assert (out / "keep.txt").read_text() == "mine"
-    assert main(["run", str(small), "--out", str(out), "--quiet", "--force", "--profile", "default"]) == 0
-    assert not (out / "keep.txt").exists() and (out / "summary.json").exists()
-
-
 def test_unknown_profile_and_bad_seed(small, tmp_path, capsys):
     assert main(["run", str(small), "--out", str(tmp_path / "r"), "--profile", "nope"]) == 2
     assert "--profile nope: no such profile; the scenario defines default, threshold" in capsys.readouterr().err
-    assert main(["run", str(small), "--out", str(tmp_path / "r"), "--seed", "-1"]) == 2
+    with pytest.raises(SystemExit) as exc:  # argparse: a usage error
+        main(["run", str(small), "--out", str(tmp_path / "r"), "--seed", "-1"])
+    assert exc.value.code == 2
+    assert "argument --seed: expected a non-negative integer, got '-1'" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 
@@ -163,3 +118,31 @@ def test_per_vm_metrics_follow_a_migration(small, tmp_path):
     hosts = {r["vm_host:v1"] for r in rows} | {r["vm_host:v2"] for r in rows} | {r["vm_host:v3"] for r in rows}
     assert hosts == {"h1", "h2"}  # one of them moved
     assert float(rows[-1]["vm_cpu:v4"]) > 0
+
+
+HELP = [["run"], ["validate"], ["policies"], ["place"], ["lab"], ["lab", "up"], ["lab", "load"], ["manage"], []]
+
+
+@pytest.mark.parametrize("command", HELP, ids=[" ".join(c) or "sova" for c in HELP])
+def test_help_is_wrapped_has_a_description_and_examples(command, capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit) as exc:
+        main([*command, "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    head = text.split("\npositional arguments:")[0].split("\noptions:")[0]
+    description = head.split("\n\n", 1)[1]  # after the usage lines
+    assert len(description.split()) >= 10, description
+    assert all(len(line) <= 80 for line in description.splitlines()), description
+    assert "%%" not in text
+    assert "examples:\n  sova " in text or "examples:\n  sudo sova " in text
+
+
+def test_policies_lists_the_builtin_profiles_in_aligned_columns(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    assert main(["policies"]) == 0
+    text = capsys.readouterr().out
+    assert "built-in profiles" in text and "threshold-migration" in text
+    rows = [line for line in text.splitlines() if line.startswith((" period ", " window "))]
+    assert len(rows) > 3
+    assert len({row.index(row.split()[1], len(row.split()[0]) + 1) for row in rows}) == 1  # second column aligned

@@ -8,6 +8,7 @@ from helpers import make_scenario
 from sova.analyze.load import host_loads, vm_loads
 from sova.drivers.sim import SimDriver
 from sova.model import scenario as S
+from sova.model import scenario_fields as F
 from sova.model.knowledge import Knowledge
 from sova.sim.engine import Simulator
 
@@ -52,12 +53,12 @@ def test_windows_need_two_snapshots():
 @pytest.mark.parametrize(
     ("spec", "fields", "skip"),
     [
-        (S.TopologySpec, S.TOPOLOGY_FIELDS, ()),
-        (S.NicSpec, S.NIC_FIELDS, ()),
-        (S.HostSpec, S.HOST_FIELDS, ("name", "count", "start", "nic")),
-        (S.VmSpec, S.VM_FIELDS, ("name", "count", "start", "host")),
-        (S.ControlSpec, S.CONTROL_FIELDS, ()),
-        (S.OutputSpec, S.OUTPUT_FIELDS, ()),
+        (S.TopologySpec, F.TOPOLOGY_FIELDS, ()),
+        (S.NicSpec, F.NIC_FIELDS, ()),
+        (S.HostSpec, F.HOST_FIELDS, ("name", "count", "start", "nic")),
+        (S.VmSpec, F.VM_FIELDS, ("name", "count", "start", "host")),
+        (S.ControlSpec, F.CONTROL_FIELDS, ()),
+        (S.OutputSpec, F.OUTPUT_FIELDS, ()),
     ],
 )
 def test_spec_dataclass_defaults_match_the_schema(spec, fields, skip):

@@ -71,5 +71,8 @@ def test_sova_place_refuses_unknown_parameters_and_windows(capsys):
 
     assert main(["place", str(PAIRS), "--algorithm", "sa-all", "--param", "stpes=10"]) == 2
     assert "stpes" in capsys.readouterr().err
-    assert main(["place", str(PAIRS), "--algorithm", "greedy-fill", "--window", "0"]) == 2
-    assert "--window" in capsys.readouterr().err
+    for window in ("0", "nan", "inf"):
+        with pytest.raises(SystemExit) as exc:  # argparse: a usage error
+            main(["place", str(PAIRS), "--algorithm", "greedy-fill", "--window", window])
+        assert exc.value.code == 2
+        assert f"--window: expected a positive number of seconds, got '{window}'" in capsys.readouterr().err

@@ -48,10 +48,10 @@ def trials_scenario(profiles: dict, count: int = 3):
 PROFILES = {"random": {"policies": []}, "greedy-fill": {"policies": ["greedy-fill"]}}
 
 
-def test_trials_start_every_profile_from_the_same_seeded_random_placements():
+def test_trials_start_every_profile_from_the_same_seeded_random_placements_in_one_process_or_two():
     sc = trials_scenario(PROFILES)
     runs = run_trials(sc, jobs=1)
-    again = run_trials(sc, jobs=1)
+    again = run_trials(sc, jobs=2)  # in two processes: the same trials, in the same order
     assert [r.outcome for r in runs] == [r.outcome for r in again]
     assert [(r.trial, r.profile, r.iteration) for r in runs] == [
         (k, p, i) for k in range(3) for p, i in (("random", 0), ("greedy-fill", 1))

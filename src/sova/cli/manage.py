@@ -1,0 +1,140 @@
+"""``sova manage``: the MAPE-K loop against real hosts through libvirt, on the wall clock."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sova.cli.common import described, number, out, pairs, toml_value
+from sova.model.schema import InputError, Problem
+
+
+def add_parser(sub) -> None:
+    from sova.control.manage import BUILTIN_PROFILES
+
+    m = sub.add_parser(
+        "manage",
+        help="run the MAPE-K loop against real hosts through libvirt",
+        **described(
+            "Observe real hosts every second and run a profile's policies on the wall clock, with the same "
+            "executor, safety rails and audit log as in simulation. Hosts come from --host NAME=URI "
+            "(repeatable), a hosts file, or a running lab (--lab). Stop with Ctrl-C.",
+            [
+                "sova manage --lab /var/lib/sova-lab --profile sova --mode approve",
+                "sova manage --host node1=qemu+ssh://root@node1/system --host node2=qemu+ssh://root@node2/system",
+                "sova manage --hosts-file hosts.toml --mode dry-run --control hold_down=120",
+            ],
+            "profiles: "
+            + ", ".join(f"{k} ({', '.join(v) or 'no policy'})" for k, v in BUILTIN_PROFILES.items())
+            + "\nURIs: qemu+tls://node1/system or qemu+ssh://root@node1/system (see docs/libvirt.md)",
+        ),
+    )
+    m.add_argument(
+        "--driver", choices=["libvirt"], default="libvirt", help="the driver (only libvirt manages real hosts)"
+    )
+    m.add_argument("--host", action="append", default=[], metavar="NAME=URI", help="a host and its libvirt URI")
+    m.add_argument(
+        "--hosts-file",
+        type=Path,
+        default=None,
+        metavar="FILE.toml",
+        help="hosts, URIs and SR-IOV settings (docs/libvirt.md)",
+    )
+    m.add_argument("--lab", type=Path, default=None, metavar="DIR", help="manage the lab in DIR (hosts, VFs, agents)")
+    m.add_argument("--profile", default="sova", choices=sorted(BUILTIN_PROFILES), help="policies to run (default sova)")
+    m.add_argument(
+        "--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or only log plans"
+    )
+    m.add_argument("--param", action="append", default=[], metavar="POLICY.KEY=VALUE", help="a policy parameter")
+    m.add_argument(
+        "--control", action="append", default=[], metavar="KEY=VALUE", help="an executor rail, e.g. hold_down=120"
+    )
+    m.add_argument(
+        "--duration",
+        type=number("a positive number of seconds", lo=0, lo_open=True),
+        default=None,
+        metavar="SECONDS",
+        help="stop after this long (default: never)",
+    )
+    m.add_argument("--audit", type=Path, default=None, metavar="FILE.jsonl", help="append every audit entry here")
+
+
+def command(args) -> int:
+    import json
+    from dataclasses import asdict
+
+    from sova.control.manage import BUILTIN_PROFILES, manage
+    from sova.drivers.libvirt_driver import LibvirtDriver
+    from sova.model.scenario import ControlSpec, ProfileSpec
+    from sova.model.scenario_fields import CONTROL_FIELDS
+    from sova.model.schema import Reader
+
+    hosts, options = {}, {}
+    if args.lab is not None:
+        from sova.lab.lab import Lab, driver_options
+
+        state = Lab(args.lab).state()
+        hosts = {h.name: h.uri for h in state.hosts}
+        options = driver_options(state)
+    if args.hosts_file is not None:
+        from sova.drivers.hosts_file import load_hosts_file
+
+        cfg = load_hosts_file(args.hosts_file)
+        hosts.update(cfg.hosts)
+        options.update(sriov=cfg.sriov, migration_uri=cfg.migration_uri, nic_bandwidth=cfg.nic_bandwidth)
+    hosts.update(pairs(args.host, "--host", "NAME=URI, e.g. node1=qemu+ssh://root@node1/system"))
+    params: dict[str, dict] = {}
+    for key, val in pairs(args.param, "--param", "POLICY.KEY=VALUE, e.g. sova.alpha=0.8", dotted=True):
+        pol, _, k = key.partition(".")
+        params.setdefault(pol, {})[k] = toml_value(val)
+    profile = ProfileSpec(args.profile, BUILTIN_PROFILES[args.profile], args.mode, params)
+    from sova.control.profiles import check_profile
+
+    r = Reader("--param")
+    policies = check_profile(r, profile)
+    if r.problems:
+        raise InputError(r.problems)
+    rails = {k: toml_value(v) for k, v in pairs(args.control, "--control", "KEY=VALUE, e.g. hold_down=120")}
+    r = Reader("sova manage")  # the scenario's [control] table: the same keys, units, ranges and errors
+    control = ControlSpec(**r.table(rails, CONTROL_FIELDS, "--control"))
+    if r.problems:
+        raise InputError(r.problems)
+    audit = _open_audit(args.audit) if args.audit else None  # before connecting: a bad path fails at once
+    driver = LibvirtDriver(hosts, **options)
+    try:
+        driver.connect()
+    except BaseException:
+        if audit is not None:
+            audit.close()
+        raise
+
+    def on_entry(e) -> None:
+        out.print(f"{e.time:8.1f}s  {e.event:9} {e.action:40} {e.status:9} {e.message or e.reason}", markup=False)
+        if audit is not None:
+            audit.write(json.dumps(asdict(e), default=float) + "\n")
+            audit.flush()
+
+    def ask(pid: int, lines: list[str]) -> bool:
+        out.print(f"plan {pid}:", markup=False)
+        for line in lines:
+            out.print(f"  {line}", markup=False, soft_wrap=True)
+        return input("approve? [y/N] ").strip().lower() in ("y", "yes")
+
+    out.print(f"managing {', '.join(hosts)} with profile {args.profile} ({args.mode}); Ctrl-C stops", markup=False)
+    try:
+        manage(driver, policies, control, args.mode, args.duration, on_entry=on_entry, ask=ask)
+    except KeyboardInterrupt:
+        out.print("stopped", markup=False)
+    finally:
+        driver.close()
+        if audit is not None:
+            audit.close()
+    return 0
+
+
+def _open_audit(path: Path):
+    """The audit file, opened to append (an existing log is never truncated); a path that cannot be
+    written is an input error."""
+    try:
+        return path.open("a", encoding="utf-8")
+    except OSError as exc:
+        raise InputError([Problem(f"--audit {path}", f"cannot be appended to: {exc.strerror or exc}")]) from None

@@ -1,0 +1,216 @@
+"""``sova run``: a scenario on the simulator, once per profile, its results written all at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.table import Table
+
+from sova.cli.common import Terminated, before_run, described, err, error, number, out
+from sova.cli.summary import print_summary, print_sweep
+from sova.model.schema import InputError, Problem
+
+
+def add_parser(sub) -> None:
+    run = sub.add_parser(
+        "run",
+        help="run a scenario on the simulator, once per profile",
+        **described(
+            "Run SCENARIO on the built-in simulator once per profile, on the same workload and seed, and write "
+            "summary.json, metrics-PROFILE.csv, audit-PROFILE.jsonl, PNG plots and report.html to --out.\n\n"
+            "The results are written all at once at the end: an interrupted run (Ctrl-C, SIGTERM) leaves "
+            "nothing behind. --out must be new, empty, or a directory Sova wrote (it holds a .sova-results "
+            "file); --force replaces only the files Sova wrote there, never anything else.",
+            [
+                "sova run scenarios/quickstart.toml",
+                "sova run scenarios/quickstart.toml --out results/qs --force",
+                "sova run scenarios/quickstart.toml --profile threshold --seed 3 --out results/qs3",
+                "sova run scenarios/papers/sova/table2-vf-scheduling.toml --quiet",
+                "sova run scenarios/papers/virtue/web-20.toml --jobs 2     ([trials]: Virtue's method)",
+            ],
+            "docs/outputs.md describes every file; docs/scenario-format.md every key of a scenario.",
+        ),
+    )
+    run.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file")
+    run.add_argument(
+        "--out", type=Path, default=None, metavar="DIR", help="result directory (default: results/SCENARIO-NAME)"
+    )
+    run.add_argument(
+        "--profile",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="run only this profile (repeatable; default: every profile of the scenario)",
+    )
+    run.add_argument(
+        "--seed",
+        type=number("a non-negative integer", 0, integer=True),
+        default=None,
+        help="override the scenario's random seed",
+    )
+    run.add_argument("--force", action="store_true", help="replace the results of an earlier run in --out")
+    run.add_argument(
+        "--jobs",
+        type=number("a positive number of processes", 1, integer=True),
+        default=None,
+        metavar="N",
+        help="scenarios with [trials]: trials run in N processes (default: one per core)",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
+
+
+def load(path: Path):
+    """(sweep or None, scenarios): one scenario, or one per value of the file's [sweep]."""
+    from sova.control.profiles import check_profile
+    from sova.model.sweep import load_runs
+
+    return load_runs(path, profile_check=check_profile)
+
+
+def command(args) -> int:
+    from sova.report import result_dir
+
+    sweep, runs, names = _runs(args)
+    before_run(runs, names, args.jobs or os.cpu_count() or 1)
+    dest = args.out or Path("results") / runs[0].name
+    target = result_dir.prepare(dest, args.force)  # before the run: a place that cannot be written fails now
+    try:
+        if runs[0].trials is not None:
+            fill, report = _run_trials(args, sweep, runs, names)
+        else:
+            fill, report = _run_profiles(args, sweep, runs, names)
+        try:
+            fill(target.staging)
+        except OSError as exc:
+            error(f"cannot write the results to {target.dest}: {exc.strerror or exc}; nothing was written")
+            target.discard()
+            return 1
+        written = target.commit()
+    except KeyboardInterrupt as exc:
+        if target.written_to is None:
+            target.discard()
+            raise
+        # the signal came while the results moved into place: it was held until they were complete
+        err.print(f"interrupted; the results are complete in {target.written_to}", markup=False, soft_wrap=True)
+        return 128 + (exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
+    except BaseException:
+        target.discard()
+        raise
+    if not args.quiet:
+        report()
+    if written != target.dest:
+        err.print(
+            f"note: {target.dest} holds files of someone else with the names of these results "
+            f"({', '.join(target.kept)}); the results went to {written} instead",
+            markup=False,
+            soft_wrap=True,
+        )
+    elif target.kept:
+        err.print(f"note: kept {len(target.kept)} file(s) in {written} that Sova did not write", markup=False)
+    out.print(f"results in {written}/ (open {written / 'report.html'})", markup=False, soft_wrap=True)
+    return 0
+
+
+def _runs(args):
+    """The scenario's runs with --seed applied, and the profiles to run; bad arguments are input errors."""
+    from dataclasses import replace
+
+    sweep, runs = load(args.scenario)
+    first = runs[0]
+    problems = [
+        Problem(f"--profile {u}", f"no such profile; the scenario defines {', '.join(first.profiles)}")
+        for u in args.profile or []
+        if u not in first.profiles
+    ]
+    if problems:
+        raise InputError(problems)
+    if args.seed is not None:
+        runs = [replace(s, seed=args.seed) for s in runs]
+    names = args.profile or list(first.profiles)
+    if first.trials is not None:
+        from sova.control.trials import check_trials
+
+        check_trials(first, names)
+    return sweep, runs, names
+
+
+def _run_profiles(args, sweep, runs, names: list[str]):
+    """Every profile on the scenario (at every value of a sweep): how to write the results, and the summary."""
+    from sova.control.experiment import run_scenario, run_sweep
+    from sova.report.writer import write_results, write_sweep_results
+
+    steps = sum(round(s.duration / s.step) for s in runs)
+    with Progress(
+        TextColumn("[bold]{task.description:<14}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("sim-s"),
+        TimeRemainingColumn(),
+        console=err,
+        transient=False,
+        disable=args.quiet,
+    ) as bar:
+        tasks = {n: bar.add_task(n, total=steps) for n in names}
+        done = dict.fromkeys(names, 0)
+
+        def progress(name: str, step: int, total: int) -> None:
+            if step % 50 == 0 or step == total:
+                bar.update(tasks[name], completed=done[name] + step)
+            if step == total:
+                done[name] += total
+
+        if sweep is None:
+            results = run_scenario(runs[0], names, progress=progress)
+            return (lambda d: write_results(runs[0], results, d)), (lambda: print_summary(results, runs[0]))
+        sweep_runs = run_sweep(runs, sweep.values, names, progress=progress)
+        return (lambda d: write_sweep_results(sweep, runs, sweep_runs, d)), (lambda: print_sweep(sweep, sweep_runs))
+
+
+def _run_trials(args, sweep, runs, names: list[str]):
+    """A scenario with [trials]: every profile re-places many Random placements (Virtue's method)."""
+    from sova.control.trials import run_trials
+    from sova.report.trials import trials_document, write_trials
+
+    groups = []
+    with Progress(
+        TextColumn("[bold]{task.description:<14}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("trials"),
+        TimeRemainingColumn(),
+        console=err,
+        disable=args.quiet,
+    ) as bar:
+        values = sweep.values if sweep is not None else [None]
+        for k, (value, scenario) in enumerate(zip(values, runs, strict=True)):
+            task = bar.add_task(scenario.name if sweep is None else sweep.describe(k), total=scenario.trials.count)
+            trial_runs = run_trials(
+                scenario, names, args.jobs or 0, lambda n, total, t=task: bar.update(t, completed=n)
+            )
+            groups.append((value, trial_runs))
+    doc = trials_document(runs[0], groups, names, sweep)
+    return (lambda d: write_trials(doc, groups, d, runs[0].outputs.plots, sweep)), (
+        lambda: _print_trials(doc, names, sweep)
+    )
+
+
+def _print_trials(doc: dict, names: list[str], sweep) -> None:
+    for k, val in enumerate(doc["values"]):
+        stats = val["stats"]
+        t = Table(title="median relative to Random" + ("" if sweep is None else f" at {sweep.describe(k)}"))
+        t.add_column("profile")
+        keys = [k for k in ("web", "job") if k in stats[names[0]]]
+        for k in keys:
+            t.add_column(f"{k}: vs Random's median", justify="right")
+            t.add_column(f"{k}: improved", justify="right")
+        t.add_column("runtime (s)", justify="right")
+        for p in names:
+            s = stats[p]
+            cells = []
+            for k in keys:
+                cells += [f"{s[k]['median_vs_random_median'] - 1:+.0%}", f"{s[k]['improved']:.0%}"]
+            t.add_row(p, *cells, f"{s['seconds_median']:.3g}")
+        out.print(t)
