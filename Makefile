@@ -4,8 +4,9 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-stamp
 SIMULATOR_ONLY ?=
+# a simulator-only install is not a full one: `make test` after `make run SIMULATOR_ONLY=1` installs the rest
+STAMP  := $(VENV)/.installed$(if $(SIMULATOR_ONLY),-simulator-only)-stamp
 
 .PHONY: run test lint bench clean docs
 

@@ -58,6 +58,9 @@ SCENARIO_CASES = [
         "[profiles.threshold.params.threshold-migration].hot: got nan",
     ),
     ("control rail nan", ("", "[control]\nhold_down = nan\n"), "[control].hold_down: got nan"),
+    ("name escapes results/", ('name = "base"', 'name = "../../escape"'), "[scenario].name: '../../escape' cannot"),
+    ("name empty", ('name = "base"', 'name = " "'), "[scenario].name: ' ' cannot name the result directory"),
+    ("name an option", ('name = "base"', 'name = "-rf"'), "[scenario].name: '-rf' cannot"),
     ("simulator constant inf", ("", "[simulator]\npv_latency = inf\n"), "[simulator].pv_latency: got inf"),
     ("memory overflowing to inf", ("cores = 4", 'cores = 4\nmemory = "1e400GiB"'), "(h{i}).memory: got '1e400GiB'"),
     ("negative cores", ("cores = 4", "cores = -1"), "(h{i}).cores: got -1; expected an integer >= 1"),
@@ -193,7 +196,7 @@ CLI_CASES = [
     (["manage", "--host", "a=test:///default", "--control", "hold_down=nan"], "--control.hold_down: got nan"),
     (
         ["manage", "--host", "a=test:///default", "--param", "sova.alpha=inf"],
-        "[profiles.sova.params.sova].alpha: got inf",
+        "sova manage: --param sova.alpha: got inf",
     ),
     (["manage", "--host", "broken"], "--host: 'broken': expected NAME=URI"),
     (["lab", "up", "--hosts", "0"], "--hosts: expected a number of hosts from 1 to 16, got '0'"),

@@ -1,6 +1,7 @@
 """Result directories: nothing of a user's is ever deleted, a place that cannot be written fails before the run,
 a signal or a crash leaves nothing half-written, and the main job (`make run`) runs again and again."""
 
+import fcntl
 import json
 import os
 import signal
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import ROOT, SMALL
+from helpers import ROOT
 from sova.cli import main
 from sova.report.result_dir import MARKER
 
@@ -148,17 +149,20 @@ def _staging(parent: Path, name: str) -> list[Path]:
     return [p for p in parent.iterdir() if p.name.startswith(f".{name}.sova-partial-")]
 
 
-def test_sigterm_while_results_are_written_leaves_nothing(tmp_path):
-    many = tmp_path / "many.toml"  # eight profiles: writing their plots takes long enough to be caught
-    many.write_text(SMALL + "".join(f"\n[profiles.copy{k}]\n" for k in range(6)))
-    out = tmp_path / "res"
-    proc = _sova("run", str(many), "--out", str(out), "--quiet")
-    _wait_for(lambda: [d for d in _staging(tmp_path, "res") if (d / "summary.json").exists()], proc, "writing")
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM, err
+def test_sigterm_while_results_are_written_leaves_nothing(small, tmp_path, capsys, monkeypatch):
+    import sova.report.writer as writer
+
+    real = writer.make_plots
+
+    def plots_then_sigterm(*args, **kwargs):  # summary.json and the CSVs are written, the plots too
+        real(*args, **kwargs)
+        signal.raise_signal(signal.SIGTERM)
+
+    monkeypatch.setattr(writer, "make_plots", plots_then_sigterm)
+    assert _run(small, tmp_path / "res") == 128 + signal.SIGTERM
+    err = capsys.readouterr().err
     assert "terminated; nothing was written" in err and "Traceback" not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["many.toml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["small.toml"]
 
 
 def test_the_staging_directory_of_a_killed_run_is_removed_by_the_next_run(small, tmp_path):
@@ -173,24 +177,37 @@ def test_the_staging_directory_of_a_killed_run_is_removed_by_the_next_run(small,
 
 
 def test_a_staging_directory_of_a_running_run_is_left_alone(small, tmp_path):
-    busy = tmp_path / ".res.sova-partial-0000"
+    busy = tmp_path / ".res.sova-partial-0000"  # a live run holds its staging directory's flock
     busy.mkdir()
     (busy / MARKER).write_text(json.dumps({"state": "partial", "pid": os.getpid()}))
+    held = os.open(busy, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(held, fcntl.LOCK_EX)
     theirs = tmp_path / ".res.sova-partial-1111"  # the name, but not Sova's content: not Sova's to remove
     theirs.mkdir()
     (theirs / "notes.txt").write_text("mine")
+    starting = tmp_path / ".res.sova-partial-3333"  # a run that has just made it and not yet taken the lock
+    starting.mkdir()
     unborn = tmp_path / ".res.sova-partial-2222"  # killed between making the directory and its marker
     unborn.mkdir()
-    assert _run(small, tmp_path / "res", "--profile", "default") == 0
-    assert busy.exists() and (theirs / "notes.txt").exists() and not unborn.exists()
+    (unborn / f"{MARKER}.123.tmp").write_text("{")
+    os.utime(unborn, (time.time() - 3600, time.time() - 3600))
+    try:
+        assert _run(small, tmp_path / "res", "--profile", "default") == 0
+    finally:
+        os.close(held)
+    assert busy.exists() and (theirs / "notes.txt").exists() and starting.exists() and not unborn.exists()
 
 
-def test_make_run_succeeds_again_and_again():
+def test_the_main_job_runs_again_and_again(tmp_path, capsys, monkeypatch):
+    run_line = next(x for x in (ROOT / "Makefile").read_text().splitlines() if "sova run" in x)
+    argv = run_line.split("sova ", 1)[1].split()
+    assert argv[:2] == ["run", "scenarios/quickstart.toml"] and "--force" in argv
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "quickstart"
+    argv[argv.index("--out") + 1] = str(out)
     for _ in range(2):
-        done = subprocess.run(["make", "-s", "run"], cwd=ROOT, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, done.stderr[-2000:]
-        assert "results in" in done.stdout
-    assert (ROOT / "results" / "quickstart" / "report.html").exists()
+        assert main([*argv, "--quiet"]) == 0, capsys.readouterr().err
+    assert (out / "report.html").exists() and json.loads((out / MARKER).read_text())["state"] == "complete"
 
 
 TRIALS = """
@@ -242,8 +259,16 @@ policies = ["greedy-fill"]
 
 
 def _children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(x) for x in path.read_text().split()] if path.exists() else []
+    """The processes whose parent is `pid` (from /proc/*/stat, which every kernel has)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
 
 
 def test_sigterm_stops_trials_in_worker_processes_at_once(tmp_path):
@@ -314,3 +339,92 @@ def test_a_signal_while_results_move_into_place_waits_until_they_are_complete(sm
     assert "the results are complete in" in capsys.readouterr().err
     assert (out / "summary.json").exists() and json.loads((out / MARKER).read_text())["state"] == "complete"
     assert not _staging(tmp_path, "res")
+
+
+def test_a_dangling_symbolic_link_as_out_is_refused_before_the_run(small, tmp_path, capsys, monkeypatch):
+    link = tmp_path / "res"
+    link.symlink_to(tmp_path / "nowhere")
+    _no_run(monkeypatch)
+    assert _run(small, link) == 2
+    assert "which does not exist" in capsys.readouterr().err
+    assert link.is_symlink() and not (tmp_path / "nowhere").exists()
+
+
+def test_a_symbolic_link_to_a_directory_as_out_fills_that_directory(small, tmp_path):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "res").symlink_to(real)
+    assert _run(small, tmp_path / "res", "--profile", "default") == 0
+    assert (tmp_path / "res").is_symlink() and (real / "summary.json").exists()
+
+
+def test_out_root_is_refused(small, capsys, monkeypatch):
+    _no_run(monkeypatch)
+    assert _run(small, Path("/"), "--force") == 2
+    assert "did not write" in capsys.readouterr().err
+
+
+def test_a_directory_that_appears_during_the_run_is_left_alone(small, tmp_path, capsys, monkeypatch):
+    import sova.report.writer as writer
+
+    out = tmp_path / "res"
+    real = writer.write_results
+
+    def another_run_wins(*args, **kwargs):  # another run (or the user) makes --out while this one runs
+        real(*args, **kwargs)
+        out.mkdir()
+        (out / "theirs.txt").write_text("theirs")
+
+    monkeypatch.setattr(writer, "write_results", another_run_wins)
+    assert _run(small, out, "--profile", "default") == 0
+    assert "appeared while this run ran" in capsys.readouterr().err
+    assert sorted(p.name for p in out.iterdir()) == ["theirs.txt"]
+    assert (tmp_path / "res-2" / "summary.json").exists()
+
+
+def test_a_replacement_that_fails_half_way_puts_the_old_results_back(small, tmp_path, capsys, monkeypatch):
+    out = tmp_path / "res"
+    assert _run(small, out, "--profile", "default") == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = os.rename
+
+    def disk_error_on_summary(src, dst, *args, **kwargs):
+        staged = Path(src).parent.name.startswith(".sova-partial-") and "-old-" not in Path(src).parent.name
+        if Path(dst) == out / "summary.json" and staged:
+            raise OSError(5, "Input/output error")
+        return real(src, dst, *args, **kwargs)
+
+    monkeypatch.setattr(os, "rename", disk_error_on_summary)
+    assert _run(small, out, "--force") == 1
+    err = capsys.readouterr().err
+    assert "Input/output error" in err and f"they are complete in {tmp_path / 'res-2'}" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert json.loads((tmp_path / "res-2" / "summary.json").read_text())["profiles"].keys() == {"default", "threshold"}
+
+
+def test_marker_entries_that_are_not_plain_files_of_sova_are_kept(small, tmp_path):
+    out = tmp_path / "res"
+    assert _run(small, out, "--profile", "default") == 0
+    (out / "subdir").mkdir()
+    (out / "subdir" / "data.txt").write_text("mine")
+    marker = json.loads((out / MARKER).read_text())
+    marker["files"] += ["subdir", "a\0b", ".sova-partial-x", MARKER]
+    (out / MARKER).write_text(json.dumps(marker))
+    assert _run(small, out, "--force", "--profile", "default") == 0
+    assert (out / "subdir" / "data.txt").read_text() == "mine"
+
+
+def test_results_of_a_sova_from_before_the_marker_are_replaced_with_force(small, tmp_path, capsys):
+    out = tmp_path / "res"
+    out.mkdir()
+    (out / "summary.json").write_text(json.dumps({"sova_version": "0.1.0"}))
+    (out / "metrics-old.csv").write_text("t\n")
+    assert _run(small, out, "--profile", "default") == 2
+    assert "written by an earlier Sova" in capsys.readouterr().err
+    assert _run(small, out, "--force", "--profile", "default") == 0
+    assert not (out / "metrics-old.csv").exists() and (out / MARKER).exists()
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "summary.json").write_text(json.dumps({"sova_version": "0.1.0"}))
+    (tmp_path / "other" / "thesis.txt").write_text("mine")
+    assert _run(small, tmp_path / "other", "--force") == 2
+    assert (tmp_path / "other" / "thesis.txt").exists()

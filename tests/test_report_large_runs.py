@@ -82,3 +82,23 @@ def test_host_history_keeps_block_means_in_bounded_rows():
     assert history.per_sample(0, 0).tolist() == [1.5] * 4 + [5.5] * 4 + [8.5] * 2
     assert history.extremes(0, count=1) == ([0], [1])  # by CPU: a (mean 4.5) hottest, b (1.0) coolest
     assert history.extremes(1, count=1) == ([1], [0])  # by NIC the other way round
+
+
+def test_the_bands_drawn_span_the_hosts_percentiles_and_the_extreme_hosts_are_lines(large_run, tmp_path, monkeypatch):
+    from matplotlib.collections import PolyCollection
+
+    import sova.report.host_plots as host_plots
+
+    drawn = []
+    real = host_plots.save
+    monkeypatch.setattr(host_plots, "save", lambda fig, path: drawn.append(fig) or real(fig, path))
+    _, results = large_run
+    host_plots.host_plot(results, "cpu", "CPU", tmp_path / "cpu_hosts.png")
+    (ax,) = [a for a in drawn[0].axes if a.collections]
+    bands = [c for c in ax.collections if isinstance(c, PolyCollection)]
+    assert len(bands) == 2  # p5-p95 and p25-p75
+    outer, inner = (band.get_paths()[0].vertices[:, 1] for band in bands)
+    series = results[0].series
+    assert outer.max() == pytest.approx(series["cpu_p95"].max(), rel=0.2)
+    assert inner.max() <= outer.max() and inner.min() >= outer.min()
+    assert len(ax.lines) >= 1 + 6  # the median and the 3 hottest and 3 coolest hosts

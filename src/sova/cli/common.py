@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from rich.console import Console
 
 from sova.model.schema import InputError, Problem
@@ -54,8 +56,9 @@ def warn(text: str) -> None:
     err.print("warning: " + text, markup=False, highlight=False, soft_wrap=True, style="yellow")
 
 
-def before_run(runs, profiles: list[str], jobs: int = 1) -> None:
-    """Warnings for values that are valid but most likely mistakes, and the run time when it is long."""
+def before_run(runs, profiles: list[str], jobs: int | None = None) -> None:
+    """Warnings for values that are valid but most likely mistakes, and the run time when it is long
+    (trials in `jobs` processes, by default one per core, as `sova run` does)."""
     from sova.control.estimate import describe, simulated_steps, wall_seconds
     from sova.model.plausibility import warnings
 
@@ -66,7 +69,7 @@ def before_run(runs, profiles: list[str], jobs: int = 1) -> None:
             if text not in seen:
                 seen.add(text)
                 warn(text)
-    seconds = wall_seconds(runs, profiles, jobs)
+    seconds = wall_seconds(runs, profiles, jobs or os.cpu_count() or 1)
     if seconds > LONG_RUN_SECONDS:
         err.print(
             f"note: this run takes roughly {describe(seconds)} ({simulated_steps(runs, profiles):,} simulated steps "

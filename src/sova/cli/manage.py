@@ -89,8 +89,8 @@ def command(args) -> int:
     profile = ProfileSpec(args.profile, BUILTIN_PROFILES[args.profile], args.mode, params)
     from sova.control.profiles import check_profile
 
-    r = Reader("--param")
-    policies = check_profile(r, profile)
+    r = Reader("sova manage")
+    policies = check_profile(r, profile, params_at="--param {policy}")
     if r.problems:
         raise InputError(r.problems)
     rails = {k: toml_value(v) for k, v in pairs(args.control, "--control", "KEY=VALUE, e.g. hold_down=120")}

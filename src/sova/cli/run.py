@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 from pathlib import Path
 
@@ -74,7 +73,7 @@ def command(args) -> int:
     from sova.report import result_dir
 
     sweep, runs, names = _runs(args)
-    before_run(runs, names, args.jobs or os.cpu_count() or 1)
+    before_run(runs, names, args.jobs)
     dest = args.out or Path("results") / runs[0].name
     target = result_dir.prepare(dest, args.force)  # before the run: a place that cannot be written fails now
     try:
@@ -89,29 +88,35 @@ def command(args) -> int:
             target.discard()
             return 1
         written = target.commit()
-    except KeyboardInterrupt as exc:
+    except result_dir.CommitError as exc:
+        error(str(exc))
+        return 1
+    except BaseException as exc:
         if target.written_to is None:
             target.discard()
             raise
-        # the signal came while the results moved into place: it was held until they were complete
-        err.print(f"interrupted; the results are complete in {target.written_to}", markup=False, soft_wrap=True)
-        return 128 + (exc.signum if isinstance(exc, Terminated) else signal.SIGINT)
-    except BaseException:
-        target.discard()
-        raise
-    if not args.quiet:
-        report()
-    if written != target.dest:
-        err.print(
-            f"note: {target.dest} holds files of someone else with the names of these results "
-            f"({', '.join(target.kept)}); the results went to {written} instead",
-            markup=False,
-            soft_wrap=True,
-        )
-    elif target.kept:
-        err.print(f"note: kept {len(target.kept)} file(s) in {written} that Sova did not write", markup=False)
+        if not isinstance(exc, KeyboardInterrupt):
+            raise
+        return _interrupted(exc, target.written_to)  # a signal held while the results moved into place
+    try:
+        if not args.quiet:
+            report()
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc, written)
+    if target.note:
+        _print(f"note: {target.note}")
     out.print(f"results in {written}/ (open {written / 'report.html'})", markup=False, soft_wrap=True)
     return 0
+
+
+def _interrupted(exc: KeyboardInterrupt, written: Path) -> int:
+    signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
+    _print(f"{'terminated' if signum == signal.SIGTERM else 'interrupted'}; the results are complete in {written}")
+    return 128 + signum
+
+
+def _print(text: str) -> None:
+    err.print(text, markup=False, soft_wrap=True)
 
 
 def _runs(args):
@@ -211,6 +216,13 @@ def _print_trials(doc: dict, names: list[str], sweep) -> None:
             s = stats[p]
             cells = []
             for k in keys:
-                cells += [f"{s[k]['median_vs_random_median'] - 1:+.0%}", f"{s[k]['improved']:.0%}"]
-            t.add_row(p, *cells, f"{s['seconds_median']:.3g}")
+                cells += [_shown(s[k]["median_vs_random_median"], "+.0%", -1), _shown(s[k]["improved"], ".0%")]
+            t.add_row(p, *cells, _shown(s["seconds_median"], ".3g"))
         out.print(t)
+
+
+def _shown(value, spec: str, offset: float = 0.0) -> str:
+    """A statistic as the table shows it; "n/a", never "nan%", when a trial group gave it no value."""
+    from sova.report.metrics import NOT_AVAILABLE, is_number
+
+    return format(value + offset, spec) if is_number(value) else NOT_AVAILABLE

@@ -19,11 +19,11 @@ from sova.report.tradeoff import compare, tradeoff_sentence
 
 
 def print_sweep(sweep, sweep_runs) -> None:
-    from sova.report.sweep import METRICS
+    from sova.report.sweep import SWEPT, swept
 
     profiles = [r.profile for r in sweep_runs[0].results]
     label, path, scale, unit = next(
-        m for m in METRICS if metric_value(sweep_runs[0].results[0].summary, m[1]) is not None
+        swept(label, path) for label, path in SWEPT if metric_value(sweep_runs[0].results[0].summary, path) is not None
     )
     t = Table(title=f"{label} ({unit}) against {sweep.axis}")
     t.add_column(sweep.axis, justify="right")

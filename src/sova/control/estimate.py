@@ -37,7 +37,7 @@ def wall_seconds(runs: list[Scenario], profiles: list[str], jobs: int = 1) -> fl
     """About how long the run takes on this machine (trials divide over `jobs` processes)."""
     vms = max(len(s.vms) for s in runs)
     per_step = STEP_SECONDS + VM_STEP_SECONDS * vms
-    parallel = max(1, jobs) if runs[0].trials is not None else 1
+    parallel = min(max(1, jobs), runs[0].trials.count) if runs[0].trials is not None else 1
     return (simulated_steps(runs, profiles) * per_step + optimizer_seconds(runs, profiles)) / parallel
 
 

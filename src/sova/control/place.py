@@ -85,8 +85,8 @@ def _policy(algorithm: str, params: dict) -> PlacementPolicy | None:
     if algorithm == "random":
         return None
     cls = registry()[algorithm]
-    r = Reader(f"--param {algorithm}")
-    p = r.table(params, cls.params, "")
+    r = Reader("sova place")
+    p = r.table(params, cls.params, "--param ")
     if r.problems:
         raise InputError(r.problems)
     return cls(**p)

@@ -17,8 +17,11 @@ def build_policies(scenario: Scenario, profile: ProfileSpec) -> list[Policy]:
     return policies
 
 
-def check_profile(r: Reader, prof: ProfileSpec) -> list[Policy]:
-    """Build the profile's policies, recording unknown names and bad parameters as problems."""
+def check_profile(
+    r: Reader, prof: ProfileSpec, params_at: str = "[profiles.{profile}.params.{policy}]"
+) -> list[Policy]:
+    """Build the profile's policies, recording unknown names and bad parameters as problems (located by
+    `params_at`: the scenario's table, or e.g. "--param {policy}" for parameters from the command line)."""
     known = registry()
     out = []
     for name in prof.policies:
@@ -31,12 +34,12 @@ def check_profile(r: Reader, prof: ProfileSpec) -> list[Policy]:
                 f"unknown policy {name!r}{extra}; known: {', '.join(sorted(known))}",
             )
             continue
-        params = r.table(prof.params.get(name, {}), cls.params, f"[profiles.{prof.name}.params.{name}]")
+        params = r.table(prof.params.get(name, {}), cls.params, params_at.format(profile=prof.name, policy=name))
         out.append(cls(**params))
     for name in prof.params:
         if name not in prof.policies:
             r.error(
-                f"[profiles.{prof.name}.params.{name}]",
+                params_at.format(profile=prof.name, policy=name),
                 f"parameters for {name!r}, which the profile does not run",
             )
     return out

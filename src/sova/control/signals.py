@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import signal
+import threading
 from collections.abc import Iterator
 
 _PR_SET_PDEATHSIG = 1  # prctl(2)
@@ -18,26 +20,31 @@ _PR_SET_PDEATHSIG = 1  # prctl(2)
 
 @contextlib.contextmanager
 def held() -> Iterator[None]:
-    """Hold SIGINT and SIGTERM back while the block runs; deliver the first one caught afterwards."""
-    caught: list[int] = []
-    sigs = (signal.SIGINT, signal.SIGTERM)
-    try:
-        before = {s: signal.signal(s, lambda signum, frame: caught.append(signum)) for s in sigs}
-    except ValueError:  # not the main thread: signals go to the main thread anyway
-        yield
+    """Hold SIGINT and SIGTERM back while the block runs; deliver one caught afterwards (SIGTERM if both)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread can set handlers, and signals go to it anyway
         return
+    caught: set[int] = set()
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    before = {s: signal.signal(s, lambda signum, frame: caught.add(signum)) for s in sigs}
     try:
         yield
     finally:
         for s, handler in before.items():
-            signal.signal(s, handler)
-        for s in caught[:1]:
-            signal.raise_signal(s)
+            # None: the handler was set outside Python; the default is the closest we can restore
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        for s in sigs[::-1]:
+            if s in caught:
+                signal.raise_signal(s)
+                break
 
 
-def worker_process() -> None:
-    """Initializer of a worker process (a multiprocessing Pool's): signals are the parent's business."""
+def worker_process(parent: int) -> None:
+    """Initializer of a worker process (a multiprocessing Pool's): signals are the parent's business.
+    `parent` is the parent's pid: if it died before the death signal was armed, the worker ends now."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    if os.getppid() != parent:
+        os._exit(1)

@@ -95,7 +95,7 @@ def run_trials(
         raise ValueError("the scenario has no [trials] table")
     names = profiles or list(scenario.profiles)
     check_trials(scenario, names)
-    jobs = jobs or min(os.cpu_count() or 1, spec.count)
+    jobs = min(jobs or os.cpu_count() or 1, spec.count)
     out: list[TrialRun] = []
     if jobs <= 1:
         for k in range(spec.count):
@@ -105,9 +105,10 @@ def run_trials(
     else:
         # a Pool, not a ProcessPoolExecutor: on Ctrl-C or SIGTERM it can be terminated at once instead of
         # finishing every trial still queued
-        with signals.held():  # a pool cut short while it starts can hang the exit; started, it can be ended
-            pool = multiprocessing.Pool(jobs, initializer=signals.worker_process)
+        pool = None
         try:
+            with signals.held():  # a pool cut short while it starts can hang the exit; started, it can be ended
+                pool = multiprocessing.Pool(jobs, initializer=signals.worker_process, initargs=(os.getpid(),))
             trials = pool.imap_unordered(functools.partial(run_trial, scenario, names), range(spec.count))
             for n, runs in enumerate(trials, start=1):
                 out += runs
@@ -115,10 +116,12 @@ def run_trials(
                     progress(n, spec.count)
             pool.close()
         except BaseException:
-            pool.terminate()
+            if pool is not None:
+                pool.terminate()
             raise
         finally:
-            pool.join()
+            if pool is not None:
+                pool.join()
     return sorted(out, key=lambda r: (r.trial, names.index(r.profile), r.iteration))
 
 

@@ -17,12 +17,11 @@ Every problem is reported with its table and key, as for scenario files.
 from __future__ import annotations
 
 import subprocess
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sova.drivers.vf import SriovHost, pci_parts
-from sova.model.schema import Field, InputError, Reader
+from sova.model.schema import Field, InputError, Reader, read_toml
 
 HOST_FIELDS = {
     "uri": Field("str", doc="libvirt URI of the host (qemu+tls:// or qemu+ssh://; qemu+tcp:// only in a lab)"),
@@ -57,12 +56,7 @@ def _runner(prefix: list[str]):
 
 def load_hosts_file(path: Path) -> HostsConfig:
     r = Reader(str(path))
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as e:
-        raise InputError([_problem(r, "", f"cannot read the file: {e.strerror}")]) from e
-    except tomllib.TOMLDecodeError as e:
-        raise InputError([_problem(r, "", f"not valid TOML: {e}")]) from e
+    raw = read_toml(path, "a hosts file (TOML)")
     r.table(raw, {"hosts": Field("table")}, "")
     out = HostsConfig()
     for name, spec in (raw.get("hosts") or {}).items():
@@ -91,8 +85,3 @@ def load_hosts_file(path: Path) -> HostsConfig:
     if r.problems:
         raise InputError(r.problems)
     return out
-
-
-def _problem(r: Reader, where: str, message: str):
-    r.error(where, message)
-    return r.problems[-1]

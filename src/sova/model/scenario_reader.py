@@ -80,6 +80,7 @@ def read_scenario(
             extra = f" (did you mean {TABLES[hint[0]]}?)" if hint else ""
             r.error(f"[{key}]", f"unknown table{extra}; a scenario has {', '.join(TABLES.values())}")
     head = r.table(raw.get("scenario", {}), SCENARIO_FIELDS, "[scenario]")
+    _check_name(r, head.get("name"))
     topo = TopologySpec(**r.table(raw.get("topology", {}), TOPOLOGY_FIELDS, "[topology]"))
     defaults = raw.get("defaults", {})
     if not isinstance(defaults, dict):
@@ -425,3 +426,15 @@ def _check_topology_fits(r: Reader, t: TopologySpec, n_hosts: int) -> None:
 def _few(names: set[str] | list[str], n: int = 8) -> str:
     items = sorted(names)
     return ", ".join(items[:n]) + (", ..." if len(items) > n else "") if items else "(none defined)"
+
+
+def _check_name(r: Reader, name: object) -> None:
+    """The scenario's name is the default result directory (results/NAME): a plain file name, nothing else."""
+    if not isinstance(name, str):
+        return
+    if name.strip() in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("-"):
+        r.error(
+            "[scenario].name",
+            f"{name!r} cannot name the result directory results/NAME: expected a plain name, not empty, "
+            "'.' or '..', without '/' or '\\', not starting with '-'",
+        )

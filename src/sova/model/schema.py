@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import difflib
 import math
+import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sova.model import units
@@ -171,16 +173,38 @@ class Reader:
                 hint = difflib.get_close_matches(key, [*fields, *extra_ok], n=1)
                 extra = f"; did you mean {hint[0]!r}?" if hint else ""
                 known = ", ".join(sorted([*fields, *extra_ok]))
-                self.error(f"{where}.{key}", f"unknown key{extra} (known keys: {known})")
+                self.error(_at(where, key), f"unknown key{extra} (known keys: {known})")
         for key, spec in fields.items():
             if key in raw:
-                out[key] = self.value(raw[key], spec, f"{where}.{key}")
+                out[key] = self.value(raw[key], spec, _at(where, key))
             elif spec.default is REQUIRED:
-                self.error(f"{where}.{key}", f"missing; expected {spec.expected()}")
+                self.error(_at(where, key), f"missing; expected {spec.expected()}")
                 out[key] = None
             else:
                 out[key] = spec.default
         return out
+
+
+def _at(where: str, key: str) -> str:
+    """A key's location: [table].key in a file; "--param key" where `where` is an option ending in a space."""
+    return f"{where}{key}" if not where or where.endswith(" ") else f"{where}.{key}"
+
+
+def read_toml(path: Path, expected: str) -> dict[str, Any]:
+    """A TOML file as a dict (a byte-order mark, as Windows editors write, is fine); InputError naming the
+    file if it is missing, unreadable, not UTF-8 or not TOML. `expected` says what the file should be."""
+    if path.is_dir():
+        raise InputError([Problem(str(path), f"is a directory; expected {expected}")])
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise InputError([Problem(str(path), f"no such file; expected {expected}")]) from None
+    except OSError as exc:
+        raise InputError([Problem(str(path), f"cannot read the file: {exc.strerror or exc}")]) from None
+    except UnicodeDecodeError as exc:
+        raise InputError([Problem(str(path), f"not UTF-8 text: {exc}")]) from None
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError([Problem(str(path), f"not valid TOML: {exc}")]) from None
 
 
 def markdown_table(fields: dict[str, Field]) -> str:

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import copy
 import fnmatch
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sova.model.scenario import ProfileCheck, Scenario, scenario_from_dict
-from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader
+from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader, read_toml
 
 SWEEP_TABLES = ("workloads", "vms", "hosts", "topology", "simulator")
 SWEEP_FIELDS = {
@@ -57,16 +56,7 @@ class Sweep:
 def load_runs(path: str | Path, profile_check: ProfileCheck | None = None) -> tuple[Sweep | None, list[Scenario]]:
     """The scenario file's runs: [the scenario] without a [sweep], one scenario per value with one."""
     path = Path(path)
-    if not path.exists():
-        raise InputError([Problem(str(path), "no such file")])
-    if path.is_dir():
-        raise InputError([Problem(str(path), "is a directory; expected a scenario .toml file")])
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8-sig"))  # a byte-order mark (Windows editors) is fine
-    except UnicodeDecodeError as exc:
-        raise InputError([Problem(str(path), f"not UTF-8 text: {exc}")]) from None
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError([Problem(str(path), f"not valid TOML: {exc}")]) from None
+    raw = read_toml(path, "a scenario .toml file")
     sweep_raw = raw.pop("sweep", None)
     if sweep_raw is None:
         return None, [scenario_from_dict(raw, str(path), path.parent, profile_check)]

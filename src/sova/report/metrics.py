@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 NOT_AVAILABLE = "n/a"
 NO_VALUE = "no value in this run"
-NOT_FINITE = "not a finite number in this run"
+NOT_FINITE = "not a finite number in this run (e.g. a ratio with nothing to divide by)"
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ SECONDS = Unit(1, 1, " s")
 COUNT = Unit(1, 0, "")
 GIB = Unit(2**-30, 2, " GiB")
 KWH = Unit(1, 3, " kWh")
+REQUESTS_PER_S = Unit(1, 1, " req/s")
+GBPS = Unit(1, 3, " Gb/s")
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ METRICS = [
     Metric("Web services", "mean response time", "services.response_mean", MILLISECONDS, True, "response time", True),
     Metric("Web services", "p95 response time", "services.response_p95", MILLISECONDS, True, "response time"),
     Metric("Web services", "p99 response time", "services.response_p99", MILLISECONDS, True, "response time", True),
+    Metric("Web services", "throughput", "services.throughput_rps", REQUESTS_PER_S, False, "throughput"),
     Metric("Batch jobs", "jobs completed", "batch.jobs", COUNT, False, "batch jobs completed", True),
     Metric("Batch jobs", "mean completion time", "batch.completion_mean", SECONDS, True, "batch job time", True),
     Metric("File transfers", "completed", "transfers.completed", COUNT, False, "transfers completed", True),
@@ -82,6 +85,7 @@ METRICS = [
     Metric("Storage", "mean IO latency", "storage.latency_mean", MILLISECONDS, True, "IO latency"),
     Metric("Network", "mean of max NIC tx utilisation", "network.nic_tx_util_max_mean", PERCENT, True, "NIC use", True),
     Metric("Network", "mean of max link utilisation", "network.link_util_max_mean", PERCENT, True, "fabric link use"),
+    Metric("Network", "VM traffic sent", "network.guest_tx_gbps", GBPS, None),
     Metric("Migrations", "completed", "migrations.completed", COUNT, None, brief=True),
     Metric("Migrations", "failed or cancelled", "migrations.failed", COUNT, True, "failed migrations", True),
     Metric("Migrations", "total time", "migrations.time_total", SECONDS, True, "migration cost"),
@@ -92,6 +96,11 @@ METRICS = [
     Metric("Energy", "energy", "energy_kwh", KWH, True, "energy", True),
     Metric("Run", "simulated s per wall s", "speed", COUNT, None, brief=True),
 ]
+
+
+def metric_at(path: str) -> Metric:
+    """The metric at a dotted summary path."""
+    return next(m for m in METRICS if m.path == path)
 
 
 def metric_value(summary: dict, path: str):

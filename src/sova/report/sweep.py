@@ -15,25 +15,31 @@ from sova.control.experiment import SweepRun
 from sova.model.scenario import Scenario
 from sova.model.sweep import Sweep
 from sova.report.host_plots import LINES_MAX
-from sova.report.metrics import is_number, metric_value
+from sova.report.metrics import is_number, metric_at, metric_value
 from sova.report.names import profile_list, truncate
 from sova.report.plot_style import figure, figure_legend, save, set_value_axis
 from sova.report.writer import scenario_header, write_summary
 
-# (label, path in a profile summary, scale, unit)
-METRICS = [
-    ("mean response time", "services.response_mean", 1e3, "ms"),
-    ("p99 response time", "services.response_p99", 1e3, "ms"),
-    ("requests dropped", "services.dropped", 1, ""),
-    ("VM network throughput, sent", "network.guest_tx_gbps", 1, "Gb/s"),
-    ("throughput", "services.throughput_rps", 1, "req/s"),
-    ("hottest host CPU, p95", "cpu.host_util_max_p95", 100, "%"),
-    ("mean of max NIC tx utilisation", "network.nic_tx_util_max_mean", 100, "%"),
-    ("migrations completed", "migrations.completed", 1, ""),
-    ("batch job completion time", "batch.completion_mean", 1, "s"),
-    ("file transfer time", "transfers.completion_mean", 1, "s"),
-    ("energy", "energy_kwh", 1, "kWh"),
+# what a sweep plots against its value: (label, path in a profile summary); units from report.metrics
+SWEPT = [
+    ("mean response time", "services.response_mean"),
+    ("p99 response time", "services.response_p99"),
+    ("requests dropped", "services.dropped"),
+    ("VM network throughput, sent", "network.guest_tx_gbps"),
+    ("throughput", "services.throughput_rps"),
+    ("hottest host CPU, p95", "cpu.host_util_max_p95"),
+    ("mean of max NIC tx utilisation", "network.nic_tx_util_max_mean"),
+    ("migrations completed", "migrations.completed"),
+    ("batch job completion time", "batch.completion_mean"),
+    ("file transfer time", "transfers.completion_mean"),
+    ("energy", "energy_kwh"),
 ]
+
+
+def swept(label: str, path: str) -> tuple[str, str, float, str]:
+    """(label, path, scale, unit) of a swept metric, scale and unit as the profiles table shows them."""
+    unit = metric_at(path).unit
+    return label, path, unit.scale, unit.suffix.strip()
 
 
 def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]) -> dict:
@@ -65,7 +71,9 @@ def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d
     write_summary(d, doc)
     profiles = [r.profile for r in runs[0].results]
     metrics = [
-        m for m in METRICS if any(metric_value(r.summary, m[1]) is not None for run in runs for r in run.results)
+        swept(label, path)
+        for label, path in SWEPT
+        if any(metric_value(r.summary, path) is not None for run in runs for r in run.results)
     ]
     for p in profiles:
         with (d / f"sweep-{p}.csv").open("w", newline="", encoding="utf-8") as f:

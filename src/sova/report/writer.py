@@ -19,6 +19,7 @@ from sova import __version__
 from sova.control.experiment import ProfileResult
 from sova.model.scenario import Scenario
 from sova.report.html import render_report
+from sova.report.metrics import NOT_FINITE
 from sova.report.plots import make_plots
 
 
@@ -46,9 +47,6 @@ def scenario_header(scenario: Scenario) -> dict:
     }
 
 
-NOT_FINITE = "not a finite number in this run (e.g. a ratio with nothing to divide by)"
-
-
 def write_summary(d: Path, doc: dict) -> None:
     """summary.json as strict JSON (never NaN or Infinity, which JSON.parse rejects)."""
     text = json.dumps(finite(doc), indent=2, default=json_default, allow_nan=False)
@@ -56,10 +54,14 @@ def write_summary(d: Path, doc: dict) -> None:
 
 
 def finite(doc, undefined: dict | None = None, path: str = ""):
-    """A copy of doc with every non-finite number as None; in a dict that has (or gets) an "undefined"
-    table, the path of each such value is added there with a generic reason unless one is given."""
+    """A copy of doc with every non-finite number as None, and the path of each in an "undefined" table
+    with a generic reason unless one is given there: the table of the nearest dict that has one (or is a
+    profile's summary), else the document's own at the top."""
+    if isinstance(doc, np.ndarray):
+        doc = doc.tolist()
     if isinstance(doc, dict):
-        own = dict(doc.get("undefined", {})) if "profile" in doc or "undefined" in doc else None
+        top = undefined is None and path == ""
+        own = dict(doc.get("undefined", {})) if top or "profile" in doc or "undefined" in doc else None
         where, prefix = (own, "") if own is not None else (undefined, path)
         out = {k: finite(v, where, f"{prefix}{k}.") for k, v in doc.items() if k != "undefined"}
         if own:
