@@ -25,7 +25,7 @@ def test_greedy_fill_measures_the_pairs_and_puts_each_on_one_host(pairs_scenario
     base = run_profile(pairs_scenario, "default")
     gf = run_profile(pairs_scenario, "greedy-fill")
     host = {v.name: v.host for v in pairs_scenario.vms}
-    host.update({m.vm: m.dst for m in gf.migrations if m.status == "completed"})
+    host.update({m.vm: m.dst for m in gf.migrations if m.moved})
     assert all(host[f"a{i}"] == host[f"b{i}"] for i in range(1, 5))
     assert gf.summary["network"]["guest_tx_gbps"] > 10 * base.summary["network"]["guest_tx_gbps"]
     assert gf.audit.count("rejected") == 0
@@ -35,7 +35,10 @@ def test_sa_all_improves_the_pairs_without_failed_or_refused_moves(pairs_scenari
     base = run_profile(pairs_scenario, "default")
     sa = run_profile(pairs_scenario, "sa-all")
     assert sa.summary["network"]["guest_tx_gbps"] > 10 * base.summary["network"]["guest_tx_gbps"]
-    assert sa.audit.count("rejected") == 0 and all(m.status == "completed" for m in sa.migrations)
+    # on this saturated fabric the streams leave a migration less than its guest dirties: Xen's caps end
+    # each with a forced stop-and-copy ("not-converged"), and the VM moves
+    assert sa.audit.count("rejected") == 0 and all(m.moved for m in sa.migrations)
+    assert {m.status for m in sa.migrations} <= {"completed", "not-converged"}
 
 
 def test_a_cycle_of_full_hosts_parks_one_vm_on_a_free_host():

@@ -184,6 +184,66 @@ def test_a_migration_moves_the_vm_with_a_downtime_and_bytes_from_the_model():
     assert sim.c["dom0_cpu_time"].min() > 0  # both ends paid CPU for the stream
 
 
+def _migrating(simulator: dict, dirty="300MB"):
+    """A 2 GiB VM dirtying memory faster than its 1 Gb/s link carries it, migrating from h1 to h2."""
+    s = make_scenario(
+        topology={"link_speed": "1Gbps"},
+        hosts=[{"name": "h{i}", "count": 2}],
+        vms=[{"name": "a", "host": "h1", "memory": "2GiB", "dirty_rate": dirty}],
+        workloads=[{"vm": "a", "kind": "lookbusy", "util": 1.0}],
+        simulator=simulator,
+    )
+    sim = Simulator(s)
+    sim.start_migration(0, 1)
+    return sim
+
+
+@pytest.mark.parametrize(
+    ("options", "status", "host"),
+    [
+        ({"migration_max_rounds": 29}, "not-converged", 1),
+        ({"migration_timeout": "40.5s"}, "timed-out", 0),
+        ({"migration_timeout": "40.5s", "migration_timeout_action": "suspend"}, "not-converged", 1),
+        ({"migration_auto_converge": True}, "completed", 1),
+        ({"migration_postcopy": True}, "completed", 1),
+    ],
+)
+def test_a_migration_that_cannot_converge_ends_as_qemu_would_and_says_so(options, status, host):
+    sim = _migrating(options)
+    while not sim.migration_log and sim.t < 600:
+        sim.step()
+    (rec,) = sim.migration_log
+    assert rec.status == status and sim.vm_host[0] == host and rec.moved == (host == 1)
+    assert rec.finished - rec.started != pytest.approx(round(rec.finished - rec.started))  # not rounded to steps
+    if status == "timed-out":
+        assert rec.finished - rec.started == pytest.approx(40.5) and rec.downtime == 0
+    if "migration_timeout_action" in options:  # suspended at 40.5 s, then all dirty memory copied while paused
+        assert rec.finished - rec.started == pytest.approx(40.5 + rec.downtime)
+
+
+def test_without_a_cap_a_migration_that_cannot_converge_keeps_running():
+    sim = _migrating({})
+    steps(sim, 300)
+    assert not sim.migration_log and sim.migration_state(0) == "running"
+
+
+def test_auto_converge_slows_the_guest_it_throttles():
+    sim = _migrating({"migration_auto_converge": True})
+    while sim.migrations[0][0].throttle < 0.3:
+        sim.step()
+    start = sim.c["cpu_time"][0]
+    sim.step()
+    assert sim.c["cpu_time"][0] - start == pytest.approx(1.0 - 0.3, abs=0.02)  # one vCPU, 30 % taken
+
+
+def test_a_migration_in_post_copy_cannot_be_cancelled():
+    sim = _migrating({"migration_postcopy": True})
+    while sim.vm_host[0] == 0:
+        sim.step()
+    assert sim.migration_state(0) == "running"
+    assert not sim.cancel_migration(0) and sim.migration_state(0) == "running"
+
+
 def test_saturated_ssd_shares_device_time_and_latency_rises():
     def run(iops):
         s = make_scenario(

@@ -105,7 +105,9 @@ class Executor:
             out = self.driver.poll(job.action)
             if out.status == A.RUNNING:
                 if now - job.started > self.c.action_timeout:
-                    self.driver.cancel(job.action)
+                    if self.driver.cancel(job.action).status == A.RUNNING:  # cannot be stopped (post-copy)
+                        still.append(job)
+                        continue
                     msg = f"no result after {self.c.action_timeout:g} s; cancelled"
                     self.audit.record(
                         now, job.plan, "finished", job.action, A.Outcome(A.TIMEOUT, msg, job.started, now)

@@ -138,8 +138,10 @@ class SimDriver:
                 "downtime": rec.downtime,
                 "rounds": rec.rounds,
                 "duration": rec.finished - rec.started,
+                "throttle": rec.throttle,
+                "mode": rec.mode,
             }
-            status = A.OK if rec.status == "completed" else A.FAILED
+            status = A.OK if rec.moved else A.FAILED  # not-converged still moved the VM, with a long downtime
             return A.Outcome(status, rec.status, started=rec.started, finished=rec.finished, details=details)
         if isinstance(action, A.AttachVF):
             state = s.vf_state(self._vm_index(action.vm))
@@ -159,6 +161,7 @@ class SimDriver:
         if isinstance(action, A.Migrate):
             vm = self._vm_index(action.vm)
             if vm in s.migrations:
-                s.cancel_migration(vm, "cancelled")
-                return A.Outcome(A.CANCELLED, "migration cancelled; the VM stays on its source", finished=now)
+                if s.cancel_migration(vm, "cancelled"):
+                    return A.Outcome(A.CANCELLED, "migration cancelled; the VM stays on its source", finished=now)
+                return A.Outcome(A.RUNNING, "in post-copy, which cannot be cancelled; it runs to its end")
         return A.Outcome(A.OK, "nothing to cancel", finished=now)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from sova.model.schema import REQUIRED, Field
 
 TOPOLOGY_KINDS = ("single-switch", "leaf-spine", "fat-tree", "three-tier")
+TIMEOUT_ACTIONS = ("abort", "suspend", "postcopy")  # what a migration timeout does, as libvirt offers it
 WORKLOAD_KINDS = (
     "lookbusy",
     "netperf",
@@ -242,8 +243,16 @@ SIMULATOR_FIELDS = {
     "vf_attach_time": Field("duration", 0.2, "hot-plug of a VF", lo=0),
     "vf_detach_time": Field("duration", 1.5, "hot-unplug of a VF (device-removed event)", lo=0),
     "migration_bandwidth": Field("bandwidth", 0.0, "cap of a migration stream (0: unlimited, as libvirt)", lo=0),
-    "migration_downtime_limit": Field("duration", 0.3, "stop pre-copy when the rest fits in this", lo=0),
-    "migration_max_rounds": Field("int", 30, "pre-copy round cap", lo=1),
-    "migration_max_factor": Field("float", 3.0, "stop pre-copy after sending this times memory", lo=1),
+    "migration_downtime_limit": Field("duration", 0.3, "stop pre-copy when the rest fits in this (QEMU)", lo=0),
+    "migration_max_rounds": Field("int", 0, "pre-copy round cap, then a forced stop-and-copy (0: none; Xen 29)", lo=0),
+    "migration_max_factor": Field("float", 0.0, "forced stop-and-copy past this times memory (0: none; Xen 3)", lo=0),
     "migration_resume_time": Field("duration", 0.02, "time to resume the VM at the destination", lo=0),
+    "migration_auto_converge": Field("bool", False, "throttle a guest that dirties memory faster than it moves"),
+    "migration_throttle_initial": Field("float", 0.2, "auto-converge: first vCPU throttle", lo=0.01, hi=0.99),
+    "migration_throttle_increment": Field("float", 0.1, "auto-converge: throttle added each time", lo=0.01, hi=0.99),
+    "migration_postcopy": Field("bool", False, "switch to post-copy after the first pre-copy pass"),
+    "migration_timeout": Field("duration", 0.0, "pre-copy time before timeout_action (0: none, as libvirt)", lo=0),
+    "migration_timeout_action": Field(
+        "str", "abort", "at the timeout: abort, suspend (stop-and-copy) or postcopy", choices=TIMEOUT_ACTIONS
+    ),
 }

@@ -24,7 +24,7 @@ from sova.sim import datapath, mapreduce, web_service
 from sova.sim.compute import weighted_share
 from sova.sim.datapath import DOM0, NODE, VM, VM_DOM0, Layout
 from sova.sim.maxmin import max_min_fair
-from sova.sim.migration import Migration
+from sova.sim.migration import Migration, migration_config
 from sova.sim.storage import serve_io
 from sova.sim.workloads import Workloads, on_fraction, series_at
 
@@ -56,7 +56,10 @@ class MigrationRecord:
     bytes: float
     downtime: float
     rounds: int
-    status: str
+    status: str  # completed | not-converged | timed-out | cancelled | unfinished
+    moved: bool = False  # the VM runs on dst afterwards (a not-converged migration moves it too)
+    throttle: float = 0.0  # the highest auto-converge throttle the guest got
+    mode: str = "precopy"  # precopy | postcopy
 
 
 class Simulator:
@@ -65,6 +68,7 @@ class Simulator:
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
         self.p = {**simulator_defaults(), **scenario.simulator}
+        self.migration_config = migration_config(self.p)
         self.rng = np.random.default_rng(scenario.seed if seed is None else seed)
         self.t = 0.0
         self.dt = scenario.step
@@ -454,10 +458,12 @@ class Simulator:
 
     # ------------------------------------------------------------------ workloads
     def _paused_fraction(self) -> np.ndarray:
-        """Fraction of the coming step each VM stays paused by a stop-and-copy under way."""
+        """Fraction of the coming step each VM does not run: paused by a stop-and-copy under way, or its
+        vCPUs throttled by auto-converge."""
         out = np.zeros(self.V)
         for v, (mig, _) in self.migrations.items():
-            out[v] = min(1.0, mig.pause_left() / self.dt)
+            paused = min(1.0, mig.pause_left() / self.dt)
+            out[v] = paused + (1.0 - paused) * mig.throttle
         return out
 
     def _workload_demands(self, t, dt, cpu_dem, demand, run) -> None:
@@ -583,10 +589,16 @@ class Simulator:
             mig, fid = self.migrations[v]
             sent, paused = mig.advance(rate[fid] / 8, dt)
             self.flow_bytes[fid] += sent
-            run_now[v] = min(run[v], 1.0 - paused / dt)
+            run_now[v] = min(run[v], (1.0 - paused / dt) * (1.0 - mig.throttle))
+            if mig.on_destination and self.vm_host[v] != mig.dst:  # post-copy: the guest runs there now
+                self._move(v, mig.dst)
             if mig.done:
-                self._finish_migration(v, "completed")
+                self._finish_migration(v, mig.status)
         return run_now
+
+    def _move(self, vm: int, dst: int) -> None:
+        self.vm_host[vm] = dst
+        self._moved_vms.add(vm)
 
     def _advance_batch(self, vm_alloc, vm_dem, stretch, dt, run) -> None:
         g = self.workloads.group("batch")
@@ -767,7 +779,6 @@ class Simulator:
         free = self.host_mem[dst] - self.host_mem_used()[dst]
         if free < self.vm_mem[vm]:
             raise SimError(f"{self.host_names[dst]} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
-        p = self.p
         mig = Migration(
             vm=vm,
             src=src,
@@ -776,38 +787,42 @@ class Simulator:
             dirty_rate=self.vm_dirty[vm],
             wss=self.vm_wss[vm],
             started=self.t,
-            downtime_limit=p["migration_downtime_limit"],
-            max_rounds=p["migration_max_rounds"],
-            max_factor=p["migration_max_factor"],
-            resume_time=p["migration_resume_time"],
+            config=self.migration_config,
         )
         fid = self._add_flow((DOM0, src), (DOM0, dst), "migration")
         self.dom0_mem_reserved[dst] += self.vm_mem[vm]
         self.migrations[vm] = (mig, fid)
 
-    def cancel_migration(self, vm: int, reason: str = "cancelled") -> None:
-        if vm in self.migrations:
-            self._finish_migration(vm, reason)
+    def cancel_migration(self, vm: int, reason: str = "cancelled") -> bool:
+        """Stop a migration; the VM stays on its source. False in post-copy, which cannot be undone (the
+        guest runs on the destination and its memory is in two places): it runs to its end."""
+        if vm not in self.migrations or self.migrations[vm][0].on_destination:
+            return False
+        self._finish_migration(vm, reason)
+        return True
 
     def _finish_migration(self, vm: int, status: str) -> None:
         mig, fid = self.migrations.pop(vm)
         self.flows[fid].alive = False
         self._routes_dirty = True
         self.dom0_mem_reserved[mig.dst] -= self.vm_mem[vm]
-        if status == "completed":
-            self.vm_host[vm] = mig.dst
-            self._moved_vms.add(vm)
+        moved = mig.on_destination
+        if moved and self.vm_host[vm] != mig.dst:
+            self._move(vm, mig.dst)
         self.migration_log.append(
             MigrationRecord(
                 vm=self.vm_names[vm],
                 src=self.host_names[mig.src],
                 dst=self.host_names[mig.dst],
                 started=mig.started,
-                finished=self.t + self.dt if status == "completed" else self.t,
+                finished=mig.started + mig.elapsed,  # within the step, not rounded to it
                 bytes=mig.sent,
-                downtime=mig.downtime if status == "completed" else 0.0,
+                downtime=mig.downtime if moved else 0.0,
                 rounds=mig.round,
                 status=status,
+                moved=moved,
+                throttle=mig.throttle,
+                mode=mig.mode,
             )
         )
 
