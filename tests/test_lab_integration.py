@@ -24,7 +24,7 @@ from sova.control.profiles import check_profile
 from sova.lab import hosts as lab_hosts
 from sova.lab.domain import CONTROL_CHANNEL
 from sova.lab.errors import LabError
-from sova.lab.lab import Lab, _qemu_pids, driver_options, lab_id_for
+from sova.lab.lab import Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for
 from sova.model import actions as A
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
@@ -56,7 +56,7 @@ def lab():
         netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
         assert lab_id not in netns
         assert not list(Path("/sys/fs/cgroup/cpu").glob(f"{lab_id}-*"))
-        assert not _qemu_pids(lab_dir)
+        assert not _qemu_pids(lab_dir) and not _daemon_pids(lab_dir)  # down returns once all are gone
         assert not lab_dir.exists()
 
 
@@ -95,6 +95,24 @@ def rates(driver, seconds: float):
     ops = (b.counters.blk_rd_ops + b.counters.blk_wr_ops - a.counters.blk_rd_ops - a.counters.blk_wr_ops) / dt
     tx = (b.counters.guest_tx_bytes - a.counters.guest_tx_bytes) * 8 / dt
     return b, cpu, ops, tx
+
+
+def measured_until(driver, holds, seconds: float = 3.0, timeout: float = 90.0):
+    """Rates over `seconds` windows, again and again until `holds(snap, cpu, ops, tx)` or the timeout: a busy
+    machine may need longer for a load or a limit to show. Returns the last measurement, for the asserts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = rates(driver, seconds)
+        if holds(*got) or time.monotonic() > deadline:
+            return got
+
+
+def wait_until(condition, what: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(0.2)
 
 
 def run_to_end(driver, action, timeout=120.0):
@@ -139,9 +157,10 @@ def test_real_counters_move_with_the_load_the_agent_runs(lab, driver):
     lab_, _ = lab
     lab_.load("vm1", ["cpu=100", "disk=max"])
     lab_.load("vm3", ["net=vm4:100"])
-    time.sleep(2)
-    snap, cpu, ops, tx = rates(driver, 5)
-    v1, v2, v3 = (snap.vms.index(n) for n in ("vm1", "vm2", "vm3"))
+    v1, v2, v3 = (driver.observe().vms.index(n) for n in ("vm1", "vm2", "vm3"))
+    snap, cpu, ops, tx = measured_until(
+        driver, lambda snap, cpu, ops, tx: cpu[v1] > 2 * max(cpu[v2], 0.15) and ops[v1] > 100 and tx[v3] > 1e6
+    )
     assert cpu[v1] > 0.3 and cpu[v1] > 2 * cpu[v2]
     assert ops[v1] > 100 and ops[v2] < 5
     assert tx[v3] > 1e6  # bit/s, from the guest's own /proc/net/dev
@@ -154,24 +173,22 @@ def test_real_counters_move_with_the_load_the_agent_runs(lab, driver):
 def test_io_limits_hold_the_guests_iops_and_follow_changes(lab, driver):
     lab_, _ = lab
     lab_.load("vm2", ["disk=max"])
-    time.sleep(1)
+    v = driver.observe().vms.index("vm2")
     for limit in (50, 120):
         assert driver.apply(A.SetIoLimit(vm="vm2", iops=limit)).status == A.OK
-        time.sleep(1)
-        snap, _, ops, _ = rates(driver, 6)
-        assert ops[snap.vms.index("vm2")] == pytest.approx(limit, rel=0.1)
+        _, _, ops, _ = measured_until(driver, lambda s, c, ops, t, n=limit: ops[v] == pytest.approx(n, rel=0.1), 6.0)
+        assert ops[v] == pytest.approx(limit, rel=0.1)
     assert driver.apply(A.SetIoLimit(vm="vm2", iops=0)).status == A.OK
-    snap, _, ops, _ = rates(driver, 4)
-    assert ops[snap.vms.index("vm2")] > 200
+    _, _, ops, _ = measured_until(driver, lambda s, c, ops, t: ops[v] > 200, 4.0)
+    assert ops[v] > 200
 
 
 def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
     lab_, _ = lab
     lab_.load("vm2", ["cpu=100"])
     assert driver.apply(A.SetCpu(vm="vm2", weight=256, cap=0.25)).status == A.OK
-    time.sleep(1)
-    snap, cpu, _, _ = rates(driver, 5)
-    v = snap.vms.index("vm2")
+    v = driver.observe().vms.index("vm2")
+    snap, cpu, _, _ = measured_until(driver, lambda s, cpu, o, t: 0.05 < cpu[v] < 0.35, 5.0)
     assert snap.vm_weight[v] == 256 and snap.vm_cap[v] == pytest.approx(0.25)
     assert cpu[v] < 0.35  # the quota holds a busy guest near its cap
     assert driver.apply(A.SetCpu(vm="vm2", weight=1024, cap=0.0)).status == A.OK
@@ -207,17 +224,17 @@ def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driv
     out = driver.apply(A.AttachVF(vm="vm3", rate=20e6))
     assert out.status == A.OK and "emulated" in out.message
     lab_.load("vm3", ["net=vm1:100"])
-    time.sleep(3)
-    snap, _, _, tx = rates(driver, 6)
-    v = snap.vms.index("vm3")
+    v = driver.observe().vms.index("vm3")
+    snap, _, _, tx = measured_until(
+        driver, lambda s, c, o, tx: 8e6 < tx[v] < 22e6 and driver.guest_report("vm3").active_nic == "eth1", 6.0
+    )
     assert snap.vm_nic[v] == "vf" and snap.vfs_used[snap.hosts.index("host2")] == 1
     assert driver.guest_report("vm3").active_nic == "eth1"
     assert 8e6 < tx[v] < 22e6  # the VF's rate tier holds (what a TCG guest pushes below it varies)
     assert run_to_end(driver, A.DetachVF(vm="vm3")).status == A.OK
-    time.sleep(3)
+    wait_until(lambda: driver.observe() and driver.guest_report("vm3").active_nic == "eth0", "vm3 back on eth0")
     snap = driver.observe()
     assert snap.vm_nic[snap.vms.index("vm3")] == "vnic"
-    assert driver.guest_report("vm3").active_nic == "eth0"
     assert ping(lab_, driver, "vm3", "after-vf")  # nothing lost: the guest still answers
 
 
@@ -225,8 +242,12 @@ def test_a_failed_migration_leaves_the_vm_on_its_source_with_its_vf_back(lab, dr
     _, state = lab
     driver.observe()
     assert driver.apply(A.AttachVF(vm="vm4", rate=10e6)).status == A.OK
-    time.sleep(1)
-    driver.observe()
+
+    def has_vf() -> bool:
+        snap = driver.observe()
+        return snap.vm_nic[snap.vms.index("vm4")] == "vf"
+
+    wait_until(has_vf, "vm4's VF in the snapshot")
     h1 = state.host("host1")
     lab_hosts.stop_pid(h1.pid)  # the destination's daemon is gone
     try:
@@ -248,13 +269,14 @@ def test_cancel_aborts_a_running_migration_and_the_vm_stays(lab, driver):
     _, state = lab
     conn = load_libvirt().open(state.host("host2").uri)
     try:
-        conn.lookupByName("vm4").migrateSetMaxSpeed(1)  # 1 MiB/s: the copy cannot finish before the cancel
+        dom = conn.lookupByName("vm4")
+        dom.migrateSetMaxSpeed(1)  # 1 MiB/s: the copy cannot finish before the cancel
+        driver.observe()
+        action = A.Migrate(vm="vm4", dst="host1")
+        assert driver.apply(action).status == A.RUNNING
+        wait_until(lambda: dom.jobStats().get("memory_processed", 0) > 0, "the migration to copy memory")
     finally:
         conn.close()
-    driver.observe()
-    action = A.Migrate(vm="vm4", dst="host1")
-    assert driver.apply(action).status == A.RUNNING
-    time.sleep(2)
     assert driver.poll(action).status == A.RUNNING
     out = driver.cancel(action)
     assert out.status == A.CANCELLED

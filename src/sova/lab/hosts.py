@@ -209,14 +209,28 @@ def pid_alive(pid: int) -> bool:
 
 
 def stop_pid(pid: int, timeout: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL after timeout; reap it if it is our child."""
-    if not pid_alive(pid):
-        return
-    os.kill(pid, signal.SIGTERM)
+    """SIGTERM, then SIGKILL after timeout; returns once the process is gone (reaped if it is our child)."""
+    with contextlib.suppress(ProcessLookupError):
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGTERM)
+    if not _gone_within(pid, timeout):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        if not _gone_within(pid, 10.0):
+            raise LabError(f"process {pid} is still there 10 s after SIGKILL (stuck in the kernel?)")
+    _reap(pid)
+
+
+def _gone_within(pid: int, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    if pid_alive(pid):
-        os.kill(pid, signal.SIGKILL)
+    while pid_alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _reap(pid: int) -> None:
+    """Collect the exit status of a child of ours that has ended, so that no zombie is left."""
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)

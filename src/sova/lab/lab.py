@@ -241,6 +241,11 @@ class Lab:
                 hosts.stop_pid(h.pid)
         for pid in _daemon_pids(self.dir):
             hosts.stop_pid(pid)
+        survivors = _qemu_pids(self.dir) + _daemon_pids(self.dir)  # e.g. started while we stopped others
+        for pid in survivors:
+            hosts.stop_pid(pid, timeout=5)
+        if left := _qemu_pids(self.dir) + _daemon_pids(self.dir):
+            raise LabError(f"processes of the lab in {self.dir} keep coming back: {', '.join(map(str, left))}")
         for ns in _lab_netns(lab_id):
             hosts.run(["ip", "netns", "del", ns], check=False)
         for c in hosts.CGROUP_CONTROLLERS:
