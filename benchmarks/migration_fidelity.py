@@ -14,7 +14,8 @@ import argparse
 import json
 import math
 
-from sova.model.scenario import scenario_from_dict, simulator_defaults
+from sova.model.scenario import simulator_defaults
+from sova.model.scenario_reader import scenario_from_dict
 from sova.sim.engine import Simulator
 from sova.sim.migration import closed_form
 

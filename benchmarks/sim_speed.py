@@ -15,7 +15,7 @@ import resource
 import time
 from pathlib import Path
 
-from sova.model.scenario import scenario_from_dict
+from sova.model.scenario_reader import scenario_from_dict
 from sova.sim.engine import Simulator
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "planetlab" / "20110303"

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sova.model.scenario import Scenario, scenario_from_dict
+from sova.model.scenario import Scenario
+from sova.model.scenario_reader import scenario_from_dict
 
 ROOT = Path(__file__).resolve().parents[1]
 

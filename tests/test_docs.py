@@ -13,7 +13,7 @@ def test_every_summary_field_is_documented():
     import json
 
     from sova.control.experiment import run_scenario
-    from sova.model.scenario import load_scenario
+    from sova.model.sweep import load_scenario
 
     outputs = (ROOT / "docs" / "outputs.md").read_text()
     s = load_scenario(ROOT / "scenarios" / "quickstart.toml")

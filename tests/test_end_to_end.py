@@ -4,7 +4,7 @@ import pytest
 
 from helpers import ROOT
 from sova.control.experiment import run_scenario
-from sova.model.scenario import load_scenario
+from sova.model.sweep import load_scenario
 
 
 @pytest.fixture(scope="module")

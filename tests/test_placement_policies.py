@@ -9,7 +9,7 @@ import pytest
 
 from sova.control.experiment import run_profile
 from sova.control.profiles import check_profile
-from sova.model.scenario import load_scenario
+from sova.model.sweep import load_scenario
 from sova.plan.placement.moves import next_wave
 from test_placement import problem
 

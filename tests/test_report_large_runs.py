@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sova.control.experiment import run_scenario
-from sova.model.scenario import scenario_from_dict
+from sova.model.scenario_reader import scenario_from_dict
 from sova.report.html import render_report
 from sova.report.names import truncate
 from sova.report.plots import make_plots

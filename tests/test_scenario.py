@@ -5,8 +5,9 @@ from pathlib import Path
 import pytest
 
 from helpers import ROOT, make_scenario
-from sova.model.scenario import load_scenario, scenario_from_dict
+from sova.model.scenario_reader import scenario_from_dict
 from sova.model.schema import InputError
+from sova.model.sweep import load_scenario
 
 
 def problems(raw) -> list[str]:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from sova.model.scenario_fields import SIMULATOR_FIELDS
-from sova.model.schema import InputError, Problem, Reader
+from sova.model.schema import Reader
 
 
 @dataclass(frozen=True)
@@ -171,32 +171,6 @@ def simulator_defaults() -> dict[str, Any]:
 
 
 ProfileCheck = Callable[[Reader, "ProfileSpec"], object]
-
-
-def load_scenario(path: str | Path, profile_check: ProfileCheck | None = None) -> Scenario:
-    """Read and validate a scenario file without a [sweep]; raises InputError listing every problem.
-
-    profile_check, given by a higher floor that knows the policies, checks each profile's policies
-    and parameters into the same list of problems. Files with a [sweep] are read by sova.model.sweep.
-    """
-    from sova.model.sweep import load_runs
-
-    sweep, runs = load_runs(path, profile_check)
-    if sweep is not None:
-        raise InputError([Problem(f"{path}: [sweep]", "this file describes a sweep; run it with `sova run`")])
-    return runs[0]
-
-
-def scenario_from_dict(
-    raw: dict[str, Any],
-    source: str = "<scenario>",
-    base_dir: Path | None = None,
-    profile_check: ProfileCheck | None = None,
-) -> Scenario:
-    """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError."""
-    from sova.model.scenario_reader import read_scenario
-
-    return read_scenario(raw, source, base_dir, profile_check)
 
 
 def peer_name(pattern: str, own: str) -> str:

@@ -66,7 +66,7 @@ TABLES = {
 }
 
 
-def read_scenario(
+def scenario_from_dict(
     raw: dict[str, Any],
     source: str = "<scenario>",
     base_dir: Path | None = None,

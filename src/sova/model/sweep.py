@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sova.model.scenario import ProfileCheck, Scenario, scenario_from_dict
+from sova.model.scenario import ProfileCheck, Scenario
+from sova.model.scenario_reader import scenario_from_dict
 from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader, read_toml
 
 SWEEP_TABLES = ("workloads", "vms", "hosts", "topology", "simulator")
@@ -109,3 +110,15 @@ def _apply(raw: dict, sweep: Sweep, value: Any) -> None:
     for entry in raw.get(sweep.table, []):
         if isinstance(entry, dict) and _matches(entry, field, sweep.match, sweep.kind):
             entry[sweep.key] = value
+
+
+def load_scenario(path: str | Path, profile_check: ProfileCheck | None = None) -> Scenario:
+    """Read and validate a scenario file without a [sweep]; raises InputError listing every problem.
+
+    profile_check, given by a higher floor that knows the policies, checks each profile's policies
+    and parameters into the same list of problems.
+    """
+    sweep, runs = load_runs(path, profile_check)
+    if sweep is not None:
+        raise InputError([Problem(f"{path}: [sweep]", "this file describes a sweep; run it with `sova run`")])
+    return runs[0]

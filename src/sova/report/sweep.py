@@ -18,7 +18,7 @@ from sova.report.host_plots import LINES_MAX
 from sova.report.metrics import is_number, metric_at, metric_value
 from sova.report.names import profile_list, truncate
 from sova.report.plot_style import figure, figure_legend, save, set_value_axis
-from sova.report.writer import scenario_header, write_summary
+from sova.report.summary_file import scenario_header, write_summary
 
 # what a sweep plots against its value: (label, path in a profile summary); units from report.metrics
 SWEPT = [

@@ -23,7 +23,7 @@ from sova import __version__
 from sova.control.trials import RANDOM, TrialRun
 from sova.model.scenario import Scenario
 from sova.report.plot_style import figure, figure_legend, save, set_value_axis
-from sova.report.writer import scenario_header, write_summary
+from sova.report.summary_file import scenario_header, write_summary
 
 # (key, label, unit, higher is better)
 OUTCOMES = [("web", "web throughput", "req/s", True), ("job", "MapReduce job completion time", "s", False)]
