@@ -25,7 +25,7 @@ FLOORS = {
 }
 MODULE_LINES_MAX = 500
 # modules the simulator-core issue splits; each may only shrink until it is under the limit
-OVERSIZE_FOR_NOW = {"sova/sim/engine.py": 889, "sova/drivers/libvirt_driver.py": 688}
+OVERSIZE_FOR_NOW = {"sova/drivers/libvirt_driver.py": 688}
 
 
 def _modules() -> dict[str, Path]:

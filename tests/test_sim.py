@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from helpers import ROOT, make_scenario
 from sova.control.experiment import run_scenario
-from sova.sim.engine import SimError, Simulator
+from sova.sim.engine import Simulator
+from sova.sim.records import SimError
 from sova.sim.traces import TraceError, read_bitbrains, read_planetlab
 
 

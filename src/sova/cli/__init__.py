@@ -20,7 +20,7 @@ from sova.lab.errors import LabError
 from sova.model.schema import InputError
 from sova.plan.placement.problem import PlacementError
 from sova.report.result_dir import OutputError
-from sova.sim.engine import SimError
+from sova.sim.records import SimError
 from sova.sim.traces import TraceError
 
 

@@ -22,8 +22,9 @@ from sova.drivers.sim import SimDriver
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
 from sova.plan.dsriov import VF_PARAMS
-from sova.sim.engine import MigrationRecord, Simulator
+from sova.sim.engine import Simulator
 from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
+from sova.sim.records import MigrationRecord
 
 Progress = Callable[[str, int, int], None]
 

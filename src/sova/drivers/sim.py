@@ -11,7 +11,8 @@ import numpy as np
 from sova.model import actions as A
 from sova.model.snapshot import Snapshot, VmCounters
 from sova.sim.datapath import VM
-from sova.sim.engine import SimError, Simulator
+from sova.sim.engine import Simulator
+from sova.sim.records import SimError
 
 
 class SimDriver:

@@ -12,57 +12,26 @@ and the network is re-solved only when demands, routes or capacities changed.
 
 from __future__ import annotations
 
-import zlib
-from dataclasses import dataclass
-
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from sova.model.scenario import Scenario, simulator_defaults
 from sova.model.topology import build_topology
 from sova.sim import datapath, mapreduce, web_service
 from sova.sim.compute import weighted_share
-from sova.sim.datapath import DOM0, NODE, VM, VM_DOM0, Layout
-from sova.sim.maxmin import max_min_fair
+from sova.sim.datapath import Layout
+from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.migration import Migration, migration_config
+from sova.sim.records import Flow, MigrationRecord
+from sova.sim.routing import Routing
 from sova.sim.storage import serve_io
+from sova.sim.work_progress import WorkProgress
 from sova.sim.workloads import Workloads, on_fraction, series_at
 
-RHO_MAX = 0.99
-_PER_VM = (VM, VM_DOM0)  # endpoint kinds whose route depends on a VM's host and NIC mode
-BITBRAINS_IO_SIZE = 16384.0
-MEM_USED_DEFAULT = 0.4
+BITBRAINS_IO_SIZE = 16384.0  # bytes per IO of a Bitbrains trace's disk throughput
+MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
 
 
-class SimError(Exception):
-    """An operation the simulated data center refuses (as a real one would), with the reason."""
-
-
-@dataclass
-class Flow:
-    src: tuple[int, int]
-    dst: tuple[int, int]
-    kind: str
-    alive: bool = True
-
-
-@dataclass
-class MigrationRecord:
-    vm: str
-    src: str
-    dst: str
-    started: float
-    finished: float
-    bytes: float
-    downtime: float
-    rounds: int
-    status: str  # completed | not-converged | timed-out | cancelled | unfinished
-    moved: bool = False  # the VM runs on dst afterwards (a not-converged migration moves it too)
-    throttle: float = 0.0  # the highest auto-converge throttle the guest got
-    mode: str = "precopy"  # precopy | postcopy
-
-
-class Simulator:
+class Simulator(Routing, HypervisorOperations, WorkProgress):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -134,55 +103,6 @@ class Simulator:
         self._init_counters()
 
     # ------------------------------------------------------------------ set-up
-    def _add_flow(self, src: tuple[int, int], dst: tuple[int, int], kind: str) -> int:
-        self.flows.append(Flow(src, dst, kind))
-        self._routes_dirty = True
-        return len(self.flows) - 1
-
-    def _register_workload_flows(self) -> None:
-        w = self.workloads
-        ext = (NODE, self.topology.external)
-        if (g := w.group("netperf")) is not None:
-            ids = []
-            for vm, peer, direction in zip(g.vm, g.params["peer"], g.params["direction"], strict=True):
-                a, b = (VM, int(vm)), (VM, int(peer)) if peer >= 0 else ext
-                src, dst = (a, b) if direction == "tx" else (b, a)
-                ids.append(self._add_flow(src, dst, "netperf"))
-            g.flows["main"] = np.array(ids, dtype=np.int64)
-        if (g := w.group("httperf")) is not None:
-            resp, req = [], []
-            for vm, client in zip(g.vm, g.params["client"], strict=True):
-                c = (VM, int(client)) if client >= 0 else ext
-                resp.append(self._add_flow((VM, int(vm)), c, "http-response"))
-                req.append(self._add_flow(c, (VM, int(vm)), "http-request"))
-            g.flows["response"] = np.array(resp, dtype=np.int64)
-            g.flows["request"] = np.array(req, dtype=np.int64)
-        if (g := w.group("transfer")) is not None:
-            g.flows["main"] = np.array(
-                [
-                    self._add_flow((VM, int(v)), (VM, int(p)) if p >= 0 else ext, "transfer")
-                    for v, p in zip(g.vm, g.params["peer"], strict=True)
-                ],
-                dtype=np.int64,
-            )
-        vm_pair = lambda a, b, kind: self._add_flow((VM, a), (VM, b), kind)  # noqa: E731
-        self.web = web_service.register(g, self.vm_names, vm_pair) if (g := w.group("web")) is not None else None
-        self.web_rate = np.zeros(len(self.web) if self.web else 0)  # requests/s of each stream, last step
-        self.jobs = mapreduce.register(g, vm_pair) if (g := w.group("mapreduce")) is not None else None
-        if (g := w.group("bitbrains")) is not None:
-            g.flows["tx"] = np.array([self._add_flow((VM, int(v)), ext, "trace") for v in g.vm])
-            g.flows["rx"] = np.array([self._add_flow(ext, (VM, int(v)), "trace") for v in g.vm])
-        # one read and one write stream per VM that does storage IO, its host's Dom0 <-> storage server
-        io_vms = sorted({int(v) for k in ("fio", "bitbrains") if (g := w.group(k)) is not None for v in g.vm})
-        self.io_flow_read = np.full(self.V, -1, dtype=np.int64)
-        self.io_flow_write = np.full(self.V, -1, dtype=np.int64)
-        if io_vms and not self.storage_names:
-            raise SimError("workloads do storage IO but the scenario has no [[storage]] server")
-        for v in io_vms:
-            st = (NODE, int(self.storage_node[self.vm_storage[v]]))
-            self.io_flow_read[v] = self._add_flow(st, (VM_DOM0, v), "io")
-            self.io_flow_write[v] = self._add_flow((VM_DOM0, v), st, "io")
-
     def _init_counters(self) -> None:
         V, H = self.V, self.H
         z = np.zeros
@@ -214,99 +134,6 @@ class Simulator:
         self.g: dict[str, np.ndarray] = {}
 
     # ------------------------------------------------------------------ routing
-    def _rebuild_routes(self) -> None:
-        n_f = len(self.flows)
-        rows, cols, coef, d0, cross = [], [], [], [], []
-        self.flow_latency = np.zeros(n_f)
-        self.flow_src_pv = np.zeros(n_f, dtype=bool)
-        self.flow_dst_pv = np.zeros(n_f, dtype=bool)
-        self.flow_src_host = np.full(n_f, -1, dtype=np.int64)
-        self.flow_dst_host = np.full(n_f, -1, dtype=np.int64)
-        self.flow_tx_host = np.full(n_f, -1, dtype=np.int64)
-        self.flow_tx_vf = np.zeros(n_f, dtype=bool)
-        cache = self._route_cache
-        cache.extend([None] * (n_f - len(cache)))
-        moved = self._moved_vms
-        for f, fl in enumerate(self.flows):
-            if not fl.alive:
-                cache[f] = None
-                continue
-            r = cache[f]
-            if (
-                r is None
-                or (fl.src[0] in _PER_VM and fl.src[1] in moved)
-                or (fl.dst[0] in _PER_VM and fl.dst[1] in moved)
-            ):
-                r = datapath.route(
-                    self.layout,
-                    self.topology,
-                    fl.src,
-                    fl.dst,
-                    self.vm_host,
-                    self.vm_vf,
-                    self.dom0_cost_bit,
-                    self.p["pv_latency"],
-                    self.p["vf_latency"],
-                    zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
-                )
-                cache[f] = r
-            rows.append(r.resources)
-            cols.append(np.full(len(r.resources), f, dtype=np.int64))
-            coef.append(r.coef)
-            d0.append(r.dom0_host)
-            cross.append(r.crossings)
-            self.flow_latency[f] = r.latency
-            self.flow_src_pv[f], self.flow_dst_pv[f] = r.src_pv, r.dst_pv
-            self.flow_src_host[f], self.flow_dst_host[f] = r.src_host, r.dst_host
-            self.flow_tx_host[f], self.flow_tx_vf[f] = r.tx_host, r.tx_vf
-        cat = lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dtype=dt)  # noqa: E731
-        rows_a, cols_a = cat(rows, np.int64), cat(cols, np.int64)
-        coef_a, d0_a, cross_a = cat(coef, float), cat(d0, np.int64), cat(cross, np.int64)
-        # CSR by flow (rows = flows) keeps each flow's entries together, in path order
-        self._ft = csr_matrix(
-            (np.arange(len(rows_a), dtype=float) + 1, (cols_a, rows_a)), shape=(n_f, self.layout.size)
-        )
-        perm = self._ft.data.astype(np.int64) - 1
-        self._entry_res = rows_a[perm]
-        self._entry_flow = cols_a[perm]
-        self._entry_base = coef_a[perm]
-        self._entry_dom0 = d0_a[perm]
-        self._entry_cross = cross_a[perm]
-        self._ft.data = self._entry_base.copy()
-        self._a = self._ft.T.tocsr()
-        self._a_perm = None
-        self._tie = self._tie_matrix(n_f)
-        self._routes_dirty = False
-        self._moved_vms.clear()
-        self._last_solve_key = None
-
-    def _tie_matrix(self, n_f: int) -> csr_matrix | None:
-        """T (flows x units): a free flow is its own unit; a web stream's flows carry its rate x bits."""
-        if not self.web:
-            return None
-        st = self.web
-        free = np.ones(n_f, dtype=bool)
-        free[st.tie_flow] = False
-        self._free_flows = np.flatnonzero(free)
-        nf = len(self._free_flows)
-        rows = np.concatenate([self._free_flows, st.tie_flow])
-        cols = np.concatenate([np.arange(nf), nf + st.tie_stream])
-        vals = np.concatenate([np.ones(nf), st.tie_bits])
-        return csr_matrix((vals, (rows, cols)), shape=(n_f, nf + len(st)))
-
-    def _solve(self, cap: np.ndarray, demand: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
-        """Max-min fair rates of the flows; web streams share as units (requests/s) through T."""
-        if self._tie is None:
-            return max_min_fair(self._a, cap, demand, at=self._ft, weight=weight)
-        free = self._free_flows
-        a_u = (self._a @ self._tie).tocsr()
-        d_u = np.concatenate([demand[free], self._stream_demand])
-        w_free = np.ones(len(free)) if weight is None else weight[free]
-        w_u = np.concatenate([w_free, self.web.weight])
-        x = max_min_fair(a_u, cap, d_u, at=a_u.T.tocsr(), weight=w_u)
-        self.web_rate = x[len(free) :]
-        return self._tie @ x
-
     # ------------------------------------------------------------------ step
     def step(self) -> None:
         """Advance the data center by one time step."""
@@ -384,16 +211,6 @@ class Simulator:
         self.g["nic_rx_util"] = load[self.layout.nic_rx : self.layout.dom0] / np.maximum(nic_cap, 1e-300)
         self.t = t + dt
 
-    def _a_order(self) -> np.ndarray:
-        """Permutation from flow-major entries to resource-major (CSR of a) entries."""
-        if self._a_perm is None:
-            tmp = csr_matrix(
-                (np.arange(len(self._entry_base), dtype=float) + 1, self._ft.indices, self._ft.indptr),
-                shape=self._ft.shape,
-            ).T.tocsr()
-            self._a_perm = tmp.data.astype(np.int64) - 1
-        return self._a_perm
-
     def _offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
         """Demand bounded by an even share of the NICs at its ends: the load CPU pass 1 plans for."""
         hs, hd = self.flow_src_host, self.flow_dst_host
@@ -449,23 +266,7 @@ class Simulator:
         out += np.bincount(dst_vm[d], weights=r[d], minlength=self.V)
         return out
 
-    def _flow_vm_ends(self) -> tuple[np.ndarray, np.ndarray]:
-        if getattr(self, "_ends_n", -1) != len(self.flows):
-            self._src_vm = np.array([f.src[1] if f.src[0] == VM else -1 for f in self.flows], dtype=np.int64)
-            self._dst_vm = np.array([f.dst[1] if f.dst[0] == VM else -1 for f in self.flows], dtype=np.int64)
-            self._ends_n = len(self.flows)
-        return self._src_vm, self._dst_vm
-
     # ------------------------------------------------------------------ workloads
-    def _paused_fraction(self) -> np.ndarray:
-        """Fraction of the coming step each VM does not run: paused by a stop-and-copy under way, or its
-        vCPUs throttled by auto-converge."""
-        out = np.zeros(self.V)
-        for v, (mig, _) in self.migrations.items():
-            paused = min(1.0, mig.pause_left() / self.dt)
-            out[v] = paused + (1.0 - paused) * mig.throttle
-        return out
-
     def _workload_demands(self, t, dt, cpu_dem, demand, run) -> None:
         """Fill CPU demand per VM and flow demands for the step [t, t + dt)."""
         w = self.workloads
@@ -582,142 +383,6 @@ class Simulator:
         return served, latency
 
     # ------------------------------------------------------------------ progress
-    def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
-        """Advance every migration; returns each VM's running fraction of this step (pauses included)."""
-        run_now = run.copy()
-        for v in list(self.migrations):
-            mig, fid = self.migrations[v]
-            sent, paused = mig.advance(rate[fid] / 8, dt)
-            self.flow_bytes[fid] += sent
-            run_now[v] = min(run[v], (1.0 - paused / dt) * (1.0 - mig.throttle))
-            if mig.on_destination and self.vm_host[v] != mig.dst:  # post-copy: the guest runs there now
-                self._move(v, mig.dst)
-            if mig.done:
-                self._finish_migration(v, mig.status)
-        return run_now
-
-    def _move(self, vm: int, dst: int) -> None:
-        self.vm_host[vm] = dst
-        self._moved_vms.add(vm)
-
-    def _advance_batch(self, vm_alloc, vm_dem, stretch, dt, run) -> None:
-        g = self.workloads.group("batch")
-        if g is None:
-            return
-        cores = np.minimum(np.where(g.params["cores"] > 0, g.params["cores"], self.vm_vcpus[g.vm]), self.vm_vcpus[g.vm])
-        share = np.where(vm_dem[g.vm] > 0, vm_alloc[g.vm] / np.maximum(vm_dem[g.vm], 1e-300), 0.0)
-        thinking = g.state["think_left"] > 0
-        progress = np.where(
-            thinking, 0.0, cores * np.minimum(share, 1.0) / stretch[self.vm_host[g.vm]] * dt * run[g.vm]
-        )
-        g.state["think_left"] = np.maximum(g.state["think_left"] - dt, 0.0)
-        g.state["left"] -= progress
-        done = (g.state["left"] <= 0) & ~thinking
-        if done.any():
-            # finishing time inside the step, by linear interpolation
-            over = -g.state["left"][done] / np.maximum(progress[done], 1e-300) * dt
-            finish = self.t + dt - over
-            self.g.setdefault("batch_done", [])
-            for i, f in zip(np.flatnonzero(done), finish, strict=True):
-                self.g["batch_done"].append((int(i), float(f - g.state["started"][i])))
-            g.state["started"][done] = finish + g.params["think"][done]
-            g.state["left"][done] = g.params["work"][done]
-            g.state["think_left"][done] = g.params["think"][done]
-
-    def _advance_jobs(self, vm_alloc, vm_want, stretch, rate, dt, run) -> None:
-        g = self.workloads.group("mapreduce")
-        if g is None:
-            return
-        share = np.where(vm_want[g.vm] > 0, vm_alloc[g.vm] / np.maximum(vm_want[g.vm], 1e-300), 0.0)
-        speed = mapreduce.cores(g, self.vm_vcpus) * np.minimum(share, 1.0) / stretch[self.vm_host[g.vm]] * run[g.vm]
-        done = mapreduce.advance(g, self.jobs, speed, rate[self.jobs.flow], self.t, dt)
-        if done:
-            self.g.setdefault("jobs_done", []).extend(done)
-
-    def _advance_transfers(self, rate: np.ndarray, dt: float) -> None:
-        g = self.workloads.group("transfer")
-        if g is None:
-            return
-        flows = g.flows["main"]
-        moved = rate[flows] * dt / 8
-        before = g.state["sent"].copy()
-        g.state["sent"] = np.minimum(before + moved, g.params["size"])
-        finished = ~g.state["done"] & (g.state["sent"] >= g.params["size"] * (1 - 1e-12))
-        for i in np.flatnonzero(finished):
-            frac = (g.params["size"][i] - before[i]) / max(moved[i], 1e-300)  # of the step, to the last byte
-            rate[flows[i]] *= frac  # the copy stops at its last byte: nothing is counted after it
-            self.g.setdefault("transfer_done", []).append((int(i), float(self.t + frac * dt - g.params["start"][i])))
-        g.state["done"] |= finished
-
-    def _advance_services(self, rate, load, cap, vm_alloc, vm_dem, stretch, dt, run) -> None:
-        g = self.workloads.group("httperf")
-        if g is None:
-            return
-        lam, page, cpr = g.params["rate"], g.params["page"], g.params["cpu_per_request"]
-        bits = page * 8
-        backlog = g.state["backlog"]
-        resp = g.flows["response"]
-        # capacity: network (what the response flow carried) and server CPU
-        offered = lam + backlog / 1.0
-        mu_net = np.where(offered > 0, rate[resp] / np.maximum(bits, 1e-300), np.inf)
-        mu_net = np.where(rate[resp] >= (offered * bits) * (1 - 1e-9), np.inf, mu_net)
-        vm = g.vm
-        cpu_short = vm_dem[vm] > vm_alloc[vm] * (1 + 1e-9)
-        share = np.where(cpu_short, vm_alloc[vm] / np.maximum(vm_dem[vm], 1e-300), 1.0)
-        mu_cpu = np.where(cpr > 0, share * offered, np.inf)
-        mu_cpu = np.where(cpu_short, mu_cpu, np.inf)
-        mu = np.minimum(mu_net, mu_cpu) * run[vm]
-        arrivals = lam * dt
-        want = backlog + arrivals
-        served = np.minimum(want, mu * dt)
-        left = want - served
-        limit = np.where(np.isfinite(mu), mu * g.params["timeout"], np.inf)
-        dropped = np.maximum(left - limit, 0.0)
-        new_backlog = left - dropped
-        # time per request: server CPU (PS), transfer (bottleneck stage, PS), fixed latencies, queue
-        rho_v = np.minimum(np.where(cpu_short, 1.0, vm_dem[vm] / self.vm_vcpus[vm]), RHO_MAX)
-        t_cpu = cpr * stretch[self.vm_host[vm]] / (1 - rho_v)
-        t_xfer, t_min = self._transfer_times(resp, bits, load, cap)
-        fixed = self.flow_latency[resp] + self.flow_latency[g.flows["request"]]
-        queue = np.where(np.isfinite(mu) & (mu > 0), backlog / np.maximum(mu, 1e-300), 0.0)
-        mean = t_cpu + t_xfer + fixed + queue
-        floor = cpr + t_min + fixed
-        g.state["backlog"] = new_backlog
-        self.g["svc"] = {
-            "served": served,
-            "arrivals": arrivals,
-            "dropped": dropped,
-            "mean": mean,
-            "floor": floor,
-        }
-
-    def _transfer_times(self, flows, bits, load, cap) -> tuple[np.ndarray, np.ndarray]:
-        """Per flow, the slowest pipeline stage for one message of `bits`, loaded and unloaded (M/G/1-PS)."""
-        ptr = self._ft.indptr
-        starts, ends = ptr[flows], ptr[flows + 1]
-        counts = ends - starts
-        idx = np.arange(counts.sum()) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
-        owner = np.repeat(np.arange(len(flows)), counts)
-        res = self._entry_res[idx]
-        rho = np.minimum(load[res] / np.maximum(cap[res], 1e-300), RHO_MAX)
-        rho = np.where(np.isfinite(cap[res]), rho, 0.0)
-        is_cpu = self._entry_dom0[idx] >= 0
-        per_cross = self._ft.data[idx] / self._entry_cross[idx]
-        speed = np.where(is_cpu, 1.0, cap[res])
-        work = np.where(is_cpu, per_cross * bits[owner], bits[owner])
-        # rate limiters (VF tiers, vNIC limits) are token buckets: a message within the bucket's burst
-        # leaves at line rate; the bucket holds less as the limiter fills up
-        limiter = res >= self.layout.vf
-        burst = self.p["rate_limit_burst"] * 8 * (1 - rho)
-        work = np.where(limiter, np.maximum(work - burst, 0.0), work)
-        base = np.where(np.isfinite(speed), work / np.maximum(speed, 1e-300), 0.0)
-        loaded = base / (1 - rho)
-        t_load = np.zeros(len(flows))
-        t_min = np.zeros(len(flows))
-        np.maximum.at(t_load, owner, loaded)
-        np.maximum.at(t_min, owner, base)
-        return t_load, t_min
-
     # ------------------------------------------------------------------ accounting
     def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt) -> None:
         c = self.c
@@ -763,127 +428,3 @@ class Simulator:
         )
 
     # ------------------------------------------------------------------ operations (the driver calls these)
-    def host_mem_used(self) -> np.ndarray:
-        return np.bincount(self.vm_host, weights=self.vm_mem, minlength=self.H) + self.dom0_mem_reserved
-
-    def start_migration(self, vm: int, dst: int) -> None:
-        """Begin a live migration; refuses what a hypervisor would refuse."""
-        src = int(self.vm_host[vm])
-        name = self.vm_names[vm]
-        if vm in self.migrations:
-            raise SimError(f"{name} is already migrating")
-        if dst == src:
-            raise SimError(f"{name} already runs on {self.host_names[dst]}")
-        if self.vm_vf[vm] or self.vm_vf_busy[vm]:
-            raise SimError(f"{name} has an SR-IOV VF attached; detach it before migrating")
-        free = self.host_mem[dst] - self.host_mem_used()[dst]
-        if free < self.vm_mem[vm]:
-            raise SimError(f"{self.host_names[dst]} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
-        mig = Migration(
-            vm=vm,
-            src=src,
-            dst=dst,
-            memory=self.vm_mem[vm] * 1024**2,
-            dirty_rate=self.vm_dirty[vm],
-            wss=self.vm_wss[vm],
-            started=self.t,
-            config=self.migration_config,
-        )
-        fid = self._add_flow((DOM0, src), (DOM0, dst), "migration")
-        self.dom0_mem_reserved[dst] += self.vm_mem[vm]
-        self.migrations[vm] = (mig, fid)
-
-    def cancel_migration(self, vm: int, reason: str = "cancelled") -> bool:
-        """Stop a migration; the VM stays on its source. False in post-copy, which cannot be undone (the
-        guest runs on the destination and its memory is in two places): it runs to its end."""
-        if vm not in self.migrations or self.migrations[vm][0].on_destination:
-            return False
-        self._finish_migration(vm, reason)
-        return True
-
-    def _finish_migration(self, vm: int, status: str) -> None:
-        mig, fid = self.migrations.pop(vm)
-        self.flows[fid].alive = False
-        self._routes_dirty = True
-        self.dom0_mem_reserved[mig.dst] -= self.vm_mem[vm]
-        moved = mig.on_destination
-        if moved and self.vm_host[vm] != mig.dst:
-            self._move(vm, mig.dst)
-        self.migration_log.append(
-            MigrationRecord(
-                vm=self.vm_names[vm],
-                src=self.host_names[mig.src],
-                dst=self.host_names[mig.dst],
-                started=mig.started,
-                finished=mig.started + mig.elapsed,  # within the step, not rounded to it
-                bytes=mig.sent,
-                downtime=mig.downtime if moved else 0.0,
-                rounds=mig.round,
-                status=status,
-                moved=moved,
-                throttle=mig.throttle,
-                mode=mig.mode,
-            )
-        )
-
-    def migration_state(self, vm: int) -> str:
-        """'running' while in flight, else the status of its last migration ('completed', ...), or 'none'."""
-        if vm in self.migrations:
-            return "running"
-        name = self.vm_names[vm]
-        for rec in reversed(self.migration_log):
-            if rec.vm == name:
-                return rec.status
-        return "none"
-
-    def attach_vf(self, vm: int, rate: float) -> None:
-        h = int(self.vm_host[vm])
-        name = self.vm_names[vm]
-        if vm in self.migrations:
-            raise SimError(f"{name} is migrating; a VF cannot be attached now")
-        if self.vm_vf[vm] or self.vm_vf_busy[vm]:
-            raise SimError(f"{name} already has a VF (or one is being plugged)")
-        if self.vf_used[h] >= self.max_vfs[h]:
-            raise SimError(f"{self.host_names[h]} has no free VF ({self.max_vfs[h]} in use)")
-        self.vf_used[h] += 1
-        self.vm_vf_busy[vm] = True
-        self.vm_vf_rate[vm] = rate
-        self.vf_pending.append((self.t + self.p["vf_attach_time"], vm, "attach"))
-
-    def detach_vf(self, vm: int) -> None:
-        """Traffic fails over to the para-virtual standby at once; the VF is free after the unplug."""
-        if not self.vm_vf[vm]:
-            raise SimError(f"{self.vm_names[vm]} has no VF attached")
-        self.vm_vf[vm] = False
-        self.vm_vf_busy[vm] = True
-        self._routes_dirty = True
-        self._moved_vms.add(vm)
-        self.vf_log.append((self.t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "detached"))
-        self.vf_pending.append((self.t + self.p["vf_detach_time"], vm, "release"))
-
-    def set_vf_rate(self, vm: int, rate: float) -> None:
-        if not self.vm_vf[vm]:
-            raise SimError(f"{self.vm_names[vm]} has no VF attached")
-        self.vm_vf_rate[vm] = rate
-
-    def _process_vf_ops(self, t: float) -> None:
-        due = [op for op in self.vf_pending if op[0] <= t + 1e-9]
-        if not due:
-            return
-        self.vf_pending = [op for op in self.vf_pending if op[0] > t + 1e-9]
-        for _, vm, kind in due:
-            self.vm_vf_busy[vm] = False
-            if kind == "attach":
-                self.vm_vf[vm] = True
-                self._moved_vms.add(vm)
-                self._routes_dirty = True
-                self.vf_log.append((t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "attached"))
-            else:
-                self.vf_used[self.vm_host[vm]] -= 1
-
-    def vf_state(self, vm: int) -> str:
-        """'none', 'attaching', 'attached' or 'detaching' (the VF is unplugging, traffic is on the vNIC)."""
-        for _, v, kind in self.vf_pending:
-            if v == vm:
-                return "attaching" if kind == "attach" else "detaching"
-        return "attached" if self.vm_vf[vm] else "none"

@@ -1,0 +1,169 @@
+"""What the driver asks of the simulated hypervisors: live migrations and SR-IOV VF hot-plug,
+refused where a real hypervisor would refuse them.
+
+A part of ``Simulator`` (sim/engine.py), which holds the state these methods work on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.sim.datapath import DOM0
+from sova.sim.migration import Migration
+from sova.sim.records import MigrationRecord, SimError
+
+
+class HypervisorOperations:
+    """The hypervisor operations of the simulator: migrations and VF hot-plug, as the driver calls them."""
+
+    def host_mem_used(self) -> np.ndarray:
+        return np.bincount(self.vm_host, weights=self.vm_mem, minlength=self.H) + self.dom0_mem_reserved
+
+    def start_migration(self, vm: int, dst: int) -> None:
+        """Begin a live migration; refuses what a hypervisor would refuse."""
+        src = int(self.vm_host[vm])
+        name = self.vm_names[vm]
+        if vm in self.migrations:
+            raise SimError(f"{name} is already migrating")
+        if dst == src:
+            raise SimError(f"{name} already runs on {self.host_names[dst]}")
+        if self.vm_vf[vm] or self.vm_vf_busy[vm]:
+            raise SimError(f"{name} has an SR-IOV VF attached; detach it before migrating")
+        free = self.host_mem[dst] - self.host_mem_used()[dst]
+        if free < self.vm_mem[vm]:
+            raise SimError(f"{self.host_names[dst]} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
+        mig = Migration(
+            vm=vm,
+            src=src,
+            dst=dst,
+            memory=self.vm_mem[vm] * 1024**2,
+            dirty_rate=self.vm_dirty[vm],
+            wss=self.vm_wss[vm],
+            started=self.t,
+            config=self.migration_config,
+        )
+        fid = self._add_flow((DOM0, src), (DOM0, dst), "migration")
+        self.dom0_mem_reserved[dst] += self.vm_mem[vm]
+        self.migrations[vm] = (mig, fid)
+
+    def cancel_migration(self, vm: int, reason: str = "cancelled") -> bool:
+        """Stop a migration; the VM stays on its source. False in post-copy, which cannot be undone (the
+        guest runs on the destination and its memory is in two places): it runs to its end."""
+        if vm not in self.migrations or self.migrations[vm][0].on_destination:
+            return False
+        self._finish_migration(vm, reason)
+        return True
+
+    def _finish_migration(self, vm: int, status: str) -> None:
+        mig, fid = self.migrations.pop(vm)
+        self.flows[fid].alive = False
+        self._routes_dirty = True
+        self.dom0_mem_reserved[mig.dst] -= self.vm_mem[vm]
+        moved = mig.on_destination
+        if moved and self.vm_host[vm] != mig.dst:
+            self._move(vm, mig.dst)
+        self.migration_log.append(
+            MigrationRecord(
+                vm=self.vm_names[vm],
+                src=self.host_names[mig.src],
+                dst=self.host_names[mig.dst],
+                started=mig.started,
+                finished=mig.started + mig.elapsed,  # within the step, not rounded to it
+                bytes=mig.sent,
+                downtime=mig.downtime if moved else 0.0,
+                rounds=mig.round,
+                status=status,
+                moved=moved,
+                throttle=mig.throttle,
+                mode=mig.mode,
+            )
+        )
+
+    def migration_state(self, vm: int) -> str:
+        """'running' while in flight, else the status of its last migration ('completed', ...), or 'none'."""
+        if vm in self.migrations:
+            return "running"
+        name = self.vm_names[vm]
+        for rec in reversed(self.migration_log):
+            if rec.vm == name:
+                return rec.status
+        return "none"
+
+    def attach_vf(self, vm: int, rate: float) -> None:
+        h = int(self.vm_host[vm])
+        name = self.vm_names[vm]
+        if vm in self.migrations:
+            raise SimError(f"{name} is migrating; a VF cannot be attached now")
+        if self.vm_vf[vm] or self.vm_vf_busy[vm]:
+            raise SimError(f"{name} already has a VF (or one is being plugged)")
+        if self.vf_used[h] >= self.max_vfs[h]:
+            raise SimError(f"{self.host_names[h]} has no free VF ({self.max_vfs[h]} in use)")
+        self.vf_used[h] += 1
+        self.vm_vf_busy[vm] = True
+        self.vm_vf_rate[vm] = rate
+        self.vf_pending.append((self.t + self.p["vf_attach_time"], vm, "attach"))
+
+    def detach_vf(self, vm: int) -> None:
+        """Traffic fails over to the para-virtual standby at once; the VF is free after the unplug."""
+        if not self.vm_vf[vm]:
+            raise SimError(f"{self.vm_names[vm]} has no VF attached")
+        self.vm_vf[vm] = False
+        self.vm_vf_busy[vm] = True
+        self._routes_dirty = True
+        self._moved_vms.add(vm)
+        self.vf_log.append((self.t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "detached"))
+        self.vf_pending.append((self.t + self.p["vf_detach_time"], vm, "release"))
+
+    def set_vf_rate(self, vm: int, rate: float) -> None:
+        if not self.vm_vf[vm]:
+            raise SimError(f"{self.vm_names[vm]} has no VF attached")
+        self.vm_vf_rate[vm] = rate
+
+    def _process_vf_ops(self, t: float) -> None:
+        due = [op for op in self.vf_pending if op[0] <= t + 1e-9]
+        if not due:
+            return
+        self.vf_pending = [op for op in self.vf_pending if op[0] > t + 1e-9]
+        for _, vm, kind in due:
+            self.vm_vf_busy[vm] = False
+            if kind == "attach":
+                self.vm_vf[vm] = True
+                self._moved_vms.add(vm)
+                self._routes_dirty = True
+                self.vf_log.append((t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "attached"))
+            else:
+                self.vf_used[self.vm_host[vm]] -= 1
+
+    def vf_state(self, vm: int) -> str:
+        """'none', 'attaching', 'attached' or 'detaching' (the VF is unplugging, traffic is on the vNIC)."""
+        for _, v, kind in self.vf_pending:
+            if v == vm:
+                return "attaching" if kind == "attach" else "detaching"
+        return "attached" if self.vm_vf[vm] else "none"
+
+    def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
+        """Advance every migration; returns each VM's running fraction of this step (pauses included)."""
+        run_now = run.copy()
+        for v in list(self.migrations):
+            mig, fid = self.migrations[v]
+            sent, paused = mig.advance(rate[fid] / 8, dt)
+            self.flow_bytes[fid] += sent
+            run_now[v] = min(run[v], (1.0 - paused / dt) * (1.0 - mig.throttle))
+            if mig.on_destination and self.vm_host[v] != mig.dst:  # post-copy: the guest runs there now
+                self._move(v, mig.dst)
+            if mig.done:
+                self._finish_migration(v, mig.status)
+        return run_now
+
+    def _move(self, vm: int, dst: int) -> None:
+        self.vm_host[vm] = dst
+        self._moved_vms.add(vm)
+
+    def _paused_fraction(self) -> np.ndarray:
+        """Fraction of the coming step each VM does not run: paused by a stop-and-copy under way, or its
+        vCPUs throttled by auto-converge."""
+        out = np.zeros(self.V)
+        for v, (mig, _) in self.migrations.items():
+            paused = min(1.0, mig.pause_left() / self.dt)
+            out[v] = paused + (1.0 - paused) * mig.throttle
+        return out
