@@ -67,7 +67,7 @@ def run_case(intensity: float, wss: float, downtime_limit: float, limit: float) 
         bandwidth,
         bandwidth * downtime_limit,
         0,
-        sim.p["migration_resume_time"],
+        sim.params["migration_resume_time"],
         wss * MEMORY,
     )
     return {

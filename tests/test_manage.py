@@ -21,7 +21,7 @@ class MoveOnce(Policy):
     params = {}
 
     def __init__(self):
-        self.p = {"period": 0.05}
+        self.settings = {"period": 0.05}
         self.done = False
 
     @property

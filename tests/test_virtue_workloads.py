@@ -8,6 +8,7 @@ import pytest
 from helpers import make_scenario
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator
+from sova.sim.events import JobDone
 
 EFF = 1448 / 1538  # payload share of a link
 
@@ -33,17 +34,17 @@ def test_a_web_stream_runs_at_its_bottleneck_in_requests_per_second():
     sim = run(web_scenario({"cli": "h1", "web": "h2", "mc": "h3"}), 5)
     # the web VM's uplink carries every page and every cache request: the most bytes per request
     per_request = (33660 + 10 * 100) * 8
-    assert sim.g["web_rps"][0] == pytest.approx(100e6 * EFF / per_request, rel=0.01)
+    assert sim.gauges["web_rps"][0] == pytest.approx(100e6 * EFF / per_request, rel=0.01)
     # its flows carry the stream's rate times their bytes per request
-    rate = sim.g["rate"]
+    rate = sim.gauges["rate"]
     kinds = {f.kind: i for i, f in enumerate(sim.flows)}
-    assert rate[kinds["web-response"]] == pytest.approx(sim.g["web_rps"][0] * 33660 * 8, rel=1e-6)
-    assert rate[kinds["cache-response"]] == pytest.approx(sim.g["web_rps"][0] * 10 * 500 * 8, rel=1e-6)
+    assert rate[kinds["web-response"]] == pytest.approx(sim.gauges["web_rps"][0] * 33660 * 8, rel=1e-6)
+    assert rate[kinds["cache-response"]] == pytest.approx(sim.gauges["web_rps"][0] * 10 * 500 * 8, rel=1e-6)
 
 
 def test_a_web_service_on_one_host_is_bound_by_the_web_vms_cpu():
     sim = run(web_scenario({"cli": "h1", "web": "h1", "mc": "h1"}), 10)
-    rps = sim.g["web_rps"][0]
+    rps = sim.gauges["web_rps"][0]
     assert 700 < rps <= 1000  # 1 ms of CPU per request on one vCPU; the network is not in the way
 
 
@@ -68,7 +69,7 @@ def jobs_done(sim_scenario, steps: int) -> list[tuple[int, float, float]]:
     done = []
     for _ in range(steps):
         sim.step()
-        done += sim.g.pop("jobs_done", [])
+        done += [(e.job, e.started, e.finished) for e in sim.events.take(JobDone)]
     return done
 
 
@@ -114,7 +115,7 @@ def test_a_web_stream_shares_a_link_with_a_shuffle_per_tcp_connection():
         ],
     )
     sim = run(scenario, 5)
-    rate = sim.g["rate"]
+    rate = sim.gauges["rate"]
     page = next(i for i, f in enumerate(sim.flows) if f.kind == "web-response")
     shuffle = next(i for i, f in enumerate(sim.flows) if f.kind == "shuffle" and f.src[1] == sim.vm_names.index("hd1"))
     assert rate[page] + rate[shuffle] == pytest.approx(100e6 * EFF, rel=0.01)

@@ -44,7 +44,7 @@ class Executor:
         if mode not in ("auto", "approve", "dry-run"):
             raise ValueError(f"unknown executor mode {mode!r}; expected auto, approve or dry-run")
         self.driver = driver
-        self.c = control
+        self.rails = control
         self.mode = mode
         self.audit = audit or AuditLog()
         self.queued: list[_Job] = []
@@ -104,11 +104,11 @@ class Executor:
         for job in self.running:
             out = self.driver.poll(job.action)
             if out.status == A.RUNNING:
-                if now - job.started > self.c.action_timeout:
+                if now - job.started > self.rails.action_timeout:
                     if self.driver.cancel(job.action).status == A.RUNNING:  # cannot be stopped (post-copy)
                         still.append(job)
                         continue
-                    msg = f"no result after {self.c.action_timeout:g} s; cancelled"
+                    msg = f"no result after {self.rails.action_timeout:g} s; cancelled"
                     self.audit.record(
                         now, job.plan, "finished", job.action, A.Outcome(A.TIMEOUT, msg, job.started, now)
                     )
@@ -119,9 +119,9 @@ class Executor:
                 self.last_migrated[job.action.vm] = now
             self.audit.record(now, job.plan, "finished", job.action, out)
         self.running = still
-        for pid in [p for p, plan in self.pending.items() if now - plan.created > self.c.approval_timeout]:
+        for pid in [p for p, plan in self.pending.items() if now - plan.created > self.rails.approval_timeout]:
             for a in self.pending.pop(pid).actions:
-                msg = f"not approved within {self.c.approval_timeout:g} s"
+                msg = f"not approved within {self.rails.approval_timeout:g} s"
                 self.audit.record(now, pid, "expired", a, A.Outcome(A.EXPIRED, msg, now, now))
         self._start_ready(knowledge)
 
@@ -200,15 +200,15 @@ class Executor:
         if snap.vm_nic[v] != "vnic":
             return f"{action.vm} has an SR-IOV VF ({snap.vm_nic[v]}); detach it first"
         last = self.last_migrated.get(action.vm)
-        if last is not None and now - last < self.c.hold_down:
-            return f"{action.vm} was migrated {now - last:.0f} s ago; hold-down is {self.c.hold_down:g} s"
+        if last is not None and now - last < self.rails.hold_down:
+            return f"{action.vm} was migrated {now - last:.0f} s ago; hold-down is {self.rails.hold_down:g} s"
         moving = [j.action for j in self.running if isinstance(j.action, A.Migrate)]
-        if len(moving) >= self.c.max_migrations_cluster:
-            return f"{len(moving)} migrations already running (cluster cap {self.c.max_migrations_cluster})"
+        if len(moving) >= self.rails.max_migrations_cluster:
+            return f"{len(moving)} migrations already running (cluster cap {self.rails.max_migrations_cluster})"
         for h in (src, dst):
             touching = sum(1 for m in moving if snap.hosts.index(m.dst) == h or snap.vm_host[snap.vms.index(m.vm)] == h)
-            if touching >= self.c.max_migrations_per_host:
-                return f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {self.c.max_migrations_per_host})"
+            if touching >= self.rails.max_migrations_per_host:
+                return f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {self.rails.max_migrations_per_host})"
         incoming = sum(snap.vm_memory[snap.vms.index(m.vm)] for m in moving if m.dst == action.dst)
         free = snap.host_memory[dst] - snap.committed_memory()[dst] - incoming
         if free < snap.vm_memory[v]:
@@ -217,6 +217,6 @@ class Executor:
         cores = knowledge.vm_cpu_cores(LOAD_WINDOW)
         if util is not None and cores is not None:
             after = util[dst] + cores[v] / snap.host_cores[dst]
-            if after > self.c.cpu_headroom:
-                return f"{action.dst} would be at {after:.0%} CPU (headroom {self.c.cpu_headroom:.0%})"
+            if after > self.rails.cpu_headroom:
+                return f"{action.dst} would be at {after:.0%} CPU (headroom {self.rails.cpu_headroom:.0%})"
         return None

@@ -192,8 +192,8 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             "nic_tx_util_max_mean": float(np.mean(s["nic_tx_util_max"])),
             "nic_rx_util_max_mean": float(np.mean(s["nic_rx_util_max"])),
             "bytes_total": float(sim.flow_bytes.sum()),
-            "guest_tx_gbps": float(sim.c["guest_tx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
-            "guest_rx_gbps": float(sim.c["guest_rx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
+            "guest_tx_gbps": float(sim.counters["guest_tx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
+            "guest_rx_gbps": float(sim.counters["guest_rx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
         },
         "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
     }
@@ -222,7 +222,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         }
         _undefined(out, "services", out["services"].pop("undefined", {}))
     if rec.batch:
-        times = np.array([t for _, t in rec.batch])
+        times = np.array([e.seconds for e in rec.batch])
         out["batch"] = {
             "jobs": len(times),
             "completion_mean": float(times.mean()),
@@ -230,7 +230,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         }
     g = sim.workloads.group("transfer")
     if g is not None:
-        times = np.array([t for _, t in rec.transfers])
+        times = np.array([e.seconds for e in rec.transfers])
         out["transfers"] = {
             "count": len(g),
             "completed": len(times),
@@ -239,11 +239,11 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         }
         if not len(times):
             _undefined(out, "transfers", dict.fromkeys(("completion_mean", "completion_max"), "no transfer finished"))
-    io = sim.c["blk_rd_ops"] + sim.c["blk_wr_ops"]
+    io = sim.counters["blk_rd_ops"] + sim.counters["blk_wr_ops"]
     if io.sum() > 0:
         out["storage"] = {
             "iops_mean": float(io.sum() / sim.t),
-            "latency_mean": float(sim.c["blk_time"].sum() / io.sum()),
+            "latency_mean": float(sim.counters["blk_time"].sum() / io.sum()),
         }
     done = [m for m in sim.migration_log if m.status == "completed"]
     out["migrations"] = {

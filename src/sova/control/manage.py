@@ -21,7 +21,7 @@ BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
     "default": (),
     "threshold": ("threshold-migration",),
     "dsriov": ("dsriov",),
-    "vlm": ("vlm",),
+    "vlm": ("sandpiper",),  # the Sova paper's VLM baseline is Sandpiper
     "sova": ("sova",),
 }
 

@@ -17,6 +17,9 @@ def build_policies(scenario: Scenario, profile: ProfileSpec) -> list[Policy]:
     return policies
 
 
+RENAMED = {"vlm": "sandpiper"}  # policy names of earlier versions: the error names the new one
+
+
 def check_profile(
     r: Reader, prof: ProfileSpec, params_at: str = "[profiles.{profile}.params.{policy}]"
 ) -> list[Policy]:
@@ -27,7 +30,7 @@ def check_profile(
     for name in prof.policies:
         cls = known.get(name)
         if cls is None:
-            hint = difflib.get_close_matches(name, known, n=1)
+            hint = [RENAMED[name]] if name in RENAMED else difflib.get_close_matches(name, known, n=1)
             extra = f" (did you mean {hint[0]!r}?)" if hint else ""
             r.error(
                 f"[profiles.{prof.name}].policies",

@@ -36,6 +36,7 @@ from sova.plan.placement.problem import Problem
 from sova.plan.placement.random_placement import random_placement
 from sova.plan.placement_policies import PlacementPolicy
 from sova.sim.engine import Simulator
+from sova.sim.events import JobDone
 
 TrialProgress = Callable[[int, int], None]
 RANDOM = "random"  # the profile name of each trial's Random placement (iteration 0)
@@ -178,18 +179,18 @@ def run_placement(scenario: Scenario, x: np.ndarray) -> tuple[Outcome, Problem]:
     """Run the scenario with the VMs on hosts `x` and no policy: its outcome, and its measurement."""
     spec = scenario.trials
     web: list[np.ndarray] = []
-    finished: list[tuple[int, float, float]] = []
+    finished: list[JobDone] = []
 
     def record(sim: Simulator) -> None:
-        if "web_rps" in sim.g:
-            web.append(sim.g["web_rps"].copy())
-        finished.extend(sim.g.pop("jobs_done", []))
+        if "web_rps" in sim.gauges:
+            web.append(sim.gauges["web_rps"].copy())
+        finished.extend(sim.events.take(JobDone))
 
     sim, problem = run_and_measure(with_placement(scenario, x), scenario.duration, spec.warmup, spec.slots, record)
     return _outcome(sim, web, finished), problem
 
 
-def _outcome(sim: Simulator, web: list[np.ndarray], finished: list[tuple[int, float, float]]) -> Outcome:
+def _outcome(sim: Simulator, web: list[np.ndarray], finished: list[JobDone]) -> Outcome:
     g = sim.workloads.group("web")
     rps, tenants = None, {}
     if g is not None and web:
@@ -197,6 +198,6 @@ def _outcome(sim: Simulator, web: list[np.ndarray], finished: list[tuple[int, fl
         rps = float(per_row.sum())
         for s in np.unique(g.spec_index):
             tenants[sim.scenario.workloads[int(s)].vm] = float(per_row[g.spec_index == s].sum())
-    times = [end - start for _, start, end in finished]
+    times = [e.seconds for e in finished]
     job = float(np.mean(times)) if times else None
     return Outcome(rps, tenants, job, len(times))

@@ -16,90 +16,31 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from sova.drivers.guest_agent import GuestChannel, GuestReport
-from sova.drivers.vf import EmulatedVfs, SriovHost, emulated_xml, hostdev_xml, vf_mac
+from sova.drivers.libvirt_common import (
+    _MAC_RE,
+    CPU_PERIOD_US,
+    GUEST_KINDS,
+    NS,
+    DriverError,
+    _Job,
+    _msg,
+    _Refused,
+    _VmState,
+    load_libvirt,
+)
+from sova.drivers.libvirt_migration import MigrationJobs
+from sova.drivers.libvirt_vfs import VfOperations
+from sova.drivers.vf import EmulatedVfs, SriovHost, vf_mac
 from sova.model import actions as A
 from sova.model.snapshot import Snapshot, VmCounters
 
-NS = 1e-9
-CPU_PERIOD_US = 100_000  # vcpu_period used when a cap is set
-DEVICE_REMOVED_TIMEOUT = 15.0
-GUEST_KINDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
-_MAC_RE = re.compile(r"<mac address='([0-9a-f:]+)'/>")
 
-
-class DriverError(Exception):
-    """A driver that cannot start: bad URI, unreachable host, missing binding."""
-
-
-def load_libvirt():
-    """The libvirt binding, with its default handler (which prints every error to stderr) silenced:
-    the driver reports errors itself."""
-    try:
-        import libvirt
-    except ImportError as e:
-        raise DriverError(
-            "the libvirt driver needs the libvirt Python binding (pip install libvirt-python; on Debian it builds "
-            "against libvirt-dev and pkg-config)"
-        ) from e
-    libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
-    return libvirt
-
-
-@dataclass
-class _VmState:
-    """What the driver remembers about a VM between observations."""
-
-    index: int  # stable small number: the VF MAC
-    blocked: float = 0.0
-    last: tuple[float, float, float] | None = None  # (time, cpu s, wait s)
-    channel: GuestChannel | None = None
-    channel_host: str = ""  # the host whose socket `channel` reads
-    vf_rate: float = 0.0
-    vf_pci: str = ""
-    raw: dict[str, float] = field(default_factory=dict)  # counters as last read
-    offset: dict[str, float] = field(default_factory=dict)  # added so that counters never go back
-    guest: tuple[float, float, float, float, float] | None = None  # last guest report (4 net counters, MiB used)
-    from_agent: bool = False  # the guest counters come from the agent (else from the host's view)
-    stats: dict[str, Any] = field(default_factory=dict)  # the newest value of every stat libvirt gave
-
-    def monotonic(self, key: str, value: float) -> float:
-        """A cumulative counter that survives resets: QEMU's CPU time and a new tap's byte counts start
-        from zero on a migration's destination or after a NIC hot-plug."""
-        last = self.raw.get(key, 0.0)
-        if value < last:  # count the interval of the reset as zero: never a spike that did not happen
-            self.offset[key] = self.offset.get(key, 0.0) + last - value
-        self.raw[key] = value
-        return value + self.offset.get(key, 0.0)
-
-    def rebase(self, key: str, value: float) -> None:
-        """The counter's source changed (the host's view to the guest agent's): continue from where it
-        was, counting this interval as zero."""
-        if key in self.raw:
-            self.offset[key] = self.raw[key] + self.offset.get(key, 0.0) - value
-        self.raw[key] = value
-
-
-@dataclass
-class _Job:
-    action: A.Action
-    started: float
-    thread: threading.Thread | None = None
-    error: str = ""
-    done: bool = False
-    details: dict[str, Any] = field(default_factory=dict)
-    src: str = ""
-    reattach_rate: float = -1.0  # >= 0: the VF taken off before a migration, to give back if it fails
-    cancelled: bool = False
-    conns: list[Any] = field(default_factory=list)  # connections opened for this job alone
-
-
-class LibvirtDriver:
+class LibvirtDriver(VfOperations, MigrationJobs):
     """Hosts by name -> libvirt URI. See docs/libvirt.md for URIs, SR-IOV settings and what a host needs."""
 
     def __init__(
@@ -479,210 +420,6 @@ class LibvirtDriver:
     def _flag(self, name: str, default: int) -> int:
         return getattr(self.lv, name, default) if self.lv is not None else default
 
-    def _vnic_devices(self, dom, vm: str) -> list[str]:
-        vf = vf_mac(self._vm[vm].index)
-        out = []
-        for m in re.finditer(r"<interface type='(?:bridge|network|ethernet)'>(.*?)</interface>", self._xml(dom), re.S):
-            dev = re.search(r"<target dev='([^']+)'/>", m.group(1))
-            if dev and vf not in m.group(1):
-                out.append(dev.group(1))
-        return out
-
-    def _vf_words(self, host: str, what: str) -> str:
-        return f"VF {what}" if host in self.sriov else f"emulated VF {what} (a rate-limited virtio NIC, not SR-IOV)"
-
     # ------------------------------------------------------------------ VFs
-    def _attach_vf(self, host: str, dom, vm: str, rate: float) -> None:
-        st = self._vm[vm]
-        mac = vf_mac(st.index)
-        xml = self._xml(dom)
-        if self._has_vf(xml, {mac}):
-            raise _Refused(f"{vm} already has a VF")
-        live = self._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
-        if host in self.sriov:
-            cfg = self.sriov[host]
-            used = {s.vf_pci for n, s in self._vm.items() if self._where.get(n) == host and s.vf_pci}
-            free = [p for p in cfg.vfs if p not in used]
-            if not free:
-                raise _Refused(f"{host} has no free VF ({len(cfg.vfs)} in all)")
-            standby = re.search(r"<alias name='(ua-[^']+)'/>", xml)
-            dom.attachDeviceFlags(hostdev_xml(free[0], mac, standby.group(1) if standby else "ua-sova-net0"), live)
-            st.vf_pci = free[0]
-            cfg.set_rate(cfg.vfs.index(free[0]), rate)
-        elif self.emulated is not None:
-            dom.attachDeviceFlags(emulated_xml(mac, self.emulated.bridge, rate), live)
-        else:
-            raise _Refused(f"{host} has no SR-IOV configuration and VF emulation is off")
-        st.vf_rate = rate
-
-    def _set_vf_rate(self, host: str, dom, vm: str, rate: float) -> None:
-        st = self._vm[vm]
-        if host in self.sriov:
-            if not st.vf_pci:
-                raise _Refused(f"{vm} has no VF")
-            cfg = self.sriov[host]
-            cfg.set_rate(cfg.vfs.index(st.vf_pci), rate)
-        else:
-            xml = self._xml(dom)
-            m = re.search(rf"<mac address='{vf_mac(st.index)}'/>.*?<target dev='([^']+)'/>", xml, re.S)
-            if m is None:
-                raise _Refused(f"{vm} has no VF")
-            kib = max(1, round(rate / 8 / 1024)) if rate > 0 else 0
-            dom.setInterfaceParameters(m.group(1), {"outbound.average": kib}, self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
-        st.vf_rate = rate
-
-    def _detach_vf_now(self, host: str, dom, vm: str) -> None:
-        """Unplug the VM's VF and wait until it is gone from the live XML (detach may return early)."""
-        st = self._vm[vm]
-        mac = vf_mac(st.index)
-        xml = self._xml(dom)
-        m = re.search(
-            rf"<interface type='(hostdev|bridge)'[^>]*>(?:(?!</interface>).)*?<mac address='{mac}'/>.*?</interface>",
-            xml,
-            re.S,
-        )
-        if m is None:
-            return
-        dom.detachDeviceFlags(m.group(0), self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
-        deadline = time.monotonic() + DEVICE_REMOVED_TIMEOUT
-        while self._has_vf(self._xml(dom), {mac}):  # fresh each time: the removal is what we wait for
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{vm}: the VF was not removed within {DEVICE_REMOVED_TIMEOUT:g} s")
-            time.sleep(0.1)
-        st.vf_pci = ""
-
-    def _detach_job(self, job: _Job, host: str, vm: str) -> None:
-        try:
-            _, dom = self._dom(vm)
-            self._detach_vf_now(host, dom, vm)
-            self._vm[vm].vf_rate = 0.0
-        except Exception as e:
-            job.error = _msg(e)
-        job.done = True
-
     # ------------------------------------------------------------------ migration
-    def _start_migration(self, action: A.Migrate, host: str, dom, now: float) -> A.Outcome:
-        if action.dst not in self.hosts:
-            return A.Outcome(A.FAILED, f"no host named {action.dst!r}", now, now)
-        if action.dst == host:
-            return A.Outcome(A.FAILED, f"{action.vm} already runs on {action.dst}", now, now)
-        job = _Job(action, now, src=host)
-        self._jobs[action.vm] = job
-        job.thread = threading.Thread(target=self._migrate_job, args=(job, host, dom), daemon=True)
-        job.thread.start()
-        return A.Outcome(A.RUNNING, f"migrating {action.vm} from {host} to {action.dst}", now)
-
-    def _migrate_job(self, job: _Job, src: str, dom) -> None:
-        vm, dst = job.action.vm, job.action.dst  # type: ignore[attr-defined]
-        try:
-            with contextlib.suppress(Exception):  # the source's side of the job on a connection of its own too
-                sconn = self._open(self.hosts[src])
-                job.conns.append(sconn)
-                dom = sconn.lookupByName(vm)
-            if self._has_vf(self._xml(dom), {vf_mac(self._vm[vm].index)}):
-                job.reattach_rate = self._vm[vm].vf_rate
-                self._detach_vf_now(src, dom, vm)  # a VF cannot migrate: unplug it first
-            flags = self._flag("VIR_MIGRATE_LIVE", 1) | self._flag("VIR_MIGRATE_PERSIST_DEST", 8)
-            flags |= self._flag("VIR_MIGRATE_UNDEFINE_SOURCE", 16)
-            if self.unsafe_migration:
-                flags |= self._flag("VIR_MIGRATE_UNSAFE", 512)
-            t0 = time.monotonic()
-            if dst in self.migration_uri:  # peer-to-peer: the source daemon talks to the destination's
-                dom.migrateToURI3(self.migration_uri[dst], {}, flags | self._flag("VIR_MIGRATE_PEER2PEER", 2))
-                new = None
-            else:
-                # connections of its own: a migration holds its connections' RPCs for seconds, which on
-                # the monitor's connections stalled observe() for 8 s on the lab
-                try:
-                    dconn = self._open(self.hosts[dst])
-                except Exception as e:
-                    raise RuntimeError(f"destination {dst} is unreachable: {_msg(e)}") from e
-                job.conns.append(dconn)
-                new = dom.migrate3(dconn, {}, flags)
-            job.details["duration"] = time.monotonic() - t0
-            with contextlib.suppress(Exception):
-                stats = (new or dom).jobStats(self._flag("VIR_DOMAIN_JOB_STATS_COMPLETED", 1))
-                job.details.update(
-                    {k: stats[k] for k in ("downtime", "data_processed", "memory_iteration") if k in stats}
-                )
-            self._where[vm] = dst
-            self._vm[vm].vf_rate = 0.0
-        except Exception as e:
-            job.error = f"migration of {vm} from {src} to {dst} failed: {_msg(e)}"
-            self._recover(job, src, vm)
-        finally:
-            for c in job.conns:
-                with contextlib.suppress(Exception):
-                    c.close()
-            job.done = True
-
-    def _recover(self, job: _Job, src: str, vm: str) -> None:
-        """After a failed or cancelled migration: the VM runs on its source, with its VF back."""
-        conn = self._conn(src)
-        if conn is None:
-            job.error += f"; source {src} unreachable, the VM's state is unknown"
-            return
-        try:
-            dom = conn.lookupByName(vm)
-            if dom.state()[0] == 3:  # paused by a stop-and-copy that did not finish
-                dom.resume()
-            if job.reattach_rate >= 0:
-                self._attach_vf(src, dom, vm, job.reattach_rate)
-                job.error += "; VF re-attached on the source"
-        except Exception as e:
-            job.error += f"; recovering on {src} failed: {_msg(e)}"
-
     # ------------------------------------------------------------------ progress
-    def poll(self, action: A.Action) -> A.Outcome:
-        vm = getattr(action, "vm", "")
-        job = self._jobs.get(vm)
-        now = self.now()
-        if job is None or job.action is not action:
-            return A.Outcome(A.OK, "done", finished=now)
-        if not job.done:
-            msg = "waiting for the device-removed event"
-            if isinstance(action, A.Migrate):
-                msg = self._progress(vm, job.src)
-            return A.Outcome(A.RUNNING, msg, started=job.started)
-        del self._jobs[vm]
-        if job.cancelled:
-            return A.Outcome(A.CANCELLED, f"cancelled; {job.error}", job.started, now, job.details)
-        if job.error:
-            return A.Outcome(A.FAILED, job.error, job.started, now, job.details)
-        what = f"on {job.action.dst}" if isinstance(action, A.Migrate) else "VF detached"  # type: ignore[attr-defined]
-        return A.Outcome(A.OK, what, job.started, now, job.details)
-
-    def _progress(self, vm: str, src: str) -> str:
-        conn = self._conns.get(src)
-        try:
-            st = conn.lookupByName(vm).jobStats(0)
-            total, done = st.get("data_total", 0), st.get("data_processed", 0)
-            return f"{done / 2**20:.0f} of {total / 2**20:.0f} MiB sent"
-        except Exception:
-            return "migrating"
-
-    def cancel(self, action: A.Action) -> A.Outcome:
-        vm = getattr(action, "vm", "")
-        job = self._jobs.get(vm)
-        now = self.now()
-        if job is None or job.done or not isinstance(action, A.Migrate):
-            return A.Outcome(A.OK, "nothing to cancel", finished=now)
-        job.cancelled = True
-        conn = self._conn(job.src)
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                conn.lookupByName(vm).abortJob()
-        if job.thread is not None:
-            job.thread.join(timeout=30)
-        self._jobs.pop(vm, None)
-        return A.Outcome(
-            A.CANCELLED, f"migration aborted; {job.error or 'the VM stays on ' + job.src}", job.started, now
-        )
-
-
-class _Refused(Exception):
-    """A precondition that failed: becomes a failed outcome with this message."""
-
-
-def _msg(e: BaseException) -> str:
-    return str(e).strip() or type(e).__name__

@@ -42,7 +42,7 @@ class SimDriver:
 
     def observe(self) -> Snapshot:
         s = self.sim
-        c = s.c
+        c = s.counters
         counters = VmCounters(**{k: c[k].copy() for k in VmCounters.__dataclass_fields__})
         nic = np.where(s.vm_vf, "vf", "vnic").astype(object)
         for _, vm, kind in s.vf_pending:  # a hot-plug in progress

@@ -27,7 +27,7 @@ class Policy(ABC):
     params: ClassVar[dict[str, Field]] = {}
 
     def __init__(self, **params: Any):
-        self.p = params
+        self.settings = params  # the values of this instance; `params` (the class's) says what each one is
         self.period: float = params.get("period", 10.0)
 
     @abstractmethod

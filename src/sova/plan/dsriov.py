@@ -158,7 +158,7 @@ class DynamicSRIOV(Policy):
     params = VF_PARAMS
 
     def plan(self, knowledge: Knowledge) -> list[Action]:
-        s = window_samples(knowledge, self.p["window"])
+        s = window_samples(knowledge, self.settings["window"])
         if s is None:
             return []
-        return vf_plan(knowledge.latest, s, self.p, self.name)
+        return vf_plan(knowledge.latest, s, self.settings, self.name)

@@ -55,11 +55,11 @@ class PlacementPolicy(Policy):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.rng = np.random.default_rng(self.p["seed"])
+        self.rng = np.random.default_rng(self.settings["seed"])
         self.target: np.ndarray | None = None
         self.problem: Problem | None = None
         self.why = ""
-        self.next_cycle = self.p["window"]  # the first cycle once a whole window has been measured
+        self.next_cycle = self.settings["window"]  # the first cycle once a whole window has been measured
 
     @abstractmethod
     def optimize(self, problem: Problem, x0: np.ndarray) -> np.ndarray:
@@ -80,10 +80,10 @@ class PlacementPolicy(Policy):
                     ]
                 # reached (or stuck): measure the settled placement for a whole window before the next cycle
                 self.target = None
-                self.next_cycle = max(self.next_cycle, snap.time + self.p["window"])
+                self.next_cycle = max(self.next_cycle, snap.time + self.settings["window"])
                 return []
         if snap.time >= self.next_cycle:
-            self.next_cycle = snap.time + self.p["cycle"]
+            self.next_cycle = snap.time + self.settings["cycle"]
             self._cycle(knowledge)
             if self.target is not None:
                 return self.plan(knowledge)
@@ -91,7 +91,7 @@ class PlacementPolicy(Policy):
 
     def _cycle(self, knowledge: Knowledge) -> None:
         try:
-            problem = problem_from_knowledge(knowledge, self.p["window"], self.p["slots"])
+            problem = problem_from_knowledge(knowledge, self.settings["window"], self.settings["slots"])
             x0 = knowledge.latest.vm_host.copy()
             x1 = self.optimize(problem, x0)
         except PlacementError:
@@ -99,7 +99,7 @@ class PlacementPolicy(Policy):
             return
         before = Evaluator(problem, self.energy, x0).value()
         after = Evaluator(problem, self.energy, x1).value()
-        if before - after >= self.p["min_gain"]:
+        if before - after >= self.settings["min_gain"]:
             self.problem, self.target = problem, x1
             moves = int((x0 != x1).sum())
             self.why = f"{self.name}: maximum utilization {before:.0%} -> {after:.0%} with {moves} migration(s)"
@@ -130,7 +130,7 @@ class _Annealer(PlacementPolicy):
     params = SA_PARAMS
 
     def optimize(self, problem, x0):
-        p = self.p
+        p = self.settings
         return anneal(problem, x0, self.energy, self.rng, p["steps"], p["t0"], p["t_end"])
 
 
@@ -172,6 +172,6 @@ class Model(PlacementPolicy):
 
     def optimize(self, problem, x0):
         start = greedy_fill(problem)
-        result = solve(problem, start=start, time_limit=self.p["time_limit"], gap=self.p["gap"])
+        result = solve(problem, start=start, time_limit=self.settings["time_limit"], gap=self.settings["gap"])
         self.last_gap = result.gap
         return result.x

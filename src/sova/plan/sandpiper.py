@@ -24,7 +24,7 @@ from sova.plan.base import Policy, register
 
 @register
 class Sandpiper(Policy):
-    name = "vlm"
+    name = "sandpiper"
     loop = "global"
     summary = "live-migrate VMs off hotspots in decreasing volume-to-size ratio (Sandpiper)"
     params = {
@@ -39,7 +39,7 @@ class Sandpiper(Policy):
         self.placement = PlacementTracker()
 
     def plan(self, knowledge: Knowledge) -> list[Action]:
-        p = self.p
+        p = self.settings
         self.placement.update(knowledge)
         loads = host_loads(knowledge, p["interval"], p["n"])
         vm_load = vm_loads(knowledge, p["interval"])

@@ -44,7 +44,7 @@ class Sova(Policy):
         self.placement = PlacementTracker()
 
     def plan(self, knowledge: Knowledge) -> list[Action]:
-        p = self.p
+        p = self.settings
         self.placement.update(knowledge)
         snap = knowledge.latest
         actions: list[Action] = []

@@ -33,7 +33,7 @@ class ThresholdMigration(Policy):
     }
 
     def plan(self, knowledge: Knowledge) -> list[Action]:
-        p = self.p
+        p = self.settings
         loads = host_loads(knowledge, p["window"], p["n"])
         if loads is None:
             return []
@@ -79,7 +79,7 @@ class ThresholdMigration(Policy):
     def _choose(self, snap, candidates, vm_cores, host_util, mem_free, src):
         for vm in candidates:
             after = host_util + vm_cores[vm] / snap.host_cores
-            ok = (mem_free >= snap.vm_memory[vm]) & (after <= self.p["target"])
+            ok = (mem_free >= snap.vm_memory[vm]) & (after <= self.settings["target"])
             ok[src] = False
             if ok.any():
                 dst = int(np.flatnonzero(ok)[np.argmin(host_util[ok])])

@@ -19,6 +19,7 @@ from sova.model.topology import build_topology
 from sova.sim import datapath, mapreduce, web_service
 from sova.sim.compute import weighted_share
 from sova.sim.datapath import Layout
+from sova.sim.events import EventLog
 from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.migration import Migration, migration_config
 from sova.sim.records import Flow, MigrationRecord
@@ -36,8 +37,8 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
-        self.p = {**simulator_defaults(), **scenario.simulator}
-        self.migration_config = migration_config(self.p)
+        self.params = {**simulator_defaults(), **scenario.simulator}
+        self.migration_config = migration_config(self.params)
         self.rng = np.random.default_rng(scenario.seed if seed is None else seed)
         self.t = 0.0
         self.dt = scenario.step
@@ -80,11 +81,13 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self.dom0_mem_reserved = np.zeros(self.H)
 
         self.layout = Layout(self.topology.n_links, self.H, self.V)
-        eff = self.p["protocol_efficiency"]
+        eff = self.params["protocol_efficiency"]
         self.static_cap = np.concatenate([self.topology.link_cap * eff, self.nic_bw * eff, self.nic_bw * eff])
-        payload = self.p["packet_payload"]
-        self.dom0_cost_bit = self.p["dom0_cost_per_byte"] / 8 + self.p["dom0_cost_per_packet"] / (8 * payload)
-        self.guest_cost_bit = self.p["guest_cost_per_byte"] / 8 + self.p["guest_cost_per_packet"] / (8 * payload)
+        payload = self.params["packet_payload"]
+        self.dom0_cost_bit = self.params["dom0_cost_per_byte"] / 8 + self.params["dom0_cost_per_packet"] / (8 * payload)
+        self.guest_cost_bit = self.params["guest_cost_per_byte"] / 8 + self.params["guest_cost_per_packet"] / (
+            8 * payload
+        )
         self.pkt_bits = 8 * payload
 
         self.workloads = Workloads(scenario, self.rng)
@@ -92,6 +95,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self._register_workload_flows()
         self.migrations: dict[int, tuple[Migration, int]] = {}
         self.migration_log: list[MigrationRecord] = []
+        self.events = EventLog()  # what finished (batch runs, jobs, transfers), until someone takes it
         self.vf_log: list[tuple[float, str, str, str]] = []  # (time, VM, host, 'attached' | 'detached')
         self._routes_dirty = True
         self._route_cache: list[datapath.Route | None] = []
@@ -106,7 +110,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
     def _init_counters(self) -> None:
         V, H = self.V, self.H
         z = np.zeros
-        self.c = {
+        self.counters = {
             "cpu_time": z(V),
             "wait_time": z(V),
             "blocked_time": z(V),
@@ -131,13 +135,13 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self.flow_bytes = np.zeros(len(self.flows))
         self.energy_j = np.zeros(H)
         # last step's gauges, for the recorder
-        self.g: dict[str, np.ndarray] = {}
+        self.gauges: dict[str, np.ndarray] = {}
 
     # ------------------------------------------------------------------ routing
     # ------------------------------------------------------------------ step
     def step(self) -> None:
         """Advance the data center by one time step."""
-        t, dt, p = self.t, self.dt, self.p
+        t, dt, p = self.t, self.dt, self.params
         w = self.workloads
         w.apply_phases(t)
         self._process_vf_ops(t)
@@ -203,12 +207,12 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self._advance_transfers(rate, dt)
         self._last_vm_alloc, self._last_vm_want = vm_alloc, vm_want
         if self.web:
-            self.g["web_rps"] = np.bincount(self.web.row, weights=self.web_rate, minlength=len(w.group("web")))
+            self.gauges["web_rps"] = np.bincount(self.web.row, weights=self.web_rate, minlength=len(w.group("web")))
         self._advance_services(rate, load, cap, vm_alloc, vm_want, stretch, dt, run_now)
         self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt)
-        self.g["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
-        self.g["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)
-        self.g["nic_rx_util"] = load[self.layout.nic_rx : self.layout.dom0] / np.maximum(nic_cap, 1e-300)
+        self.gauges["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
+        self.gauges["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)
+        self.gauges["nic_rx_util"] = load[self.layout.nic_rx : self.layout.dom0] / np.maximum(nic_cap, 1e-300)
         self.t = t + dt
 
     def _offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
@@ -238,12 +242,12 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
 
     def _stretch(self, vm_dem: np.ndarray) -> np.ndarray:
         """Run-queue slowdown of work per host: 1 + k * max(0, runnable vCPUs / threads - 1)."""
-        busy = vm_dem > 2 * self.p["idle_guest_cpu"]
+        busy = vm_dem > 2 * self.params["idle_guest_cpu"]
         runnable = np.bincount(self.vm_host[busy], weights=self.vm_vcpus[busy], minlength=self.H)
-        return 1.0 + self.p["sched_overhead"] * np.maximum(runnable / self.host_cores - 1.0, 0.0)
+        return 1.0 + self.params["sched_overhead"] * np.maximum(runnable / self.host_cores - 1.0, 0.0)
 
     def _capacities(self, dom0_alloc: np.ndarray) -> np.ndarray:
-        vf = np.where(self.vm_vf & (self.vm_vf_rate > 0), self.vm_vf_rate * self.p["protocol_efficiency"], np.inf)
+        vf = np.where(self.vm_vf & (self.vm_vf_rate > 0), self.vm_vf_rate * self.params["protocol_efficiency"], np.inf)
         lim = np.where(self.vm_net_limit > 0, self.vm_net_limit, np.inf)
         return np.concatenate([self.static_cap, dom0_alloc, vf, lim])
 
@@ -373,7 +377,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         served, latency, rho = serve_io(
             self.vm_storage[io["vm"]], io["iops"], io["size"], self.st_par, self.st_access, self.st_bw
         )
-        self.g["storage_util"] = rho
+        self.gauges["storage_util"] = rho
         bytes_s = served * io["size"]
         rd = np.bincount(io["vm"], weights=bytes_s * io["read"], minlength=self.V)
         wr = np.bincount(io["vm"], weights=bytes_s * (1 - io["read"]), minlength=self.V)
@@ -385,7 +389,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
     # ------------------------------------------------------------------ progress
     # ------------------------------------------------------------------ accounting
     def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt) -> None:
-        c = self.c
+        c = self.counters
         got = vm_alloc * dt
         want = np.minimum(vm_dem, self.vm_vcpus)
         wait = np.minimum((want - vm_alloc) * dt + got * (stretch[self.vm_host] - 1), self.vm_vcpus * dt - got)
@@ -419,11 +423,11 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
             c["blk_rd_bytes"] += np.bincount(vm, weights=ops * io["read"] * io["size"], minlength=self.V)
             c["blk_wr_bytes"] += np.bincount(vm, weights=ops * (1 - io["read"]) * io["size"], minlength=self.V)
             c["blk_time"] += np.bincount(vm, weights=ops * io_latency, minlength=self.V)
-            self.g["io"] = {"vm": vm, "served": served_iops, "offered": io["iops"], "latency": io_latency}
+            self.gauges["io"] = {"vm": vm, "served": served_iops, "offered": io["iops"], "latency": io_latency}
         util = host_busy / self.host_cores
         power = self.power_idle + (self.power_max - self.power_idle) * np.minimum(util, 1.0)
         self.energy_j += power * dt
-        self.g.update(
+        self.gauges.update(
             host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
         )
 

@@ -101,7 +101,7 @@ class HypervisorOperations:
         self.vf_used[h] += 1
         self.vm_vf_busy[vm] = True
         self.vm_vf_rate[vm] = rate
-        self.vf_pending.append((self.t + self.p["vf_attach_time"], vm, "attach"))
+        self.vf_pending.append((self.t + self.params["vf_attach_time"], vm, "attach"))
 
     def detach_vf(self, vm: int) -> None:
         """Traffic fails over to the para-virtual standby at once; the VF is free after the unplug."""
@@ -112,7 +112,7 @@ class HypervisorOperations:
         self._routes_dirty = True
         self._moved_vms.add(vm)
         self.vf_log.append((self.t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "detached"))
-        self.vf_pending.append((self.t + self.p["vf_detach_time"], vm, "release"))
+        self.vf_pending.append((self.t + self.params["vf_detach_time"], vm, "release"))
 
     def set_vf_rate(self, vm: int, rate: float) -> None:
         if not self.vm_vf[vm]:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from sova.sim.events import BatchDone, JobDone, TransferDone
+
 PER_HOST_MAX = 64
 HOST_PERCENTILES = (5, 25, 50, 75, 95)  # the bands a large run's per-host plots draw
 EXTREME_HOSTS = 3  # hottest and coolest hosts a large run keeps series of
@@ -86,9 +88,9 @@ class Recorder:
     vm_names: list[str] | None = None  # set to also record per-VM columns
     rows: dict[str, list] = field(default_factory=dict)
     svc: dict[str, list] = field(default_factory=dict)
-    batch: list[tuple[int, float]] = field(default_factory=list)
-    transfers: list[tuple[int, float]] = field(default_factory=list)
-    jobs: list[tuple[int, float, float]] = field(default_factory=list)  # mapreduce: (job, start, end)
+    batch: list[BatchDone] = field(default_factory=list)
+    transfers: list[TransferDone] = field(default_factory=list)
+    jobs: list[JobDone] = field(default_factory=list)
     history: HostHistory | None = None  # without per-host columns: to name the hottest and coolest hosts
     _next: float = 0.0
 
@@ -97,16 +99,10 @@ class Recorder:
             self.history = HostHistory(self.host_names)
 
     def record(self, sim) -> None:
-        g = sim.g
-        batch = g.pop("batch_done", None)
-        if batch:
-            self.batch.extend(batch)
-        done = g.pop("transfer_done", None)
-        if done:
-            self.transfers.extend(done)
-        jobs = g.pop("jobs_done", None)
-        if jobs:
-            self.jobs.extend(jobs)
+        g = sim.gauges
+        self.batch += sim.events.take(BatchDone)
+        self.transfers += sim.events.take(TransferDone)
+        self.jobs += sim.events.take(JobDone)
         svc = g.get("svc")
         if svc is not None:
             for k, v in svc.items():

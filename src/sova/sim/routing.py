@@ -102,8 +102,8 @@ class Routing:
                     self.vm_host,
                     self.vm_vf,
                     self.dom0_cost_bit,
-                    self.p["pv_latency"],
-                    self.p["vf_latency"],
+                    self.params["pv_latency"],
+                    self.params["vf_latency"],
                     zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
                 )
                 cache[f] = r

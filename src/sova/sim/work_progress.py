@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.sim import mapreduce
+from sova.sim.events import BatchDone, JobDone, TransferDone
 
 RHO_MAX = 0.99  # utilisation cap in the queueing formulas (a saturated resource serves at 1 / (1 - 0.99))
 
@@ -33,9 +34,8 @@ class WorkProgress:
             # finishing time inside the step, by linear interpolation
             over = -g.state["left"][done] / np.maximum(progress[done], 1e-300) * dt
             finish = self.t + dt - over
-            self.g.setdefault("batch_done", [])
             for i, f in zip(np.flatnonzero(done), finish, strict=True):
-                self.g["batch_done"].append((int(i), float(f - g.state["started"][i])))
+                self.events.add(BatchDone(int(i), float(f - g.state["started"][i])))
             g.state["started"][done] = finish + g.params["think"][done]
             g.state["left"][done] = g.params["work"][done]
             g.state["think_left"][done] = g.params["think"][done]
@@ -47,8 +47,8 @@ class WorkProgress:
         share = np.where(vm_want[g.vm] > 0, vm_alloc[g.vm] / np.maximum(vm_want[g.vm], 1e-300), 0.0)
         speed = mapreduce.cores(g, self.vm_vcpus) * np.minimum(share, 1.0) / stretch[self.vm_host[g.vm]] * run[g.vm]
         done = mapreduce.advance(g, self.jobs, speed, rate[self.jobs.flow], self.t, dt)
-        if done:
-            self.g.setdefault("jobs_done", []).extend(done)
+        for job, started, finished in done:
+            self.events.add(JobDone(job, started, finished))
 
     def _advance_transfers(self, rate: np.ndarray, dt: float) -> None:
         g = self.workloads.group("transfer")
@@ -62,7 +62,7 @@ class WorkProgress:
         for i in np.flatnonzero(finished):
             frac = (g.params["size"][i] - before[i]) / max(moved[i], 1e-300)  # of the step, to the last byte
             rate[flows[i]] *= frac  # the copy stops at its last byte: nothing is counted after it
-            self.g.setdefault("transfer_done", []).append((int(i), float(self.t + frac * dt - g.params["start"][i])))
+            self.events.add(TransferDone(int(i), float(self.t + frac * dt - g.params["start"][i])))
         g.state["done"] |= finished
 
     def _advance_services(self, rate, load, cap, vm_alloc, vm_dem, stretch, dt, run) -> None:
@@ -99,7 +99,7 @@ class WorkProgress:
         mean = t_cpu + t_xfer + fixed + queue
         floor = cpr + t_min + fixed
         g.state["backlog"] = new_backlog
-        self.g["svc"] = {
+        self.gauges["svc"] = {
             "served": served,
             "arrivals": arrivals,
             "dropped": dropped,
@@ -124,7 +124,7 @@ class WorkProgress:
         # rate limiters (VF tiers, vNIC limits) are token buckets: a message within the bucket's burst
         # leaves at line rate; the bucket holds less as the limiter fills up
         limiter = res >= self.layout.vf
-        burst = self.p["rate_limit_burst"] * 8 * (1 - rho)
+        burst = self.params["rate_limit_burst"] * 8 * (1 - rho)
         work = np.where(limiter, np.maximum(work - burst, 0.0), work)
         base = np.where(np.isfinite(speed), work / np.maximum(speed, 1e-300), 0.0)
         loaded = base / (1 - rho)

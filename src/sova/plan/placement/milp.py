@@ -42,18 +42,18 @@ class _Rows:
     """Sparse rows built as COO triplets, with bounds."""
 
     def __init__(self) -> None:
-        self.r: list[np.ndarray] = []
-        self.c: list[np.ndarray] = []
-        self.v: list[np.ndarray] = []
+        self.row_ids: list[np.ndarray] = []
+        self.col_ids: list[np.ndarray] = []
+        self.values: list[np.ndarray] = []
         self.lo: list[float] = []
         self.hi: list[float] = []
 
     def add(self, cols, vals, lo: float, hi: float) -> None:
         n = len(self.lo)
         cols = np.asarray(cols, dtype=np.int64)
-        self.r.append(np.full(len(cols), n))
-        self.c.append(cols)
-        self.v.append(np.asarray(vals, dtype=float))
+        self.row_ids.append(np.full(len(cols), n))
+        self.col_ids.append(cols)
+        self.values.append(np.asarray(vals, dtype=float))
         self.lo.append(lo)
         self.hi.append(hi)
 
@@ -118,7 +118,8 @@ def solve(
     kn = _knapsack_cuts(problem, rows, col_u, w0)
     n_col = w0 + len(kn[0])
     A = coo_matrix(
-        (np.concatenate(rows.v), (np.concatenate(rows.r), np.concatenate(rows.c))), shape=(len(rows.lo), n_col)
+        (np.concatenate(rows.values), (np.concatenate(rows.row_ids), np.concatenate(rows.col_ids))),
+        shape=(len(rows.lo), n_col),
     ).tocsc()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = n_col, len(rows.lo)

@@ -29,7 +29,7 @@ class Evaluator:
     def __init__(self, problem: Problem, energy: str, x: np.ndarray):
         if energy not in ENERGIES:
             raise ValueError(f"unknown energy {energy!r}; expected one of {', '.join(ENERGIES)}")
-        self.p = problem
+        self.problem = problem
         self.energy = energy
         self.n_levels = {"cpu": 0, "nic": 1, "nic-tm": 1}.get(energy, len(problem.levels.group))
         self.use_cpu = energy != "links"
@@ -45,7 +45,7 @@ class Evaluator:
 
     # ------------------------------------------------------------------ full computation
     def _full(self) -> None:
-        p, x = self.p, self.x
+        p, x = self.problem, self.x
         on = x >= 0
         self.cpu = np.bincount(x[on], weights=p.cpu[on], minlength=p.n_hosts).astype(float)  # float even if empty
         self.out = [np.zeros(len(c)) for c in self.caps]
@@ -71,15 +71,17 @@ class Evaluator:
     # ------------------------------------------------------------------ the objective
     def value(self) -> float:
         """The utilization of the most utilized resource."""
-        best = float((self.cpu / self.p.host_cores).max(initial=0.0)) if self.use_cpu else 0.0
+        best = float((self.cpu / self.problem.host_cores).max(initial=0.0)) if self.use_cpu else 0.0
         for out, inn, cap in zip(self.out, self.inn, self.caps, strict=True):
             best = max(best, float((out / cap).max(initial=0.0)), float((inn / cap).max(initial=0.0)))
         return best
 
     def utilizations(self) -> dict[str, np.ndarray]:
         """Per resource kind: its utilizations (cpu per host; per level, up and down)."""
-        out = {"cpu": self.cpu / self.p.host_cores}
-        for name, o, i, cap in zip(self.p.levels.names, self.out, self.inn, self.p.levels.cap, strict=False):
+        out = {"cpu": self.cpu / self.problem.host_cores}
+        for name, o, i, cap in zip(
+            self.problem.levels.names, self.out, self.inn, self.problem.levels.cap, strict=False
+        ):
             n = len(cap)  # the levels' own groups: without U
             out[f"{name}-up"] = o[:n] / cap
             out[f"{name}-down"] = i[:n] / cap
@@ -88,7 +90,7 @@ class Evaluator:
     # ------------------------------------------------------------------ incremental
     def _partners(self, v: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(hosts of the VMs v sends to, rates, hosts of the VMs sending to v, rates); -1: not placed."""
-        p, x = self.p, self.x
+        p, x = self.problem, self.x
         r0, r1 = p.traffic.indptr[v], p.traffic.indptr[v + 1]
         c = p.traffic_csc
         c0, c1 = c.indptr[v], c.indptr[v + 1]
@@ -96,7 +98,7 @@ class Evaluator:
 
     def _shift(self, v: int, host: int, sign: float) -> None:
         """Add (sign=1) or remove (sign=-1) VM v's loads as if it ran on `host` (-1: in U, host level only)."""
-        p = self.p
+        p = self.problem
         if host >= 0:
             self.cpu[host] += sign * p.cpu[v]
         if self.n_levels == 0:
@@ -140,7 +142,7 @@ class Evaluator:
     def scores_and_local(self, v: int) -> tuple[np.ndarray, np.ndarray]:
         """For an unplaced VM v, per host: the objective if v were placed there, and the highest
         utilization among the resources of that host and its groups (what v's arrival loads most)."""
-        p = self.p
+        p = self.problem
         assert self.x[v] < 0, "scores_if_placed takes an unplaced VM"
         cpu_u = self.cpu / p.host_cores
         new_cpu = (self.cpu + p.cpu[v]) / p.host_cores
