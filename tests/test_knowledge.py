@@ -50,6 +50,50 @@ def test_windows_need_two_snapshots():
     assert k.host_cpu_util(10) is None and k.window(10) is None
 
 
+def _timed(k: Knowledge, times) -> list:
+    """Snapshots of one small simulated cluster, stamped with the given times, added to k."""
+    sim = Simulator(make_scenario(vms=[{"name": "a", "host": "h1"}]))
+    drv = SimDriver(sim)
+    snaps = []
+    for t in times:
+        snaps.append(dataclasses.replace(drv.observe(), time=float(t)))
+        k.add(snaps[-1])
+        sim.step()
+    return snaps
+
+
+def test_history_is_kept_by_time_with_the_snapshot_that_opens_a_full_window():
+    k = Knowledge(history=60.0)
+    _timed(k, range(0, 300, 2))  # every 2 s for 298 s
+    assert k.snapshots[0].time == 238.0 and k.latest.time == 298.0  # 298 - 60 = 238: a 60 s window still fits
+    assert k.window(60)[0].time == 238.0
+    assert len(k) == 31
+
+
+def test_lookups_by_time_find_the_newest_snapshot_at_or_before():
+    k = Knowledge(history=1000.0)
+    _timed(k, [0, 1, 2.5, 7, 10])
+    assert k.at_or_before(7).time == 7 and k.at_or_before(6.99).time == 2.5 and k.at_or_before(-1) is None
+    assert [s.time for s in k.since(2)] == [2.5, 7, 10]
+    old, new = k.window(5)
+    assert (old.time, new.time) == (2.5, 10)  # the newest at or before 10 - 5
+    assert k.window(3, end=7)[0].time == 2.5
+
+
+def test_a_long_history_is_compacted_and_lookups_stay_right():
+    k = Knowledge(history=10.0)
+    _timed(k, range(5000))
+    assert len(k._snaps) < 2100  # the dropped ones are deleted now and then, not kept for ever
+    assert k.at_or_before(4995.5).time == 4995 and k.snapshots[0].time == 4989
+
+
+def test_snapshots_must_move_forward_in_time():
+    k = Knowledge()
+    snaps = _timed(k, [0, 5])
+    with pytest.raises(ValueError, match="not newer"):
+        k.add(snaps[0])
+
+
 @pytest.mark.parametrize(
     ("spec", "fields", "skip"),
     [

@@ -71,9 +71,7 @@ class PlacementTracker:
         self._seen = -np.inf
 
     def update(self, knowledge: Knowledge) -> None:
-        for snap in knowledge.snapshots:
-            if snap.time <= self._seen:
-                continue
+        for snap in knowledge.since(self._seen + 1e-6):
             self._seen = snap.time
             if self._vm_host is None or snap.vms != self._vms or snap.hosts != self._hosts:
                 self._vms, self._hosts, self._vm_host = snap.vms, snap.hosts, snap.vm_host.copy()

@@ -44,14 +44,11 @@ class Samples:
 
 def window_samples(knowledge: Knowledge, seconds: float) -> Samples | None:
     """The samples of the last `seconds`, or None before two snapshots exist."""
-    snaps = list(knowledge.snapshots)
-    if len(snaps) < 2:
+    if len(knowledge) < 2:
         return None
-    end = snaps[-1].time
-    first = next(i for i, s in enumerate(snaps) if s.time >= end - seconds - 1e-9)
-    use = snaps[first:]
+    use = knowledge.since(knowledge.latest.time - seconds)
     if len(use) < 2:
-        use = snaps[-2:]
+        use = knowledge.snapshots[-2:]
 
     def series(get):
         return np.diff(np.stack([get(s) for s in use]), axis=0)

@@ -149,7 +149,7 @@ def _response_times(served: float, mean: float, p95: float, p99: float) -> dict:
 
 def _intensity(snapshots) -> dict[str, dict[str, float]]:
     """IF, NF, io_degree and net_degree of every VM over the whole run (with the dsriov defaults)."""
-    knowledge = Knowledge(len(snapshots))
+    knowledge = Knowledge(float("inf"))
     for snap in snapshots:
         knowledge.add(snap)
     s = window_samples(knowledge, float("inf"))

@@ -69,7 +69,7 @@ def run_and_measure(
     hold it (placement.measure); `on_step` sees the simulator after every step from the warm-up on."""
     sim = Simulator(scenario)
     driver = SimDriver(sim)
-    knowledge = Knowledge(2, scenario.topology)
+    knowledge = Knowledge(float("inf"), scenario.topology)  # two snapshots: the window's ends
     first = round(warmup / scenario.step)
     for i in range(max(1, round(seconds / scenario.step))):
         if i == first:

@@ -1,4 +1,4 @@
-"""The Knowledge of the MAPE-K loop: a bounded history of snapshots and the rates derived from it.
+"""The Knowledge of the MAPE-K loop: a history of snapshots, bounded in time, and the rates derived from it.
 
 Rates are differences of cumulative counters over a window, as any monitoring system computes them
 from real sensors.
@@ -6,7 +6,7 @@ from real sensors.
 
 from __future__ import annotations
 
-from collections import deque
+import bisect
 
 import numpy as np
 
@@ -16,41 +16,62 @@ from sova.model.snapshot import Snapshot
 
 class Knowledge:
     """Snapshot history (newest last) plus helpers for windowed rates, and the fabric from the inventory
-    (an operator's description of the network, as the Virtue paper's experiment files give it)."""
+    (an operator's description of the network, as the Virtue paper's experiment files give it).
 
-    def __init__(self, history: int = 600, topology: TopologySpec | None = None):
-        self.snapshots: deque[Snapshot] = deque(maxlen=history)
+    The history is kept by time: `history` seconds back from the newest snapshot (and the snapshot just
+    before that, so a window of the whole history has its older end). Lookups by time are binary
+    searches, so a policy asking for a window costs the same whatever the history holds.
+    """
+
+    def __init__(self, history: float = 600.0, topology: TopologySpec | None = None):
+        self.history = history
         self.topology = topology
+        self._snaps: list[Snapshot] = []
+        self._times: list[float] = []
+        self._first = 0  # index of the oldest snapshot kept
 
     def add(self, snap: Snapshot) -> None:
-        if self.snapshots and len(snap.vms) != len(self.snapshots[-1].vms):
-            self.snapshots.clear()  # the inventory changed: old counters no longer line up
-        self.snapshots.append(snap)
+        if self._snaps and snap.time <= self._times[-1]:
+            raise ValueError(f"snapshot at {snap.time:g} s is not newer than the last one ({self._times[-1]:g} s)")
+        if self._snaps and len(snap.vms) != len(self._snaps[-1].vms):
+            self._snaps, self._times, self._first = [], [], 0  # the inventory changed: old counters no longer line up
+        self._snaps.append(snap)
+        self._times.append(snap.time)
+        oldest_needed = bisect.bisect_right(self._times, snap.time - self.history, lo=self._first) - 1
+        self._first = max(self._first, min(oldest_needed, len(self._snaps) - 2))
+        if self._first > 1024 and 2 * self._first > len(self._snaps):  # drop what is no longer kept
+            del self._snaps[: self._first], self._times[: self._first]
+            self._first = 0
 
     @property
     def latest(self) -> Snapshot:
-        return self.snapshots[-1]
+        return self._snaps[-1]
+
+    @property
+    def snapshots(self) -> list[Snapshot]:
+        """Every snapshot kept, oldest first."""
+        return self._snaps[self._first :]
+
+    def since(self, t: float) -> list[Snapshot]:
+        """The snapshots taken at or after time t, oldest first."""
+        return self._snaps[bisect.bisect_left(self._times, t - 1e-9, lo=self._first) :]
 
     def __len__(self) -> int:
-        return len(self.snapshots)
+        return len(self._snaps) - self._first
 
     def at_or_before(self, t: float) -> Snapshot | None:
         """The newest snapshot taken at or before time t."""
-        for s in reversed(self.snapshots):
-            if s.time <= t + 1e-9:
-                return s
-        return None
+        i = bisect.bisect_right(self._times, t + 1e-9, lo=self._first) - 1
+        return self._snaps[i] if i >= self._first else None
 
     def window(self, seconds: float, end: float | None = None) -> tuple[Snapshot, Snapshot] | None:
         """(older, newer) snapshots spanning about `seconds` up to `end` (default: latest)."""
-        if len(self.snapshots) < 2:
+        if len(self) < 2:
             return None
         new = self.latest if end is None else self.at_or_before(end)
         if new is None:
             return None
-        old = self.at_or_before(new.time - seconds)
-        if old is None:
-            old = self.snapshots[0]
+        old = self.at_or_before(new.time - seconds) or self._snaps[self._first]
         if old.time >= new.time:
             return None
         return old, new

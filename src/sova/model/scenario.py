@@ -110,7 +110,7 @@ class ProfileSpec:
 @dataclass(frozen=True)
 class ControlSpec:
     monitor_period: float = 1.0
-    history: int = 600
+    history: float = 600.0  # s of snapshots the Knowledge keeps
     max_migrations_per_host: int = 1
     max_migrations_cluster: int = 4
     hold_down: float = 300.0

@@ -204,7 +204,7 @@ PROFILE_FIELDS = {
 
 CONTROL_FIELDS = {
     "monitor_period": Field("duration", 1.0, "how often sensors are read", lo=0, lo_open=True),
-    "history": Field("int", 600, "snapshots kept in the Knowledge", lo=2),
+    "history": Field("duration", 600.0, "how far back the Knowledge keeps snapshots", lo=0, lo_open=True),
     "max_migrations_per_host": Field("int", 1, "concurrent migrations touching one host", lo=1),
     "max_migrations_cluster": Field("int", 4, "concurrent migrations in the whole cluster", lo=1),
     "hold_down": Field("duration", 300.0, "a migrated VM is not moved again for this long", lo=0),
