@@ -6,17 +6,31 @@ import pytest
 
 from sova.control import calibration as cal
 
+VNIC_COUNTS = (1, 16, 32, 40, 48, 56, 63)
 
-def test_paravirtual_throughput_falls_with_vms_while_vfs_hold_line_rate():
-    """SR-IOV paper §5.4: about 9.0 (vNIC) vs 9.4 Gb/s (VF) at 63 VMs; tolerance 0.15 Gb/s."""
-    pv = {n: cal.netperf_throughput(n, "vnic") for n in (1, 16, 32, 48, 63)}
-    vf = {n: cal.netperf_throughput(n, "vf") for n in (1, 63)}
-    assert pv[63] / 1e9 == pytest.approx(9.018, abs=0.15)
-    assert vf[63] / 1e9 == pytest.approx(9.429, abs=0.15)
-    assert pv[1] / 1e9 == pytest.approx(9.4, abs=0.15)
-    counts = sorted(pv)
-    assert all(pv[a] >= pv[b] - 1e3 for a, b in itertools.pairwise(counts))  # never rises
-    assert pv[1] - pv[63] > 0.25e9
+
+@pytest.fixture(scope="module")
+def netperf():
+    """SR-IOV paper §5.4 / Fig. 7c: aggregate goodput (bit/s) of N VMs through one 10 GbE port."""
+    return {nic: {n: cal.netperf_throughput(n, nic) for n in VNIC_COUNTS} for nic in ("vnic", "vf")}
+
+
+def test_netperf_goodput_at_63_vms_is_within_one_percent_of_the_paper(netperf):
+    """The paper's only numbers: 9,018.04 Mb/s (vNIC) and 9,428.92 Mb/s (VF) at 63 VMs (measured -0.32 %, -0.15 %)."""
+    assert netperf["vnic"][63] == pytest.approx(9018.04e6, rel=0.01)
+    assert netperf["vf"][63] == pytest.approx(9428.92e6, rel=0.01)
+
+
+def test_paravirtual_goodput_never_rises_with_vms_while_vfs_hold_line_rate_at_every_count(netperf):
+    vnic, vf = netperf["vnic"], netperf["vf"]
+    assert all(vnic[a] >= vnic[b] - 1e3 for a, b in itertools.pairwise(VNIC_COUNTS))
+    assert vnic[1] - vnic[63] > 0.3e9 and vnic[40] > vnic[48] > vnic[56] > vnic[63]  # falls past Dom0's knee
+    assert all(v == pytest.approx(vf[1], rel=1e-3) for v in vf.values())
+
+
+@pytest.mark.xfail(strict=True, reason="Dom0 saturates only near 32 VMs: the model is flat before (docs/simulator.md)")
+def test_paravirtual_goodput_falls_gradually_from_few_vms_as_the_paper_says(netperf):
+    assert netperf["vnic"][16] < netperf["vnic"][1] - 0.05e9
 
 
 @pytest.mark.parametrize("page", ["128KB", "256KB"])
@@ -38,10 +52,27 @@ def test_vfs_beat_vnics_for_pages_above_128KB(colocated):
         assert cal.web_response_time(page, colocated, "vf") < 0.6 * cal.web_response_time(page, colocated, "vnic")
 
 
-def test_oversubscribed_cpu_slows_jobs_as_vms_grow():
-    """CloudScope Fig. 2a: about 1.7x at 45 VMs of 4 vCPUs on 32 hardware threads; tolerance 0.15."""
+@pytest.fixture(scope="module")
+def slowdown():
+    """CloudScope Fig. 2a: job time relative to one VM, VMs of 4 vCPUs at half a core on 32 threads."""
     base = cal.cpu_job_time(1)
-    slow = {n: cal.cpu_job_time(n) / base for n in (5, 25, 45)}
-    assert slow[45] == pytest.approx(1.7, abs=0.15)
-    assert slow[5] == pytest.approx(1.0, abs=0.05)
-    assert 1.0 < slow[25] < slow[45]
+    return {n: cal.cpu_job_time(n) / base for n in (5, 15, 25, 35, 45)}
+
+
+def test_oversubscribed_cpu_slows_jobs_1_7_times_at_45_vms(slowdown):
+    """The paper's only number: "as high as 1.7x for 45 VMs" (two figures: 1.65-1.75)."""
+    assert slowdown[45] == pytest.approx(1.7, abs=0.05)
+
+
+def test_the_slowdown_grows_at_every_step_from_15_vms(slowdown):
+    assert 1.05 < slowdown[15] < slowdown[25] < slowdown[35] < slowdown[45]
+
+
+@pytest.mark.xfail(strict=True, reason="the run-queue factor starts at 8 VMs (32 vCPUs on 32 threads), not at 5")
+def test_the_slowdown_starts_with_5_vms_as_the_paper_says(slowdown):
+    assert slowdown[5] > 1.02
+
+
+@pytest.mark.xfail(strict=True, reason="the run-queue factor is linear in runnable vCPUs: no bend at 25 VMs")
+def test_the_slowdown_is_steeper_from_25_vms_as_the_paper_says(slowdown):
+    assert slowdown[45] - slowdown[25] > 1.5 * (slowdown[25] - slowdown[5])

@@ -29,12 +29,24 @@ def test_framework_holds_line_rate_while_the_default_declines(throughput):
     assert gbps[63]["framework"] - gbps[63]["default"] >= 0.3
 
 
-def test_framework_cuts_latency_by_a_quarter_from_32_vms_on():
-    """§5.3, Fig. 7a: more than 26 % lower from 32 VMs on (10 KB pages, 100 requests/s)."""
+@pytest.fixture(scope="module")
+def latency_cut():
+    """Fig. 7a: 1 - framework / default mean response time at each VM count (10 KB pages, 100 requests/s)."""
     res = sweep("sriov/latency-vs-vms.toml")
-    for n in (32, 40, 48):
-        d, f = (res[n][p]["services"]["response_mean"] for p in ("default", "framework"))
-        assert f <= 0.74 * d
+    return {
+        n: 1 - v["framework"]["services"]["response_mean"] / v["default"]["services"]["response_mean"]
+        for n, v in res.items()
+    }
+
+
+def test_framework_cuts_latency_by_a_quarter_from_32_vms_on(latency_cut):
+    """§5.3, Fig. 7a: more than 26 % lower from 32 VMs on."""
+    assert all(latency_cut[n] > 0.26 for n in (32, 40, 48))
+
+
+@pytest.mark.xfail(strict=True, reason="a fixed latency per Dom0 crossing: the cut is about 50 % at every count")
+def test_framework_cuts_latency_by_94_percent_at_48_vms_as_the_paper_says(latency_cut):
+    assert latency_cut[48] > 0.9
 
 
 def test_framework_cuts_latency_at_every_rate():
