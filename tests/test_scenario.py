@@ -128,3 +128,13 @@ def test_missing_file_and_directory_are_clear_errors(tmp_path: Path):
 def test_disk_io_without_a_storage_server_is_refused():
     raw = {**BASE, "vms": [{"name": "v", "host": "h1"}], "workloads": [{"vm": "v", "kind": "fio"}]}
     assert any("[[workloads]] #1.kind: fio does disk IO; expected a [[storage]] server" in m for m in problems(raw))
+
+
+def test_a_name_matcher_finds_exact_names_by_lookup_and_globs_in_order():
+    from sova.model.name_match import NameMatcher
+
+    matching = NameMatcher(["web2", "web10", "db1", "web1"])
+    assert matching("web1") == ["web1"] and matching("web3") == []
+    assert matching("web*") == ["web2", "web10", "web1"]  # the scenario's order, as fnmatch gives it
+    assert matching("web?") == ["web2", "web1"] and matching("[d]b*") == ["db1"]
+    assert "db1" in matching and "db2" not in matching

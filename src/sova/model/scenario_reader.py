@@ -7,12 +7,12 @@ counted entries expand their ``{i}`` names; VMs with host = "auto" or "random" a
 from __future__ import annotations
 
 import difflib
-import fnmatch
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sova.model.name_match import NameMatcher
 from sova.model.scenario import (
     ControlSpec,
     HostSpec,
@@ -246,10 +246,11 @@ def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.ran
     Problems are summed up, one line each: VMs larger than every host, VMs that found no room, and hosts
     whose fixed VMs need more memory than they have."""
     capacity = {h.name: h.memory - h.dom0_memory for h in hosts}
-    free = dict(capacity)
+    index = {h.name: k for k, h in enumerate(hosts)}
+    free = np.array([capacity[h.name] for h in hosts], dtype=float)
     for v in vms:
         if v.host not in AUTO_HOSTS:
-            free[v.host] -= v.memory
+            free[index[v.host]] -= v.memory
     largest = max(hosts, key=lambda h: capacity[h.name])
     too_big = [v for v in vms if v.memory > capacity[largest.name]]
     for size in sorted({v.memory for v in too_big}):
@@ -260,19 +261,17 @@ def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.ran
             f"{largest.name!r}, has {capacity[largest.name]:.0f} MiB ({largest.memory:.0f} MiB less "
             f"{largest.dom0_memory:.0f} MiB for Dom0)",
         )
+    too_big_names = {v.name for v in too_big}
     out, cursor, unplaced = [], 0, []
     for v in vms:
-        if v.host in AUTO_HOSTS and v not in too_big:
-            room = [k for k, h in enumerate(hosts) if free[h.name] >= v.memory]
-            if not room:
+        if v.host in AUTO_HOSTS and v.name not in too_big_names:
+            k = _host_with_room(free, v.memory, cursor, rng if v.host == "random" else None)
+            if k is None:
                 unplaced.append(v)
             else:
-                if v.host == "random":
-                    k = int(rng.choice(room))
-                else:
-                    k = min(room, key=lambda i: (i - cursor) % len(hosts))
+                if v.host != "random":
                     cursor = (k + 1) % len(hosts)
-                free[hosts[k].name] -= v.memory
+                free[k] -= v.memory
                 v = VmSpec(**{**v.__dict__, "host": hosts[k].name})
         out.append(v)
     if unplaced:
@@ -284,10 +283,23 @@ def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.ran
             f"memory; the {len(hosts)} hosts have {sum(capacity.values()):.0f} MiB for VMs in all (memory less "
             "Dom0's); expected more hosts or memory, or fewer VMs",
         )
-    for name, left in free.items():
-        if left < 0:
-            r.error("[[vms]]", f"VMs placed on host {name!r} need {-left:.0f} MiB more memory than it has")
+    for k in np.flatnonzero(free < 0):
+        r.error("[[vms]]", f"VMs placed on host {hosts[k].name!r} need {-free[k]:.0f} MiB more memory than it has")
     return out
+
+
+def _host_with_room(free: np.ndarray, memory: float, cursor: int, rng: np.random.Generator | None) -> int | None:
+    """'random' (rng given): a uniform choice among the hosts with room; 'auto': the first host with room
+    from `cursor` on, round the end. O(1) while the cursor's host has room, one vector scan otherwise."""
+    if rng is None and free[cursor] >= memory:
+        return cursor
+    room = np.flatnonzero(free >= memory)
+    if not len(room):
+        return None
+    if rng is not None:
+        return int(rng.choice(room))
+    after = room[room >= cursor]
+    return int(after[0] if len(after) else room[0])
 
 
 def _span(names: list[str]) -> str:
@@ -300,6 +312,7 @@ def _span(names: list[str]) -> str:
 def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, storage_raw: Any) -> list[WorkloadSpec]:
     names = [v.name for v in vms]
     name_set = set(names)
+    matching = NameMatcher(names)
     out = []
     has_storage = isinstance(storage_raw, list) and len(storage_raw) > 0
     for n, entry in enumerate(_as_list(r, raw, "[[workloads]]"), start=1):
@@ -319,14 +332,14 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
             r.error(f"{where}.kind", f"{head['kind']} does disk IO; expected a [[storage]] server in the scenario")
         params = r.table({k: v for k, v in entry.items() if k in params_spec}, params_spec, where)
         vm = head["vm"]
-        if vm is not None and not fnmatch.filter(names, vm):
+        if vm is not None and not matching(vm):
             r.error(f"{where}.vm", f"matches no VM; expected a VM name or pattern ({_few(name_set)})")
         for key in ("peer", "client"):
             if key not in params or params[key] is None:
                 continue
-            for own in fnmatch.filter(names, vm or ""):
+            for own in matching(vm or ""):
                 other = peer_name(params[key], own)
-                if other not in ("external", *name_set):
+                if other != "external" and other not in name_set:
                     r.error(
                         f"{where}.{key}",
                         f"unknown VM {other!r} (for {own}); expected 'external', a VM name, "
@@ -334,7 +347,7 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
                     )
                     break
         if head["kind"] == "web":
-            _check_tiers(r, where, params, fnmatch.filter(names, vm or ""), names)
+            _check_tiers(r, where, params, matching(vm or ""), matching)
         if params.get("file"):
             params["file"] = _resolve_trace(r, params["file"], base_dir, f"{where}.file")
         phases = []
@@ -362,18 +375,18 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
     return out
 
 
-def _check_tiers(r: Reader, where: str, params: dict, clients: list[str], names: list[str]) -> None:
+def _check_tiers(r: Reader, where: str, params: dict, clients: list[str], matching: NameMatcher) -> None:
     """A web workload's web and cache patterns must name VMs (for every client), and not the client."""
     web, cache = params.get("web"), params.get("cache")
     for own in clients if web is not None else []:
-        webs = fnmatch.filter(names, peer_name(web, own))
+        webs = matching(peer_name(web, own))
         if not webs:
             r.error(f"{where}.web", f"matches no VM (for client {own}); expected a VM name, a glob or 'web{{i}}'")
             break
         if own in webs:
             r.error(f"{where}.web", f"includes the client {own} itself; expected the web tier's VMs")
             break
-    if cache and not fnmatch.filter(names, cache):
+    if cache and not matching(cache):
         r.error(f"{where}.cache", "matches no VM; expected the cache tier's VMs (a name or glob) or ''")
 
 

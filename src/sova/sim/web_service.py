@@ -16,12 +16,12 @@ heaviest flow then gets one connection's bits/s per connection, as TCP would giv
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
+from sova.model.name_match import NameMatcher
 from sova.model.scenario import peer_name
 from sova.sim.workloads import Group
 
@@ -50,6 +50,7 @@ class WebStreams:
 def register(g: Group, vm_names: list[str], add_flow: Callable[[int, int, str], int]) -> WebStreams:
     """Create the flows of every web workload row (shared where two streams use the same VM pair)."""
     index = {n: i for i, n in enumerate(vm_names)}
+    matching = NameMatcher(vm_names)
     flows: dict[tuple[int, int, str], int] = {}
 
     def flow(a: int, b: int, kind: str) -> int:
@@ -62,8 +63,8 @@ def register(g: Group, vm_names: list[str], add_flow: Callable[[int, int, str], 
     p = g.params
     for j, c in enumerate(g.vm):
         c = int(c)
-        webs = [index[n] for n in fnmatch.filter(vm_names, peer_name(p["web"][j], vm_names[c]))]
-        caches = [index[n] for n in fnmatch.filter(vm_names, p["cache"][j])] if p["cache"][j] else []
+        webs = [index[n] for n in matching(peer_name(p["web"][j], vm_names[c]))]
+        caches = [index[n] for n in matching(p["cache"][j])] if p["cache"][j] else []
         calls = p["calls"][j] if caches else 0.0
         for w in webs:
             s = len(row)

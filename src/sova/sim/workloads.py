@@ -13,11 +13,11 @@ A workload only states demand; what it gets is decided by the simulator's physic
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from sova.model.name_match import NameMatcher
 from sova.model.scenario import Scenario, WorkloadSpec, peer_name
 from sova.sim.traces import TraceError, read_bitbrains, read_planetlab
 
@@ -60,9 +60,10 @@ class Workloads:
         vm_index = scenario.vm_index()
         names = [v.name for v in scenario.vms]
         self.vcpus = np.array([v.vcpus for v in scenario.vms], dtype=float)
+        matching = NameMatcher(names)
         rows: dict[str, list[tuple[int, int, dict]]] = {}
         for s, spec in enumerate(scenario.workloads):
-            for name in fnmatch.filter(names, spec.vm):
+            for name in matching(spec.vm):
                 params = {k: peer_name(v, name) if k in ("peer", "client") else v for k, v in spec.params.items()}
                 rows.setdefault(spec.kind, []).append((s, vm_index[name], params))
         self.groups: dict[str, Group] = {}

@@ -1,0 +1,90 @@
+"""Scenario load plus simulator set-up at data-center scale: wall time and peak memory (target: under 30 s
+and 4 GiB for 10,000 hosts / 100,000 VMs).
+
+Cases, each in its own process so that its peak memory is its own:
+  dc-100k     10,000 hosts, 100,000 VMs in four groups, workloads by glob (web*, burn*, db*)
+  traces-10k  1,052 hosts, 10,520 VMs with one PlanetLab trace entry each (the real traces)
+
+Usage: python benchmarks/scenario_load.py [--case NAME]
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from sova.model.scenario_reader import scenario_from_dict
+from sova.sim.engine import Simulator
+
+PLANETLAB = Path(__file__).resolve().parents[2] / "shared" / "traces" / "planetlab"
+
+
+def dc_100k() -> dict:
+    hosts, vms = 10_000, 100_000
+    return {
+        "scenario": {"name": "dc-100k", "duration": 3600, "seed": 1},
+        "topology": {"kind": "fat-tree", "k": 36},
+        "hosts": [{"name": "h{i}", "count": hosts, "cores": 32, "memory": "256GiB"}],
+        "storage": [{"name": "san1"}],
+        "vms": [
+            {"name": f"{group}{{i}}", "count": vms // 4, "vcpus": 2, "memory": "4GiB"}
+            for group in ("web", "burn", "db", "idle")
+        ],
+        "workloads": [
+            {"vm": "web*", "kind": "httperf", "rate": 300, "page": "32KB", "client": "external"},
+            {"vm": "burn*", "kind": "lookbusy", "duty": 0.5, "util": 0.8},
+            {"vm": "db*", "kind": "fio", "iops": 200, "size": "16KB"},
+        ],
+    }
+
+
+def traces_10k() -> dict:
+    days = sorted(p for p in PLANETLAB.iterdir() if p.is_dir())
+    files = [f for day in days for f in sorted(day.iterdir())]
+    return {
+        "scenario": {"name": "traces-10k", "duration": 86400, "step": 60, "seed": 1},
+        "hosts": [{"name": "h{i}", "count": len(files) // 10, "cores": 16, "memory": "256GiB"}],
+        "vms": [{"name": "pl{i}", "count": len(files), "vcpus": 1, "memory": "1GiB"}],
+        "workloads": [{"vm": f"pl{i}", "kind": "planetlab", "file": str(f)} for i, f in enumerate(files, start=1)],
+    }
+
+
+CASES = {"dc-100k": dc_100k, "traces-10k": traces_10k}
+
+
+def run_case(name: str) -> None:
+    raw = CASES[name]()
+    started = time.perf_counter()
+    scenario = scenario_from_dict(raw, name)
+    loaded = time.perf_counter()
+    Simulator(scenario)
+    ready = time.perf_counter()
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # KiB -> GiB
+    print(
+        f"| {name} | {len(scenario.hosts):,} | {len(scenario.vms):,} | {len(scenario.workloads):,} "
+        f"| {loaded - started:.1f} | {ready - loaded:.1f} | {ready - started:.1f} | {peak:.2f} |"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--case", choices=sorted(CASES), help="run one case in this process")
+    args = parser.parse_args()
+    if args.case:
+        run_case(args.case)
+        return
+    print("| case | hosts | VMs | workload entries | load (s) | set-up (s) | total (s) | peak memory (GiB) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name in CASES:
+        if name == "traces-10k" and not PLANETLAB.exists():
+            print(f"| {name} | skipped: no PlanetLab traces at {PLANETLAB} |")
+            continue
+        subprocess.run([sys.executable, __file__, "--case", name], check=True)
+
+
+if __name__ == "__main__":
+    main()
