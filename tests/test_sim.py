@@ -306,6 +306,43 @@ def test_bitbrains_replay_drives_cpu_network_and_disk(tmp_path, archived):
     assert sim.counters["blk_rd_bytes"][0] + sim.counters["blk_wr_bytes"][0] == pytest.approx(disk, rel=1e-6)
 
 
+@pytest.mark.parametrize("step", [60, 300, 900, 3600])
+def test_a_trace_study_at_coarse_steps_uses_the_same_cpu_as_at_one_minute(step):
+    """Trace values are read at their own sampling (300 s): a longer step takes the mean of what it covers."""
+    files = sorted((ROOT / "scenarios" / "traces" / "planetlab").iterdir())[:3]
+
+    def cpu_seconds(step_s: float) -> np.ndarray:
+        sim = Simulator(
+            make_scenario(
+                scenario={"duration": 86400, "step": step_s},
+                hosts=[{"name": "h1", "cores": 8}],
+                vms=[{"name": f"v{i}", "host": "h1"} for i in range(len(files))],
+                workloads=[{"vm": f"v{i}", "kind": "planetlab", "file": str(f)} for i, f in enumerate(files)],
+            )
+        )
+        steps(sim, round(86400 / step_s))
+        return sim.counters["cpu_time"]
+
+    assert cpu_seconds(step) == pytest.approx(cpu_seconds(60), rel=1e-9)
+
+
+def test_a_coarse_step_under_workloads_that_need_fine_ones_is_a_warning():
+    from sova.model.plausibility import warnings
+
+    web = make_scenario(
+        scenario={"step": 300, "duration": 3600},
+        vms=[{"name": "a", "host": "h1"}],
+        workloads=[{"vm": "a", "kind": "httperf"}],
+    )
+    burn = make_scenario(
+        scenario={"step": 300, "duration": 3600},
+        vms=[{"name": "a", "host": "h1"}],
+        workloads=[{"vm": "a", "kind": "lookbusy"}],
+    )
+    assert any("300 s steps with httperf" in str(w) for w in warnings(web))
+    assert not any("steps" in str(w) for w in warnings(burn))
+
+
 def test_malformed_traces_name_the_file_and_line(tmp_path):
     bad = tmp_path / "pl"
     bad.write_text("12\n7x\n")

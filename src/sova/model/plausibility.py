@@ -2,7 +2,8 @@
 
 Validation (``scenario_reader``) refuses what cannot be run. This module looks at a valid scenario for
 what can be run but is most likely a slip of a unit or a digit: a host with 10^12 cores, "1e30GiB" of
-memory, a 100,000-day run, a VM with more vCPUs than its host has cores, a link of 0 b/s. Each warning is
+memory, a 100,000-day run, a VM with more vCPUs than its host has cores, a link of 0 b/s, a coarse
+step under workloads that need fine ones. Each warning is
 a ``Problem`` (where, what), so it prints like an error, and the run still goes ahead.
 """
 
@@ -17,6 +18,8 @@ MAX_CORES = 4096
 MAX_MEMORY_MIB = 64 * 1024**2  # 64 TiB
 MAX_LINK_BPS = 3.2e12
 MAX_DURATION_S = 366 * 86400.0  # a year
+FINE_STEP_S = 60.0  # above this, only trace replay and CPU burners are modelled faithfully
+COARSE_STEP_KINDS = frozenset({"planetlab", "bitbrains", "lookbusy"})
 
 
 def warnings(scenario: Scenario) -> list[Problem]:
@@ -31,6 +34,16 @@ def warnings(scenario: Scenario) -> list[Problem]:
             )
         )
     found += _topology(scenario)
+    fine = sorted({w.kind for w in scenario.workloads} - COARSE_STEP_KINDS)
+    if scenario.step > FINE_STEP_S and fine:
+        found.append(
+            Problem(
+                f"{where}: [scenario].step",
+                f"{scenario.step:g} s steps with {', '.join(fine)} workloads: request queues, streams, jobs and "
+                f"migrations advance a step at a time; steps above {FINE_STEP_S:g} s suit trace studies "
+                "(planetlab, bitbrains, lookbusy)",
+            )
+        )
     found += _repeated(
         f"{where}: [[hosts]]",
         [(h.name, f"{h.cores:,} cores") for h in scenario.hosts if h.cores > MAX_CORES],

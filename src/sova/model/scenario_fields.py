@@ -29,7 +29,9 @@ SCENARIO_FIELDS = {
     "name": Field("str", REQUIRED, "short name of the scenario, used in reports"),
     "description": Field("str", "", "one paragraph saying what the scenario shows"),
     "duration": Field("duration", REQUIRED, "simulated time to run", lo=0, lo_open=True),
-    "step": Field("duration", 1.0, "simulator time step", lo=0.001, hi=60),
+    "step": Field(
+        "duration", 1.0, "simulator time step (above 60 s: trace studies; see docs/simulator.md)", lo=0.001, hi=3600
+    ),
     "seed": Field("int", 1, "random seed; the same seed gives the same run", lo=0),
 }
 

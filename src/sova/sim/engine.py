@@ -308,14 +308,14 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
             np.add.at(cpu_dem, g.vm, cpu)
             demand[self.jobs.flow] = net
         if (g := w.group("planetlab")) is not None:
-            cpu = np.clip(series_at(g, "cpu", t) * g.params["scale"], 0, 1)
+            cpu = np.clip(series_at(g, "cpu", t, dt) * g.params["scale"], 0, 1)
             np.add.at(cpu_dem, g.vm, cpu * self.vm_vcpus[g.vm])
         if (g := w.group("bitbrains")) is not None:
             s = g.params["scale"]
-            np.add.at(cpu_dem, g.vm, np.clip(series_at(g, "cpu", t) * s, 0, 1) * self.vm_vcpus[g.vm])
-            demand[g.flows["tx"]] = series_at(g, "net_tx", t) * 8 * s
-            demand[g.flows["rx"]] = series_at(g, "net_rx", t) * 8 * s
-            self.vm_mem_used[g.vm] = np.minimum(series_at(g, "mem_used", t), self.vm_mem[g.vm])
+            np.add.at(cpu_dem, g.vm, np.clip(series_at(g, "cpu", t, dt) * s, 0, 1) * self.vm_vcpus[g.vm])
+            demand[g.flows["tx"]] = series_at(g, "net_tx", t, dt) * 8 * s
+            demand[g.flows["rx"]] = series_at(g, "net_rx", t, dt) * 8 * s
+            self.vm_mem_used[g.vm] = np.minimum(series_at(g, "mem_used", t, dt), self.vm_mem[g.vm])
         src_vm, dst_vm = self._flow_vm_ends()
         ends_run = np.where(src_vm >= 0, run[np.maximum(src_vm, 0)], 1.0) * np.where(
             dst_vm >= 0, run[np.maximum(dst_vm, 0)], 1.0
@@ -353,7 +353,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
             read.append(g.params["read"])
         if (g := w.group("bitbrains")) is not None:
             s = g.params["scale"]
-            rd, wr = series_at(g, "disk_read", t) * s, series_at(g, "disk_write", t) * s
+            rd, wr = series_at(g, "disk_read", t, self.dt) * s, series_at(g, "disk_write", t, self.dt) * s
             vm.append(g.vm)
             iops.append((rd + wr) / BITBRAINS_IO_SIZE)
             size.append(np.full(len(g), BITBRAINS_IO_SIZE))

@@ -44,6 +44,7 @@ class Group:
     flows: dict[str, np.ndarray] = field(default_factory=dict)
     state: dict[str, np.ndarray] = field(default_factory=dict)
     series: dict[str, np.ndarray] = field(default_factory=dict)
+    cumulative: dict[str, np.ndarray] = field(default_factory=dict)  # running sums of series, for coarse steps
 
     def __len__(self) -> int:
         return len(self.vm)
@@ -145,8 +146,27 @@ def _pad(arrays: list[np.ndarray]) -> np.ndarray:
     return np.stack([np.resize(a, n) for a in arrays])
 
 
-def series_at(g: Group, key: str, t: float) -> np.ndarray:
-    """Value of each instance's trace at time t (sample-and-hold, wrapping at the end)."""
+def series_at(g: Group, key: str, t: float, dt: float = 0.0) -> np.ndarray:
+    """Each instance's trace over the step [t, t + dt), wrapping at the end: the sample holding at t while
+    the step is no longer than the trace's sampling, else the time-weighted mean of the samples the step
+    covers (a 300 s step over a 60 s trace is the mean of five samples, not the first of them)."""
     s = g.series[key]
-    idx = ((t + g.params["offset"]) // g.params["interval"]).astype(np.int64) % s.shape[1]
-    return s[np.arange(len(g)), idx]
+    coarse = dt > g.params["interval"]
+    if not coarse.any():
+        idx = ((t + g.params["offset"]) // g.params["interval"]).astype(np.int64) % s.shape[1]
+        return s[np.arange(len(g)), idx]
+    start = t + g.params["offset"]
+    return (_integral(g, key, start + dt) - _integral(g, key, start)) / dt
+
+
+def _integral(g: Group, key: str, x: np.ndarray) -> np.ndarray:
+    """The integral of each instance's trace from its start to x seconds (sample-and-hold, wrapping)."""
+    s, interval = g.series[key], g.params["interval"]
+    if key not in g.cumulative:
+        g.cumulative[key] = np.concatenate([np.zeros((len(g), 1)), np.cumsum(s, axis=1)], axis=1)
+    cum, length, rows = g.cumulative[key], s.shape[1], np.arange(len(g))
+    samples = x / interval
+    cycles = np.floor(samples / length)
+    within = samples - cycles * length
+    whole = np.minimum(np.floor(within).astype(np.int64), length - 1)
+    return interval * (cycles * cum[:, length] + cum[rows, whole] + (within - whole) * s[rows, whole])
