@@ -26,3 +26,11 @@ def test_mixture_quantile_inverts_the_mixture_cdf(parts):
     q = mixture_quantile(w, fl, ex, 0.95)
     cdf = (w / w.sum() * np.where(q > fl, 1 - np.exp(-(q - fl) / ex), 0)).sum()
     assert cdf == pytest.approx(0.95, abs=1e-6)
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=300))
+def test_the_recorders_percentiles_are_numpys(values):
+    from sova.sim.recorder import HOST_PERCENTILES, percentiles
+
+    expected = np.percentile(np.array(values), HOST_PERCENTILES)
+    assert percentiles(np.array(values), HOST_PERCENTILES) == pytest.approx(expected, abs=1e-12)

@@ -16,11 +16,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from sova.control.audit import AuditLog
 from sova.drivers.base import Driver
 from sova.model import actions as A
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec
+from sova.model.snapshot import Snapshot
 
 LOAD_WINDOW = 10.0
 
@@ -52,6 +55,8 @@ class Executor:
         self.pending: dict[int, PendingPlan] = {}
         self.last_migrated: dict[str, float] = {}
         self._seq = 0
+        self._plugging_count: np.ndarray | None = None  # VF hot-plugs running per host; None: count again
+        self._plugging_time = -1.0
 
     # ---------------------------------------------------------------- plans
     def submit(self, actions: list[A.Action], knowledge: Knowledge) -> int | None:
@@ -119,6 +124,7 @@ class Executor:
                 self.last_migrated[job.action.vm] = now
             self.audit.record(now, job.plan, "finished", job.action, out)
         self.running = still
+        self._plugging_count = None
         for pid in [p for p, plan in self.pending.items() if now - plan.created > self.rails.approval_timeout]:
             for a in self.pending.pop(pid).actions:
                 msg = f"not approved within {self.rails.approval_timeout:g} s"
@@ -151,6 +157,9 @@ class Executor:
             if out.status == A.RUNNING:
                 job.started = now
                 self.running.append(job)
+                if isinstance(job.action, A.AttachVF) and self._plugging_count is not None:
+                    snap = knowledge.latest
+                    self._plugging_count[snap.vm_host[snap.vm_position[job.action.vm]]] += 1
                 busy.add(job.action.target)
             elif out.status != A.OK:
                 blocked.add(key)
@@ -163,35 +172,41 @@ class Executor:
             return "no observation of the cluster yet"
         snap = knowledge.latest
         vm_name = getattr(action, "vm", None)
-        if vm_name is not None and vm_name not in snap.vms:
+        if vm_name is not None and vm_name not in snap.vm_position:
             return f"no VM named {vm_name!r}"
         host_name = getattr(action, "host", None)
-        if host_name is not None and host_name not in snap.hosts:
+        if host_name is not None and host_name not in snap.host_position:
             return f"no host named {host_name!r}"
         if isinstance(action, A.Migrate):
             return self._check_migrate(action, knowledge)
         if isinstance(action, A.AttachVF):
-            v = snap.vms.index(action.vm)
+            v = snap.vm_position[action.vm]
             h = int(snap.vm_host[v])
             if snap.vm_migrating[v]:
                 return f"{action.vm} is migrating"
             if snap.vm_nic[v] != "vnic":
                 return f"{action.vm} NIC is {snap.vm_nic[v]!r}, not a plain vNIC"
-            plugging = sum(
-                1
-                for j in self.running
-                if isinstance(j.action, A.AttachVF) and snap.vm_host[snap.vms.index(j.action.vm)] == h
-            )
-            if snap.vfs_used[h] + plugging >= snap.vfs_total[h]:
+            if snap.vfs_used[h] + self._plugging(snap)[h] >= snap.vfs_total[h]:
                 return f"{snap.hosts[h]} has no free VF ({snap.vfs_total[h]} in all)"
         return None
+
+    def _plugging(self, snap: Snapshot) -> np.ndarray:
+        """Per host, the VF hot-plugs this executor has running: counted again only when the running jobs
+        or the snapshot changed, not for every action checked."""
+        if self._plugging_count is None or self._plugging_time != snap.time:
+            hosts = [
+                snap.vm_host[snap.vm_position[j.action.vm]] for j in self.running if isinstance(j.action, A.AttachVF)
+            ]
+            self._plugging_count = np.bincount(np.array(hosts, dtype=np.int64), minlength=len(snap.hosts))
+            self._plugging_time = snap.time
+        return self._plugging_count
 
     def _check_migrate(self, action: A.Migrate, knowledge: Knowledge) -> str | None:
         snap = knowledge.latest
         now = self.driver.now()
-        if action.dst not in snap.hosts:
+        if action.dst not in snap.host_position:
             return f"no host named {action.dst!r}"
-        v, dst = snap.vms.index(action.vm), snap.hosts.index(action.dst)
+        v, dst = snap.vm_position[action.vm], snap.host_position[action.dst]
         src = int(snap.vm_host[v])
         if src == dst:
             return f"{action.vm} already runs on {action.dst}"
@@ -206,10 +221,12 @@ class Executor:
         if len(moving) >= self.rails.max_migrations_cluster:
             return f"{len(moving)} migrations already running (cluster cap {self.rails.max_migrations_cluster})"
         for h in (src, dst):
-            touching = sum(1 for m in moving if snap.hosts.index(m.dst) == h or snap.vm_host[snap.vms.index(m.vm)] == h)
+            touching = sum(
+                1 for m in moving if snap.host_position[m.dst] == h or snap.vm_host[snap.vm_position[m.vm]] == h
+            )
             if touching >= self.rails.max_migrations_per_host:
                 return f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {self.rails.max_migrations_per_host})"
-        incoming = sum(snap.vm_memory[snap.vms.index(m.vm)] for m in moving if m.dst == action.dst)
+        incoming = sum(snap.vm_memory[snap.vm_position[m.vm]] for m in moving if m.dst == action.dst)
         free = snap.host_memory[dst] - snap.committed_memory()[dst] - incoming
         if free < snap.vm_memory[v]:
             return f"{action.dst} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"

@@ -6,7 +6,8 @@ replayed. A driver applies them; the executor decides whether they may be applie
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import functools
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -26,8 +27,8 @@ class Action:
         return getattr(self, "vm", "") or getattr(self, "host", "")
 
     def describe(self) -> str:
-        args = {k: v for k, v in asdict(self).items() if k not in ("reason", "policy")}
-        text = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in args.items())
+        args = ((k, getattr(self, k)) for k in _described_fields(type(self)))
+        text = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in args)
         return f"{self.kind} {text}"
 
 
@@ -113,3 +114,9 @@ class Outcome:
     started: float = 0.0
     finished: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+
+@functools.cache
+def _described_fields(cls: type) -> tuple[str, ...]:
+    """The fields an action's one-line description shows (all but its reason and policy), per class."""
+    return tuple(f.name for f in fields(cls) if f.name not in ("reason", "policy"))

@@ -7,6 +7,7 @@ has a real source, named in its comment.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +66,15 @@ class Snapshot:
     flow_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index
     flow_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index, -1 outside
     flow_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # cumulative (OVS flow counters)
+
+    @functools.cached_property
+    def vm_position(self) -> dict[str, int]:
+        """Index of each VM by name: a dictionary, as the executor's rails look many up per action."""
+        return {name: i for i, name in enumerate(self.vms)}
+
+    @functools.cached_property
+    def host_position(self) -> dict[str, int]:
+        return {name: i for i, name in enumerate(self.hosts)}
 
     def committed_memory(self) -> np.ndarray:
         """Per host: MiB committed to its VMs (their configured memory)."""

@@ -77,6 +77,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT
         self.vf_used = np.bincount(self.vm_host[self.vm_vf], minlength=self.H).astype(np.int64)
         self.vf_pending: list[tuple[float, int, str]] = []  # (due time, vm, 'attach'|'release')
+        self.vf_plugging: dict[int, str] = {}  # VM -> 'attaching' | 'detaching' while its hot-plug runs
         self.vm_vf_busy = np.zeros(self.V, dtype=bool)  # a hot-plug is in progress
         self.dom0_mem_reserved = np.zeros(self.H)
 
@@ -92,6 +93,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
 
         self.workloads = Workloads(scenario, self.rng)
         self.flows: list[Flow] = []
+        self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self._register_workload_flows()
         self.migrations: dict[int, tuple[Migration, int]] = {}
         self.migration_log: list[MigrationRecord] = []

@@ -102,6 +102,7 @@ class HypervisorOperations:
         self.vm_vf_busy[vm] = True
         self.vm_vf_rate[vm] = rate
         self.vf_pending.append((self.t + self.params["vf_attach_time"], vm, "attach"))
+        self.vf_plugging[vm] = "attaching"
 
     def detach_vf(self, vm: int) -> None:
         """Traffic fails over to the para-virtual standby at once; the VF is free after the unplug."""
@@ -113,6 +114,7 @@ class HypervisorOperations:
         self._moved_vms.add(vm)
         self.vf_log.append((self.t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "detached"))
         self.vf_pending.append((self.t + self.params["vf_detach_time"], vm, "release"))
+        self.vf_plugging[vm] = "detaching"
 
     def set_vf_rate(self, vm: int, rate: float) -> None:
         if not self.vm_vf[vm]:
@@ -126,6 +128,7 @@ class HypervisorOperations:
         self.vf_pending = [op for op in self.vf_pending if op[0] > t + 1e-9]
         for _, vm, kind in due:
             self.vm_vf_busy[vm] = False
+            self.vf_plugging.pop(vm, None)
             if kind == "attach":
                 self.vm_vf[vm] = True
                 self._moved_vms.add(vm)
@@ -136,9 +139,8 @@ class HypervisorOperations:
 
     def vf_state(self, vm: int) -> str:
         """'none', 'attaching', 'attached' or 'detaching' (the VF is unplugging, traffic is on the vNIC)."""
-        for _, v, kind in self.vf_pending:
-            if v == vm:
-                return "attaching" if kind == "attach" else "detaching"
+        if vm in self.vf_plugging:
+            return self.vf_plugging[vm]
         return "attached" if self.vm_vf[vm] else "none"
 
     def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:

@@ -17,6 +17,16 @@ from sova.sim.maxmin import max_min_fair
 from sova.sim.records import Flow, SimError
 
 _PER_VM = (VM, VM_DOM0)  # endpoint kinds whose route depends on a VM's host and NIC mode
+# per-flow fields of its route: (attribute, dtype, value while the flow has no route)
+_FLOW_FIELDS = (
+    ("flow_latency", float, 0.0),
+    ("flow_src_pv", bool, False),
+    ("flow_dst_pv", bool, False),
+    ("flow_src_host", np.int64, -1),
+    ("flow_dst_host", np.int64, -1),
+    ("flow_tx_host", np.int64, -1),
+    ("flow_tx_vf", bool, False),
+)
 
 
 class Routing:
@@ -24,6 +34,8 @@ class Routing:
 
     def _add_flow(self, src: tuple[int, int], dst: tuple[int, int], kind: str) -> int:
         self.flows.append(Flow(src, dst, kind))
+        # the VMs whose host or NIC mode its route depends on (-1: an end that is no VM)
+        self._flow_end_vms += [end[1] if end[0] in _PER_VM else -1 for end in (src, dst)]
         self._routes_dirty = True
         return len(self.flows) - 1
 
@@ -72,53 +84,25 @@ class Routing:
             self.io_flow_write[v] = self._add_flow((VM_DOM0, v), st, "io")
 
     def _rebuild_routes(self) -> None:
+        """Route the flows that need it (new, ended, or with an end on a VM that moved or changed NIC
+        mode), then lay every live route out as the flow x resource matrix."""
         n_f = len(self.flows)
-        rows, cols, coef, d0, cross = [], [], [], [], []
-        self.flow_latency = np.zeros(n_f)
-        self.flow_src_pv = np.zeros(n_f, dtype=bool)
-        self.flow_dst_pv = np.zeros(n_f, dtype=bool)
-        self.flow_src_host = np.full(n_f, -1, dtype=np.int64)
-        self.flow_dst_host = np.full(n_f, -1, dtype=np.int64)
-        self.flow_tx_host = np.full(n_f, -1, dtype=np.int64)
-        self.flow_tx_vf = np.zeros(n_f, dtype=bool)
         cache = self._route_cache
         cache.extend([None] * (n_f - len(cache)))
-        moved = self._moved_vms
-        for f, fl in enumerate(self.flows):
-            if not fl.alive:
-                cache[f] = None
-                continue
-            r = cache[f]
-            if (
-                r is None
-                or (fl.src[0] in _PER_VM and fl.src[1] in moved)
-                or (fl.dst[0] in _PER_VM and fl.dst[1] in moved)
-            ):
-                r = datapath.route(
-                    self.layout,
-                    self.topology,
-                    fl.src,
-                    fl.dst,
-                    self.vm_host,
-                    self.vm_vf,
-                    self.dom0_cost_bit,
-                    self.params["pv_latency"],
-                    self.params["vf_latency"],
-                    zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
-                )
-                cache[f] = r
-            rows.append(r.resources)
-            cols.append(np.full(len(r.resources), f, dtype=np.int64))
-            coef.append(r.coef)
-            d0.append(r.dom0_host)
-            cross.append(r.crossings)
-            self.flow_latency[f] = r.latency
-            self.flow_src_pv[f], self.flow_dst_pv[f] = r.src_pv, r.dst_pv
-            self.flow_src_host[f], self.flow_dst_host[f] = r.src_host, r.dst_host
-            self.flow_tx_host[f], self.flow_tx_vf[f] = r.tx_host, r.tx_vf
+        self._grow_flow_arrays(n_f)
+        for f in self._flows_to_route(n_f):
+            fl = self.flows[f]
+            r = self._route(f, fl) if fl.alive else None
+            cache[f] = r
+            self._set_flow_fields(f, r)
+        live = np.array([f for f, r in enumerate(cache) if r is not None], dtype=np.int64)
+        routes = [cache[f] for f in live]
         cat = lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dtype=dt)  # noqa: E731
-        rows_a, cols_a = cat(rows, np.int64), cat(cols, np.int64)
-        coef_a, d0_a, cross_a = cat(coef, float), cat(d0, np.int64), cat(cross, np.int64)
+        rows_a = cat([r.resources for r in routes], np.int64)
+        cols_a = np.repeat(live, [len(r.resources) for r in routes]).astype(np.int64)
+        coef_a = cat([r.coef for r in routes], float)
+        d0_a = cat([r.dom0_host for r in routes], np.int64)
+        cross_a = cat([r.crossings for r in routes], np.int64)
         # CSR by flow (rows = flows) keeps each flow's entries together, in path order
         self._ft = csr_matrix(
             (np.arange(len(rows_a), dtype=float) + 1, (cols_a, rows_a)), shape=(n_f, self.layout.size)
@@ -136,6 +120,52 @@ class Routing:
         self._routes_dirty = False
         self._moved_vms.clear()
         self._last_solve_key = None
+
+    def _flows_to_route(self, n_f: int) -> np.ndarray:
+        alive = np.fromiter((fl.alive for fl in self.flows), dtype=bool, count=n_f)
+        routed = np.fromiter((r is not None for r in self._route_cache[:n_f]), dtype=bool, count=n_f)
+        need = alive != routed  # new flows, and ended flows still routed
+        if self._moved_vms:
+            moved = np.fromiter(self._moved_vms, dtype=np.int64)
+            ends = np.asarray(self._flow_end_vms, dtype=np.int64).reshape(n_f, 2)
+            need |= alive & np.isin(ends, moved).any(axis=1)
+        return np.flatnonzero(need)
+
+    def _route(self, f: int, fl: Flow) -> datapath.Route:
+        return datapath.route(
+            self.layout,
+            self.topology,
+            fl.src,
+            fl.dst,
+            self.vm_host,
+            self.vm_vf,
+            self.dom0_cost_bit,
+            self.params["pv_latency"],
+            self.params["vf_latency"],
+            zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
+        )
+
+    def _grow_flow_arrays(self, n_f: int) -> None:
+        """The per-flow route fields, kept between rebuilds; new flows start unrouted."""
+        have = len(self.flow_latency) if hasattr(self, "flow_latency") else -1
+        if have == n_f:
+            return
+        have = max(have, 0)
+        grow = n_f - have
+        old = {name: getattr(self, name, None) for name, _, _ in _FLOW_FIELDS}
+        for name, dtype, empty in _FLOW_FIELDS:
+            fresh = np.full(grow, empty, dtype=dtype)
+            setattr(self, name, fresh if old[name] is None else np.concatenate([old[name], fresh]))
+
+    def _set_flow_fields(self, f: int, r: datapath.Route | None) -> None:
+        if r is None:
+            for name, _, empty in _FLOW_FIELDS:
+                getattr(self, name)[f] = empty
+            return
+        self.flow_latency[f] = r.latency
+        self.flow_src_pv[f], self.flow_dst_pv[f] = r.src_pv, r.dst_pv
+        self.flow_src_host[f], self.flow_dst_host[f] = r.src_host, r.dst_host
+        self.flow_tx_host[f], self.flow_tx_vf[f] = r.tx_host, r.tx_vf
 
     def _tie_matrix(self, n_f: int) -> csr_matrix | None:
         """T (flows x units): a free flow is its own unit; a web stream's flows carry its rate x bits."""
