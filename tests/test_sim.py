@@ -343,6 +343,34 @@ def test_a_coarse_step_under_workloads_that_need_fine_ones_is_a_warning():
     assert not any("steps" in str(w) for w in warnings(burn))
 
 
+def test_guest_memory_in_use_comes_from_the_workloads_and_the_observation_shows_it():
+    from sova.drivers.sim import SimDriver
+
+    s = make_scenario(
+        hosts=[{"name": "h1", "memory": "64GiB"}],
+        vms=[{"name": n, "host": "h1", "memory": "4GiB"} for n in ("app", "both", "idle", "huge")],
+        workloads=[
+            {"vm": "app", "kind": "lookbusy", "memory_used": "1GiB"},
+            {"vm": "both", "kind": "lookbusy", "memory_used": "1GiB"},
+            {"vm": "both", "kind": "httperf", "memory_used": "512MiB"},
+            {"vm": "huge", "kind": "lookbusy", "memory_used": "8GiB"},
+        ],
+    )
+    snap = SimDriver(Simulator(s)).observe()
+    used = dict(zip(snap.vms, snap.vm_memory_used, strict=True))
+    assert used == {"app": 1024, "both": 1536, "idle": 4096 * 0.4, "huge": 4096}  # idle: the default share
+
+
+def test_a_workload_using_more_memory_than_its_vm_is_a_warning():
+    from sova.model.plausibility import warnings
+
+    s = make_scenario(
+        vms=[{"name": "a", "host": "h1", "memory": "1GiB"}],
+        workloads=[{"vm": "a", "kind": "lookbusy", "memory_used": "2GiB"}],
+    )
+    assert any("2,048 MiB in use on a 1,024 MiB VM" in str(w) for w in warnings(s))
+
+
 def test_malformed_traces_name_the_file_and_line(tmp_path):
     bad = tmp_path / "pl"
     bad.write_text("12\n7x\n")

@@ -73,6 +73,16 @@ def warnings(scenario: Scenario) -> list[Problem]:
         ],
         "more vCPUs than its host has cores: the VM can never run all of them at once",
     )
+    memory = {v.name: v.memory for v in scenario.vms}
+    found += _repeated(
+        f"{where}: [[workloads]]",
+        [
+            (w.vm, f"{w.memory_used:,.0f} MiB in use on a {memory[w.vm]:,.0f} MiB VM")
+            for w in scenario.workloads
+            if w.vm in memory and w.memory_used > memory[w.vm]
+        ],
+        "more than the VM has; it counts as all of the VM's memory",
+    )
     return found
 
 

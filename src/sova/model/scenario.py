@@ -97,6 +97,7 @@ class WorkloadSpec:
     phases: tuple[Phase, ...] = ()
     stagger: bool = True
     where: str = ""  # the entry in its file, for errors found later (e.g. in a trace it names)
+    memory_used: float = 0.0  # MiB the workload keeps in use in its guest (0: not stated)
 
 
 @dataclass(frozen=True)

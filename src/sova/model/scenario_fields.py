@@ -196,6 +196,9 @@ WORKLOAD_FIELDS = {
     "vm": Field("str", REQUIRED, "VM that runs it: a name or a glob pattern ('web*')"),
     "kind": Field("str", REQUIRED, "what runs", choices=WORKLOAD_KINDS),
     "stagger": Field("bool", True, "start each VM's duty cycle at a random (seeded) point of its period"),
+    "memory_used": Field(
+        "memory", 0.0, "guest memory this workload keeps in use (0: not stated; a trace's own column wins)", lo=0
+    ),
 }
 
 PROFILE_FIELDS = {

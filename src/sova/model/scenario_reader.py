@@ -370,6 +370,7 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
                 phases=tuple(phases),
                 stagger=head["stagger"],
                 where=f"{r.source}: {where}",
+                memory_used=head["memory_used"],
             )
         )
     return out

@@ -74,7 +74,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self.vm_vf_rate = np.array([v.vf_rate for v in vms], dtype=float)
         self.vm_net_limit = np.zeros(self.V)
         self.vm_io_limit = np.zeros(self.V)
-        self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT
+        self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT  # until the workloads are known, below
         self.vf_used = np.bincount(self.vm_host[self.vm_vf], minlength=self.H).astype(np.int64)
         self.vf_pending: list[tuple[float, int, str]] = []  # (due time, vm, 'attach'|'release')
         self.vf_plugging: dict[int, str] = {}  # VM -> 'attaching' | 'detaching' while its hot-plug runs
@@ -92,6 +92,8 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self.pkt_bits = 8 * payload
 
         self.workloads = Workloads(scenario, self.rng)
+        stated = self.workloads.memory_used > 0  # what the workloads say, else the default share
+        self.vm_mem_used[stated] = np.minimum(self.workloads.memory_used[stated], self.vm_mem[stated])
         self.flows: list[Flow] = []
         self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self._register_workload_flows()

@@ -62,9 +62,11 @@ class Workloads:
         names = [v.name for v in scenario.vms]
         self.vcpus = np.array([v.vcpus for v in scenario.vms], dtype=float)
         matching = NameMatcher(names)
+        self.memory_used = np.zeros(len(names))  # MiB the workloads of each VM say they keep in use
         rows: dict[str, list[tuple[int, int, dict]]] = {}
         for s, spec in enumerate(scenario.workloads):
             for name in matching(spec.vm):
+                self.memory_used[vm_index[name]] += spec.memory_used
                 params = {k: peer_name(v, name) if k in ("peer", "client") else v for k, v in spec.params.items()}
                 rows.setdefault(spec.kind, []).append((s, vm_index[name], params))
         self.groups: dict[str, Group] = {}
