@@ -3,7 +3,8 @@ and 4 GiB for 10,000 hosts / 100,000 VMs).
 
 Cases, each in its own process so that its peak memory is its own:
   dc-100k     10,000 hosts, 100,000 VMs in four groups, workloads by glob (web*, burn*, db*)
-  traces-10k  1,052 hosts, 10,520 VMs with one PlanetLab trace entry each (the real traces)
+  traces-10k  1,174 hosts, 11,746 VMs with one PlanetLab trace entry each (the real traces)
+  rnd-500     50 hosts, 500 VMs from Bitbrains Rnd in one entry: the 50 MB archive as a trace set
 
 Usage: python benchmarks/scenario_load.py [--case NAME]
 """
@@ -21,6 +22,7 @@ from sova.model.scenario_reader import scenario_from_dict
 from sova.sim.engine import Simulator
 
 PLANETLAB = Path(__file__).resolve().parents[2] / "shared" / "traces" / "planetlab"
+BITBRAINS = Path(__file__).resolve().parents[2] / "shared" / "traces" / "bitbrains"
 
 
 def dc_100k() -> dict:
@@ -53,7 +55,19 @@ def traces_10k() -> dict:
     }
 
 
-CASES = {"dc-100k": dc_100k, "traces-10k": traces_10k}
+def rnd_500() -> dict:
+    archive = BITBRAINS / "gwa_t12_rnd" / "rnd_2013-7_all500vms.tar.gz"
+    return {
+        "scenario": {"name": "rnd-500", "duration": 86400, "step": 300, "seed": 1},
+        "hosts": [{"name": "h{i}", "count": 50, "cores": 32, "memory": "512GiB"}],
+        "storage": [{"name": "san1"}],
+        "vms": [{"name": "rnd{i}", "count": 500, "vcpus": 4, "memory": "8GiB"}],
+        "workloads": [{"vm": "rnd*", "kind": "bitbrains", "file": str(archive)}],
+    }
+
+
+CASES = {"dc-100k": dc_100k, "traces-10k": traces_10k, "rnd-500": rnd_500}
+SOURCES = {"traces-10k": lambda: PLANETLAB, "rnd-500": lambda: BITBRAINS}
 
 
 def run_case(name: str) -> None:
@@ -80,8 +94,8 @@ def main() -> None:
     print("| case | hosts | VMs | workload entries | load (s) | set-up (s) | total (s) | peak memory (GiB) |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name in CASES:
-        if name == "traces-10k" and not PLANETLAB.exists():
-            print(f"| {name} | skipped: no PlanetLab traces at {PLANETLAB} |")
+        if name in SOURCES and not SOURCES[name]().exists():
+            print(f"| {name} | skipped: no traces at {SOURCES[name]()} |")
             continue
         subprocess.run([sys.executable, __file__, "--case", name], check=True)
 

@@ -371,6 +371,47 @@ def test_a_workload_using_more_memory_than_its_vm_is_a_warning():
     assert any("2,048 MiB in use on a 1,024 MiB VM" in str(w) for w in warnings(s))
 
 
+def _planetlab_set(tmp_path, count: int):
+    """A directory and a .tar.gz of `count` PlanetLab traces, trace k at a constant k * 10 %."""
+    folder = tmp_path / "set"
+    folder.mkdir()
+    for k in range(1, count + 1):
+        (folder / f"node{k:02d}").write_text(f"{k * 10}\n" * 12)
+    archive = tmp_path / "set.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for k in range(1, count + 1):
+            tar.add(folder / f"node{k:02d}", arcname=f"day/node{k:02d}")
+    return folder, archive
+
+
+@pytest.mark.parametrize("form", ["directory", "archive"])
+def test_a_trace_set_maps_one_trace_onto_each_vm_of_one_entry(tmp_path, monkeypatch, form):
+    folder, archive = _planetlab_set(tmp_path, 5)
+    opened = []
+    real_open = tarfile.open
+    monkeypatch.setattr(tarfile, "open", lambda *a, **k: opened.append(a[0]) or real_open(*a, **k))
+    sim = Simulator(
+        make_scenario(
+            hosts=[{"name": "h1", "cores": 8}],
+            vms=[{"name": "pl{i}", "count": 4, "host": "h1"}],
+            workloads=[{"vm": "pl*", "kind": "planetlab", "file": str(folder if form == "directory" else archive)}],
+        )
+    )
+    steps(sim, 10)
+    assert sim.counters["cpu_time"] == pytest.approx([10 * (0.1 * k + 0.005) for k in range(1, 5)])
+    assert len(opened) == (2 if form == "archive" else 0)  # listed once, read once: not once per VM
+
+
+def test_a_trace_set_with_fewer_traces_than_vms_names_the_entry_and_the_counts(tmp_path):
+    folder, _ = _planetlab_set(tmp_path, 2)
+    s = make_scenario(
+        vms=[{"name": "pl{i}", "count": 3, "host": "h1"}],
+        workloads=[{"vm": "pl*", "kind": "planetlab", "file": str(folder)}],
+    )
+    with pytest.raises(TraceError, match=r"\[\[workloads\]\] #1.file: .*set holds 2 trace\(s\) for 3 VMs"):
+        Simulator(s)
+
+
 def test_malformed_traces_name_the_file_and_line(tmp_path):
     bad = tmp_path / "pl"
     bad.write_text("12\n7x\n")
@@ -540,3 +581,17 @@ def test_a_transfer_is_bound_by_its_ciphers_cpu():
     (r,) = run_scenario(s)
     # one vCPU, 10 ns per byte of cipher plus the network stack: about 10 s for 1 GB, never line rate
     assert 9.5 < r.summary["transfers"]["completion_mean"] < 12
+
+
+def test_the_fast_bitbrains_parser_reads_what_the_line_by_line_one_reads():
+    from sova.sim.traces import _bitbrains_rows, _bitbrains_table
+
+    texts = [
+        "Timestamp [ms];\tCPU cores\n" + "1376314846;\t4;\t11703;\t10.9;\t0.1;\t67108;\t6129;\t0;\t2.1;\t0;\t0.1\n" * 3
+    ]
+    real = ROOT.parent / "shared" / "traces" / "bitbrains" / "gwa_t12_single_vm" / "bitbrains.csv"
+    if real.exists():
+        texts.append(real.read_text())
+    for text in texts:
+        assert _bitbrains_table(text) == pytest.approx(_bitbrains_rows(text, "t"))
+    assert _bitbrains_table("1;2;3\n") is None  # not a clean table: the line-by-line parser names the line

@@ -162,13 +162,23 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "think": Field("duration", 0.0, "pause between jobs", lo=0),
     },
     "planetlab": {
-        "file": Field("str", REQUIRED, "a PlanetLab per-VM file (288 CPU % samples); relative to the scenario"),
+        "file": Field(
+            "str",
+            REQUIRED,
+            "a PlanetLab per-VM file (288 CPU % samples), or a set: a directory or .tar.gz of them, one per VM "
+            "the entry names, in name order; relative to the scenario",
+        ),
         "interval": Field("duration", 300.0, "seconds per sample", lo=0, lo_open=True),
         "scale": Field("float", 1.0, "multiplier on the trace's CPU %", lo=0),
         "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
     },
     "bitbrains": {
-        "file": Field("str", REQUIRED, "a Bitbrains GWA-T-12 VM CSV, or 'ARCHIVE.tar.gz:MEMBER'"),
+        "file": Field(
+            "str",
+            REQUIRED,
+            "a Bitbrains GWA-T-12 VM CSV, 'ARCHIVE.tar.gz:MEMBER', or a set (a directory or a whole .tar.gz: "
+            "one trace per VM the entry names, in name order)",
+        ),
         "interval": Field("duration", 300.0, "seconds per sample", lo=0, lo_open=True),
         "scale": Field("float", 1.0, "multiplier on CPU, disk and network", lo=0),
         "offset": Field("duration", 0.0, "start this far into the trace", lo=0),

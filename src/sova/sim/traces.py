@@ -21,26 +21,24 @@ class TraceError(ValueError):
 
 
 @functools.lru_cache(maxsize=4096)
-def read_planetlab(path: str) -> np.ndarray:
-    """CPU utilisation in [0, 1], one sample per line (integer percent, 5-minute samples)."""
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="ascii").split()
-    except FileNotFoundError:
-        raise TraceError(f"{path}: no such trace file") from None
-    except (UnicodeDecodeError, OSError) as exc:
-        raise TraceError(f"{path}: cannot read as text ({exc})") from None
+def read_planetlab(spec: str) -> np.ndarray:
+    """CPU utilisation in [0, 1], one sample per line (integer percent, 5-minute samples), from a path or
+    'ARCHIVE.tar.gz:MEMBER'."""
+    return parse_planetlab(_read_text(spec, "ascii"), spec)
+
+
+def parse_planetlab(text: str, name: str) -> np.ndarray:
     values = []
-    for n, tok in enumerate(lines, start=1):
+    for n, tok in enumerate(text.split(), start=1):
         try:
             v = float(tok)
         except ValueError:
-            raise TraceError(f"{path}: line {n}: expected a CPU percentage, got {tok!r}") from None
+            raise TraceError(f"{name}: line {n}: expected a CPU percentage, got {tok!r}") from None
         if not 0 <= v <= 100:
-            raise TraceError(f"{path}: line {n}: CPU percentage {v:g} is outside 0-100")
+            raise TraceError(f"{name}: line {n}: CPU percentage {v:g} is outside 0-100")
         values.append(v / 100.0)
     if not values:
-        raise TraceError(f"{path}: empty trace; expected one CPU percentage per line")
+        raise TraceError(f"{name}: empty trace; expected one CPU percentage per line")
     return np.asarray(values)
 
 
@@ -63,23 +61,39 @@ _BB_COLUMNS = 11
 @functools.lru_cache(maxsize=1024)
 def read_bitbrains(spec: str) -> BitbrainsTrace:
     """A GWA-T-12 CSV (';'-separated, header line) given as a path or 'ARCHIVE.tar.gz:MEMBER'."""
-    archive, sep, member = spec.partition(".tar.gz:")
+    return parse_bitbrains(_read_text(spec, "utf-8"), spec)
+
+
+def parse_bitbrains(text: str, spec: str) -> BitbrainsTrace:
+    a = _bitbrains_table(text)
+    if a is None:  # not a clean table: find the first bad line and say what is wrong with it
+        a = _bitbrains_rows(text, spec)
+    kib = 1024.0
+    return BitbrainsTrace(
+        cores=max(1, int(a[0, 1])),
+        cpu=np.clip(a[:, 4] / 100.0, 0.0, 1.0),
+        mem_used=a[:, 6] / 1024.0,
+        disk_read=a[:, 7] * kib,
+        disk_write=a[:, 8] * kib,
+        net_rx=a[:, 9] * kib,
+        net_tx=a[:, 10] * kib,
+    )
+
+
+def _bitbrains_table(text: str) -> np.ndarray | None:
+    """The samples parsed in C (numpy), or None if the text is not a clean table of finite, non-negative
+    numbers: a 500-VM archive is 4 million numbers, too many for a Python loop."""
+    header = 1 if text[:9].lower().startswith("timestamp") else 0
     try:
-        if sep:
-            with tarfile.open(archive + ".tar.gz", "r:gz") as tar:
-                try:
-                    f = tar.extractfile(member)
-                except KeyError:
-                    raise TraceError(f"{archive}.tar.gz: has no member {member!r}") from None
-                if f is None:
-                    raise TraceError(f"{archive}.tar.gz: member {member!r} is not a file")
-                text = io.TextIOWrapper(f, encoding="utf-8").read()
-        else:
-            text = Path(spec).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise TraceError(f"{spec}: no such trace file") from None
-    except (OSError, UnicodeDecodeError, tarfile.TarError) as exc:
-        raise TraceError(f"{spec}: cannot read ({exc})") from None
+        a = np.loadtxt(io.StringIO(text), delimiter=";", skiprows=header, usecols=range(_BB_COLUMNS), ndmin=2)
+    except ValueError:
+        return None
+    if not len(a) or not np.all(np.isfinite(a)) or (a < 0).any():
+        return None
+    return a
+
+
+def _bitbrains_rows(text: str, spec: str) -> np.ndarray:
     rows = []
     for n, line in enumerate(text.splitlines(), start=1):
         if n == 1 and line.lower().startswith("timestamp"):
@@ -98,14 +112,73 @@ def read_bitbrains(spec: str) -> BitbrainsTrace:
         rows.append(row)
     if not rows:
         raise TraceError(f"{spec}: no samples")
-    a = np.asarray(rows)
-    kib = 1024.0
-    return BitbrainsTrace(
-        cores=max(1, int(a[0, 1])),
-        cpu=np.clip(a[:, 4] / 100.0, 0.0, 1.0),
-        mem_used=a[:, 6] / 1024.0,
-        disk_read=a[:, 7] * kib,
-        disk_write=a[:, 8] * kib,
-        net_rx=a[:, 9] * kib,
-        net_tx=a[:, 10] * kib,
-    )
+    return np.asarray(rows)
+
+
+PARSERS = {"planetlab": (parse_planetlab, "ascii"), "bitbrains": (parse_bitbrains, "utf-8")}
+
+
+def _read_text(spec: str, encoding: str) -> str:
+    """A trace file's text: a path, or 'ARCHIVE.tar.gz:MEMBER'."""
+    archive, sep, member = spec.partition(".tar.gz:")
+    try:
+        if not sep:
+            return Path(spec).read_text(encoding=encoding)
+        with tarfile.open(archive + ".tar.gz", "r:gz") as tar:
+            try:
+                f = tar.extractfile(member)
+            except KeyError:
+                raise TraceError(f"{archive}.tar.gz: has no member {member!r}") from None
+            if f is None:
+                raise TraceError(f"{archive}.tar.gz: member {member!r} is not a file")
+            return io.TextIOWrapper(f, encoding=encoding).read()
+    except FileNotFoundError:
+        raise TraceError(f"{spec}: no such trace file") from None
+    except (OSError, UnicodeDecodeError, tarfile.TarError) as exc:
+        raise TraceError(f"{spec}: cannot read ({exc})") from None
+
+
+def is_trace_set(spec: str) -> bool:
+    """A directory of trace files, or a whole .tar.gz archive (no ':MEMBER')."""
+    return Path(spec).is_dir() or (spec.endswith(".tar.gz") and ".tar.gz:" not in spec)
+
+
+def trace_set(spec: str) -> list[str]:
+    """The traces of a set, sorted by name: a directory's files, or an archive's files as
+    'ARCHIVE.tar.gz:MEMBER' (listing an archive reads it once)."""
+    path = Path(spec)
+    try:
+        if path.is_dir():
+            return sorted(str(p) for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        with tarfile.open(spec, "r:gz") as tar:
+            return sorted(f"{spec}:{m.name}" for m in tar.getmembers() if m.isfile())
+    except (OSError, tarfile.TarError) as exc:
+        raise TraceError(f"{spec}: cannot list the trace set ({exc})") from None
+
+
+def read_traces(kind: str, specs: list[str]) -> list:
+    """Many traces of one kind, in the given order; the members of an archive are read in one pass."""
+    parse, encoding = PARSERS[kind]
+    read = read_planetlab if kind == "planetlab" else read_bitbrains
+    by_archive: dict[str, set[str]] = {}
+    for spec in specs:
+        archive, sep, member = spec.partition(".tar.gz:")
+        if sep:
+            by_archive.setdefault(archive + ".tar.gz", set()).add(member)
+    parsed: dict[str, object] = {}
+    for archive, members in by_archive.items():
+        try:
+            with tarfile.open(archive, "r:gz") as tar:
+                for info in tar:
+                    if info.name in members and info.isfile():
+                        text = io.TextIOWrapper(tar.extractfile(info), encoding=encoding).read()
+                        parsed[f"{archive}:{info.name}"] = parse(text, f"{archive}:{info.name}")
+        except FileNotFoundError:
+            raise TraceError(f"{archive}: no such trace archive") from None
+        except (OSError, UnicodeDecodeError, tarfile.TarError) as exc:
+            raise TraceError(f"{archive}: cannot read ({exc})") from None
+    missing = [s for s in specs if ".tar.gz:" in s and s not in parsed]
+    if missing:
+        archive, _, member = missing[0].partition(".tar.gz:")
+        raise TraceError(f"{archive}.tar.gz: has no member {member!r}")
+    return [parsed[s] if s in parsed else read(s) for s in specs]

@@ -19,7 +19,7 @@ import numpy as np
 
 from sova.model.name_match import NameMatcher
 from sova.model.scenario import Scenario, WorkloadSpec, peer_name
-from sova.sim.traces import TraceError, read_bitbrains, read_planetlab
+from sova.sim.traces import TraceError, is_trace_set, read_traces, trace_set
 
 
 def on_fraction(t: float, dt: float, period: np.ndarray, duty: np.ndarray, phase: np.ndarray) -> np.ndarray:
@@ -65,9 +65,13 @@ class Workloads:
         self.memory_used = np.zeros(len(names))  # MiB the workloads of each VM say they keep in use
         rows: dict[str, list[tuple[int, int, dict]]] = {}
         for s, spec in enumerate(scenario.workloads):
-            for name in matching(spec.vm):
+            names_here = matching(spec.vm)
+            files = _trace_files(spec, len(names_here))
+            for k, name in enumerate(names_here):
                 self.memory_used[vm_index[name]] += spec.memory_used
                 params = {k: peer_name(v, name) if k in ("peer", "client") else v for k, v in spec.params.items()}
+                if files is not None:
+                    params["file"] = files[k]
                 rows.setdefault(spec.kind, []).append((s, vm_index[name], params))
         self.groups: dict[str, Group] = {}
         for kind, items in rows.items():
@@ -126,20 +130,42 @@ class Workloads:
         return self.groups.get(kind)
 
 
+def _trace_files(spec: WorkloadSpec, vms: int) -> list[str] | None:
+    """A trace set's files for the entry's VMs, one each in name order (None: the entry names one file)."""
+    file = spec.params.get("file")
+    if spec.kind not in ("planetlab", "bitbrains") or not file or not is_trace_set(file):
+        return None
+    try:
+        files = trace_set(file)
+    except TraceError as exc:
+        raise TraceError(f"{spec.where or 'a workload'}.file: {exc}") from None
+    if len(files) < vms:
+        raise TraceError(
+            f"{spec.where or 'a workload'}.file: {file} holds {len(files)} trace(s) for {vms} VMs; "
+            "expected one trace per VM the entry names (fewer VMs, or a larger set)"
+        )
+    return files[:vms]
+
+
 def _load_series(g: Group, specs: tuple[WorkloadSpec, ...]) -> None:
-    read = read_planetlab if g.kind == "planetlab" else read_bitbrains
-    loaded = []
-    for file, spec in zip(g.params["file"], g.spec_index, strict=True):
-        try:
-            loaded.append(read(file))
-        except TraceError as exc:  # name the scenario entry too: the file alone does not say who read it
-            raise TraceError(f"{specs[spec].where or 'a workload'}.file: {exc}") from None
+    try:
+        loaded = read_traces(g.kind, list(g.params["file"]))
+    except TraceError as exc:  # name the scenario entry too: the file alone does not say who read it
+        failed = str(exc)
+        entry = next(
+            (
+                specs[s].where
+                for s, f in zip(g.spec_index, g.params["file"], strict=True)
+                if f.partition(".tar.gz:")[0] in failed
+            ),
+            "",
+        )
+        raise TraceError(f"{entry or 'a workload'}.file: {exc}") from None
     if g.kind == "planetlab":
         g.series["cpu"] = _pad(loaded)
         return
-    traces = loaded
     for key in ("cpu", "mem_used", "disk_read", "disk_write", "net_rx", "net_tx"):
-        g.series[key] = _pad([getattr(t, key) for t in traces])
+        g.series[key] = _pad([getattr(t, key) for t in loaded])
 
 
 def _pad(arrays: list[np.ndarray]) -> np.ndarray:
