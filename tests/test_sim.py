@@ -412,6 +412,30 @@ def test_a_trace_set_with_fewer_traces_than_vms_names_the_entry_and_the_counts(t
         Simulator(s)
 
 
+def test_vm_demand_in_mips_takes_its_share_of_heterogeneous_cores():
+    """CloudSim's PlanetLab set-up: 1,860- and 2,660-MIPS cores; a 1,000-MIPS vCPU at 100 % uses 1000/1860
+    and 1000/2660 of a core; a host given in GHz counts 1,000 MIPS per GHz; a VM without MIPS uses a core."""
+    sim = Simulator(
+        make_scenario(
+            hosts=[
+                {"name": "g4", "cores": 2, "mips": 1860},
+                {"name": "g5", "cores": 2, "mips": 2660},
+                {"name": "ghz", "cores": 2, "ghz": 2.0},
+            ],
+            vms=[
+                {"name": "a", "host": "g4", "mips": 1000},
+                {"name": "b", "host": "g5", "mips": 1000},
+                {"name": "c", "host": "ghz", "mips": 1000},
+                {"name": "d", "host": "g5"},
+            ],
+            workloads=[{"vm": "*", "kind": "lookbusy", "util": 1.0}],
+        )
+    )
+    steps(sim, 10)
+    per_s = sim.counters["cpu_time"] / 10 - 0.005  # less the idle guest's timer ticks
+    assert per_s == pytest.approx([1000 / 1860, 1000 / 2660, 0.5, 1.0 - 0.005], rel=1e-6)  # d: capped at its vCPU
+
+
 def test_malformed_traces_name_the_file_and_line(tmp_path):
     bad = tmp_path / "pl"
     bad.write_text("12\n7x\n")

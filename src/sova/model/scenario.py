@@ -48,6 +48,7 @@ class HostSpec:
     name: str
     cores: int = 16
     ghz: float = 2.6
+    mips: float = 0.0  # per core; 0: ghz * 1,000
     memory: float = 65536.0
     dom0_vcpus: int = 2
     dom0_weight: int = 256
@@ -81,6 +82,7 @@ class VmSpec:
     storage: str = ""
     dirty_rate: float = 5e6
     wss: float = 0.0
+    mips: float = 0.0  # per vCPU; 0: a vCPU at 100 % uses a whole host core
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,10 @@ HOST_FIELDS = {
     "count": Field("int", 1, "how many hosts this entry makes", lo=1),
     "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
     "cores": Field("int", 16, "hardware threads the hypervisor schedules on", lo=1),
-    "ghz": Field("float", 2.6, "clock speed, for reports", lo=0, lo_open=True),
+    "ghz": Field(
+        "float", 2.6, "clock speed per core; 1 GHz counts as 1,000 MIPS where mips is not given", lo=0, lo_open=True
+    ),
+    "mips": Field("float", 0.0, "speed per core in MIPS (0: from ghz), for VMs whose demand is in MIPS", lo=0),
     "memory": Field("memory", 65536.0, "RAM (64 GiB by default)", lo=0, lo_open=True),
     "dom0_vcpus": Field("int", 2, "vCPUs of the control domain (Dom0 / host networking)", lo=1),
     "dom0_weight": Field("int", 256, "scheduler weight of Dom0 (Xen credit default 256)", lo=1),
@@ -100,6 +103,7 @@ VM_FIELDS = {
     "storage": Field("str", "", "storage server holding its disk ('' : the first one)"),
     "dirty_rate": Field("size", 5e6, "memory dirtied per second by the guest (bytes/s), for migration", lo=0),
     "wss": Field("memory", 0.0, "writable working set that caps a pre-copy round (0: all memory)", lo=0),
+    "mips": Field("float", 0.0, "MIPS per vCPU at 100 % (0: a whole host core, whatever its speed)", lo=0),
 }
 
 # Per workload kind: the parameters a phase may change, with defaults.

@@ -47,6 +47,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self.vm_names = [v.name for v in vms]
         self.H, self.V = len(hosts), len(vms)
         self.host_cores = np.array([h.cores for h in hosts], dtype=float)
+        self.host_core_mips = np.array([h.mips or h.ghz * 1000 for h in hosts], dtype=float)
         self.host_mem = np.array([h.memory - h.dom0_memory for h in hosts], dtype=float)
         self.dom0_vcpus = np.array([h.dom0_vcpus for h in hosts], dtype=float)
         self.dom0_weight = np.array([h.dom0_weight for h in hosts], dtype=float)
@@ -64,6 +65,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}
         self.vm_host = np.array([hidx[v.host] for v in vms], dtype=np.int64)
         self.vm_vcpus = np.array([v.vcpus for v in vms], dtype=float)
+        self.vm_mips = np.array([v.mips for v in vms], dtype=float)
         self.vm_mem = np.array([v.memory for v in vms], dtype=float)
         self.vm_weight = np.array([v.weight for v in vms], dtype=float)
         self.vm_cap = np.array([v.cap for v in vms], dtype=float)
@@ -280,7 +282,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         w = self.workloads
         if (g := w.group("lookbusy")) is not None:
             on = on_fraction(t, dt, g.params["period"], g.params["duty"], g.phase)
-            np.add.at(cpu_dem, g.vm, on * g.params["util"] * self.vm_vcpus[g.vm])
+            np.add.at(cpu_dem, g.vm, on * g.params["util"] * self._vcpu_cores(g.vm))
         if (g := w.group("netperf")) is not None:
             on = on_fraction(t, dt, g.params["period"], g.params["duty"], g.phase)
             rate = np.where(g.params["rate"] > 0, g.params["rate"], np.inf)
@@ -313,10 +315,10 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
             demand[self.jobs.flow] = net
         if (g := w.group("planetlab")) is not None:
             cpu = np.clip(series_at(g, "cpu", t, dt) * g.params["scale"], 0, 1)
-            np.add.at(cpu_dem, g.vm, cpu * self.vm_vcpus[g.vm])
+            np.add.at(cpu_dem, g.vm, cpu * self._vcpu_cores(g.vm))
         if (g := w.group("bitbrains")) is not None:
             s = g.params["scale"]
-            np.add.at(cpu_dem, g.vm, np.clip(series_at(g, "cpu", t, dt) * s, 0, 1) * self.vm_vcpus[g.vm])
+            np.add.at(cpu_dem, g.vm, np.clip(series_at(g, "cpu", t, dt) * s, 0, 1) * self._vcpu_cores(g.vm))
             demand[g.flows["tx"]] = series_at(g, "net_tx", t, dt) * 8 * s
             demand[g.flows["rx"]] = series_at(g, "net_rx", t, dt) * 8 * s
             self.vm_mem_used[g.vm] = np.minimum(series_at(g, "mem_used", t, dt), self.vm_mem[g.vm])
@@ -330,6 +332,13 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         # a paused end stops the flow; an unlimited stream's demand is inf, and inf * 0 would be NaN
         np.multiply(demand, ends_run, out=demand, where=ends_run > 0)
         demand[ends_run <= 0] = 0.0
+
+    def _vcpu_cores(self, vms: np.ndarray) -> np.ndarray:
+        """Host cores the VMs' vCPUs use at 100 %: their MIPS over the host's per-core MIPS where the VM
+        states its MIPS (a 1,000-MIPS vCPU on a 2,660-MIPS core uses 0.376 of it), else a whole core."""
+        stated = self.vm_mips[vms] > 0
+        share = self.vm_mips[vms] / self.host_core_mips[self.vm_host[vms]]
+        return self.vm_vcpus[vms] * np.where(stated, share, 1.0)
 
     def _web_demands(self, g, cpu_dem, demand, ends_run) -> None:
         """Each stream's demand (requests/s), stopped while any VM it crosses is paused; its flows' share."""
