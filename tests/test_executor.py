@@ -164,3 +164,15 @@ def test_driver_refusals_are_failed_outcomes_not_exceptions():
 def test_mode_is_validated():
     with pytest.raises(ValueError, match="unknown executor mode 'yolo'"):
         Executor(None, ControlSpec(), "yolo")
+
+
+def test_a_vf_being_plugged_is_counted_once_so_the_last_free_vf_can_still_be_given():
+    rig = Rig(hosts=[{"name": "h1", "nic": {"max_vfs": 2}}], vms=[{"name": "v{i}", "count": 3, "host": "h1"}])
+    rig.ex.submit([A.AttachVF(vm="v1", rate=1e9)], rig.k)
+    rig.sim.step()
+    rig.k.add(rig.driver.observe())  # v1 now shows 'attaching' and its VF counts as used
+    rig.ex.submit([A.AttachVF(vm="v2", rate=1e9)], rig.k)
+    rig.ex.submit([A.AttachVF(vm="v3", rate=1e9)], rig.k)
+    rig.run(5)
+    assert list(rig.sim.vm_vf) == [True, True, False]
+    assert any("no free VF" in e.message for e in rig.events("rejected"))

@@ -147,3 +147,24 @@ def test_the_fidelity_benchmark_prints_every_case_as_json_beside_the_closed_form
         assert case["status"] == "completed"
         assert case["time_s"] == pytest.approx(case["closed_form"]["time_s"], rel=1e-6)
         assert case["rounds"] == case["closed_form"]["rounds"]
+
+
+def test_a_timeout_lands_on_time_even_when_the_link_carries_nothing_or_it_falls_on_a_step_boundary():
+    stalled = Migration(0, 0, 1, GIB, 1e6, 0.0, 0.0, MigrationConfig(timeout=5.0))
+    stalled.advance(0.0, 10.0)
+    assert stalled.status == "timed-out" and stalled.elapsed == pytest.approx(5.0)
+    on_boundary = Migration(0, 0, 1, 2 * GIB, 2e8, 0.0, 0.0, MigrationConfig(timeout=5.0))
+    for _ in range(5):
+        on_boundary.advance(1.25e8, 1.0)
+    assert on_boundary.done and on_boundary.status == "timed-out"  # in the 5th step, not the 6th
+
+
+def test_a_stop_and_copy_stalled_by_the_network_counts_the_stall_as_downtime():
+    m = Migration(0, 0, 1, GIB, 1e6, 0.0, 0.0)  # ~10.7 MB left for the stop-and-copy: 0.107 s at 1e8 B/s
+    paused = 0.0
+    while m.phase == "precopy":
+        paused += m.advance(1e8, 0.001)[1]
+    paused += m.advance(0.0, 1.0)[1]  # the link carries nothing for a second while the guest is paused
+    while not m.done:
+        paused += m.advance(1e8, 0.01)[1]
+    assert m.downtime == pytest.approx(paused, abs=1e-9) and m.downtime == pytest.approx(1.0 + 0.107 + 0.02, abs=0.01)

@@ -428,3 +428,40 @@ def test_results_of_a_sova_from_before_the_marker_are_replaced_with_force(small,
     (tmp_path / "other" / "thesis.txt").write_text("mine")
     assert _run(small, tmp_path / "other", "--force") == 2
     assert (tmp_path / "other" / "thesis.txt").exists()
+
+
+def test_results_stay_complete_and_visible_when_the_old_files_cannot_be_moved_aside(
+    small, tmp_path, capsys, monkeypatch
+):
+    import sova.report.result_dir as result_dir
+
+    out = tmp_path / "res"
+    assert _run(small, out, "--profile", "default") == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    real = result_dir._make_staging
+
+    def no_room_for_the_aside(where, prefix, flag, dest):
+        if prefix == result_dir._ASIDE:
+            raise result_dir.OutputError(f"{flag} {dest}: cannot write in {where}: No space left on device")
+        return real(where, prefix, flag, dest)
+
+    monkeypatch.setattr(result_dir, "_make_staging", no_room_for_the_aside)
+    assert _run(small, out, "--force") == 1
+    assert f"they are complete in {tmp_path / 'res-2'}" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    assert (tmp_path / "res-2" / "summary.json").exists()
+
+
+def test_old_results_left_aside_by_a_killed_replacement_are_put_back(small, tmp_path, capsys):
+    out = tmp_path / "res"
+    assert _run(small, out, "--profile", "default") == 0
+    aside = out / ".sova-old-deadbeef"  # as a run killed (SIGKILL) between moving old files out and new in
+    aside.mkdir()
+    for name in ("summary.json", "report.html"):
+        (out / name).rename(aside / name)
+    (aside / MARKER).write_text("{}")
+    marker = json.loads((out / MARKER).read_text())
+    (out / MARKER).write_text(json.dumps({**marker, "state": "replacing"}))
+    assert _run(small, out) == 2
+    assert "stopped while replacing" in capsys.readouterr().err
+    assert (out / "summary.json").exists() and (out / "report.html").exists() and not aside.exists()

@@ -222,6 +222,21 @@ def test_a_migration_that_cannot_converge_ends_as_qemu_would_and_says_so(options
         assert rec.finished - rec.started == pytest.approx(40.5 + rec.downtime)
 
 
+def test_a_migrations_flow_counts_exactly_the_bytes_the_migration_sent():
+    s = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2}],
+        vms=[{"name": "a", "host": "h1", "memory": "1GiB"}, {"name": "b", "host": "h1"}, {"name": "c", "host": "h2"}],
+        workloads=[{"vm": "b", "kind": "netperf", "peer": "c", "rate": "1Gbps"}],
+    )
+    sim = Simulator(s)
+    steps(sim, 3)
+    sim.start_migration(0, 1)
+    steps(sim, 20)
+    (rec,) = sim.migration_log
+    mig_flow = len(sim.flows) - 1
+    assert sim.flow_bytes[mig_flow] == pytest.approx(rec.bytes, rel=1e-9)
+
+
 def test_without_a_cap_a_migration_that_cannot_converge_keeps_running():
     sim = _migrating({})
     steps(sim, 300)
@@ -378,7 +393,9 @@ def _planetlab_set(tmp_path, count: int):
     for k in range(1, count + 1):
         (folder / f"node{k:02d}").write_text(f"{k * 10}\n" * 12)
     archive = tmp_path / "set.tar.gz"
+    (tmp_path / "._node01").write_bytes(b"\x00\x05\x16\x07")  # macOS metadata, as archives made on a Mac hold
     with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tmp_path / "._node01", arcname="day/._node01")
         for k in range(1, count + 1):
             tar.add(folder / f"node{k:02d}", arcname=f"day/node{k:02d}")
     return folder, archive
@@ -619,3 +636,24 @@ def test_the_fast_bitbrains_parser_reads_what_the_line_by_line_one_reads():
     for text in texts:
         assert _bitbrains_table(text) == pytest.approx(_bitbrains_rows(text, "t"))
     assert _bitbrains_table("1;2;3\n") is None  # not a clean table: the line-by-line parser names the line
+
+
+def test_a_coarse_step_caps_each_scaled_sample_as_fine_steps_do(tmp_path):
+    trace = tmp_path / "spiky"
+    trace.write_text("100\n0\n50\n10\n")  # scale 2 takes 100 % to 200 %, capped at one core
+
+    def cpu_seconds(step_s: float) -> float:
+        sim = Simulator(
+            make_scenario(
+                scenario={"duration": 240, "step": step_s},
+                vms=[{"name": "a", "host": "h1"}],
+                workloads=[{"vm": "a", "kind": "planetlab", "file": str(trace), "interval": 60, "scale": 2}],
+            )
+        )
+        steps(sim, round(240 / step_s))
+        return float(sim.counters["cpu_time"][0])
+
+    coarse, fine = cpu_seconds(240), cpu_seconds(60)
+    # equal but for the idle guest's timer ticks, which the vCPU cap cuts only in full minutes (0.45 %)
+    assert coarse == pytest.approx(fine, rel=0.005)
+    assert coarse < 240 * 0.005 + 60 * (2 + 0 + 1 + 0.2) - 50  # capped per sample: not 200 % for a minute

@@ -191,12 +191,12 @@ class Executor:
         return None
 
     def _plugging(self, snap: Snapshot) -> np.ndarray:
-        """Per host, the VF hot-plugs this executor has running: counted again only when the running jobs
-        or the snapshot changed, not for every action checked."""
+        """Per host, the VF hot-plugs this executor has running that the snapshot does not show yet (a VM
+        still on its vNIC: once it shows 'attaching', vfs_used counts its VF): counted again only when the
+        running jobs or the snapshot changed, not for every action checked."""
         if self._plugging_count is None or self._plugging_time != snap.time:
-            hosts = [
-                snap.vm_host[snap.vm_position[j.action.vm]] for j in self.running if isinstance(j.action, A.AttachVF)
-            ]
+            vms = [snap.vm_position[j.action.vm] for j in self.running if isinstance(j.action, A.AttachVF)]
+            hosts = [snap.vm_host[v] for v in vms if snap.vm_nic[v] == "vnic"]
             self._plugging_count = np.bincount(np.array(hosts, dtype=np.int64), minlength=len(snap.hosts))
             self._plugging_time = snap.time
         return self._plugging_count

@@ -40,7 +40,7 @@ from sova.control import signals
 
 MARKER = ".sova-results"
 _STAGING = ".sova-partial-"
-_ASIDE = f"{_STAGING}old-"  # inside a directory being replaced: its old files, until the new ones are in
+_ASIDE = ".sova-old-"  # inside a directory being replaced: its old files, until the new ones are in
 _STARTING = 60.0  # s: an unheld staging directory without its marker yet, younger than this, may be starting
 _LOCK_WAIT = 60.0  # s: how long a commit waits for another run's commit into the same place
 _LEGACY_SUFFIXES = (".png", ".csv", ".jsonl", ".html", ".json")  # what Sova wrote before it wrote a marker
@@ -77,10 +77,11 @@ class ResultDir:
             try:
                 with _locked(self.dest if self.replacing else self.dest.parent):
                     self.written_to = self._move_in(names) if self.replacing else self._rename_in(names)
-            except OSError as exc:
+            except (OSError, OutputError) as exc:  # OutputError: the aside directory could not be made
                 kept_at = self._keep_visible(names)
+                why = getattr(exc, "strerror", None) or exc
                 raise CommitError(
-                    f"cannot move the results into {self.dest}: {exc.strerror or exc}; they are complete in {kept_at}",
+                    f"cannot move the results into {self.dest}: {why}; they are complete in {kept_at}",
                     kept_at,
                 ) from None
             finally:
@@ -108,7 +109,7 @@ class ResultDir:
 
     def _move_in(self, names: list[str]) -> Path:
         old = _own_files(self.dest)
-        present = {n for n in os.listdir(self.dest) if n != MARKER and not n.startswith(_STAGING)}
+        present = {n for n in os.listdir(self.dest) if n != MARKER and not n.startswith((_STAGING, _ASIDE))}
         kept = sorted(present - old)
         clash = sorted(set(names) & set(kept))
         if clash:
@@ -149,6 +150,7 @@ def prepare(dest: Path, force: bool, flag: str = "--out") -> ResultDir:
     if dest.exists() and not dest.is_dir():
         raise OutputError(f"{flag} {dest}: exists and is not a directory; choose a directory")
     if dest.is_dir():
+        _restore_aside(dest)
         _check_replaceable(dest, force, flag)
         _remove_stale(dest, _STAGING)
         staging, lock = _make_staging(dest, _STAGING, flag, dest)
@@ -173,7 +175,7 @@ def read_marker(d: Path) -> dict:
 
 
 def _check_replaceable(dest: Path, force: bool, flag: str) -> None:
-    others = sorted(n for n in os.listdir(dest) if n != MARKER and not n.startswith(_STAGING))
+    others = sorted(n for n in os.listdir(dest) if n != MARKER and not n.startswith((_STAGING, _ASIDE)))
     marker = read_marker(dest)
     if not marker and others and not _legacy(dest, others):
         shown = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5 else "")
@@ -182,14 +184,32 @@ def _check_replaceable(dest: Path, force: bool, flag: str) -> None:
             f"directory or replaces one it wrote itself (it has a {MARKER} file), --force or not; "
             "choose another --out"
         )
-    if others and not force:
+    state = marker.get("state", "complete") if marker else "complete"
+    if (others or state != "complete") and not force:
         when = marker.get("written", "by an earlier Sova") if marker else "by an earlier Sova"
-        state = marker.get("state", "complete") if marker else "complete"
         stopped = "; a run was stopped while replacing them, so some may be older" if state != "complete" else ""
         raise OutputError(
             f"{flag} {dest}: already holds results (written {when}{stopped}); pass --force to replace them, "
             "or choose another --out"
         )
+
+
+def _restore_aside(dest: Path) -> None:
+    """A run killed while it replaced results left the old ones aside: put back those whose place is free
+    (the new ones that made it in stay), and remove the aside directory once it is empty. One a live run
+    holds is left alone."""
+    for aside in (d for d in dest.iterdir() if d.name.startswith(_ASIDE) and d.is_dir() and not d.is_symlink()):
+        with contextlib.suppress(OSError):
+            fd = os.open(aside, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: its run is alive
+                for name in os.listdir(aside):
+                    if name != MARKER and not os.path.lexists(dest / name):
+                        os.rename(aside / name, dest / name)
+                (aside / MARKER).unlink(missing_ok=True)
+                aside.rmdir()  # fails, and keeps them, if some old files could not go back
+            finally:
+                os.close(fd)
 
 
 def _legacy(dest: Path, names: list[str]) -> bool:
@@ -215,7 +235,7 @@ def _own_files(dest: Path) -> set[str]:
             return set()
     own = set()
     for name in names:
-        if name in ("", ".", "..") or "/" in name or "\0" in name or name.startswith((MARKER, _STAGING)):
+        if name in ("", ".", "..") or "/" in name or "\0" in name or name.startswith((MARKER, _STAGING, _ASIDE)):
             continue
         with contextlib.suppress(OSError):
             mode = os.lstat(dest / name).st_mode
@@ -306,7 +326,7 @@ def _make_staging(where: Path, prefix: str, flag: str, dest: Path) -> tuple[Path
         raise OutputError(f"{flag} {dest}: cannot write in {where}: {exc.strerror or exc}") from None
     lock = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(lock, fcntl.LOCK_EX)  # at most a moment: another run's check for stale directories
         _write_marker(staging, "partial", [])
     except OSError as exc:
         os.close(lock)

@@ -152,8 +152,9 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         w.apply_phases(t)
         self._process_vf_ops(t)
         if len(self.rate) != len(self.flows):
-            self.rate = np.resize(self.rate, len(self.flows))
-            self.flow_bytes = np.resize(self.flow_bytes, len(self.flows))
+            added = len(self.flows) - len(self.rate)  # flows of migrations started since: nothing carried yet
+            self.rate = np.concatenate([self.rate, np.zeros(added)])
+            self.flow_bytes = np.concatenate([self.flow_bytes, np.zeros(added)])
         if self._routes_dirty:
             self._rebuild_routes()
         paused = self._paused_fraction()
@@ -314,11 +315,11 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
             np.add.at(cpu_dem, g.vm, cpu)
             demand[self.jobs.flow] = net
         if (g := w.group("planetlab")) is not None:
-            cpu = np.clip(series_at(g, "cpu", t, dt) * g.params["scale"], 0, 1)
+            cpu = series_at(g, "cpu", t, dt, g.params["scale"], upper=1.0)
             np.add.at(cpu_dem, g.vm, cpu * self._vcpu_cores(g.vm))
         if (g := w.group("bitbrains")) is not None:
             s = g.params["scale"]
-            np.add.at(cpu_dem, g.vm, np.clip(series_at(g, "cpu", t, dt) * s, 0, 1) * self._vcpu_cores(g.vm))
+            np.add.at(cpu_dem, g.vm, series_at(g, "cpu", t, dt, s, upper=1.0) * self._vcpu_cores(g.vm))
             demand[g.flows["tx"]] = series_at(g, "net_tx", t, dt) * 8 * s
             demand[g.flows["rx"]] = series_at(g, "net_rx", t, dt) * 8 * s
             self.vm_mem_used[g.vm] = np.minimum(series_at(g, "mem_used", t, dt), self.vm_mem[g.vm])

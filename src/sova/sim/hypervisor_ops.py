@@ -149,7 +149,7 @@ class HypervisorOperations:
         for v in list(self.migrations):
             mig, fid = self.migrations[v]
             sent, paused = mig.advance(rate[fid] / 8, dt)
-            self.flow_bytes[fid] += sent
+            rate[fid] = sent * 8 / dt  # what it carried: it may end inside the step (counted once, by _account)
             run_now[v] = min(run[v], (1.0 - paused / dt) * (1.0 - mig.throttle))
             if mig.on_destination and self.vm_host[v] != mig.dst:  # post-copy: the guest runs there now
                 self._move(v, mig.dst)

@@ -116,18 +116,16 @@ class Migration:
         while left > _EPS and not self.done:
             was_paused = self.paused  # a piece that ends a round may change the phase
             use = self._step(bandwidth, left)
-            if use is None:  # nothing can move at this bandwidth
-                paused += left if self.paused else 0.0
-                self.elapsed += left
-                left = 0.0
-                break
             paused += use if was_paused else 0.0
             self.elapsed += use
             left -= use
+        if self.phase == "precopy" and 0 < self.config.timeout <= self.elapsed + _EPS:
+            self._time_out()  # due at the end of this step: not a step late
         return self.sent - sent0, paused
 
-    def _step(self, bandwidth: float, left: float) -> float | None:
-        """One piece of the current phase, up to `left` s; returns the time used (None: stalled)."""
+    def _step(self, bandwidth: float, left: float) -> float:
+        """One piece of the current phase, up to `left` s; returns the time used (at no bandwidth, the time
+        passes with nothing sent: the guest keeps dirtying memory, or stays paused)."""
         if self.phase in ("resume", "switch"):
             use = min(left, self.resume_left)
             self.resume_left -= use
@@ -142,7 +140,10 @@ class Migration:
                 return 0.0
             left = min(left, until_timeout)
         if bandwidth <= 0:
-            return None
+            self.round_elapsed += left
+            if self.paused:
+                self.pause_elapsed += left
+            return left
         use = min(left, self.round_left / bandwidth)
         self.round_left -= use * bandwidth
         self.sent += use * bandwidth

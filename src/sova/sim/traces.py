@@ -10,6 +10,7 @@ import functools
 import io
 import math
 import tarfile
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,7 +86,11 @@ def _bitbrains_table(text: str) -> np.ndarray | None:
     numbers: a 500-VM archive is 4 million numbers, too many for a Python loop."""
     header = 1 if text[:9].lower().startswith("timestamp") else 0
     try:
-        a = np.loadtxt(io.StringIO(text), delimiter=";", skiprows=header, usecols=range(_BB_COLUMNS), ndmin=2)
+        with warnings.catch_warnings():  # an empty table warns; the line-by-line parser says what is wrong
+            warnings.simplefilter("ignore")
+            a = np.loadtxt(
+                io.StringIO(text), delimiter=";", skiprows=header, usecols=range(_BB_COLUMNS), ndmin=2, comments=None
+            )
     except ValueError:
         return None
     if not len(a) or not np.all(np.isfinite(a)) or (a < 0).any():
@@ -150,10 +155,14 @@ def trace_set(spec: str) -> list[str]:
     try:
         if path.is_dir():
             return sorted(str(p) for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-        with tarfile.open(spec, "r:gz") as tar:
-            return sorted(f"{spec}:{m.name}" for m in tar.getmembers() if m.isfile())
+        with tarfile.open(spec, "r:gz") as tar:  # hidden files (macOS ._*, .DS_Store) are no traces, as in a directory
+            return sorted(f"{spec}:{m.name}" for m in tar.getmembers() if m.isfile() and not _hidden(m.name))
     except (OSError, tarfile.TarError) as exc:
         raise TraceError(f"{spec}: cannot list the trace set ({exc})") from None
+
+
+def _hidden(member: str) -> bool:
+    return any(part.startswith(".") and part not in (".", "..") for part in member.split("/"))
 
 
 def read_traces(kind: str, specs: list[str]) -> list:

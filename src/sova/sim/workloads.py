@@ -174,25 +174,40 @@ def _pad(arrays: list[np.ndarray]) -> np.ndarray:
     return np.stack([np.resize(a, n) for a in arrays])
 
 
-def series_at(g: Group, key: str, t: float, dt: float = 0.0) -> np.ndarray:
-    """Each instance's trace over the step [t, t + dt), wrapping at the end: the sample holding at t while
-    the step is no longer than the trace's sampling, else the time-weighted mean of the samples the step
-    covers (a 300 s step over a 60 s trace is the mean of five samples, not the first of them)."""
+def series_at(
+    g: Group, key: str, t: float, dt: float = 0.0, scale: np.ndarray | None = None, upper: float | None = None
+) -> np.ndarray:
+    """Each instance's trace over the step [t, t + dt), times `scale` and at most `upper`, wrapping at the
+    end: the sample holding at t while the step is no longer than the trace's sampling, else the
+    time-weighted mean over the samples the step covers (a 300 s step over a 60 s trace is the mean of
+    five samples, not the first of them), each scaled and capped before the mean, as fine steps would."""
     s = g.series[key]
     coarse = dt > g.params["interval"]
     if not coarse.any():
         idx = ((t + g.params["offset"]) // g.params["interval"]).astype(np.int64) % s.shape[1]
-        return s[np.arange(len(g)), idx]
+        return _scaled(s[np.arange(len(g)), idx], scale, upper)
+    if scale is None and upper is None:
+        cumulative = g.cumulative.setdefault(key, _running_sum(s))
+    else:
+        s, cumulative = _scaled(s, None if scale is None else scale[:, None], upper), None
     start = t + g.params["offset"]
-    return (_integral(g, key, start + dt) - _integral(g, key, start)) / dt
+    return (_integral(g, s, start + dt, cumulative) - _integral(g, s, start, cumulative)) / dt
 
 
-def _integral(g: Group, key: str, x: np.ndarray) -> np.ndarray:
-    """The integral of each instance's trace from its start to x seconds (sample-and-hold, wrapping)."""
-    s, interval = g.series[key], g.params["interval"]
-    if key not in g.cumulative:
-        g.cumulative[key] = np.concatenate([np.zeros((len(g), 1)), np.cumsum(s, axis=1)], axis=1)
-    cum, length, rows = g.cumulative[key], s.shape[1], np.arange(len(g))
+def _scaled(values: np.ndarray, scale: np.ndarray | None, upper: float | None) -> np.ndarray:
+    values = values if scale is None else values * scale
+    return values if upper is None else np.clip(values, 0.0, upper)
+
+
+def _running_sum(s: np.ndarray) -> np.ndarray:
+    return np.concatenate([np.zeros((len(s), 1)), np.cumsum(s, axis=1)], axis=1)
+
+
+def _integral(g: Group, s: np.ndarray, x: np.ndarray, cumulative: np.ndarray | None) -> np.ndarray:
+    """The integral of each instance's series from its start to x seconds (sample-and-hold, wrapping)."""
+    interval = g.params["interval"]
+    cum = _running_sum(s) if cumulative is None else cumulative
+    length, rows = s.shape[1], np.arange(len(g))
     samples = x / interval
     cycles = np.floor(samples / length)
     within = samples - cycles * length
