@@ -2,10 +2,12 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from helpers import make_scenario
 from sova.analyze.load import host_loads, vm_loads
+from sova.analyze.samples import window_samples
 from sova.drivers.sim import SimDriver
 from sova.model import scenario as S
 from sova.model import scenario_fields as F
@@ -92,6 +94,70 @@ def test_snapshots_must_move_forward_in_time():
     snaps = _timed(k, [0, 5])
     with pytest.raises(ValueError, match="not newer"):
         k.add(snaps[0])
+
+
+def _without(snap, gone: str):
+    """The snapshot as a driver reports it once VM `gone` is deleted (or its host's daemon is away)."""
+    from sova.model.snapshot import VmCounters
+    from sova.model.snapshot_align import _VM_FIELDS, _VM_FIELDS_OBJECT
+
+    keep = np.array([name != gone for name in snap.vms])
+    index = np.cumsum(keep) - 1
+    changes = {name: getattr(snap, name)[keep] for name in (*_VM_FIELDS, "vm_host")}
+    for name in _VM_FIELDS_OBJECT:
+        values = np.asarray(getattr(snap, name), dtype=object)[keep]
+        changes[name] = tuple(values) if isinstance(getattr(snap, name), tuple) else values.astype(bool)
+    counters = {f.name: getattr(snap.counters, f.name)[keep] for f in dataclasses.fields(VmCounters)}
+    flows = keep[np.maximum(snap.flow_src, 0)] & ((snap.flow_dst < 0) | keep[np.maximum(snap.flow_dst, 0)])
+    return dataclasses.replace(
+        snap,
+        vms=tuple(n for n in snap.vms if n != gone),
+        counters=VmCounters(**counters),
+        flow_src=index[snap.flow_src[flows]],
+        flow_dst=np.where(snap.flow_dst[flows] >= 0, index[np.maximum(snap.flow_dst[flows], 0)], -1),
+        flow_bytes=snap.flow_bytes[flows],
+        **changes,
+    )
+
+
+def _busy_pair():
+    sim = Simulator(
+        make_scenario(
+            hosts=[{"name": "h1", "cores": 8}],
+            vms=[{"name": n, "host": "h1", "vcpus": 2} for n in ("a", "b", "c")],
+            workloads=[
+                {"vm": "a", "kind": "lookbusy", "util": 0.5},
+                {"vm": "b", "kind": "lookbusy", "util": 1.0},
+                {"vm": "c", "kind": "lookbusy", "util": 0.25},
+            ],
+        )
+    )
+    return sim, SimDriver(sim)
+
+
+def test_a_vm_that_goes_leaves_every_other_vms_history_as_it_was():
+    sim, drv = _busy_pair()
+    k = Knowledge()
+    for t in range(30):
+        snap = drv.observe()
+        k.add(snap if t < 20 else _without(snap, "b"))  # b is deleted at 20 s
+        sim.step()
+    assert len(k) == 30  # nothing was thrown away
+    assert k.latest.vms == ("a", "c")
+    assert k.vm_cpu_cores(25) == pytest.approx([1.005, 0.505])  # over 25 s, across the change
+
+
+def test_a_vm_that_comes_counts_as_idle_before_it_came():
+    sim, drv = _busy_pair()
+    k = Knowledge()
+    for t in range(30):
+        snap = drv.observe()
+        k.add(_without(snap, "c") if t < 20 else snap)  # c appears at 20 s
+        sim.step()
+    rates = dict(zip(k.latest.vms, k.vm_cpu_cores(20), strict=True))
+    assert rates["a"] == pytest.approx(1.005) and rates["b"] == pytest.approx(2.0)
+    assert rates["c"] == pytest.approx(0.505 * 9 / 20)  # its 9 s since it came, over the 20 s window
+    assert window_samples(k, 20).gotten.shape[1] == 3
 
 
 @pytest.mark.parametrize(

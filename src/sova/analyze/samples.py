@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from sova.model.knowledge import Knowledge
+from sova.model.snapshot_align import aligned, same_layout
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,8 @@ def window_samples(knowledge: Knowledge, seconds: float) -> Samples | None:
     use = knowledge.since(knowledge.latest.time - seconds)
     if len(use) < 2:
         use = knowledge.snapshots[-2:]
+    newest = use[-1]
+    use = [s if same_layout(s, newest) else aligned(s, newest, use[k + 1 :]) for k, s in enumerate(use)]
 
     def series(get):
         return np.diff(np.stack([get(s) for s in use]), axis=0)

@@ -12,6 +12,7 @@ import numpy as np
 
 from sova.model.scenario import TopologySpec
 from sova.model.snapshot import Snapshot
+from sova.model.snapshot_align import aligned, same_layout
 
 
 class Knowledge:
@@ -19,7 +20,8 @@ class Knowledge:
     (an operator's description of the network, as the Virtue paper's experiment files give it).
 
     The history is kept by time: `history` seconds back from the newest snapshot (and the snapshot just
-    before that, so a window of the whole history has its older end). Lookups by time are binary
+    before that, so a window of the whole history has its older end), across changes of inventory: a VM
+    that comes or goes leaves every other VM's history as it was. Lookups by time are binary
     searches, so a policy asking for a window costs the same whatever the history holds.
     """
 
@@ -33,8 +35,6 @@ class Knowledge:
     def add(self, snap: Snapshot) -> None:
         if self._snaps and snap.time <= self._times[-1]:
             raise ValueError(f"snapshot at {snap.time:g} s is not newer than the last one ({self._times[-1]:g} s)")
-        if self._snaps and len(snap.vms) != len(self._snaps[-1].vms):
-            self._snaps, self._times, self._first = [], [], 0  # the inventory changed: old counters no longer line up
         self._snaps.append(snap)
         self._times.append(snap.time)
         oldest_needed = bisect.bisect_right(self._times, snap.time - self.history, lo=self._first) - 1
@@ -65,7 +65,8 @@ class Knowledge:
         return self._snaps[i] if i >= self._first else None
 
     def window(self, seconds: float, end: float | None = None) -> tuple[Snapshot, Snapshot] | None:
-        """(older, newer) snapshots spanning about `seconds` up to `end` (default: latest)."""
+        """(older, newer) snapshots spanning about `seconds` up to `end` (default: latest); the older one
+        re-indexed like the newer when VMs or hosts came or went between them (model.snapshot_align)."""
         if len(self) < 2:
             return None
         new = self.latest if end is None else self.at_or_before(end)
@@ -74,7 +75,9 @@ class Knowledge:
         old = self.at_or_before(new.time - seconds) or self._snaps[self._first]
         if old.time >= new.time:
             return None
-        return old, new
+        if same_layout(old, new):
+            return old, new
+        return aligned(old, new, self.since(old.time + 1e-6)), new
 
     def host_cpu_util(self, seconds: float, end: float | None = None) -> np.ndarray | None:
         """Per host: CPU busy (all domains) / hardware threads, over the window."""

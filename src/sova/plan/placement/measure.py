@@ -22,16 +22,12 @@ def problem_from_knowledge(knowledge: Knowledge, window: float, slots: int) -> P
         raise PlacementError(f"fewer than two observations in the last {window:g} s: nothing to measure yet")
     if knowledge.topology is None:
         raise PlacementError("the inventory has no fabric (topology): network-aware placement needs it")
-    old, new = w
-    if old.vms != new.vms:
-        raise PlacementError("the VMs changed during the measurement window")
+    old, new = w  # old is indexed like new, even if VMs came or went in the window
     dt = new.time - old.time
     V = len(new.vms)
     cpu = (new.counters.cpu_time - old.counters.cpu_time) / dt
-    rate = (new.flow_bytes - old.flow_bytes) * 8 / dt if len(new.flow_bytes) == len(old.flow_bytes) else None
+    rate = (new.flow_bytes - old.flow_bytes) * 8 / dt
     src, dst = new.flow_src, new.flow_dst
-    if rate is None:
-        rate, src, dst = np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     inside = (dst >= 0) & (dst != src)
     traffic = coo_matrix((rate[inside], (src[inside], dst[inside])), shape=(V, V)).tocsr()
     c0, c1 = old.counters, new.counters
