@@ -37,5 +37,16 @@ def test_policies_and_sensors_run_at_their_own_periods():
     assert sim.vm_weight[0] == 100 + len(times)  # every plan was applied, in order
 
 
+def test_a_policy_period_that_is_a_multiple_of_a_fine_step_runs_exactly_on_time():
+    Recorder.calls.clear()
+    sim = Simulator(make_scenario(scenario={"step": 0.25}, vms=[{"name": "v1", "host": "h1"}]))
+    rt = Runtime(SimDriver(sim), [Recorder(period=2.5)], ControlSpec(monitor_period=0.25))
+    rt.tick()
+    for _ in range(40):  # 10 s
+        sim.step()
+        rt.tick()
+    assert [t for t, _ in Recorder.calls] == [2.5, 5.0, 7.5, 10.0]
+
+
 def test_registering_a_policy_does_not_hide_the_shipped_ones():
     assert {"test-recorder", "threshold-migration"} <= set(registry())
