@@ -380,10 +380,13 @@ def test_a_workload_using_more_memory_than_its_vm_is_a_warning():
     from sova.model.plausibility import warnings
 
     s = make_scenario(
-        vms=[{"name": "a", "host": "h1", "memory": "1GiB"}],
-        workloads=[{"vm": "a", "kind": "lookbusy", "memory_used": "2GiB"}],
+        vms=[{"name": "a", "host": "h1", "memory": "1GiB"}, {"name": "b1", "host": "h1", "memory": "1GiB"}],
+        workloads=[
+            {"vm": "a", "kind": "lookbusy", "memory_used": "2GiB"},
+            {"vm": "b*", "kind": "lookbusy", "memory_used": "3GiB"},  # a pattern names the VMs too
+        ],
     )
-    assert any("2,048 MiB in use on a 1,024 MiB VM" in str(w) for w in warnings(s))
+    assert any("2,048 MiB in use on a 1,024 MiB VM (and 1 more)" in str(w) for w in warnings(s))
 
 
 def _planetlab_set(tmp_path, count: int):

@@ -9,6 +9,7 @@ a ``Problem`` (where, what), so it prints like an error, and the run still goes 
 
 from __future__ import annotations
 
+from sova.model.name_match import NameMatcher
 from sova.model.scenario import Scenario
 from sova.model.schema import Problem
 
@@ -74,12 +75,15 @@ def warnings(scenario: Scenario) -> list[Problem]:
         "more vCPUs than its host has cores: the VM can never run all of them at once",
     )
     memory = {v.name: v.memory for v in scenario.vms}
+    matching = NameMatcher(memory)
     found += _repeated(
         f"{where}: [[workloads]]",
         [
-            (w.vm, f"{w.memory_used:,.0f} MiB in use on a {memory[w.vm]:,.0f} MiB VM")
+            (vm, f"{w.memory_used:,.0f} MiB in use on a {memory[vm]:,.0f} MiB VM")
             for w in scenario.workloads
-            if w.vm in memory and w.memory_used > memory[w.vm]
+            if w.memory_used > 0
+            for vm in matching(w.vm)
+            if w.memory_used > memory[vm]
         ],
         "more than the VM has; it counts as all of the VM's memory",
     )
