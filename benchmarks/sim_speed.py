@@ -56,28 +56,9 @@ def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1):
     return scenario_from_dict(raw)
 
 
-def measure(n_hosts: int, seconds: int) -> dict:
-    t0 = time.perf_counter()
-    sim = Simulator(scenario(n_hosts))
-    setup = time.perf_counter() - t0
-    sim.step()  # first step builds routes
-    t1 = time.perf_counter()
-    for _ in range(seconds):
-        sim.step()
-    wall = time.perf_counter() - t1
-    return {
-        "hosts": n_hosts,
-        "vms": sim.V,
-        "flows": len(sim.flows),
-        "setup_s": setup,
-        "sim_s_per_wall_s": seconds / wall,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-    }
-
-
-def measure_loop(n_hosts: int, seconds: int, policies: list[str]) -> dict:
-    """The whole loop as `sova run` drives it: step, record, observe every monitor period, Knowledge,
-    the policies at their periods, the executor."""
+def measure(n_hosts: int, seconds: int, policies: list[str] | None = None) -> dict:
+    """Simulated seconds per wall second: the simulator alone, or with `policies` the whole loop as `sova
+    run` drives it (step, record, observe every monitor period, Knowledge, the policies, the executor)."""
     from sova.control.profiles import build_policies
     from sova.control.runtime import Runtime
     from sova.drivers.sim import SimDriver
@@ -86,18 +67,20 @@ def measure_loop(n_hosts: int, seconds: int, policies: list[str]) -> dict:
 
     t0 = time.perf_counter()
     base = scenario(n_hosts)
-    profile = ProfileSpec("bench", tuple(policies))
     sim = Simulator(base)
-    runtime = Runtime(SimDriver(sim), build_policies(base, profile), base.control, "auto", base.topology)
-    recorder = Recorder(sim.host_names, len(sim.host_names) <= PER_HOST_MAX)
+    if policies:
+        chosen = build_policies(base, ProfileSpec("bench", tuple(policies)))
+        runtime = Runtime(SimDriver(sim), chosen, base.control, "auto", base.topology)
+        recorder = Recorder(sim.host_names, len(sim.host_names) <= PER_HOST_MAX)
+        runtime.tick()
     setup = time.perf_counter() - t0
-    runtime.tick()
-    sim.step()
+    sim.step()  # first step builds routes
     t1 = time.perf_counter()
     for _ in range(seconds):
         sim.step()
-        recorder.record(sim)
-        runtime.tick()
+        if policies:
+            recorder.record(sim)
+            runtime.tick()
     wall = time.perf_counter() - t1
     return {
         "hosts": n_hosts,
@@ -106,7 +89,6 @@ def measure_loop(n_hosts: int, seconds: int, policies: list[str]) -> dict:
         "setup_s": setup,
         "sim_s_per_wall_s": seconds / wall,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "actions": len(runtime.audit.entries),
     }
 
 
@@ -119,7 +101,7 @@ def main() -> None:
     print("| hosts | VMs | flows | set-up (s) | simulated s / wall s | peak RSS (MiB) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in args.sizes:
-        r = measure_loop(n, args.seconds, args.loop) if args.loop else measure(n, args.seconds)
+        r = measure(n, args.seconds, args.loop)
         print(
             f"| {r['hosts']:,} | {r['vms']:,} | {r['flows']:,} | {r['setup_s']:.1f} | "
             f"{r['sim_s_per_wall_s']:,.0f} | {r['peak_rss_mib']:,.0f} |",

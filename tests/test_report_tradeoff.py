@@ -5,10 +5,8 @@ import re
 import pytest
 
 from sova.report.html import render_report
-from sova.report.metrics import METRICS, present_metrics
+from sova.report.metrics import metric_at, present_metrics
 from sova.report.tradeoff import compare, matters, tradeoff_sentence
-
-BY_PATH = {m.path: m for m in METRICS}
 
 DEFAULT = {
     "cpu": {"host_util_max_p95": 1.0, "hot_host_fraction": 0.667},
@@ -41,10 +39,10 @@ def row_cells(page: str, label: str) -> list[tuple[str, str]]:
 
 
 def test_the_difference_is_absolute_and_relative_in_the_metrics_unit():
-    assert compare(BY_PATH["services.response_mean"], DEFAULT, THRESHOLD).text() == "+0.05 ms (+20%)"
-    assert compare(BY_PATH["cpu.hot_host_fraction"], DEFAULT, THRESHOLD).text() == "-64.6 pp (-97%)"
-    assert compare(BY_PATH["migrations.time_total"], DEFAULT, THRESHOLD).text() == "+8.0 s"  # no relative from 0
-    assert compare(BY_PATH["services.served"], DEFAULT, THRESHOLD).text() == "same"
+    assert compare(metric_at("services.response_mean"), DEFAULT, THRESHOLD).text() == "+0.05 ms (+20%)"
+    assert compare(metric_at("cpu.hot_host_fraction"), DEFAULT, THRESHOLD).text() == "-64.6 pp (-97%)"
+    assert compare(metric_at("migrations.time_total"), DEFAULT, THRESHOLD).text() == "+8.0 s"  # no relative from 0
+    assert compare(metric_at("services.served"), DEFAULT, THRESHOLD).text() == "same"
 
 
 @pytest.mark.parametrize(
@@ -59,7 +57,7 @@ def test_the_difference_is_absolute_and_relative_in_the_metrics_unit():
     ],
 )
 def test_a_difference_matters_only_above_two_percent_and_the_shown_precision(path, base, other, expected):
-    assert matters(BY_PATH[path], base, other) is expected
+    assert matters(metric_at(path), base, other) is expected
 
 
 def test_green_and_red_mark_only_differences_that_matter():

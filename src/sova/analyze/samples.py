@@ -6,12 +6,13 @@ window (``num`` samples). A sample is the difference of two consecutive snapshot
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
 from sova.model.knowledge import Knowledge
-from sova.model.snapshot_align import aligned, same_layout
+from sova.model.snapshot_align import aligned
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,8 @@ def window_samples(knowledge: Knowledge, seconds: float) -> Samples | None:
     use = knowledge.since(knowledge.latest.time - seconds)
     if len(use) < 2:
         use = knowledge.snapshots[-2:]
-    newest = use[-1]
-    use = [s if same_layout(s, newest) else aligned(s, newest, use[k + 1 :]) for k, s in enumerate(use)]
+    # VMs that came or went in the window: every snapshot indexed like the newest
+    use = [aligned(s, use[-1], itertools.islice(use, k + 1, None)) for k, s in enumerate(use)]
 
     def series(get):
         return np.diff(np.stack([get(s) for s in use]), axis=0)

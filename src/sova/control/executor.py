@@ -55,8 +55,6 @@ class Executor:
         self.pending: dict[int, PendingPlan] = {}
         self.last_migrated: dict[str, float] = {}
         self._seq = 0
-        self._plugging_count: np.ndarray | None = None  # VF hot-plugs running per host; None: count again
-        self._plugging_time = -1.0
 
     # ---------------------------------------------------------------- plans
     def submit(self, actions: list[A.Action], knowledge: Knowledge) -> int | None:
@@ -124,7 +122,6 @@ class Executor:
                 self.last_migrated[job.action.vm] = now
             self.audit.record(now, job.plan, "finished", job.action, out)
         self.running = still
-        self._plugging_count = None
         for pid in [p for p, plan in self.pending.items() if now - plan.created > self.rails.approval_timeout]:
             for a in self.pending.pop(pid).actions:
                 msg = f"not approved within {self.rails.approval_timeout:g} s"
@@ -136,6 +133,7 @@ class Executor:
         later actions on the same target (they depended on it)."""
         now = self.driver.now()
         busy = {j.action.target for j in self.running}
+        plugging = self._plugging(knowledge.latest) if self.queued and len(knowledge) else None
         blocked: set[tuple[int, str]] = set()
         keep = []
         for job in self.queued:
@@ -147,7 +145,7 @@ class Executor:
             if job.action.target in busy:
                 keep.append(job)
                 continue
-            verdict = self.check(job.action, knowledge)
+            verdict = self.check(job.action, knowledge, plugging)
             if verdict:
                 self.audit.record(now, job.plan, "rejected", job.action, A.Outcome(A.REJECTED, verdict, now, now))
                 blocked.add(key)
@@ -157,17 +155,18 @@ class Executor:
             if out.status == A.RUNNING:
                 job.started = now
                 self.running.append(job)
-                if isinstance(job.action, A.AttachVF) and self._plugging_count is not None:
+                if isinstance(job.action, A.AttachVF):  # the snapshot shows it only from the next one on
                     snap = knowledge.latest
-                    self._plugging_count[snap.vm_host[snap.vm_position[job.action.vm]]] += 1
+                    plugging[snap.vm_host[snap.vm_position[job.action.vm]]] += 1
                 busy.add(job.action.target)
             elif out.status != A.OK:
                 blocked.add(key)
         self.queued = keep
 
     # ---------------------------------------------------------------- rails
-    def check(self, action: A.Action, knowledge: Knowledge) -> str | None:
-        """Why the action may not start now, or None if it may."""
+    def check(self, action: A.Action, knowledge: Knowledge, plugging: np.ndarray | None = None) -> str | None:
+        """Why the action may not start now, or None if it may. `plugging`: VF hot-plugs per host the
+        snapshot does not show yet, if the caller keeps count (else counted here)."""
         if not len(knowledge):
             return "no observation of the cluster yet"
         snap = knowledge.latest
@@ -186,20 +185,17 @@ class Executor:
                 return f"{action.vm} is migrating"
             if snap.vm_nic[v] != "vnic":
                 return f"{action.vm} NIC is {snap.vm_nic[v]!r}, not a plain vNIC"
-            if snap.vfs_used[h] + self._plugging(snap)[h] >= snap.vfs_total[h]:
+            plugging = self._plugging(snap) if plugging is None else plugging
+            if snap.vfs_used[h] + plugging[h] >= snap.vfs_total[h]:
                 return f"{snap.hosts[h]} has no free VF ({snap.vfs_total[h]} in all)"
         return None
 
     def _plugging(self, snap: Snapshot) -> np.ndarray:
         """Per host, the VF hot-plugs this executor has running that the snapshot does not show yet (a VM
-        still on its vNIC: once it shows 'attaching', vfs_used counts its VF): counted again only when the
-        running jobs or the snapshot changed, not for every action checked."""
-        if self._plugging_count is None or self._plugging_time != snap.time:
-            vms = [snap.vm_position[j.action.vm] for j in self.running if isinstance(j.action, A.AttachVF)]
-            hosts = [snap.vm_host[v] for v in vms if snap.vm_nic[v] == "vnic"]
-            self._plugging_count = np.bincount(np.array(hosts, dtype=np.int64), minlength=len(snap.hosts))
-            self._plugging_time = snap.time
-        return self._plugging_count
+        still on its vNIC: once it shows 'attaching', vfs_used counts its VF)."""
+        vms = [snap.vm_position[j.action.vm] for j in self.running if isinstance(j.action, A.AttachVF)]
+        hosts = [snap.vm_host[v] for v in vms if snap.vm_nic[v] == "vnic"]
+        return np.bincount(np.array(hosts, dtype=np.int64), minlength=len(snap.hosts))
 
     def _check_migrate(self, action: A.Migrate, knowledge: Knowledge) -> str | None:
         snap = knowledge.latest

@@ -45,8 +45,8 @@ class SimDriver:
         c = s.counters
         counters = VmCounters(**{k: c[k].copy() for k in VmCounters.__dataclass_fields__})
         nic = np.where(s.vm_vf, "vf", "vnic").astype(object)
-        for _, vm, kind in s.vf_pending:  # a hot-plug in progress
-            nic[vm] = "attaching" if kind == "attach" else "detaching"
+        for vm, state in s.vf_plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
+            nic[vm] = state
         migrating = np.zeros(s.V, dtype=bool)
         migrating[list(s.migrations)] = True
         return Snapshot(

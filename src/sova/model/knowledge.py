@@ -7,12 +7,14 @@ from real sensors.
 from __future__ import annotations
 
 import bisect
+import itertools
+from collections.abc import Iterator
 
 import numpy as np
 
 from sova.model.scenario import TopologySpec
 from sova.model.snapshot import Snapshot
-from sova.model.snapshot_align import aligned, same_layout
+from sova.model.snapshot_align import aligned
 
 
 class Knowledge:
@@ -56,6 +58,10 @@ class Knowledge:
         """The snapshots taken at or after time t, oldest first."""
         return self._snaps[bisect.bisect_left(self._times, t - 1e-9, lo=self._first) :]
 
+    def _after(self, t: float) -> Iterator[Snapshot]:
+        """The snapshots taken after time t, oldest first, one at a time (read only if needed)."""
+        return itertools.islice(self._snaps, bisect.bisect_right(self._times, t + 1e-9, lo=self._first), None)
+
     def __len__(self) -> int:
         return len(self._snaps) - self._first
 
@@ -75,9 +81,7 @@ class Knowledge:
         old = self.at_or_before(new.time - seconds) or self._snaps[self._first]
         if old.time >= new.time:
             return None
-        if same_layout(old, new):
-            return old, new
-        return aligned(old, new, self.since(old.time + 1e-6)), new
+        return aligned(old, new, self._after(old.time)), new
 
     def host_cpu_util(self, seconds: float, end: float | None = None) -> np.ndarray | None:
         """Per host: CPU busy (all domains) / hardware threads, over the window."""

@@ -106,6 +106,12 @@ VM_FIELDS = {
     "mips": Field("float", 0.0, "MIPS per vCPU at 100 % (0: a whole host core, whatever its speed)", lo=0),
 }
 
+# how a trace's samples map onto simulated time (planetlab, bitbrains)
+TRACE_SAMPLING = {
+    "interval": Field("duration", 300.0, "seconds per sample", lo=0, lo_open=True),
+    "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
+}
+
 # Per workload kind: the parameters a phase may change, with defaults.
 WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
     "lookbusy": {
@@ -172,9 +178,8 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
             "a PlanetLab per-VM file (288 CPU % samples), or a set: a directory or .tar.gz of them, one per VM "
             "the entry names, in name order; relative to the scenario",
         ),
-        "interval": Field("duration", 300.0, "seconds per sample", lo=0, lo_open=True),
         "scale": Field("float", 1.0, "multiplier on the trace's CPU %", lo=0),
-        "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
+        **TRACE_SAMPLING,
     },
     "bitbrains": {
         "file": Field(
@@ -183,9 +188,8 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
             "a Bitbrains GWA-T-12 VM CSV, 'ARCHIVE.tar.gz:MEMBER', or a set (a directory or a whole .tar.gz: "
             "one trace per VM the entry names, in name order)",
         ),
-        "interval": Field("duration", 300.0, "seconds per sample", lo=0, lo_open=True),
         "scale": Field("float", 1.0, "multiplier on CPU, disk and network", lo=0),
-        "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
+        **TRACE_SAMPLING,
     },
 }
 STRUCTURAL_PARAMS = {

@@ -36,7 +36,7 @@ def aligned(old: Snapshot, new: Snapshot, between: Iterable[Snapshot] = ()) -> S
     """`old` with the VMs, hosts and flows of `new`, in its order (itself when nothing changed). A VM
     that `old` does not have takes its counters from the first of `between` (the snapshots after `old`,
     oldest first) that has it: over the window it counts as idle until it came."""
-    if same_layout(old, new):
+    if _same_layout(old, new):
         return old
     vm_at = np.array([old.vm_position.get(name, -1) for name in new.vms], dtype=np.int64)
     host_at = np.array([old.host_position.get(name, -1) for name in new.hosts], dtype=np.int64)
@@ -64,7 +64,7 @@ def aligned(old: Snapshot, new: Snapshot, between: Iterable[Snapshot] = ()) -> S
     return dataclasses.replace(old, **changes)
 
 
-def same_layout(old: Snapshot, new: Snapshot) -> bool:
+def _same_layout(old: Snapshot, new: Snapshot) -> bool:
     """Both index VMs, hosts and flows alike: counters can be differenced as they are."""
     return old.vms == new.vms and old.hosts == new.hosts and len(old.flow_bytes) == len(new.flow_bytes)
 

@@ -198,18 +198,13 @@ def _restore_aside(dest: Path) -> None:
     """A run killed while it replaced results left the old ones aside: put back those whose place is free
     (the new ones that made it in stay), and remove the aside directory once it is empty. One a live run
     holds is left alone."""
-    for aside in (d for d in dest.iterdir() if d.name.startswith(_ASIDE) and d.is_dir() and not d.is_symlink()):
+    for aside in _unheld(dest, _ASIDE):
         with contextlib.suppress(OSError):
-            fd = os.open(aside, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # BlockingIOError: its run is alive
-                for name in os.listdir(aside):
-                    if name != MARKER and not os.path.lexists(dest / name):
-                        os.rename(aside / name, dest / name)
-                (aside / MARKER).unlink(missing_ok=True)
-                aside.rmdir()  # fails, and keeps them, if some old files could not go back
-            finally:
-                os.close(fd)
+            for name in os.listdir(aside):
+                if name != MARKER and not os.path.lexists(dest / name):
+                    os.rename(aside / name, dest / name)
+            (aside / MARKER).unlink(missing_ok=True)
+            aside.rmdir()  # fails, and keeps them, if some old files could not go back
 
 
 def _legacy(dest: Path, names: list[str]) -> bool:
@@ -337,28 +332,37 @@ def _make_staging(where: Path, prefix: str, flag: str, dest: Path) -> tuple[Path
 
 def _remove_stale(where: Path, prefix: str) -> None:
     """Staging directories of runs into this place that nobody holds: left by a killed run (Sova's names)."""
-    with contextlib.suppress(OSError):
-        for d in where.iterdir():
-            if d.name.startswith(prefix) and d.is_dir() and not d.is_symlink():
-                with contextlib.suppress(OSError):
-                    _remove_if_stale(d)
+    for d in _unheld(where, prefix):
+        with contextlib.suppress(OSError):
+            entries = os.listdir(d)
+            # without its marker it is Sova's only if it holds nothing but (part of) a marker, and not
+            # starting only if it is not new
+            unborn = all(n.startswith(MARKER) for n in entries) and time.time() - d.stat().st_mtime > _STARTING
+            if MARKER in entries or unborn:
+                shutil.rmtree(d)
 
 
-def _remove_if_stale(d: Path) -> None:
-    fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+def _unheld(where: Path, prefix: str) -> Iterator[Path]:
+    """The directories named prefix* in `where` that no live run holds (flock), each held while the caller
+    handles it."""
     try:
+        found = [d for d in where.iterdir() if d.name.startswith(prefix) and d.is_dir() and not d.is_symlink()]
+    except OSError:
+        return
+    for d in found:
+        try:
+            fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            continue
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return  # its run is alive
-        entries = os.listdir(d)
-        # without its marker it is Sova's only if it holds nothing but (part of) a marker, and not
-        # starting only if it is not new
-        unborn = all(n.startswith(MARKER) for n in entries) and time.time() - os.fstat(fd).st_mtime > _STARTING
-        if MARKER in entries or unborn:
-            shutil.rmtree(d)
-    finally:
-        os.close(fd)
+        except OSError:  # its run is alive
+            os.close(fd)
+            continue
+        try:
+            yield d
+        finally:
+            os.close(fd)
 
 
 @contextlib.contextmanager

@@ -78,9 +78,8 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self.vm_io_limit = np.zeros(self.V)
         self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT  # until the workloads are known, below
         self.vf_used = np.bincount(self.vm_host[self.vm_vf], minlength=self.H).astype(np.int64)
-        self.vf_pending: list[tuple[float, int, str]] = []  # (due time, vm, 'attach'|'release')
+        self.vf_pending: list[tuple[float, int]] = []  # (due time, vm) of each hot-plug under way
         self.vf_plugging: dict[int, str] = {}  # VM -> 'attaching' | 'detaching' while its hot-plug runs
-        self.vm_vf_busy = np.zeros(self.V, dtype=bool)  # a hot-plug is in progress
         self.dom0_mem_reserved = np.zeros(self.H)
 
         self.layout = Layout(self.topology.n_links, self.H, self.V)

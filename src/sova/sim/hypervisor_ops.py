@@ -27,7 +27,7 @@ class HypervisorOperations:
             raise SimError(f"{name} is already migrating")
         if dst == src:
             raise SimError(f"{name} already runs on {self.host_names[dst]}")
-        if self.vm_vf[vm] or self.vm_vf_busy[vm]:
+        if self.vm_vf[vm] or vm in self.vf_plugging:
             raise SimError(f"{name} has an SR-IOV VF attached; detach it before migrating")
         free = self.host_mem[dst] - self.host_mem_used()[dst]
         if free < self.vm_mem[vm]:
@@ -94,14 +94,13 @@ class HypervisorOperations:
         name = self.vm_names[vm]
         if vm in self.migrations:
             raise SimError(f"{name} is migrating; a VF cannot be attached now")
-        if self.vm_vf[vm] or self.vm_vf_busy[vm]:
+        if self.vm_vf[vm] or vm in self.vf_plugging:
             raise SimError(f"{name} already has a VF (or one is being plugged)")
         if self.vf_used[h] >= self.max_vfs[h]:
             raise SimError(f"{self.host_names[h]} has no free VF ({self.max_vfs[h]} in use)")
         self.vf_used[h] += 1
-        self.vm_vf_busy[vm] = True
         self.vm_vf_rate[vm] = rate
-        self.vf_pending.append((self.t + self.params["vf_attach_time"], vm, "attach"))
+        self.vf_pending.append((self.t + self.params["vf_attach_time"], vm))
         self.vf_plugging[vm] = "attaching"
 
     def detach_vf(self, vm: int) -> None:
@@ -109,11 +108,10 @@ class HypervisorOperations:
         if not self.vm_vf[vm]:
             raise SimError(f"{self.vm_names[vm]} has no VF attached")
         self.vm_vf[vm] = False
-        self.vm_vf_busy[vm] = True
         self._routes_dirty = True
         self._moved_vms.add(vm)
         self.vf_log.append((self.t, self.vm_names[vm], self.host_names[self.vm_host[vm]], "detached"))
-        self.vf_pending.append((self.t + self.params["vf_detach_time"], vm, "release"))
+        self.vf_pending.append((self.t + self.params["vf_detach_time"], vm))
         self.vf_plugging[vm] = "detaching"
 
     def set_vf_rate(self, vm: int, rate: float) -> None:
@@ -126,10 +124,8 @@ class HypervisorOperations:
         if not due:
             return
         self.vf_pending = [op for op in self.vf_pending if op[0] > t + 1e-9]
-        for _, vm, kind in due:
-            self.vm_vf_busy[vm] = False
-            self.vf_plugging.pop(vm, None)
-            if kind == "attach":
+        for _, vm in due:
+            if self.vf_plugging.pop(vm) == "attaching":
                 self.vm_vf[vm] = True
                 self._moved_vms.add(vm)
                 self._routes_dirty = True
@@ -139,9 +135,7 @@ class HypervisorOperations:
 
     def vf_state(self, vm: int) -> str:
         """'none', 'attaching', 'attached' or 'detaching' (the VF is unplugging, traffic is on the vNIC)."""
-        if vm in self.vf_plugging:
-            return self.vf_plugging[vm]
-        return "attached" if self.vm_vf[vm] else "none"
+        return self.vf_plugging.get(vm) or ("attached" if self.vm_vf[vm] else "none")
 
     def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
         """Advance every migration; returns each VM's running fraction of this step (pauses included)."""

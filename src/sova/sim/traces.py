@@ -120,7 +120,11 @@ def _bitbrains_rows(text: str, spec: str) -> np.ndarray:
     return np.asarray(rows)
 
 
-PARSERS = {"planetlab": (parse_planetlab, "ascii"), "bitbrains": (parse_bitbrains, "utf-8")}
+# per trace kind: the cached reader of one file, the parser of a text, the text's encoding
+KINDS = {
+    "planetlab": (read_planetlab, parse_planetlab, "ascii"),
+    "bitbrains": (read_bitbrains, parse_bitbrains, "utf-8"),
+}
 
 
 def _read_text(spec: str, encoding: str) -> str:
@@ -167,8 +171,7 @@ def _hidden(member: str) -> bool:
 
 def read_traces(kind: str, specs: list[str]) -> list:
     """Many traces of one kind, in the given order; the members of an archive are read in one pass."""
-    parse, encoding = PARSERS[kind]
-    read = read_planetlab if kind == "planetlab" else read_bitbrains
+    read, parse, encoding = KINDS[kind]
     by_archive: dict[str, set[str]] = {}
     for spec in specs:
         archive, sep, member = spec.partition(".tar.gz:")
