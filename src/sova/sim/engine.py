@@ -16,7 +16,7 @@ import numpy as np
 
 from sova.model.scenario import Scenario, simulator_defaults
 from sova.model.topology import build_topology
-from sova.sim import datapath, mapreduce, web_service
+from sova.sim import datapath
 from sova.sim.compute import weighted_share
 from sova.sim.datapath import Layout
 from sova.sim.events import EventLog
@@ -25,14 +25,13 @@ from sova.sim.migration import Migration, migration_config
 from sova.sim.records import Flow, MigrationRecord
 from sova.sim.routing import Routing
 from sova.sim.storage import serve_io
-from sova.sim.work_progress import WorkProgress
-from sova.sim.workloads import Workloads, on_fraction, series_at
+from sova.sim.workload_kinds.base import Demand, IOStreams, Progress
+from sova.sim.workloads import Workloads
 
-BITBRAINS_IO_SIZE = 16384.0  # bytes per IO of a Bitbrains trace's disk throughput
 MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
 
 
-class Simulator(Routing, HypervisorOperations, WorkProgress):
+class Simulator(Routing, HypervisorOperations):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -106,8 +105,8 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         self._route_cache: list[datapath.Route | None] = []
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self._last_solve_key: tuple | None = None
-        self._last_vm_alloc: np.ndarray | None = None
-        self._last_vm_want: np.ndarray | None = None
+        self.last_vm_alloc: np.ndarray | None = None
+        self.last_vm_want: np.ndarray | None = None
         self.rate = np.zeros(len(self.flows))
         self._init_counters()
 
@@ -147,8 +146,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
     def step(self) -> None:
         """Advance the data center by one time step."""
         t, dt, p = self.t, self.dt, self.params
-        w = self.workloads
-        w.apply_phases(t)
+        self.workloads.apply_phases(t)
         self._process_vf_ops(t)
         if len(self.rate) != len(self.flows):
             added = len(self.flows) - len(self.rate)  # flows of migrations started since: nothing carried yet
@@ -159,11 +157,9 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         paused = self._paused_fraction()
         run = 1.0 - paused
 
-        cpu_dem = np.full(self.V, p["idle_guest_cpu"])
-        demand = np.zeros(len(self.flows))
-        self._flow_scale = np.ones(len(self.flows))
-        self._workload_demands(t, dt, cpu_dem, demand, run)
-        io = self._io_demands(t)
+        wanted = self._workload_demands(t, dt, run)
+        cpu_dem, demand, flow_scale = wanted.cpu, wanted.flow, wanted.flow_scale
+        io = self._io_demands(t, dt)
         for _mig, fid in self.migrations.values():
             demand[fid] = p["migration_bandwidth"] or np.inf
         # storage device first: what the device serves is what crosses the network
@@ -183,7 +179,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         nic_cap = self.nic_bw * p["protocol_efficiency"]
         offered = self._offered(demand, active, nic_cap)
         guest_net = self._guest_net_cpu(offered)
-        vm_dem = np.minimum(cpu_dem + guest_net, self._vm_cpu_limit())
+        vm_dem = np.minimum(cpu_dem + guest_net, self.vm_cpu_limit())
         _, dom0_alloc = self._share_cpu(vm_dem, self.dom0_vcpus)
 
         # network
@@ -195,12 +191,12 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
             weight = datapath.arbitration_weights(active, self.flow_tx_host, self.flow_tx_vf, self.H)
             self.rate = self._solve(cap, demand, weight)
             self._last_solve_key = key
-        rate = self.rate * self._flow_scale
+        rate = self.rate * flow_scale
         load = self._load(rate, data)
 
         # CPU pass 2: with what the network actually carried
         vm_want = cpu_dem + self._guest_net_cpu(rate)  # before the vCPU count and cap bound it
-        vm_dem = np.minimum(vm_want, self._vm_cpu_limit())
+        vm_dem = np.minimum(vm_want, self.vm_cpu_limit())
         dom0_used = np.minimum(self._dom0_cpu(rate, data), self.dom0_vcpus)
         vm_alloc, dom0_alloc = self._share_cpu(vm_dem, dom0_used)
         stretch = self._stretch(vm_dem)
@@ -208,13 +204,10 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         # a stop-and-copy during this step pauses the VM for exactly its part of the step
         run_now = self._advance_migrations(rate, dt, run)
         vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
-        self._advance_batch(vm_alloc, vm_want, stretch, dt, run_now)
-        self._advance_jobs(vm_alloc, vm_want, stretch, rate, dt, run_now)
-        self._advance_transfers(rate, dt)
-        self._last_vm_alloc, self._last_vm_want = vm_alloc, vm_want
-        if self.web:
-            self.gauges["web_rps"] = np.bincount(self.web.row, weights=self.web_rate, minlength=len(w.group("web")))
-        self._advance_services(rate, load, cap, vm_alloc, vm_want, stretch, dt, run_now)
+        got = Progress(dt, rate, load, cap, vm_alloc, vm_want, stretch, run_now)
+        for kind, group in self.workloads.active():
+            kind.advance(group, self, got)
+        self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want
         self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt)
         self.gauges["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
         self.gauges["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)
@@ -233,7 +226,7 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         )
         return np.minimum(demand, cap)
 
-    def _vm_cpu_limit(self) -> np.ndarray:
+    def vm_cpu_limit(self) -> np.ndarray:
         lim = self.vm_vcpus.copy()
         capped = self.vm_cap > 0
         lim[capped] = np.minimum(lim[capped], self.vm_cap[capped])
@@ -277,123 +270,53 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         return out
 
     # ------------------------------------------------------------------ workloads
-    def _workload_demands(self, t, dt, cpu_dem, demand, run) -> None:
-        """Fill CPU demand per VM and flow demands for the step [t, t + dt)."""
-        w = self.workloads
-        if (g := w.group("lookbusy")) is not None:
-            on = on_fraction(t, dt, g.params["period"], g.params["duty"], g.phase)
-            np.add.at(cpu_dem, g.vm, on * g.params["util"] * self._vcpu_cores(g.vm))
-        if (g := w.group("netperf")) is not None:
-            on = on_fraction(t, dt, g.params["period"], g.params["duty"], g.phase)
-            rate = np.where(g.params["rate"] > 0, g.params["rate"], np.inf)
-            demand[g.flows["main"]] = np.where(on > 0, rate, 0.0)
-            self._flow_scale[g.flows["main"]] = on  # on for part of the step: carries that part
-        if (g := w.group("httperf")) is not None:
-            lam = g.params["rate"] + g.state["backlog"] / 1.0
-            demand[g.flows["response"]] = lam * g.params["page"] * 8
-            demand[g.flows["request"]] = lam * g.params["request"] * 8
-            np.add.at(cpu_dem, g.vm, lam * g.params["cpu_per_request"])
-            client = g.params["client"]
-            has = client >= 0
-            np.add.at(cpu_dem, client[has].astype(np.int64), lam[has] * 20e-6)
-        if (g := w.group("transfer")) is not None:
-            running = (t + dt > g.params["start"]) & ~g.state["done"]
-            # the cipher runs on the sender's CPU: what it got last step bounds how fast it can send
-            cost_bit = g.params["cpu_per_byte"] / 8 + self.guest_cost_bit
-            cpu = self._last_vm_alloc[g.vm] if self._last_vm_alloc is not None else self.vm_vcpus[g.vm]
-            cpu_bound = np.where(g.params["cpu_per_byte"] > 0, np.maximum(cpu, 0.05) / cost_bit, np.inf)
-            demand[g.flows["main"]] = np.where(running, cpu_bound, 0.0)
-            offered = np.minimum(cpu_bound, self.nic_bw[self.vm_host[g.vm]])
-            np.add.at(cpu_dem, g.vm, np.where(running, offered * g.params["cpu_per_byte"] / 8, 0.0))
-        if (g := w.group("batch")) is not None:
-            cores = np.where(g.params["cores"] > 0, g.params["cores"], self.vm_vcpus[g.vm])
-            running = g.state["think_left"] <= 0
-            np.add.at(cpu_dem, g.vm, np.where(running, np.minimum(cores, self.vm_vcpus[g.vm]), 0.0))
-        if (g := w.group("mapreduce")) is not None:
-            cpu, net = mapreduce.demands(g, self.jobs, self.vm_vcpus, dt)
-            np.add.at(cpu_dem, g.vm, cpu)
-            demand[self.jobs.flow] = net
-        if (g := w.group("planetlab")) is not None:
-            cpu = series_at(g, "cpu", t, dt, g.params["scale"], upper=1.0)
-            np.add.at(cpu_dem, g.vm, cpu * self._vcpu_cores(g.vm))
-        if (g := w.group("bitbrains")) is not None:
-            s = g.params["scale"]
-            np.add.at(cpu_dem, g.vm, series_at(g, "cpu", t, dt, s, upper=1.0) * self._vcpu_cores(g.vm))
-            demand[g.flows["tx"]] = series_at(g, "net_tx", t, dt) * 8 * s
-            demand[g.flows["rx"]] = series_at(g, "net_rx", t, dt) * 8 * s
-            self.vm_mem_used[g.vm] = np.minimum(series_at(g, "mem_used", t, dt), self.vm_mem[g.vm])
+    def _workload_demands(self, t: float, dt: float, run: np.ndarray) -> Demand:
+        """CPU demand per VM and demand per flow for the step [t, t + dt), each kind adding its own."""
         src_vm, dst_vm = self._flow_vm_ends()
         ends_run = np.where(src_vm >= 0, run[np.maximum(src_vm, 0)], 1.0) * np.where(
             dst_vm >= 0, run[np.maximum(dst_vm, 0)], 1.0
         )
-        if (g := w.group("web")) is not None:
-            self._web_demands(g, cpu_dem, demand, ends_run)
-        np.multiply(cpu_dem, run, out=cpu_dem)
+        n_flows = len(self.flows)
+        step = Demand(
+            t, dt, run, ends_run, np.full(self.V, self.params["idle_guest_cpu"]), np.zeros(n_flows), np.ones(n_flows)
+        )
+        for kind, group in self.workloads.active():
+            kind.demand(group, self, step)
+        np.multiply(step.cpu, run, out=step.cpu)
         # a paused end stops the flow; an unlimited stream's demand is inf, and inf * 0 would be NaN
-        np.multiply(demand, ends_run, out=demand, where=ends_run > 0)
-        demand[ends_run <= 0] = 0.0
+        np.multiply(step.flow, ends_run, out=step.flow, where=ends_run > 0)
+        step.flow[ends_run <= 0] = 0.0
+        return step
 
-    def _vcpu_cores(self, vms: np.ndarray) -> np.ndarray:
+    def vcpu_cores(self, vms: np.ndarray) -> np.ndarray:
         """Host cores the VMs' vCPUs use at 100 %: their MIPS over the host's per-core MIPS where the VM
         states its MIPS (a 1,000-MIPS vCPU on a 2,660-MIPS core uses 0.376 of it), else a whole core."""
         stated = self.vm_mips[vms] > 0
         share = self.vm_mips[vms] / self.host_core_mips[self.vm_host[vms]]
         return self.vm_vcpus[vms] * np.where(stated, share, 1.0)
 
-    def _web_demands(self, g, cpu_dem, demand, ends_run) -> None:
-        """Each stream's demand (requests/s), stopped while any VM it crosses is paused; its flows' share."""
-        st = self.web
-        share = np.ones(self.V)
-        if self._last_vm_alloc is not None:
-            want = np.maximum(self._last_vm_want, 1e-300)
-            share = np.where(self._last_vm_want > 0, np.minimum(self._last_vm_alloc / want, 1.0), 1.0)
-        room = np.maximum(self._vm_cpu_limit() - cpu_dem, 0.0) * share
-        d = web_service.stream_demand(g, st, self.flow_latency, room, self.web_rate)
-        stop = np.ones(len(st))
-        np.minimum.at(stop, st.tie_stream, ends_run[st.tie_flow])
-        self._stream_demand = d * stop
-        cpu_dem += web_service.cpu_demand(g, st, self.web_rate, self.V)
-        np.add.at(demand, st.tie_flow, np.where(np.isfinite(d), d, 0.0)[st.tie_stream] * st.tie_bits)
+    def _io_demands(self, t: float, dt: float) -> IOStreams:
+        """Per-VM IO streams of every kind that does IO, IOPS capped by the VM's IO limit."""
+        parts = [io for kind, g in self.workloads.active() if (io := kind.io(g, self, t, dt)) is not None]
+        if not parts:
+            empty = np.zeros(0)
+            return IOStreams(empty.astype(np.int64), empty, empty, empty)
+        vm = np.concatenate([io.vm for io in parts])
+        iops = np.concatenate([io.iops for io in parts])
+        lim = self.vm_io_limit[vm]
+        iops = np.where(lim > 0, np.minimum(iops, lim), iops)
+        return IOStreams(vm, iops, np.concatenate([io.size for io in parts]), np.concatenate([io.read for io in parts]))
 
-    def _io_demands(self, t: float) -> dict[str, np.ndarray]:
-        """Per-VM IO streams: IOPS (capped by the VM's IO limit), size and read fraction."""
-        w = self.workloads
-        vm, iops, size, read = [], [], [], []
-        if (g := w.group("fio")) is not None:
-            vm.append(g.vm)
-            iops.append(g.params["iops"])
-            size.append(g.params["size"])
-            read.append(g.params["read"])
-        if (g := w.group("bitbrains")) is not None:
-            s = g.params["scale"]
-            rd, wr = series_at(g, "disk_read", t, self.dt) * s, series_at(g, "disk_write", t, self.dt) * s
-            vm.append(g.vm)
-            iops.append((rd + wr) / BITBRAINS_IO_SIZE)
-            size.append(np.full(len(g), BITBRAINS_IO_SIZE))
-            read.append(np.where(rd + wr > 0, rd / np.maximum(rd + wr, 1e-300), 0.5))
-        if not vm:
-            e = np.zeros(0)
-            return {"vm": e.astype(np.int64), "iops": e, "size": e, "read": e}
-        out = {
-            "vm": np.concatenate(vm),
-            "iops": np.concatenate(iops),
-            "size": np.concatenate(size),
-            "read": np.concatenate(read),
-        }
-        lim = self.vm_io_limit[out["vm"]]
-        out["iops"] = np.where(lim > 0, np.minimum(out["iops"], lim), out["iops"])
-        return out
-
-    def _serve_storage(self, io: dict[str, np.ndarray], demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if not len(io["vm"]):
+    def _serve_storage(self, io: IOStreams, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if not len(io.vm):
             return np.zeros(0), np.zeros(0)
         served, latency, rho = serve_io(
-            self.vm_storage[io["vm"]], io["iops"], io["size"], self.st_par, self.st_access, self.st_bw
+            self.vm_storage[io.vm], io.iops, io.size, self.st_par, self.st_access, self.st_bw
         )
         self.gauges["storage_util"] = rho
-        bytes_s = served * io["size"]
-        rd = np.bincount(io["vm"], weights=bytes_s * io["read"], minlength=self.V)
-        wr = np.bincount(io["vm"], weights=bytes_s * (1 - io["read"]), minlength=self.V)
+        bytes_s = served * io.size
+        rd = np.bincount(io.vm, weights=bytes_s * io.read, minlength=self.V)
+        wr = np.bincount(io.vm, weights=bytes_s * (1 - io.read), minlength=self.V)
         has = self.io_flow_read >= 0
         demand[self.io_flow_read[has]] = rd[has] * 8
         demand[self.io_flow_write[has]] = wr[has] * 8
@@ -429,14 +352,14 @@ class Simulator(Routing, HypervisorOperations, WorkProgress):
         c["host_cpu_time"] += host_busy * dt
         c["dom0_cpu_time"] += dom0_alloc * dt
         if len(served_iops):
-            vm = io["vm"]
+            vm = io.vm
             ops = served_iops * dt
-            c["blk_rd_ops"] += np.bincount(vm, weights=ops * io["read"], minlength=self.V)
-            c["blk_wr_ops"] += np.bincount(vm, weights=ops * (1 - io["read"]), minlength=self.V)
-            c["blk_rd_bytes"] += np.bincount(vm, weights=ops * io["read"] * io["size"], minlength=self.V)
-            c["blk_wr_bytes"] += np.bincount(vm, weights=ops * (1 - io["read"]) * io["size"], minlength=self.V)
+            c["blk_rd_ops"] += np.bincount(vm, weights=ops * io.read, minlength=self.V)
+            c["blk_wr_ops"] += np.bincount(vm, weights=ops * (1 - io.read), minlength=self.V)
+            c["blk_rd_bytes"] += np.bincount(vm, weights=ops * io.read * io.size, minlength=self.V)
+            c["blk_wr_bytes"] += np.bincount(vm, weights=ops * (1 - io.read) * io.size, minlength=self.V)
             c["blk_time"] += np.bincount(vm, weights=ops * io_latency, minlength=self.V)
-            self.gauges["io"] = {"vm": vm, "served": served_iops, "offered": io["iops"], "latency": io_latency}
+            self.gauges["io"] = {"vm": vm, "served": served_iops, "offered": io.iops, "latency": io_latency}
         util = host_busy / self.host_cores
         power = self.power_idle + (self.power_max - self.power_idle) * np.minimum(util, 1.0)
         self.energy_j += power * dt

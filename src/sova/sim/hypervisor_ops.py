@@ -42,7 +42,7 @@ class HypervisorOperations:
             started=self.t,
             config=self.migration_config,
         )
-        fid = self._add_flow((DOM0, src), (DOM0, dst), "migration")
+        fid = self.add_flow((DOM0, src), (DOM0, dst), "migration")
         self.dom0_mem_reserved[dst] += self.vm_mem[vm]
         self.migrations[vm] = (mig, fid)
 

@@ -11,11 +11,12 @@ import zlib
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from sova.sim import datapath, mapreduce, web_service
+from sova.sim import datapath
 from sova.sim.datapath import NODE, VM, VM_DOM0
 from sova.sim.maxmin import max_min_fair
 from sova.sim.records import Flow, SimError
 
+RHO_MAX = 0.99  # utilisation cap in the queueing formulas (a saturated resource serves at 1 / (1 - 0.99))
 _PER_VM = (VM, VM_DOM0)  # endpoint kinds whose route depends on a VM's host and NIC mode
 # per-flow fields of its route: (attribute, dtype, value while the flow has no route)
 _FLOW_FIELDS = (
@@ -32,7 +33,13 @@ _FLOW_FIELDS = (
 class Routing:
     """The network part of the simulator: flows, their routes and the max-min fair solve."""
 
-    def _add_flow(self, src: tuple[int, int], dst: tuple[int, int], kind: str) -> int:
+    @property
+    def web(self):
+        """The web streams (sim/workload_kinds/web.py) if the scenario has web workloads, else None."""
+        group = self.workloads.group("web")
+        return group.model if group is not None else None
+
+    def add_flow(self, src: tuple[int, int], dst: tuple[int, int], kind: str) -> int:
         self.flows.append(Flow(src, dst, kind))
         # the VMs whose host or NIC mode its route depends on (-1: an end that is no VM)
         self._flow_end_vms += [end[1] if end[0] in _PER_VM else -1 for end in (src, dst)]
@@ -40,48 +47,19 @@ class Routing:
         return len(self.flows) - 1
 
     def _register_workload_flows(self) -> None:
-        w = self.workloads
-        ext = (NODE, self.topology.external)
-        if (g := w.group("netperf")) is not None:
-            ids = []
-            for vm, peer, direction in zip(g.vm, g.params["peer"], g.params["direction"], strict=True):
-                a, b = (VM, int(vm)), (VM, int(peer)) if peer >= 0 else ext
-                src, dst = (a, b) if direction == "tx" else (b, a)
-                ids.append(self._add_flow(src, dst, "netperf"))
-            g.flows["main"] = np.array(ids, dtype=np.int64)
-        if (g := w.group("httperf")) is not None:
-            resp, req = [], []
-            for vm, client in zip(g.vm, g.params["client"], strict=True):
-                c = (VM, int(client)) if client >= 0 else ext
-                resp.append(self._add_flow((VM, int(vm)), c, "http-response"))
-                req.append(self._add_flow(c, (VM, int(vm)), "http-request"))
-            g.flows["response"] = np.array(resp, dtype=np.int64)
-            g.flows["request"] = np.array(req, dtype=np.int64)
-        if (g := w.group("transfer")) is not None:
-            g.flows["main"] = np.array(
-                [
-                    self._add_flow((VM, int(v)), (VM, int(p)) if p >= 0 else ext, "transfer")
-                    for v, p in zip(g.vm, g.params["peer"], strict=True)
-                ],
-                dtype=np.int64,
-            )
-        vm_pair = lambda a, b, kind: self._add_flow((VM, a), (VM, b), kind)  # noqa: E731
-        self.web = web_service.register(g, self.vm_names, vm_pair) if (g := w.group("web")) is not None else None
-        self.web_rate = np.zeros(len(self.web) if self.web else 0)  # requests/s of each stream, last step
-        self.jobs = mapreduce.register(g, vm_pair) if (g := w.group("mapreduce")) is not None else None
-        if (g := w.group("bitbrains")) is not None:
-            g.flows["tx"] = np.array([self._add_flow((VM, int(v)), ext, "trace") for v in g.vm])
-            g.flows["rx"] = np.array([self._add_flow(ext, (VM, int(v)), "trace") for v in g.vm])
+        self.web_rate = np.zeros(0)  # requests/s of each web stream, last step (the web kind sizes it)
+        for kind, group in self.workloads.active():
+            kind.register(group, self)
         # one read and one write stream per VM that does storage IO, its host's Dom0 <-> storage server
-        io_vms = sorted({int(v) for k in ("fio", "bitbrains") if (g := w.group(k)) is not None for v in g.vm})
+        io_vms = sorted({int(v) for kind, g in self.workloads.active() if kind.does_io for v in g.vm})
         self.io_flow_read = np.full(self.V, -1, dtype=np.int64)
         self.io_flow_write = np.full(self.V, -1, dtype=np.int64)
         if io_vms and not self.storage_names:
             raise SimError("workloads do storage IO but the scenario has no [[storage]] server")
         for v in io_vms:
             st = (NODE, int(self.storage_node[self.vm_storage[v]]))
-            self.io_flow_read[v] = self._add_flow(st, (VM_DOM0, v), "io")
-            self.io_flow_write[v] = self._add_flow((VM_DOM0, v), st, "io")
+            self.io_flow_read[v] = self.add_flow(st, (VM_DOM0, v), "io")
+            self.io_flow_write[v] = self.add_flow((VM_DOM0, v), st, "io")
 
     def _rebuild_routes(self) -> None:
         """Route the flows that need it (new, ended, or with an end on a VM that moved or changed NIC
@@ -181,13 +159,40 @@ class Routing:
         vals = np.concatenate([np.ones(nf), st.tie_bits])
         return csr_matrix((vals, (rows, cols)), shape=(n_f, nf + len(st)))
 
+    def transfer_times(self, flows, bits, load, cap) -> tuple[np.ndarray, np.ndarray]:
+        """Per flow, the slowest pipeline stage for one message of `bits`, loaded and unloaded (M/G/1-PS)."""
+        ptr = self._ft.indptr
+        starts, ends = ptr[flows], ptr[flows + 1]
+        counts = ends - starts
+        idx = np.arange(counts.sum()) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        owner = np.repeat(np.arange(len(flows)), counts)
+        res = self._entry_res[idx]
+        rho = np.minimum(load[res] / np.maximum(cap[res], 1e-300), RHO_MAX)
+        rho = np.where(np.isfinite(cap[res]), rho, 0.0)
+        is_cpu = self._entry_dom0[idx] >= 0
+        per_cross = self._ft.data[idx] / self._entry_cross[idx]
+        speed = np.where(is_cpu, 1.0, cap[res])
+        work = np.where(is_cpu, per_cross * bits[owner], bits[owner])
+        # rate limiters (VF tiers, vNIC limits) are token buckets: a message within the bucket's burst
+        # leaves at line rate; the bucket holds less as the limiter fills up
+        limiter = res >= self.layout.vf
+        burst = self.params["rate_limit_burst"] * 8 * (1 - rho)
+        work = np.where(limiter, np.maximum(work - burst, 0.0), work)
+        base = np.where(np.isfinite(speed), work / np.maximum(speed, 1e-300), 0.0)
+        loaded = base / (1 - rho)
+        t_load = np.zeros(len(flows))
+        t_min = np.zeros(len(flows))
+        np.maximum.at(t_load, owner, loaded)
+        np.maximum.at(t_min, owner, base)
+        return t_load, t_min
+
     def _solve(self, cap: np.ndarray, demand: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
         """Max-min fair rates of the flows; web streams share as units (requests/s) through T."""
         if self._tie is None:
             return max_min_fair(self._a, cap, demand, at=self._ft, weight=weight)
         free = self._free_flows
         a_u = (self._a @ self._tie).tocsr()
-        d_u = np.concatenate([demand[free], self._stream_demand])
+        d_u = np.concatenate([demand[free], self.stream_demand])
         w_free = np.ones(len(free)) if weight is None else weight[free]
         w_u = np.concatenate([w_free, self.web.weight])
         x = max_min_fair(a_u, cap, d_u, at=a_u.T.tocsr(), weight=w_u)

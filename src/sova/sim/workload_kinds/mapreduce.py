@@ -14,9 +14,32 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sova.sim.workloads import Group
+from sova.sim.datapath import VM
+from sova.sim.events import JobDone
+from sova.sim.workload_kinds.base import Demand, Group, Progress, WorkloadKind, register_kind
 
 MAP, SHUFFLE, REDUCE, THINK = 0, 1, 2, 3
+
+
+@register_kind
+class MapReduce(WorkloadKind):
+    name = "mapreduce"
+    order = 60
+
+    def register(self, group, sim) -> None:
+        group.model = register(group, lambda a, b, kind: sim.add_flow((VM, a), (VM, b), kind))
+
+    def demand(self, group, sim, step: Demand) -> None:
+        cpu, net = demands(group, group.model, sim.vm_vcpus, step.dt)
+        np.add.at(step.cpu, group.vm, cpu)
+        step.flow[group.model.flow] = net
+
+    def advance(self, group, sim, step: Progress) -> None:
+        vm, jobs = group.vm, group.model
+        share = np.where(step.vm_want[vm] > 0, step.vm_alloc[vm] / np.maximum(step.vm_want[vm], 1e-300), 0.0)
+        speed = cores(group, sim.vm_vcpus) * np.minimum(share, 1.0) / step.stretch[sim.vm_host[vm]] * step.run[vm]
+        for job, started, finished in advance(group, jobs, speed, step.rate[jobs.flow], sim.t, step.dt):
+            sim.events.add(JobDone(job, started, finished))
 
 
 @dataclass

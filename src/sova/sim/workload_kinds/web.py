@@ -23,9 +23,42 @@ import numpy as np
 
 from sova.model.name_match import NameMatcher
 from sova.model.scenario import peer_name
-from sova.sim.workloads import Group
+from sova.sim.datapath import VM
+from sova.sim.workload_kinds.base import Demand, Group, Progress, WorkloadKind, register_kind
 
 CLIENT_CPU_PER_REQUEST = 20e-6  # the load generator's own CPU per request, as for httperf
+
+
+@register_kind
+class Web(WorkloadKind):
+    """Its streams share the network as units (sim/routing.py solves them through T); it comes last in
+    the step, as what a web VM's CPU can serve depends on what the VM's other work asks."""
+
+    name = "web"
+    order = 90
+
+    def register(self, group, sim) -> None:
+        group.model = register(group, sim.vm_names, lambda a, b, kind: sim.add_flow((VM, a), (VM, b), kind))
+        sim.web_rate = np.zeros(len(group.model))
+
+    def demand(self, group, sim, step: Demand) -> None:
+        """Each stream's demand (requests/s), stopped while any VM it crosses is paused; its flows' share."""
+        streams = group.model
+        share = np.ones(sim.V)
+        if sim.last_vm_alloc is not None:
+            want = np.maximum(sim.last_vm_want, 1e-300)
+            share = np.where(sim.last_vm_want > 0, np.minimum(sim.last_vm_alloc / want, 1.0), 1.0)
+        room = np.maximum(sim.vm_cpu_limit() - step.cpu, 0.0) * share
+        wanted = stream_demand(group, streams, sim.flow_latency, room, sim.web_rate)
+        stop = np.ones(len(streams))
+        np.minimum.at(stop, streams.tie_stream, step.ends_run[streams.tie_flow])
+        sim.stream_demand = wanted * stop
+        step.cpu += cpu_demand(group, streams, sim.web_rate, sim.V)
+        carried = np.where(np.isfinite(wanted), wanted, 0.0)[streams.tie_stream] * streams.tie_bits
+        np.add.at(step.flow, streams.tie_flow, carried)
+
+    def advance(self, group, sim, step: Progress) -> None:
+        sim.gauges["web_rps"] = np.bincount(group.model.row, weights=sim.web_rate, minlength=len(group))
 
 
 @dataclass

@@ -1,0 +1,25 @@
+"""Workload kinds, one module each, all following the protocol in ``base``.
+
+Adding a kind means adding a module here with a ``@register_kind`` subclass of ``WorkloadKind``, and its
+parameters in ``model/scenario_fields.WORKLOAD_PARAMS`` (the scenario reader validates and documents them
+there, a floor below the simulator).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+
+from sova.sim.workload_kinds.base import _KINDS, WorkloadKind
+
+_discovered = False
+
+
+def kinds() -> dict[str, WorkloadKind]:
+    """Every kind by name, in step order; each module of this package is imported on first use."""
+    global _discovered
+    if not _discovered:
+        for mod in pkgutil.iter_modules(__path__, prefix=f"{__name__}."):
+            importlib.import_module(mod.name)
+        _discovered = True
+    return dict(sorted(_KINDS.items(), key=lambda item: (item[1].order, item[0])))

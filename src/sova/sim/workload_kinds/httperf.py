@@ -1,0 +1,83 @@
+"""httperf: requests at ``rate`` against a web server in the VM, each answered with a ``page``.
+
+Requests the server cannot serve in a step wait (a backlog) and are dropped after ``timeout``. The mean
+response time is the server's CPU time (processor sharing at its utilisation), the slowest pipeline
+stage of the response's path (M/G/1-PS at each resource it crosses), the paths' fixed latency, and the
+wait in the backlog.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.sim.datapath import NODE, VM
+from sova.sim.routing import RHO_MAX
+from sova.sim.workload_kinds.base import Demand, Progress, WorkloadKind, register_kind
+
+CLIENT_CPU_PER_REQUEST = 20e-6  # the load generator's own CPU per request
+
+
+@register_kind
+class Httperf(WorkloadKind):
+    name = "httperf"
+    order = 30
+
+    def prepare(self, group, specs, step) -> None:
+        group.state["backlog"] = np.zeros(len(group))
+
+    def register(self, group, sim) -> None:
+        outside = (NODE, sim.topology.external)
+        response, request = [], []
+        for vm, client in zip(group.vm, group.params["client"], strict=True):
+            source = (VM, int(client)) if client >= 0 else outside
+            response.append(sim.add_flow((VM, int(vm)), source, "http-response"))
+            request.append(sim.add_flow(source, (VM, int(vm)), "http-request"))
+        group.flows["response"] = np.array(response, dtype=np.int64)
+        group.flows["request"] = np.array(request, dtype=np.int64)
+
+    def demand(self, group, sim, step: Demand) -> None:
+        p = group.params
+        offered = p["rate"] + group.state["backlog"] / 1.0
+        step.flow[group.flows["response"]] = offered * p["page"] * 8
+        step.flow[group.flows["request"]] = offered * p["request"] * 8
+        np.add.at(step.cpu, group.vm, offered * p["cpu_per_request"])
+        client = p["client"]
+        has = client >= 0
+        np.add.at(step.cpu, client[has].astype(np.int64), offered[has] * CLIENT_CPU_PER_REQUEST)
+
+    def advance(self, group, sim, step: Progress) -> None:
+        p, vm, dt, rate = group.params, group.vm, step.dt, step.rate
+        lam, cpr = p["rate"], p["cpu_per_request"]
+        bits = p["page"] * 8
+        backlog = group.state["backlog"]
+        resp = group.flows["response"]
+        # capacity: network (what the response flow carried) and server CPU
+        offered = lam + backlog / 1.0
+        mu_net = np.where(offered > 0, rate[resp] / np.maximum(bits, 1e-300), np.inf)
+        mu_net = np.where(rate[resp] >= (offered * bits) * (1 - 1e-9), np.inf, mu_net)
+        vm_want, vm_alloc = step.vm_want, step.vm_alloc
+        cpu_short = vm_want[vm] > vm_alloc[vm] * (1 + 1e-9)
+        share = np.where(cpu_short, vm_alloc[vm] / np.maximum(vm_want[vm], 1e-300), 1.0)
+        mu_cpu = np.where(cpr > 0, share * offered, np.inf)
+        mu_cpu = np.where(cpu_short, mu_cpu, np.inf)
+        mu = np.minimum(mu_net, mu_cpu) * step.run[vm]
+        arrivals = lam * dt
+        want = backlog + arrivals
+        served = np.minimum(want, mu * dt)
+        left = want - served
+        limit = np.where(np.isfinite(mu), mu * p["timeout"], np.inf)
+        dropped = np.maximum(left - limit, 0.0)
+        # time per request: server CPU (PS), transfer (bottleneck stage, PS), fixed latencies, queue
+        rho_v = np.minimum(np.where(cpu_short, 1.0, vm_want[vm] / sim.vm_vcpus[vm]), RHO_MAX)
+        t_cpu = cpr * step.stretch[sim.vm_host[vm]] / (1 - rho_v)
+        t_xfer, t_min = sim.transfer_times(resp, bits, step.load, step.cap)
+        fixed = sim.flow_latency[resp] + sim.flow_latency[group.flows["request"]]
+        queue = np.where(np.isfinite(mu) & (mu > 0), backlog / np.maximum(mu, 1e-300), 0.0)
+        group.state["backlog"] = left - dropped
+        sim.gauges["svc"] = {
+            "served": served,
+            "arrivals": arrivals,
+            "dropped": dropped,
+            "mean": t_cpu + t_xfer + fixed + queue,
+            "floor": cpr + t_min + fixed,
+        }
