@@ -13,7 +13,7 @@ from sova.model.actions import Action, Outcome
 class AuditEntry:
     time: float
     plan: int
-    event: str  # proposed | rejected | applied | finished | dry-run | pending | approved | expired
+    event: str  # proposed | rejected | applied | failed | finished | dry-run | pending | approved | expired | waiting
     policy: str
     action: str
     target: str

@@ -16,7 +16,7 @@ import numpy as np
 from sova.analyze.intensity import io_degree, io_factor, net_degree, network_factor
 from sova.analyze.samples import window_samples
 from sova.control.audit import AuditLog
-from sova.control.profiles import build_policies
+from sova.control.profiles import build_admission, build_policies
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.model.knowledge import Knowledge
@@ -24,7 +24,7 @@ from sova.model.scenario import Scenario
 from sova.plan.dsriov import VF_PARAMS
 from sova.sim.engine import Simulator
 from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
-from sova.sim.records import MigrationRecord
+from sova.sim.records import LifecycleRecord, MigrationRecord
 
 Progress = Callable[[str, int, int], None]
 
@@ -86,7 +86,7 @@ def run_profile(
     sim = Simulator(scenario, seed)
     initial_vfs = frozenset(v for v, vf in zip(sim.vm_names, sim.vm_vf, strict=True) if vf)
     driver = SimDriver(sim)
-    runtime = Runtime(driver, policies, scenario.control, prof.mode, scenario.topology)
+    runtime = Runtime(driver, policies, scenario.control, prof.mode, scenario.topology, build_admission(prof))
     per_host = scenario.outputs.per_vm or len(sim.host_names) <= PER_HOST_MAX
     vm_names = sim.vm_names if scenario.outputs.per_vm else None
     rec = Recorder(sim.host_names, per_host, scenario.outputs.sample_every, vm_names)
@@ -260,6 +260,10 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "downtime_mean": float(np.mean([m.downtime for m in done])) if done else 0.0,
         "downtime_max": float(max((m.downtime for m in done), default=0.0)),
     }
+    if sim.lifecycle_log:
+        out["lifecycle"] = _lifecycle(sim.lifecycle_log, len(sim.waiting))
+        if out["lifecycle"]["wait_mean"] is None:
+            _undefined(out, "lifecycle", {"wait_mean": "no VM was placed by the admission policy"})
     out["vfs"] = {
         "attached": sum(1 for e in sim.vf_log if e[3] == "attached"),
         "detached": sum(1 for e in sim.vf_log if e[3] == "detached"),
@@ -277,6 +281,23 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "expired": audit.count("expired"),
     }
     return out
+
+
+def _lifecycle(log: list[LifecycleRecord], still_waiting: int) -> dict:
+    """Counts of VMs that came and went, and how long the ones the admission policy placed waited."""
+    asked = {e.vm: e.time for e in log if e.event == "arrived"}
+    waits = [e.time - asked[e.vm] for e in log if e.event == "created" and e.vm in asked]
+    count = lambda event: sum(e.event == event for e in log)  # noqa: E731
+    return {
+        "arrived": count("arrived") + sum(e.event in ("created", "refused") and e.vm not in asked for e in log),
+        "created": count("created"),
+        "refused": count("refused"),
+        "deleted": count("deleted"),
+        "withdrawn": count("withdrawn"),
+        "never_placed": count("withdrawn") + still_waiting,
+        "wait_mean": float(np.mean(waits)) if waits else None,
+        "wait_max": float(max(waits)) if waits else None,
+    }
 
 
 def _undefined(summary: dict, section: str, reasons: dict[str, str]) -> None:

@@ -6,6 +6,7 @@ import difflib
 
 from sova.model.scenario import ProfileSpec, Scenario
 from sova.model.schema import InputError, Reader
+from sova.plan.admission import AdmissionPolicy, admission_policies
 from sova.plan.base import Policy, registry
 
 
@@ -15,6 +16,11 @@ def build_policies(scenario: Scenario, profile: ProfileSpec) -> list[Policy]:
     if r.problems:
         raise InputError(r.problems)
     return policies
+
+
+def build_admission(profile: ProfileSpec) -> AdmissionPolicy:
+    """The profile's admission policy (its name was checked with the profile)."""
+    return admission_policies()[profile.admission]()
 
 
 RENAMED = {"vlm": "sandpiper"}  # policy names of earlier versions: the error names the new one
@@ -39,6 +45,14 @@ def check_profile(
             continue
         params = r.table(prof.params.get(name, {}), cls.params, params_at.format(profile=prof.name, policy=name))
         out.append(cls(**params))
+    if prof.admission not in admission_policies():
+        known_admission = admission_policies()
+        hint = difflib.get_close_matches(prof.admission, known_admission, n=1)
+        r.error(
+            f"[profiles.{prof.name}].admission",
+            f"unknown admission policy {prof.admission!r}{f' (did you mean {hint[0]!r}?)' if hint else ''}; "
+            f"known: {', '.join(sorted(known_admission))}",
+        )
     for name in prof.params:
         if name not in prof.policies:
             r.error(

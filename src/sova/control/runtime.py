@@ -1,18 +1,22 @@
 """The MAPE-K loop on any driver's clock: monitor, analyze + plan (policies), execute.
 
 ``tick()`` is called by whoever owns the clock (the experiment runner after each simulator step, or
-a wall-clock loop for real hosts). Sensors are read every ``monitor_period``; each policy runs at its
-own period; the executor advances running actions at every tick.
+a wall-clock loop for real hosts). Sensors are read every ``monitor_period``; VMs that ask to run are
+placed by the admission policy at every tick; each policy runs at its own period; the executor advances
+running actions at every tick.
 """
 
 from __future__ import annotations
 
+from sova.control.admission import Admission
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor
 from sova.drivers.base import Driver
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec, TopologySpec
+from sova.plan.admission import AdmissionPolicy
 from sova.plan.base import Policy
+from sova.plan.first_fit import FirstFit
 
 
 class Runtime:
@@ -23,6 +27,7 @@ class Runtime:
         control: ControlSpec,
         mode: str = "auto",
         topology: TopologySpec | None = None,
+        admission: AdmissionPolicy | None = None,
     ):
         self.driver = driver
         self.policies = policies
@@ -30,6 +35,7 @@ class Runtime:
         self.knowledge = Knowledge(control.history, topology)
         self.audit = AuditLog()
         self.executor = Executor(driver, control, mode, self.audit)
+        self.admission = Admission(driver, admission or FirstFit(), self.audit)
         start = driver.now()
         self._next_monitor = start
         self._next_run = [start + p.period for p in policies]
@@ -39,6 +45,7 @@ class Runtime:
         if now + 1e-9 >= self._next_monitor:
             self.knowledge.add(self.driver.observe())
             self._next_monitor = now + self.control.monitor_period
+        self.admission.tick(self.knowledge)
         for i, pol in enumerate(self.policies):
             if now + 1e-9 >= self._next_run[i]:
                 self._next_run[i] += pol.period * max(1, int((now - self._next_run[i]) // pol.period) + 1)

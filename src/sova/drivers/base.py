@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from sova.model.actions import Action, Outcome
-from sova.model.snapshot import Snapshot
+from sova.model.snapshot import Snapshot, VmRequest
 
 
 class Driver(Protocol):
@@ -17,6 +17,10 @@ class Driver(Protocol):
 
     def observe(self) -> Snapshot:
         """Read every sensor once."""
+        ...
+
+    def requests(self) -> list[VmRequest]:
+        """VMs asked for and not yet placed, oldest first (the admission policy places them)."""
         ...
 
     def apply(self, action: Action) -> Outcome:

@@ -37,7 +37,7 @@ from sova.drivers.libvirt_migration import MigrationJobs
 from sova.drivers.libvirt_vfs import VfOperations
 from sova.drivers.vf import EmulatedVfs, SriovHost, vf_mac
 from sova.model import actions as A
-from sova.model.snapshot import Snapshot, VmCounters
+from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 
 
 class LibvirtDriver(VfOperations, MigrationJobs):
@@ -135,6 +135,10 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         return list(st.channel.answers) if st and st.channel else []
 
     # ------------------------------------------------------------------ observe
+    def requests(self) -> list[VmRequest]:
+        """None here: VMs on real hosts are created by their owners (requests through Sova's API are coming)."""
+        return []
+
     def observe(self) -> Snapshot:
         now = self.now()
         H = len(self.host_names)

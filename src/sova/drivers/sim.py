@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.model import actions as A
-from sova.model.snapshot import Snapshot, VmCounters
+from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 from sova.sim.datapath import VM
 from sova.sim.engine import Simulator
 from sova.sim.records import SimError
@@ -22,33 +22,55 @@ class SimDriver:
         self.sim = sim
         self._vm = {n: i for i, n in enumerate(sim.vm_names)}
         self._host = {n: i for i, n in enumerate(sim.host_names)}
-        self._hosts, self._vms = (
-            tuple(sim.host_names),
-            tuple(sim.vm_names),
-        )  # shared: equal snapshots compare by identity
+        self._hosts = tuple(sim.host_names)  # shared, as the VM names: equal snapshots compare by identity
         self._started: dict[int, float] = {}
         # VM-to-VM and VM-to-outside flows are the workloads': fixed for the run (only migration flows,
         # which start and end in Dom0, come and go), so their endpoints are read once
-        self._vm_flows = np.array(
+        self._all_vm_flows = np.array(
             [i for i, f in enumerate(sim.flows) if f.src[0] == VM and f.kind != "io"], dtype=np.int64
         )
-        self._flow_src = np.array([sim.flows[f].src[1] for f in self._vm_flows], dtype=np.int64)
-        self._flow_dst = np.array(
-            [sim.flows[f].dst[1] if sim.flows[f].dst[0] == VM else -1 for f in self._vm_flows], dtype=np.int64
+        self._all_flow_src = np.array([sim.flows[f].src[1] for f in self._all_vm_flows], dtype=np.int64)
+        self._all_flow_dst = np.array(
+            [sim.flows[f].dst[1] if sim.flows[f].dst[0] == VM else -1 for f in self._all_vm_flows], dtype=np.int64
         )
+        self._inventory = -1
+        self._list_inventory()
+
+    def _list_inventory(self) -> None:
+        """The VMs there now and the flows between them, re-read only when a VM came or went."""
+        s = self.sim
+        if self._inventory == s.inventory_version:
+            return
+        self._inventory = s.inventory_version
+        self._present = None if s.vm_present.all() else np.flatnonzero(s.vm_present)
+        if self._present is None:
+            self._vms = tuple(s.vm_names)
+            self._vm_flows, self._flow_src, self._flow_dst = self._all_vm_flows, self._all_flow_src, self._all_flow_dst
+            return
+        self._vms = tuple(s.vm_names[v] for v in self._present)
+        position = np.full(s.V, -1, dtype=np.int64)
+        position[self._present] = np.arange(len(self._present))
+        src, dst = self._all_flow_src, self._all_flow_dst
+        keep = s.vm_present[src] & ((dst < 0) | s.vm_present[np.maximum(dst, 0)])
+        self._vm_flows = self._all_vm_flows[keep]
+        self._flow_src = position[src[keep]]
+        self._flow_dst = np.where(dst[keep] >= 0, position[np.maximum(dst[keep], 0)], -1)
 
     def now(self) -> float:
         return self.sim.t
 
     def observe(self) -> Snapshot:
         s = self.sim
+        self._list_inventory()
         c = s.counters
-        counters = VmCounters(**{k: c[k].copy() for k in VmCounters.__dataclass_fields__})
         nic = np.where(s.vm_vf, "vf", "vnic").astype(object)
         for vm, state in s.vf_plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
             nic[vm] = state
         migrating = np.zeros(s.V, dtype=bool)
         migrating[list(s.migrations)] = True
+        there = self._present
+        pick = (lambda a: a.copy()) if there is None else (lambda a: a[there])  # per-VM arrays of the VMs there
+        counters = VmCounters(**{k: pick(c[k]) for k in VmCounters.__dataclass_fields__})
         return Snapshot(
             time=s.t,
             hosts=self._hosts,
@@ -63,26 +85,39 @@ class SimDriver:
             nic_tx_bytes=c["nic_tx_bytes"].copy(),
             vfs_total=s.max_vfs.copy(),
             vfs_used=s.vf_used.copy(),
-            vm_host=s.vm_host.copy(),
-            vm_vcpus=s.vm_vcpus.copy(),
-            vm_memory=s.vm_mem.copy(),
-            vm_memory_used=s.vm_mem_used.copy(),
-            vm_dirty_rate=s.vm_dirty.copy(),
-            vm_weight=s.vm_weight.copy(),
-            vm_cap=s.vm_cap.copy(),
-            vm_nic=tuple(nic),
-            vm_vf_rate=np.where(s.vm_vf, s.vm_vf_rate, 0.0),
-            vm_migrating=migrating,
+            vm_host=pick(s.vm_host),
+            vm_vcpus=pick(s.vm_vcpus),
+            vm_memory=pick(s.vm_mem),
+            vm_memory_used=pick(s.vm_mem_used),
+            vm_dirty_rate=pick(s.vm_dirty),
+            vm_weight=pick(s.vm_weight),
+            vm_cap=pick(s.vm_cap),
+            vm_nic=tuple(pick(nic)),
+            vm_vf_rate=pick(np.where(s.vm_vf, s.vm_vf_rate, 0.0)),
+            vm_migrating=pick(migrating),
             counters=counters,
             flow_src=self._flow_src,
             flow_dst=self._flow_dst,
             flow_bytes=s.flow_bytes[self._vm_flows],
         )
 
-    def _vm_index(self, name: str) -> int:
+    def requests(self) -> list[VmRequest]:
+        """VMs that arrived without a host and wait for the admission policy, oldest first."""
+        s = self.sim
+        return [
+            VmRequest(s.vm_names[vm], int(s.vm_vcpus[vm]), float(s.vm_mem[vm]), bool(s.vm_vf[vm]), since)
+            for vm, since in sorted(s.waiting.items(), key=lambda item: (item[1], item[0]))
+        ]
+
+    def _vm_index(self, name: str, present: bool = True) -> int:
+        """The VM's row; one that is not running (not arrived, or deleted) is refused unless `present` is
+        False (creating it)."""
         if name not in self._vm:
             raise SimError(f"no VM named {name!r}")
-        return self._vm[name]
+        vm = self._vm[name]
+        if present and not self.sim.vm_present[vm]:
+            raise SimError(f"{name} is not running (it has not arrived or has been deleted)")
+        return vm
 
     def _host_index(self, name: str) -> int:
         if name not in self._host:
@@ -103,7 +138,9 @@ class SimDriver:
             if isinstance(action, A.DetachVF):
                 s.detach_vf(self._vm_index(action.vm))
                 return A.Outcome(A.RUNNING, "traffic moved to the vNIC standby; VF unplugging", started=now)
-            if isinstance(action, A.SetVFRate):
+            if isinstance(action, A.CreateVM):
+                s.create_vm(self._vm_index(action.vm, present=False), self._host_index(action.host))
+            elif isinstance(action, A.SetVFRate):
                 s.set_vf_rate(self._vm_index(action.vm), action.rate)
             elif isinstance(action, A.SetCpu):
                 vm = self._vm_index(action.vm)
@@ -126,7 +163,7 @@ class SimDriver:
     def poll(self, action: A.Action) -> A.Outcome:
         s, now = self.sim, self.sim.t
         if isinstance(action, A.Migrate):
-            vm = self._vm_index(action.vm)
+            vm = self._vm_index(action.vm, present=False)
             state = s.migration_state(vm)
             if state == "running":
                 mig, _ = s.migrations[vm]
@@ -145,14 +182,14 @@ class SimDriver:
             status = A.OK if rec.moved else A.FAILED  # not-converged still moved the VM, with a long downtime
             return A.Outcome(status, rec.status, started=rec.started, finished=rec.finished, details=details)
         if isinstance(action, A.AttachVF):
-            state = s.vf_state(self._vm_index(action.vm))
+            state = s.vf_state(self._vm_index(action.vm, present=False))
             if state == "attaching":
                 return A.Outcome(A.RUNNING, "VF hot-plug in progress")
             if state == "attached":
                 return A.Outcome(A.OK, "VF attached", finished=now)
             return A.Outcome(A.FAILED, f"VF state is {state}", finished=now)
         if isinstance(action, A.DetachVF):
-            if s.vf_state(self._vm_index(action.vm)) == "detaching":
+            if s.vf_state(self._vm_index(action.vm, present=False)) == "detaching":
                 return A.Outcome(A.RUNNING, "waiting for the device-removed event")
             return A.Outcome(A.OK, "VF detached", finished=now)
         return A.Outcome(A.OK, "done", finished=now)
@@ -160,7 +197,7 @@ class SimDriver:
     def cancel(self, action: A.Action) -> A.Outcome:
         s, now = self.sim, self.sim.t
         if isinstance(action, A.Migrate):
-            vm = self._vm_index(action.vm)
+            vm = self._vm_index(action.vm, present=False)
             if vm in s.migrations:
                 if s.cancel_migration(vm, "cancelled"):
                     return A.Outcome(A.CANCELLED, "migration cancelled; the VM stays on its source", finished=now)

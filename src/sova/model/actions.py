@@ -80,6 +80,14 @@ class SetDom0Weight(Action):
     weight: int
 
 
+@dataclass(frozen=True)
+class CreateVM(Action):
+    """Start a requested VM on a host (admission)."""
+
+    vm: str
+    host: str
+
+
 _KIND_NAMES = {
     Migrate: "migrate",
     AttachVF: "attach-vf",
@@ -89,6 +97,7 @@ _KIND_NAMES = {
     SetIoLimit: "set-io-limit",
     SetNetLimit: "set-net-limit",
     SetDom0Weight: "set-dom0-weight",
+    CreateVM: "create-vm",
 }
 
 # Outcome statuses

@@ -70,7 +70,7 @@ def warnings(scenario: Scenario) -> list[Problem]:
         [
             (v.name, f"{v.vcpus} vCPUs on {v.host} ({cores[v.host]} cores)")
             for v in scenario.vms
-            if v.vcpus > cores[v.host]
+            if v.host and v.vcpus > cores[v.host]
         ],
         "more vCPUs than its host has cores: the VM can never run all of them at once",
     )

@@ -83,6 +83,13 @@ class VmSpec:
     dirty_rate: float = 5e6
     wss: float = 0.0
     mips: float = 0.0  # per vCPU; 0: a vCPU at 100 % uses a whole host core
+    arrive: float = 0.0  # s; a VM that arrives later with no host ("") is placed by the admission policy
+    depart: float = 0.0  # s; 0: it stays
+
+    @property
+    def admitted(self) -> bool:
+        """Placed when it arrives, by the profile's admission policy (it has no host until then)."""
+        return self.host == ""
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,7 @@ class ProfileSpec:
     policies: tuple[str, ...] = ()
     mode: str = "auto"
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
+    admission: str = "first-fit"  # the admission policy: places VMs that arrive without a host
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,14 @@ VM_FIELDS = {
     "dirty_rate": Field("size", 5e6, "memory dirtied per second by the guest (bytes/s), for migration", lo=0),
     "wss": Field("memory", 0.0, "writable working set that caps a pre-copy round (0: all memory)", lo=0),
     "mips": Field("float", 0.0, "MIPS per vCPU at 100 % (0: a whole host core, whatever its speed)", lo=0),
+    "arrive": Field(
+        "duration",
+        0.0,
+        "when the VM is created (0: there from the start); one that comes later with host 'auto' is placed "
+        "then by the profile's admission policy",
+        lo=0,
+    ),
+    "depart": Field("duration", 0.0, "when the VM is deleted (0: it stays to the end)", lo=0),
 }
 
 # how a trace's samples map onto simulated time (planetlab, bitbrains)
@@ -223,6 +231,7 @@ PROFILE_FIELDS = {
     "policies": Field("list[str]", [], "policies to run, by registered name"),
     "mode": Field("str", "auto", "executor mode", choices=MODES),
     "params": Field("table", {}, "per-policy parameters: [profiles.NAME.params.POLICY]"),
+    "admission": Field("str", "first-fit", "admission policy: places VMs that arrive during the run without a host"),
 }
 
 CONTROL_FIELDS = {

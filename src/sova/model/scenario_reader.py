@@ -233,6 +233,7 @@ def _read_vms(
             host = next(h for h in hosts if h.name == t["host"])
             if not host.nic.sriov or host.nic.max_vfs == 0:
                 r.error(f"{where}.nic", f"host {host.name!r} has no SR-IOV VFs; expected 'vnic'")
+        _check_lifetime(r, where, t)
         out += [VmSpec(name=name, **_spec_fields(t)) for name in names]
     _unique(r, [v.name for v in out], "[[vms]]", "VM")
     if r.problems:
@@ -240,16 +241,31 @@ def _read_vms(
     return _place_auto(r, out, hosts, np.random.default_rng(seed))
 
 
+def _check_lifetime(r: Reader, where: str, t: dict) -> None:
+    """A later arrival is placed when it comes (host 'auto') or starts on its named host; 'random' places
+    at load, which an arrival cannot take; a departure comes after the arrival."""
+    if t["arrive"] > 0 and t["host"] == "random":
+        r.error(
+            f"{where}.host",
+            "'random' places a VM when the scenario loads, but this one arrives later; expected 'auto' "
+            "(the admission policy places it when it comes) or a host name",
+        )
+    if t["depart"] and t["depart"] <= t["arrive"]:
+        r.error(f"{where}.depart", f"{t['depart']:g} s is not after arrive = {t['arrive']:g} s; expected a later time")
+
+
 def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.random.Generator) -> list[VmSpec]:
     """Resolve host = 'auto' (round-robin) and 'random' (uniform, seeded) over hosts with memory for the VM.
 
     Problems are summed up, one line each: VMs larger than every host, VMs that found no room, and hosts
-    whose fixed VMs need more memory than they have."""
+    whose fixed VMs need more memory than they have. A VM that arrives later is not placed here: with
+    host 'auto' it gets no host ("", the admission policy places it when it comes); with a named host it
+    starts there if the host has room then."""
     capacity = {h.name: h.memory - h.dom0_memory for h in hosts}
     index = {h.name: k for k, h in enumerate(hosts)}
     free = np.array([capacity[h.name] for h in hosts], dtype=float)
     for v in vms:
-        if v.host not in AUTO_HOSTS:
+        if v.host not in AUTO_HOSTS and v.arrive <= 0:
             free[index[v.host]] -= v.memory
     largest = max(hosts, key=lambda h: capacity[h.name])
     too_big = [v for v in vms if v.memory > capacity[largest.name]]
@@ -264,7 +280,9 @@ def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.ran
     too_big_names = {v.name for v in too_big}
     out, cursor, unplaced = [], 0, []
     for v in vms:
-        if v.host in AUTO_HOSTS and v.name not in too_big_names:
+        if v.arrive > 0:
+            v = VmSpec(**{**v.__dict__, "host": ""}) if v.host == "auto" else v
+        elif v.host in AUTO_HOSTS and v.name not in too_big_names:
             k = _host_with_room(free, v.memory, cursor, rng if v.host == "random" else None)
             if k is None:
                 unplaced.append(v)
@@ -275,7 +293,7 @@ def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.ran
                 v = VmSpec(**{**v.__dict__, "host": hosts[k].name})
         out.append(v)
     if unplaced:
-        auto = sum(1 for v in vms if v.host in AUTO_HOSTS)
+        auto = sum(1 for v in vms if v.host in AUTO_HOSTS and v.arrive <= 0)
         r.error(
             f"[[vms]] ({unplaced[0].name}).host",
             f"{len(unplaced)} of {auto} VMs with host = 'auto' or 'random' ({unplaced[0].name} ... "
@@ -418,6 +436,7 @@ def _read_profiles(r: Reader, raw: Any) -> dict[str, ProfileSpec]:
             policies=tuple(t["policies"] or ()),
             mode=t["mode"] or "auto",
             params={k: v for k, v in params.items() if isinstance(v, dict)},
+            admission=t["admission"] or "first-fit",
         )
     if not out:
         out["default"] = ProfileSpec(name="default")

@@ -14,6 +14,18 @@ import numpy as np
 
 
 @dataclass(frozen=True)
+class VmRequest:
+    """A VM asked for and not yet placed: what a scheduler needs to choose its host (Nova's request
+    spec: flavor, and whether it needs an SR-IOV port)."""
+
+    name: str
+    vcpus: int
+    memory: float  # MiB
+    vf: bool  # wants an SR-IOV VF
+    since: float  # s on the driver's clock: when it was asked for
+
+
+@dataclass(frozen=True)
 class VmCounters:
     """Per-VM cumulative counters, arrays indexed like ``Snapshot.vms``."""
 

@@ -25,13 +25,14 @@ from sova.sim.migration import Migration, migration_config
 from sova.sim.records import Flow, MigrationRecord
 from sova.sim.routing import Routing
 from sova.sim.storage import serve_io
+from sova.sim.vm_lifecycle import VmLifecycle
 from sova.sim.workload_kinds.base import Demand, IOStreams, Progress
 from sova.sim.workloads import Workloads
 
 MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
 
 
-class Simulator(Routing, HypervisorOperations):
+class Simulator(Routing, HypervisorOperations, VmLifecycle):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -62,7 +63,7 @@ class Simulator(Routing, HypervisorOperations):
         self.st_bw = np.array([s.bandwidth / 8 for s in scenario.storage], dtype=float)
 
         hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}
-        self.vm_host = np.array([hidx[v.host] for v in vms], dtype=np.int64)
+        self.vm_host = np.array([hidx.get(v.host, 0) for v in vms], dtype=np.int64)  # unplaced: none yet
         self.vm_vcpus = np.array([v.vcpus for v in vms], dtype=float)
         self.vm_mips = np.array([v.mips for v in vms], dtype=float)
         self.vm_mem = np.array([v.memory for v in vms], dtype=float)
@@ -76,7 +77,9 @@ class Simulator(Routing, HypervisorOperations):
         self.vm_net_limit = np.zeros(self.V)
         self.vm_io_limit = np.zeros(self.V)
         self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT  # until the workloads are known, below
-        self.vf_used = np.bincount(self.vm_host[self.vm_vf], minlength=self.H).astype(np.int64)
+        self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
+        self._init_lifecycle(vms)
+        self.vf_used = np.bincount(self.vm_host[self.vm_vf & self.vm_present], minlength=self.H).astype(np.int64)
         self.vf_pending: list[tuple[float, int]] = []  # (due time, vm) of each hot-plug under way
         self.vf_plugging: dict[int, str] = {}  # VM -> 'attaching' | 'detaching' while its hot-plug runs
         self.dom0_mem_reserved = np.zeros(self.H)
@@ -103,7 +106,6 @@ class Simulator(Routing, HypervisorOperations):
         self.vf_log: list[tuple[float, str, str, str]] = []  # (time, VM, host, 'attached' | 'detached')
         self._routes_dirty = True
         self._route_cache: list[datapath.Route | None] = []
-        self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self._last_solve_key: tuple | None = None
         self.last_vm_alloc: np.ndarray | None = None
         self.last_vm_want: np.ndarray | None = None
@@ -213,6 +215,7 @@ class Simulator(Routing, HypervisorOperations):
         self.gauges["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)
         self.gauges["nic_rx_util"] = load[self.layout.nic_rx : self.layout.dom0] / np.maximum(nic_cap, 1e-300)
         self.t = t + dt
+        self._process_lifecycle(self.t)  # who is there for the next step: the loop can place arrivals first
 
     def _offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
         """Demand bounded by an even share of the NICs at its ends: the load CPU pass 1 plans for."""
@@ -331,7 +334,7 @@ class Simulator(Routing, HypervisorOperations):
         wait = np.minimum((want - vm_alloc) * dt + got * (stretch[self.vm_host] - 1), self.vm_vcpus * dt - got)
         c["cpu_time"] += got
         c["wait_time"] += wait
-        c["blocked_time"] += np.maximum(self.vm_vcpus * dt - got - wait, 0.0)
+        c["blocked_time"] += np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0)
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
         self.flow_bytes += nbytes
         src_vm, dst_vm = self._flow_vm_ends()

@@ -17,12 +17,15 @@ class HypervisorOperations:
     """The hypervisor operations of the simulator: migrations and VF hot-plug, as the driver calls them."""
 
     def host_mem_used(self) -> np.ndarray:
-        return np.bincount(self.vm_host, weights=self.vm_mem, minlength=self.H) + self.dom0_mem_reserved
+        held = np.where(self.vm_present, self.vm_mem, 0.0)  # a VM not there (yet, or any more) holds none
+        return np.bincount(self.vm_host, weights=held, minlength=self.H) + self.dom0_mem_reserved
 
     def start_migration(self, vm: int, dst: int) -> None:
         """Begin a live migration; refuses what a hypervisor would refuse."""
         src = int(self.vm_host[vm])
         name = self.vm_names[vm]
+        if not self.vm_present[vm]:
+            raise SimError(f"{name} is not running (it has not arrived or has been deleted)")
         if vm in self.migrations:
             raise SimError(f"{name} is already migrating")
         if dst == src:
@@ -92,6 +95,8 @@ class HypervisorOperations:
     def attach_vf(self, vm: int, rate: float) -> None:
         h = int(self.vm_host[vm])
         name = self.vm_names[vm]
+        if not self.vm_present[vm]:
+            raise SimError(f"{name} is not running (it has not arrived or has been deleted)")
         if vm in self.migrations:
             raise SimError(f"{name} is migrating; a VF cannot be attached now")
         if self.vm_vf[vm] or vm in self.vf_plugging:
@@ -157,8 +162,8 @@ class HypervisorOperations:
 
     def _paused_fraction(self) -> np.ndarray:
         """Fraction of the coming step each VM does not run: paused by a stop-and-copy under way, or its
-        vCPUs throttled by auto-converge."""
-        out = np.zeros(self.V)
+        vCPUs throttled by auto-converge; all of it while the VM is not there."""
+        out = np.where(self.vm_present, 0.0, 1.0)
         for v, (mig, _) in self.migrations.items():
             paused = min(1.0, mig.pause_left() / self.dt)
             out[v] = paused + (1.0 - paused) * mig.throttle

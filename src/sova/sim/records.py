@@ -1,4 +1,4 @@
-"""What the simulator's parts share: its error, a flow's ends, a migration's record."""
+"""What the simulator's parts share: its error, a flow's ends, the records of migrations and VM lifecycles."""
 
 from __future__ import annotations
 
@@ -31,3 +31,14 @@ class MigrationRecord:
     moved: bool = False  # the VM runs on dst afterwards (a not-converged migration moves it too)
     throttle: float = 0.0  # the highest auto-converge throttle the guest got
     mode: str = "precopy"  # precopy | postcopy
+
+
+@dataclass(frozen=True)
+class LifecycleRecord:
+    """A VM's arrival, creation, refusal, deletion or withdrawal (deleted before it was placed)."""
+
+    time: float
+    vm: str
+    event: str  # arrived | created | refused | deleted | withdrawn
+    host: str  # where it was created, refused or deleted ('' while it has none)
+    message: str = ""

@@ -1,0 +1,122 @@
+"""VMs that come and go during a run: arrival, admission by first fit, departure, and what they leave."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import make_scenario
+from sova.control.runtime import Runtime
+from sova.drivers.sim import SimDriver
+from sova.model import actions as A
+from sova.model.scenario import ControlSpec
+from sova.model.schema import InputError
+from sova.sim.engine import Simulator
+
+HOSTS = [{"name": "h{i}", "count": 2, "cores": 4, "memory": "8GiB", "dom0_memory": "1GiB"}]
+
+
+def run(scenario, seconds: float):
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    runtime = Runtime(driver, [], ControlSpec(monitor_period=1.0))
+    runtime.tick()
+    seen = {}
+    while sim.t < seconds - 1e-9:
+        sim.step()
+        runtime.tick()
+        seen[round(sim.t)] = driver.observe()
+    return sim, driver, runtime, seen
+
+
+def lifecycle(sim):
+    return [(e.time, e.vm, e.event, e.host) for e in sim.lifecycle_log]
+
+
+def test_a_vm_that_arrives_later_is_placed_by_first_fit_then_and_runs_its_work_from_then():
+    scenario = make_scenario(
+        hosts=HOSTS,
+        vms=[{"name": "a", "memory": "6GiB"}, {"name": "late", "memory": "2GiB", "arrive": 20}],
+        workloads=[{"kind": "lookbusy", "vm": "late", "util": 1.0}],
+    )
+    sim, _, runtime, seen = run(scenario, 40)
+    assert "late" not in seen[19].vms and "late" in seen[20].vms
+    assert lifecycle(sim) == [(20.0, "late", "arrived", ""), (20.0, "late", "created", "h2")]  # h1 lacks memory
+    created = [e for e in runtime.audit.entries if e.action.startswith("create-vm")]
+    assert [(e.time, e.event, e.status) for e in created] == [(20.0, "applied", "ok")]
+    index = seen[40].vms.index("late")
+    assert seen[40].counters.cpu_time[index] == pytest.approx(20.0, rel=0.01)  # busy since 20 s, not before
+    assert seen[40].counters.blocked_time[index] < 0.5  # nothing counted while it was not there
+
+
+def test_a_departure_frees_memory_and_a_waiting_request_is_placed_then():
+    scenario = make_scenario(
+        hosts=HOSTS,
+        vms=[
+            {"name": "big{i}", "count": 2, "memory": "6GiB", "depart": 0},
+            {"name": "short", "memory": "1GiB", "host": "h1", "depart": 30},
+            {"name": "late", "memory": "1GiB", "arrive": 10},
+            {"name": "later", "memory": "1GiB", "arrive": 12},
+        ],
+    )
+    sim, driver, runtime, seen = run(scenario, 40)
+    events = lifecycle(sim)
+    assert (10.0, "late", "created", "h2") in events  # h2 had 1 GiB left
+    assert (30.0, "short", "deleted", "h1") in events
+    assert (30.0, "later", "created", "h1") in events  # waited 18 s for short's memory
+    assert "short" not in seen[30].vms and "short" in seen[29].vms
+    waiting = [e for e in runtime.audit.entries if e.event == "waiting"]
+    assert [e.target for e in waiting] == ["later"]  # said once, not at every tick
+    assert driver.requests() == []
+
+
+def test_a_vm_deleted_while_it_migrates_stops_the_migration_and_frees_its_vf():
+    scenario = make_scenario(
+        hosts=[{**HOSTS[0], "nic": {"bandwidth": "1Gb/s", "sriov": True, "max_vfs": 2}}],
+        vms=[
+            {"name": "mover", "host": "h1", "memory": "4GiB", "depart": 5},
+            {"name": "vf", "host": "h2", "nic": "vf", "depart": 5},
+        ],
+    )
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    assert driver.apply(A.Migrate(vm="mover", dst="h2")).status == A.RUNNING
+    assert sim.vf_used.tolist() == [0, 1]
+    for _ in range(5):
+        sim.step()
+    assert sim.migration_log[-1].status == "cancelled" and not sim.migrations
+    assert sim.vf_used.tolist() == [0, 0]
+    assert sim.host_mem_used().tolist() == [0.0, 0.0]
+    assert driver.poll(A.Migrate(vm="mover", dst="h2")).status == A.FAILED
+    refused = driver.apply(A.SetCpu(vm="mover", weight=10))
+    assert refused.status == A.FAILED and "not running" in refused.message
+
+
+def test_a_vm_with_a_named_host_that_is_full_when_it_comes_is_refused_and_said_so():
+    scenario = make_scenario(
+        hosts=HOSTS, vms=[{"name": "a", "host": "h1", "memory": "7GiB"}, {"name": "b", "host": "h1", "arrive": 5}]
+    )
+    sim, _, _, seen = run(scenario, 10)
+    (record,) = sim.lifecycle_log
+    assert (record.vm, record.event, record.host) == ("b", "refused", "h1")
+    assert "needs 1024 MiB" in record.message and "b" not in seen[10].vms
+
+
+def test_creating_a_vm_that_does_not_wait_for_a_host_fails_and_changes_nothing():
+    sim = Simulator(make_scenario(hosts=HOSTS, vms=[{"name": "a", "host": "h1"}]))
+    outcome = SimDriver(sim).apply(A.CreateVM(vm="a", host="h2"))
+    assert outcome.status == A.FAILED and "runs already" in outcome.message
+    assert sim.vm_host.tolist() == [0]
+
+
+@pytest.mark.parametrize(
+    ("vm", "where", "expected"),
+    [
+        ({"host": "random", "arrive": 5}, "[[vms]] #1 (v).host", "expected 'auto'"),
+        ({"arrive": 10, "depart": 10}, "[[vms]] #1 (v).depart", "not after arrive"),
+        ({"arrive": float("nan")}, "[[vms]] #1 (v).arrive", "finite"),
+    ],
+)
+def test_a_lifetime_that_cannot_be_is_refused_with_its_place(vm, where, expected):
+    with pytest.raises(InputError) as err:
+        make_scenario(hosts=HOSTS, vms=[{"name": "v", **vm}])
+    assert where in str(err.value) and expected in str(err.value)
