@@ -147,7 +147,7 @@ def _run_profiles(args, sweep, runs, names: list[str]):
     from sova.control.experiment import run_scenario, run_sweep
     from sova.report.writer import write_results, write_sweep_results
 
-    steps = sum(round(s.duration / s.step) for s in runs)
+    steps = sum(round(s.duration / s.tick) for s in runs)
     with Progress(
         TextColumn("[bold]{task.description:<14}"),
         BarColumn(),

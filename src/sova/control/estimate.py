@@ -25,7 +25,7 @@ def simulated_steps(runs: list[Scenario], profiles: list[str]) -> int:
     """Simulated steps a `sova run` takes: every profile at every sweep value; trials run each placement."""
     total = 0
     for s in runs:
-        steps = round(s.duration / s.step)
+        steps = round(s.duration / s.tick)
         if s.trials is not None:  # a Random placement, then each profile's placement per iteration
             total += s.trials.count * steps * (1 + len(profiles) * s.trials.iterations)
         else:

@@ -70,15 +70,15 @@ def run_and_measure(
     sim = Simulator(scenario)
     driver = SimDriver(sim)
     knowledge = Knowledge(float("inf"), scenario.topology)  # two snapshots: the window's ends
-    first = round(warmup / scenario.step)
-    for i in range(max(1, round(seconds / scenario.step))):
+    first = round(warmup / scenario.tick)
+    for i in range(max(1, round(seconds / scenario.tick))):
         if i == first:
             knowledge.add(driver.observe())
         sim.step()
         if on_step is not None and i >= first:
             on_step(sim)
     knowledge.add(driver.observe())
-    return sim, problem_from_knowledge(knowledge, seconds - warmup + scenario.step, slots)
+    return sim, problem_from_knowledge(knowledge, seconds - warmup + scenario.tick, slots)
 
 
 def _policy(algorithm: str, params: dict) -> PlacementPolicy | None:

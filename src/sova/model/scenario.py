@@ -170,6 +170,12 @@ class Scenario:
     source: str = "<scenario>"
     base_dir: Path = field(default_factory=Path.cwd)
 
+    @property
+    def tick(self) -> float:
+        """The finest clock: the simulator (and the loop) advance by it; the fabric steps every `step`."""
+        storage_step = self.simulator.get("storage_step") or 0.0
+        return storage_step if 0 < storage_step < self.step else self.step
+
     def vm_index(self) -> dict[str, int]:
         return {v.name: i for i, v in enumerate(self.vms)}
 

@@ -167,6 +167,9 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "iops": Field("float", 100.0, "IO operations per second offered", lo=0),
         "size": Field("size", 4096.0, "IO size", lo=512),
         "read": Field("float", 0.7, "fraction of reads", lo=0, hi=1),
+        "iodepth": Field(
+            "int", 0, "IOs kept outstanding, as fio's iodepth (0: open loop: IOs not served at once are dropped)", lo=0
+        ),
     },
     "transfer": {
         "size": Field("size", 1e9, "bytes to copy, once (scp of a file)", lo=1),
@@ -286,5 +289,12 @@ SIMULATOR_FIELDS = {
     "migration_timeout": Field("duration", 0.0, "pre-copy time before timeout_action (0: none, as libvirt)", lo=0),
     "migration_timeout_action": Field(
         "str", "abort", "at the timeout: abort, suspend (stop-and-copy) or postcopy", choices=TIMEOUT_ACTIONS
+    ),
+    "storage_step": Field(
+        "duration",
+        0.0,
+        "period of the storage subsystem (IO queues, rate limiters, devices), e.g. 0.025 for 25 ms epochs; "
+        "it divides the step, and the loop then ticks at it (0: the step)",
+        lo=0,
     ),
 }

@@ -106,6 +106,7 @@ def scenario_from_dict(
 
     if head.get("duration") is not None and head.get("step") is not None and head["step"] > head["duration"]:
         r.error("[scenario].step", f"step {head['step']:g} s is longer than the duration {head['duration']:g} s")
+    _check_storage_step(r, simulator.get("storage_step") or 0.0, head.get("step"))
     if r.problems:
         raise InputError(r.problems)
     return Scenario(
@@ -239,6 +240,19 @@ def _read_vms(
     if r.problems:
         return out
     return _place_auto(r, out, hosts, np.random.default_rng(seed))
+
+
+def _check_storage_step(r: Reader, storage_step: float, step: float | None) -> None:
+    """The storage subsystem's epochs tile the fabric's step: a whole number of them per step."""
+    if not storage_step or step is None:
+        return
+    epochs = step / storage_step
+    if storage_step > step or abs(epochs - round(epochs)) > 1e-6 * epochs:
+        r.error(
+            "[simulator].storage_step",
+            f"{storage_step:g} s does not divide the step ({step:g} s) into whole epochs; expected e.g. "
+            f"{step / max(1, round(epochs)):g} s",
+        )
 
 
 def _check_lifetime(r: Reader, where: str, t: dict) -> None:

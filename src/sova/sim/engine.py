@@ -24,7 +24,7 @@ from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.migration import Migration, migration_config
 from sova.sim.records import Flow, MigrationRecord
 from sova.sim.routing import Routing
-from sova.sim.storage import serve_io
+from sova.sim.storage_epochs import StorageEpochs
 from sova.sim.vm_lifecycle import VmLifecycle
 from sova.sim.workload_kinds.base import Demand, IOStreams, Progress
 from sova.sim.workloads import Workloads
@@ -41,7 +41,10 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         self.migration_config = migration_config(self.params)
         self.rng = np.random.default_rng(scenario.seed if seed is None else seed)
         self.t = 0.0
-        self.dt = scenario.step
+        self.fabric_dt = scenario.step  # compute, network, workloads, migrations: one step of this
+        self.dt = scenario.tick  # the finest clock (storage epochs), which step() advances by
+        self._ticks_per_step = round(self.fabric_dt / self.dt)
+        self._tick = 0  # ticks since the start: the fabric steps when this is a whole number of steps
         hosts, vms = scenario.hosts, scenario.vms
         self.host_names = [h.name for h in hosts]
         self.vm_names = [v.name for v in vms]
@@ -61,6 +64,7 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         self.st_par = np.array([s.parallelism for s in scenario.storage], dtype=float)
         self.st_access = np.array([s.access_time for s in scenario.storage], dtype=float)
         self.st_bw = np.array([s.bandwidth / 8 for s in scenario.storage], dtype=float)
+        self.storage = StorageEpochs(len(scenario.vms), self.st_par, self.st_access, self.st_bw)
 
         hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}
         self.vm_host = np.array([hidx.get(v.host, 0) for v in vms], dtype=np.int64)  # unplaced: none yet
@@ -146,8 +150,25 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
     # ------------------------------------------------------------------ routing
     # ------------------------------------------------------------------ step
     def step(self) -> None:
-        """Advance the data center by one time step."""
-        t, dt, p = self.t, self.dt, self.params
+        """Advance the data center by one tick of its finest clock: the fabric's step when it is due (its
+        counters then grow in even parts over the step's ticks), and one storage epoch."""
+        if self._tick % self._ticks_per_step == 0:
+            self._fabric_step()
+        else:
+            self._storage_epoch()
+        self._add_window(1.0 / self._ticks_per_step)
+        self._tick += 1
+        self.t = self._tick * self.dt
+        self._process_lifecycle(self.t)  # who is there for the next tick: the loop can place arrivals first
+
+    @property
+    def step_ended(self) -> bool:
+        """The last tick ended a fabric step (always, unless the storage subsystem ticks finer)."""
+        return self._tick % self._ticks_per_step == 0
+
+    def _fabric_step(self) -> None:
+        """Compute, network, workloads and migrations over the coming fabric step, and its first epoch."""
+        t, dt, p = self.t, self.fabric_dt, self.params
         self.workloads.apply_phases(t)
         self._process_vf_ops(t)
         if len(self.rate) != len(self.flows):
@@ -164,8 +185,9 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         io = self._io_demands(t, dt)
         for _mig, fid in self.migrations.values():
             demand[fid] = p["migration_bandwidth"] or np.inf
-        # storage device first: what the device serves is what crosses the network
-        served_iops, io_latency = self._serve_storage(io, demand)
+        # storage first: what the devices serve is what crosses the network
+        self.storage.offer(io, self.vm_storage[io.vm])
+        self._storage_epoch(demand)
 
         # Dom0 vif overhead: extra cost per additional active para-virtual NIC on the host
         active = demand > 0
@@ -210,12 +232,10 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want
-        self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt)
+        self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt)
         self.gauges["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
         self.gauges["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)
         self.gauges["nic_rx_util"] = load[self.layout.nic_rx : self.layout.dom0] / np.maximum(nic_cap, 1e-300)
-        self.t = t + dt
-        self._process_lifecycle(self.t)  # who is there for the next step: the loop can place arrivals first
 
     def _offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
         """Demand bounded by an even share of the NICs at its ends: the load CPU pass 1 plans for."""
@@ -299,75 +319,83 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         return self.vm_vcpus[vms] * np.where(stated, share, 1.0)
 
     def _io_demands(self, t: float, dt: float) -> IOStreams:
-        """Per-VM IO streams of every kind that does IO, IOPS capped by the VM's IO limit."""
+        """The IO streams of every kind that does IO, in kind order (the storage subsystem limits them)."""
         parts = [io for kind, g in self.workloads.active() if (io := kind.io(g, self, t, dt)) is not None]
         if not parts:
             empty = np.zeros(0)
-            return IOStreams(empty.astype(np.int64), empty, empty, empty)
-        vm = np.concatenate([io.vm for io in parts])
-        iops = np.concatenate([io.iops for io in parts])
-        lim = self.vm_io_limit[vm]
-        iops = np.where(lim > 0, np.minimum(iops, lim), iops)
-        return IOStreams(vm, iops, np.concatenate([io.size for io in parts]), np.concatenate([io.read for io in parts]))
-
-    def _serve_storage(self, io: IOStreams, demand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        if not len(io.vm):
-            return np.zeros(0), np.zeros(0)
-        served, latency, rho = serve_io(
-            self.vm_storage[io.vm], io.iops, io.size, self.st_par, self.st_access, self.st_bw
+            return IOStreams(empty.astype(np.int64), empty, empty, empty, empty)
+        return IOStreams(
+            *(np.concatenate([getattr(io, f) for io in parts]) for f in ("vm", "iops", "size", "read", "depth"))
         )
-        self.gauges["storage_util"] = rho
-        bytes_s = served * io.size
-        rd = np.bincount(io.vm, weights=bytes_s * io.read, minlength=self.V)
-        wr = np.bincount(io.vm, weights=bytes_s * (1 - io.read), minlength=self.V)
+
+    def _storage_epoch(self, demand: np.ndarray | None = None) -> None:
+        """One epoch of the storage subsystem: its block counters; at a fabric step (`demand` given) the
+        network demand of the IO flows too, from what this epoch served."""
+        io = self.storage.streams
+        if io is None or not len(io.vm):
+            return
+        served = self.storage.epoch(self.vm_io_limit, self.dt)
+        self.gauges["storage_util"] = served.utilisation
+        self.gauges["io"] = {"vm": io.vm, "served": served.iops, "offered": io.iops, "latency": served.latency}
+        c, vm, ops = self.counters, io.vm, served.iops * self.dt
+        c["blk_rd_ops"] += np.bincount(vm, weights=ops * io.read, minlength=self.V)
+        c["blk_wr_ops"] += np.bincount(vm, weights=ops * (1 - io.read), minlength=self.V)
+        c["blk_rd_bytes"] += np.bincount(vm, weights=ops * io.read * io.size, minlength=self.V)
+        c["blk_wr_bytes"] += np.bincount(vm, weights=ops * (1 - io.read) * io.size, minlength=self.V)
+        c["blk_time"] += np.bincount(vm, weights=ops * served.latency, minlength=self.V)
+        if demand is None:
+            return
+        bytes_s = served.iops * io.size
+        read = np.bincount(vm, weights=bytes_s * io.read, minlength=self.V)
+        write = np.bincount(vm, weights=bytes_s * (1 - io.read), minlength=self.V)
         has = self.io_flow_read >= 0
-        demand[self.io_flow_read[has]] = rd[has] * 8
-        demand[self.io_flow_write[has]] = wr[has] * 8
-        return served, latency
+        demand[self.io_flow_read[has]] = read[has] * 8
+        demand[self.io_flow_write[has]] = write[has] * 8
 
     # ------------------------------------------------------------------ progress
     # ------------------------------------------------------------------ accounting
-    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, served_iops, io, io_latency, dt) -> None:
-        c = self.counters
+    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt) -> None:
+        """What the sensors count over the fabric step (added in even parts over its ticks), and gauges."""
         got = vm_alloc * dt
         want = np.minimum(vm_dem, self.vm_vcpus)
         wait = np.minimum((want - vm_alloc) * dt + got * (stretch[self.vm_host] - 1), self.vm_vcpus * dt - got)
-        c["cpu_time"] += got
-        c["wait_time"] += wait
-        c["blocked_time"] += np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0)
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
-        self.flow_bytes += nbytes
+        window = {
+            "cpu_time": got,
+            "wait_time": wait,
+            "blocked_time": np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0),
+        }
         src_vm, dst_vm = self._flow_vm_ends()
-        pk = self.pkt_bits / 8
         for end, pv, key in ((src_vm, self.flow_src_pv, "tx"), (dst_vm, self.flow_dst_pv, "rx")):
             m = end >= 0
-            c[f"guest_{key}_bytes"] += np.bincount(end[m], weights=nbytes[m], minlength=self.V)
+            window[f"guest_{key}_bytes"] = np.bincount(end[m], weights=nbytes[m], minlength=self.V)
             m2 = m & pv
-            c[f"vnic_{key}_bytes"] += np.bincount(end[m2], weights=nbytes[m2], minlength=self.V)
-            # whole packets, counted from the cumulative bytes so rounding never accumulates
-            for path in ("guest", "vnic"):
-                c[f"{path}_{key}_packets"] = np.ceil(c[f"{path}_{key}_bytes"] / pk - 1e-6)
+            window[f"vnic_{key}_bytes"] = np.bincount(end[m2], weights=nbytes[m2], minlength=self.V)
         lay = self.layout
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
-        c["nic_tx_bytes"] += load_bytes[lay.nic_tx : lay.nic_rx]
-        c["nic_rx_bytes"] += load_bytes[lay.nic_rx : lay.dom0]
+        window["nic_tx_bytes"] = load_bytes[lay.nic_tx : lay.nic_rx]
+        window["nic_rx_bytes"] = load_bytes[lay.nic_rx : lay.dom0]
         host_busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.H) + dom0_alloc
-        c["host_cpu_time"] += host_busy * dt
-        c["dom0_cpu_time"] += dom0_alloc * dt
-        if len(served_iops):
-            vm = io.vm
-            ops = served_iops * dt
-            c["blk_rd_ops"] += np.bincount(vm, weights=ops * io.read, minlength=self.V)
-            c["blk_wr_ops"] += np.bincount(vm, weights=ops * (1 - io.read), minlength=self.V)
-            c["blk_rd_bytes"] += np.bincount(vm, weights=ops * io.read * io.size, minlength=self.V)
-            c["blk_wr_bytes"] += np.bincount(vm, weights=ops * (1 - io.read) * io.size, minlength=self.V)
-            c["blk_time"] += np.bincount(vm, weights=ops * io_latency, minlength=self.V)
-            self.gauges["io"] = {"vm": vm, "served": served_iops, "offered": io.iops, "latency": io_latency}
+        window["host_cpu_time"] = host_busy * dt
+        window["dom0_cpu_time"] = dom0_alloc * dt
         util = host_busy / self.host_cores
         power = self.power_idle + (self.power_max - self.power_idle) * np.minimum(util, 1.0)
-        self.energy_j += power * dt
+        self._window = (window, nbytes, power * dt)
         self.gauges.update(
             host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
         )
+
+    def _add_window(self, part: float) -> None:
+        """Add `part` of the fabric step's counts to the counters."""
+        window, nbytes, energy = self._window
+        c = self.counters
+        for key, delta in window.items():
+            c[key] += delta * part
+        self.flow_bytes[: len(nbytes)] += nbytes * part
+        self.energy_j += energy * part
+        pk = self.pkt_bits / 8  # whole packets, from the cumulative bytes so rounding never accumulates
+        for path in ("guest", "vnic"):
+            for key in ("tx", "rx"):
+                c[f"{path}_{key}_packets"] = np.ceil(c[f"{path}_{key}_bytes"] / pk - 1e-6)
 
     # ------------------------------------------------------------------ operations (the driver calls these)

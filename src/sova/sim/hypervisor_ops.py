@@ -165,6 +165,6 @@ class HypervisorOperations:
         vCPUs throttled by auto-converge; all of it while the VM is not there."""
         out = np.where(self.vm_present, 0.0, 1.0)
         for v, (mig, _) in self.migrations.items():
-            paused = min(1.0, mig.pause_left() / self.dt)
+            paused = min(1.0, mig.pause_left() / self.fabric_dt)
             out[v] = paused + (1.0 - paused) * mig.throttle
         return out

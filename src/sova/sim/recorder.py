@@ -125,7 +125,7 @@ class Recorder:
         }
         if svc is not None and len(svc["served"]):
             served = svc["served"].sum()
-            row["requests_per_s"] = float(served / sim.dt)
+            row["requests_per_s"] = float(served / sim.fabric_dt)
             row["response_time_mean"] = float((svc["mean"] * svc["served"]).sum() / served) if served else float("nan")
             row["requests_dropped"] = float(svc["dropped"].sum())
         if "web_rps" in g:

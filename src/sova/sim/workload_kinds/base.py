@@ -75,6 +75,7 @@ class IOStreams:
     iops: np.ndarray
     size: np.ndarray  # bytes per IO
     read: np.ndarray  # fraction of reads
+    depth: np.ndarray  # IOs kept outstanding (fio's iodepth); 0: open loop
 
 
 class WorkloadKind:

@@ -48,4 +48,5 @@ class Bitbrains(WorkloadKind):
             total / IO_SIZE,
             np.full(len(group), IO_SIZE),
             np.where(total > 0, read / np.maximum(total, 1e-300), 0.5),
+            np.zeros(len(group)),  # a trace's rate is what the VM did: open loop
         )

@@ -1,4 +1,5 @@
-"""fio: a stream of IOs of ``size`` bytes at ``iops`` against the VM's storage server."""
+"""fio: a stream of IOs of ``size`` bytes at ``iops`` against the VM's storage server, open loop or with
+``iodepth`` IOs kept outstanding."""
 
 from __future__ import annotations
 
@@ -13,4 +14,4 @@ class Fio(WorkloadKind):
 
     def io(self, group, sim, t, dt) -> IOStreams:
         p = group.params
-        return IOStreams(group.vm, p["iops"], p["size"], p["read"])
+        return IOStreams(group.vm, p["iops"], p["size"], p["read"], p["iodepth"])

@@ -1,0 +1,78 @@
+"""The storage subsystem on its own clock: per-VM IO queues, per-VM rate limiters and the storage
+servers, stepped every epoch (the scenario's step by default; 25 ms for SASLO's enforcement epochs).
+
+Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
+- an open-loop stream (``iodepth`` 0) offers its rate for the epoch; what the limiter or the device does
+  not take in the epoch is not issued (the first-generation model);
+- a closed-loop stream keeps at most ``iodepth`` IOs outstanding, as fio does: it offers its rate, but
+  no more than its depth could push through an idle device; when the limiter or the device holds it
+  back, its whole depth is outstanding, an IO takes depth / served (Little's law) and the part of that
+  beyond the device's own latency is spent in the VM's queue (``queue``: IOs waiting there);
+- a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit through in each epoch (a token
+  bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion to what
+  they offer;
+- the device serves what passed (``storage.serve_io``: shared in device time, M/M/1 latency).
+
+Each epoch is a steady state of its own (mean-value analysis): what carries from one epoch to the next is
+what changed between them, a limit a controller set or the rates the workloads state at each fabric step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sova.sim.storage import serve_io
+from sova.sim.workload_kinds.base import IOStreams
+
+
+@dataclass(frozen=True)
+class EpochServed:
+    """What one epoch served, per stream: IOPS over the epoch and mean latency (s); per server: use."""
+
+    iops: np.ndarray
+    latency: np.ndarray
+    utilisation: np.ndarray
+
+
+class StorageEpochs:
+    def __init__(self, n_vms: int, parallelism: np.ndarray, access_time: np.ndarray, bandwidth_bytes: np.ndarray):
+        self.n_vms = n_vms
+        self.parallelism, self.access_time, self.bandwidth = parallelism, access_time, bandwidth_bytes
+        self.streams: IOStreams | None = None
+        self.server = np.zeros(0, dtype=np.int64)
+        self.queue = np.zeros(0)  # IOs waiting in the VM's queue, per stream (closed loop only)
+
+    def offer(self, streams: IOStreams, server: np.ndarray) -> None:
+        """The streams of the coming fabric step (their rates change at its pace); queues carry over."""
+        if self.streams is None or len(self.streams.vm) != len(streams.vm):
+            self.queue = np.zeros(len(streams.vm))
+        self.streams, self.server = streams, server
+
+    def epoch(self, limit: np.ndarray, seconds: float) -> EpochServed:
+        """Serve one epoch of `seconds`; limit: IOPS per VM (0: none)."""
+        io = self.streams
+        closed = io.depth > 0
+        service = self.access_time[self.server] + io.size / self.bandwidth[self.server]
+        # a closed loop cannot push more than its depth through an idle device; the device shares the rest
+        offered = np.where(closed, np.minimum(io.iops, io.depth / service), io.iops)
+        passed = self._limit(offered, limit)
+        served, latency, rho = serve_io(
+            self.server, passed, io.size, self.parallelism, self.access_time, self.bandwidth
+        )
+        # held back (by its limiter or the device): its depth is outstanding, so by Little's law an IO
+        # takes depth / served, the part beyond the device's own latency waiting in the VM's queue
+        full = closed & (served < io.iops * (1 - 1e-9))
+        held = np.where(full, io.depth / np.maximum(served, 1e-300), latency)
+        self.queue = np.where(full, np.maximum(io.depth - served * latency, 0.0), 0.0)
+        return EpochServed(served, np.where(full, held, latency), rho)
+
+    def _limit(self, offered: np.ndarray, limit: np.ndarray) -> np.ndarray:
+        """What each stream's VM limiter lets through, in IOPS."""
+        vm = self.streams.vm
+        if not (limit[vm] > 0).any():
+            return offered
+        wanted = np.bincount(vm, weights=offered, minlength=self.n_vms)
+        share = np.where((limit > 0) & (wanted > limit), limit / np.maximum(wanted, 1e-300), 1.0)
+        return offered * share[vm]

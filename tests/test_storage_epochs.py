@@ -1,0 +1,117 @@
+"""The storage subsystem on its own clock: 25 ms epochs inside 1 s fabric steps, per-VM queues and limits."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from helpers import make_scenario
+from sova.control.runtime import Runtime
+from sova.drivers.sim import SimDriver
+from sova.model import actions as A
+from sova.model.scenario import ControlSpec
+from sova.model.schema import Field, InputError
+from sova.plan.base import Policy, register
+from sova.sim.engine import Simulator
+
+
+def fio_scenario(storage_step: float = 0.0, **fio):
+    return make_scenario(
+        scenario={"duration": 10},
+        storage=[{"name": "ssd"}],
+        vms=[{"name": "db", "host": "h1"}, {"name": "web", "host": "h1"}],
+        workloads=[{"kind": "fio", "vm": "db", "size": "4KiB", **fio}, {"kind": "lookbusy", "vm": "web", "util": 0.5}],
+        simulator={"storage_step": storage_step} if storage_step else {},
+    )
+
+
+def run(sim: Simulator, seconds: float) -> None:
+    for _ in range(round(seconds / sim.dt)):
+        sim.step()
+
+
+def io_ops(sim: Simulator) -> np.ndarray:
+    return sim.counters["blk_rd_ops"] + sim.counters["blk_wr_ops"]
+
+
+def test_epochs_of_25_ms_serve_an_open_loop_stream_as_one_second_steps_do():
+    coarse, fine = Simulator(fio_scenario(iops=5000)), Simulator(fio_scenario(0.025, iops=5000))
+    run(coarse, 10)
+    run(fine, 10)
+    assert fine.dt == 0.025 and fine.fabric_dt == 1.0 and fine.t == pytest.approx(10.0)
+    assert io_ops(fine)[0] == pytest.approx(io_ops(coarse)[0], rel=1e-9) == pytest.approx(50_000)
+    assert fine.counters["blk_time"][0] == pytest.approx(coarse.counters["blk_time"][0], rel=1e-9)
+    # the fabric's counters grow in even parts over its ticks and reach the same totals
+    assert fine.counters["cpu_time"] == pytest.approx(coarse.counters["cpu_time"], rel=1e-9)
+    assert fine.energy_j == pytest.approx(coarse.energy_j, rel=1e-9)
+
+
+def test_halfway_through_a_fabric_step_the_counters_hold_half_of_it():
+    sim = Simulator(fio_scenario(0.025, iops=4000))
+    run(sim, 1.5)
+    assert sim.counters["cpu_time"][1] == pytest.approx(0.75, rel=0.02)  # 0.5 core for 1.5 s
+    assert io_ops(sim)[0] == pytest.approx(6000, rel=1e-9)
+
+
+def test_a_closed_loop_stream_keeps_its_depth_outstanding_and_its_latency_follows_littles_law():
+    sim = Simulator(fio_scenario(0.025, iops=1e6, iodepth=32))  # far above what the SSD serves
+    run(sim, 5)
+    ops = io_ops(sim)[0]
+    served_iops = ops / 5
+    mean_latency = sim.counters["blk_time"][0] / ops
+    assert served_iops < 1e6 / 5  # the device, not the offered rate, sets the pace
+    assert mean_latency == pytest.approx(32 / served_iops, rel=0.1)  # N = X R with N = iodepth
+    assert sim.storage.queue.max() <= 32
+
+
+def test_an_io_limit_set_between_fabric_steps_acts_from_the_next_epoch():
+    sim = Simulator(fio_scenario(0.025, iops=4000))
+    driver = SimDriver(sim)
+    run(sim, 0.5)
+    assert driver.apply(A.SetIoLimit(vm="db", iops=1000)).status == A.OK
+    before = io_ops(sim)[0]
+    run(sim, 0.5)
+    assert before == pytest.approx(2000, rel=1e-9)
+    assert io_ops(sim)[0] - before == pytest.approx(500, rel=1e-9)  # 1,000 IOPS for the second half
+
+
+@register
+class EpochRecorder(Policy):
+    """A test policy that notes when it runs."""
+
+    name = "test-epoch-recorder"
+    loop = "local"
+    params = {"period": Field("duration", 0.05, "")}
+    times: list[float] = []
+
+    def plan(self, knowledge):
+        EpochRecorder.times.append(knowledge.latest.time)
+        return []
+
+
+def test_a_local_loop_runs_every_50_ms_between_one_second_fabric_steps():
+    EpochRecorder.times.clear()
+    sim = Simulator(fio_scenario(0.025, iops=100))
+    runtime = Runtime(SimDriver(sim), [EpochRecorder(period=0.05)], ControlSpec(monitor_period=0.025))
+    runtime.tick()
+    for _ in range(40):
+        sim.step()
+        runtime.tick()
+    assert EpochRecorder.times == pytest.approx([0.05 * k for k in range(1, 21)])
+
+
+@pytest.mark.parametrize("storage_step", [0.03, 2.0])
+def test_a_storage_step_that_does_not_tile_the_step_is_refused(storage_step):
+    with pytest.raises(InputError) as err:
+        fio_scenario(storage_step, iops=10)
+    assert "[simulator].storage_step" in str(err.value) and "whole epochs" in str(err.value)
+
+
+def test_a_limit_below_a_closed_loop_streams_rate_holds_its_depth_in_the_vms_queue():
+    sim = Simulator(fio_scenario(0.025, iops=5000, iodepth=16))
+    SimDriver(sim).apply(A.SetIoLimit(vm="db", iops=2000))
+    run(sim, 2)
+    ops = io_ops(sim)[0]
+    assert ops == pytest.approx(4000, rel=1e-9)
+    assert sim.counters["blk_time"][0] / ops == pytest.approx(16 / 2000, rel=1e-9)  # 8 ms: depth / limit
+    assert 15 < sim.storage.queue[0] < 16  # all but the ~0.2 IOs at the device wait behind the limiter
