@@ -85,11 +85,12 @@ class VmSpec:
     mips: float = 0.0  # per vCPU; 0: a vCPU at 100 % uses a whole host core
     arrive: float = 0.0  # s; a VM that arrives later with no host ("") is placed by the admission policy
     depart: float = 0.0  # s; 0: it stays
+    from_trace: bool = False  # arrive, depart, vCPUs and memory from its azure/opendc workload's trace
 
     @property
-    def admitted(self) -> bool:
-        """Placed when it arrives, by the profile's admission policy (it has no host until then)."""
-        return self.host == ""
+    def comes_later(self) -> bool:
+        """Not there at the start for sure: it arrives at a time the scenario or its trace gives."""
+        return self.arrive > 0 or self.from_trace
 
 
 @dataclass(frozen=True)

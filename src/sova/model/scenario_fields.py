@@ -21,7 +21,10 @@ WORKLOAD_KINDS = (
     "batch",
     "planetlab",
     "bitbrains",
+    "azure",
+    "opendc",
 )
+LIFETIME_KINDS = ("azure", "opendc")  # traces that say when each VM was created and deleted
 MODES = ("auto", "approve", "dry-run")
 AUTO_HOSTS = ("auto", "random")
 
@@ -112,6 +115,12 @@ VM_FIELDS = {
         lo=0,
     ),
     "depart": Field("duration", 0.0, "when the VM is deleted (0: it stays to the end)", lo=0),
+    "from_trace": Field(
+        "bool",
+        False,
+        "arrival, departure, vCPUs and memory come from its azure or opendc workload's trace; placed by the "
+        "admission policy when it arrives (host 'auto') or on its named host",
+    ),
 }
 
 # how a trace's samples map onto simulated time (planetlab, bitbrains)
@@ -203,6 +212,28 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         **TRACE_SAMPLING,
     },
 }
+_LIFETIME_TRACE = {
+    "scale": Field("float", 1.0, "multiplier on the trace's CPU", lo=0),
+}
+WORKLOAD_PARAMS["azure"] = {
+    "file": Field(
+        "str",
+        REQUIRED,
+        "a directory with the Azure Public Dataset V1's vmtable.csv.gz and vm_cpu_readings-*.csv.gz; its VMs in "
+        "order of creation map onto the entry's VMs in name order",
+    ),
+    **_LIFETIME_TRACE,
+}
+WORKLOAD_PARAMS["opendc"] = {
+    "file": Field(
+        "str",
+        REQUIRED,
+        "a directory with an OpenDC workload trace (tasks.parquet, fragments.parquet; schema v4); its VMs in "
+        "order of submission map onto the entry's VMs in name order",
+    ),
+    **_LIFETIME_TRACE,
+}
+
 STRUCTURAL_PARAMS = {
     "peer",
     "direction",

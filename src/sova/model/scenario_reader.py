@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from sova.model.initial_placement import place_at_load, span
 from sova.model.name_match import NameMatcher
 from sova.model.scenario import (
     ControlSpec,
@@ -33,6 +34,7 @@ from sova.model.scenario_fields import (
     AUTO_HOSTS,
     CONTROL_FIELDS,
     HOST_FIELDS,
+    LIFETIME_KINDS,
     NIC_FIELDS,
     OUTPUT_FIELDS,
     PROFILE_FIELDS,
@@ -92,6 +94,7 @@ def scenario_from_dict(
     storage = _read_storage(r, raw.get("storage", []))
     vms = _read_vms(r, raw.get("vms", []), defaults.get("vm", {}), hosts, storage, head["seed"] or 0)
     workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
+    _check_trace_lifetimes(r, vms, workloads)
     profiles = _read_profiles(r, raw.get("profiles", {}))
     if profile_check is not None:
         for prof in profiles.values():
@@ -239,7 +242,7 @@ def _read_vms(
     _unique(r, [v.name for v in out], "[[vms]]", "VM")
     if r.problems:
         return out
-    return _place_auto(r, out, hosts, np.random.default_rng(seed))
+    return place_at_load(r, out, hosts, np.random.default_rng(seed))
 
 
 def _check_storage_step(r: Reader, storage_step: float, step: float | None) -> None:
@@ -258,7 +261,7 @@ def _check_storage_step(r: Reader, storage_step: float, step: float | None) -> N
 def _check_lifetime(r: Reader, where: str, t: dict) -> None:
     """A later arrival is placed when it comes (host 'auto') or starts on its named host; 'random' places
     at load, which an arrival cannot take; a departure comes after the arrival."""
-    if t["arrive"] > 0 and t["host"] == "random":
+    if (t["arrive"] > 0 or t["from_trace"]) and t["host"] == "random":
         r.error(
             f"{where}.host",
             "'random' places a VM when the scenario loads, but this one arrives later; expected 'auto' "
@@ -268,77 +271,17 @@ def _check_lifetime(r: Reader, where: str, t: dict) -> None:
         r.error(f"{where}.depart", f"{t['depart']:g} s is not after arrive = {t['arrive']:g} s; expected a later time")
 
 
-def _place_auto(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.random.Generator) -> list[VmSpec]:
-    """Resolve host = 'auto' (round-robin) and 'random' (uniform, seeded) over hosts with memory for the VM.
-
-    Problems are summed up, one line each: VMs larger than every host, VMs that found no room, and hosts
-    whose fixed VMs need more memory than they have. A VM that arrives later is not placed here: with
-    host 'auto' it gets no host ("", the admission policy places it when it comes); with a named host it
-    starts there if the host has room then."""
-    capacity = {h.name: h.memory - h.dom0_memory for h in hosts}
-    index = {h.name: k for k, h in enumerate(hosts)}
-    free = np.array([capacity[h.name] for h in hosts], dtype=float)
-    for v in vms:
-        if v.host not in AUTO_HOSTS and v.arrive <= 0:
-            free[index[v.host]] -= v.memory
-    largest = max(hosts, key=lambda h: capacity[h.name])
-    too_big = [v for v in vms if v.memory > capacity[largest.name]]
-    for size in sorted({v.memory for v in too_big}):
-        names = [v.name for v in too_big if v.memory == size]
+def _check_trace_lifetimes(r: Reader, vms: list[VmSpec], workloads: list[WorkloadSpec]) -> None:
+    """A VM whose lifetime comes from a trace needs a lifetime trace (azure, opendc) that names it."""
+    matching = NameMatcher([v.name for v in vms])
+    covered = {name for w in workloads if w.kind in LIFETIME_KINDS for name in matching(w.vm)}
+    lost = [v.name for v in vms if v.from_trace and v.name not in covered]
+    if lost:
         r.error(
-            f"[[vms]] ({names[0]}).memory",
-            f"{_span(names)} need {size:.0f} MiB each, more than any host has for VMs: the largest, "
-            f"{largest.name!r}, has {capacity[largest.name]:.0f} MiB ({largest.memory:.0f} MiB less "
-            f"{largest.dom0_memory:.0f} MiB for Dom0)",
+            f"[[vms]] ({lost[0]}).from_trace",
+            f"{span(lost)} take their lifetime from a trace, but no azure or opendc workload names them; "
+            "expected one whose vm pattern matches them",
         )
-    too_big_names = {v.name for v in too_big}
-    out, cursor, unplaced = [], 0, []
-    for v in vms:
-        if v.arrive > 0:
-            v = VmSpec(**{**v.__dict__, "host": ""}) if v.host == "auto" else v
-        elif v.host in AUTO_HOSTS and v.name not in too_big_names:
-            k = _host_with_room(free, v.memory, cursor, rng if v.host == "random" else None)
-            if k is None:
-                unplaced.append(v)
-            else:
-                if v.host != "random":
-                    cursor = (k + 1) % len(hosts)
-                free[k] -= v.memory
-                v = VmSpec(**{**v.__dict__, "host": hosts[k].name})
-        out.append(v)
-    if unplaced:
-        auto = sum(1 for v in vms if v.host in AUTO_HOSTS and v.arrive <= 0)
-        r.error(
-            f"[[vms]] ({unplaced[0].name}).host",
-            f"{len(unplaced)} of {auto} VMs with host = 'auto' or 'random' ({unplaced[0].name} ... "
-            f"{unplaced[-1].name}: {sum(v.memory for v in unplaced):.0f} MiB) found no host with enough free "
-            f"memory; the {len(hosts)} hosts have {sum(capacity.values()):.0f} MiB for VMs in all (memory less "
-            "Dom0's); expected more hosts or memory, or fewer VMs",
-        )
-    for k in np.flatnonzero(free < 0):
-        r.error("[[vms]]", f"VMs placed on host {hosts[k].name!r} need {-free[k]:.0f} MiB more memory than it has")
-    return out
-
-
-def _host_with_room(free: np.ndarray, memory: float, cursor: int, rng: np.random.Generator | None) -> int | None:
-    """'random' (rng given): a uniform choice among the hosts with room; 'auto': the first host with room
-    from `cursor` on, round the end. O(1) while the cursor's host has room, one vector scan otherwise."""
-    if rng is None and free[cursor] >= memory:
-        return cursor
-    room = np.flatnonzero(free >= memory)
-    if not len(room):
-        return None
-    if rng is not None:
-        return int(rng.choice(room))
-    after = room[room >= cursor]
-    return int(after[0] if len(after) else room[0])
-
-
-def _span(names: list[str]) -> str:
-    """A list of VM names, short: 'v1', 'v1 and v2', 'v1, v2, v3' or '88 VMs (v13 ... v100)'."""
-    if len(names) <= 3:
-        return " and ".join(names) if len(names) < 3 else ", ".join(names)
-    return f"{len(names)} VMs ({names[0]} ... {names[-1]})"
 
 
 def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, storage_raw: Any) -> list[WorkloadSpec]:

@@ -82,8 +82,6 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         self.vm_io_limit = np.zeros(self.V)
         self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT  # until the workloads are known, below
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
-        self._init_lifecycle(vms)
-        self.vf_used = np.bincount(self.vm_host[self.vm_vf & self.vm_present], minlength=self.H).astype(np.int64)
         self.vf_pending: list[tuple[float, int]] = []  # (due time, vm) of each hot-plug under way
         self.vf_plugging: dict[int, str] = {}  # VM -> 'attaching' | 'detaching' while its hot-plug runs
         self.dom0_mem_reserved = np.zeros(self.H)
@@ -101,6 +99,9 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         self.workloads = Workloads(scenario, self.rng)
         stated = self.workloads.memory_used > 0  # what the workloads say, else the default share
         self.vm_mem_used[stated] = np.minimum(self.workloads.memory_used[stated], self.vm_mem[stated])
+        self.vf_used = np.zeros(self.H, dtype=np.int64)
+        self._init_lifecycle(vms)  # after the workloads: a trace may say when a VM lives
+        self.vf_used = np.bincount(self.vm_host[self.vm_vf & self.vm_present], minlength=self.H).astype(np.int64)
         self.flows: list[Flow] = []
         self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self._register_workload_flows()

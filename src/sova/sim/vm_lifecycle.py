@@ -22,18 +22,36 @@ class VmLifecycle:
     """The lifecycle part of the simulator: arrivals, admission requests and departures."""
 
     def _init_lifecycle(self, vms) -> None:
+        """Arrivals and departures from the scenario, or from the trace of a VM that takes its life from
+        one (which also sizes it); VMs that arrive at 0 without a host ask to be placed at once."""
         self.vm_arrive = np.array([v.arrive for v in vms], dtype=float)
         self.vm_depart = np.array([v.depart if v.depart > 0 else np.inf for v in vms], dtype=float)
+        self._lives_from_traces(vms)
         self.vm_unplaced = np.array([v.host == "" for v in vms], dtype=bool)
-        self.vm_present = self.vm_arrive <= 0
         self.waiting: dict[int, float] = {}  # VM -> when it asked to be placed (admission requests)
         self.lifecycle_log: list[LifecycleRecord] = []
         self.inventory_version = 0  # changes whenever a VM comes or goes: the driver's cue to re-list
+        self.vm_present = (self.vm_arrive <= 0) & ~self.vm_unplaced
+        for vm in np.flatnonzero((self.vm_arrive <= 0) & self.vm_unplaced):
+            self._arrive(int(vm), 0.0)
         arrive_due = np.flatnonzero(self.vm_arrive > 0)
+        self._next_arrival = self._next_departure = 0
         depart_due = np.flatnonzero(np.isfinite(self.vm_depart))
         self._arrivals = arrive_due[np.argsort(self.vm_arrive[arrive_due], kind="stable")]
         self._departures = depart_due[np.argsort(self.vm_depart[depart_due], kind="stable")]
-        self._next_arrival = self._next_departure = 0
+
+    def _lives_from_traces(self, vms) -> None:
+        for kind, group in self.workloads.active():
+            lifetimes = getattr(kind, "lifetimes", None)
+            if lifetimes is None:
+                continue
+            for vm, life in zip(group.vm, lifetimes(group), strict=True):
+                if not vms[vm].from_trace:
+                    continue
+                self.vm_arrive[vm], self.vm_depart[vm] = life.arrive_s, life.depart_s
+                self.vm_vcpus[vm] = life.cores
+                self.vm_mem[vm] = life.memory_mib
+                self.vm_mem_used[vm] = min(self.vm_mem_used[vm], life.memory_mib)
 
     def _process_lifecycle(self, t: float) -> None:
         """Departures, then arrivals, due by time t."""

@@ -22,7 +22,6 @@ class Workloads:
         self.kinds: dict[str, WorkloadKind] = kinds()
         vm_index = scenario.vm_index()
         names = [v.name for v in scenario.vms]
-        self.vcpus = np.array([v.vcpus for v in scenario.vms], dtype=float)
         matching = NameMatcher(names)
         self.memory_used = np.zeros(len(names))  # MiB the workloads of each VM say they keep in use
         rows: dict[str, list[tuple[int, int, dict]]] = {}

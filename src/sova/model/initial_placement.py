@@ -1,0 +1,83 @@
+"""Where the VMs of a scenario start: hosts named in the file, and 'auto' (round-robin) or 'random'
+(seeded) over the hosts with memory for them, checked so that no host starts over-full."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.model.scenario import HostSpec, VmSpec
+from sova.model.scenario_fields import AUTO_HOSTS
+from sova.model.schema import Reader
+
+
+def place_at_load(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.random.Generator) -> list[VmSpec]:
+    """Resolve host = 'auto' (round-robin) and 'random' (uniform, seeded) over hosts with memory for the VM.
+
+    Problems are summed up, one line each: VMs larger than every host, VMs that found no room, and hosts
+    whose fixed VMs need more memory than they have. A VM that arrives later is not placed here: with
+    host 'auto' it gets no host ("", the admission policy places it when it comes); with a named host it
+    starts there if the host has room then."""
+    capacity = {h.name: h.memory - h.dom0_memory for h in hosts}
+    index = {h.name: k for k, h in enumerate(hosts)}
+    free = np.array([capacity[h.name] for h in hosts], dtype=float)
+    for v in vms:
+        if v.host not in AUTO_HOSTS and not v.comes_later:
+            free[index[v.host]] -= v.memory
+    largest = max(hosts, key=lambda h: capacity[h.name])
+    too_big = [v for v in vms if v.memory > capacity[largest.name]]
+    for size in sorted({v.memory for v in too_big}):
+        names = [v.name for v in too_big if v.memory == size]
+        r.error(
+            f"[[vms]] ({names[0]}).memory",
+            f"{span(names)} need {size:.0f} MiB each, more than any host has for VMs: the largest, "
+            f"{largest.name!r}, has {capacity[largest.name]:.0f} MiB ({largest.memory:.0f} MiB less "
+            f"{largest.dom0_memory:.0f} MiB for Dom0)",
+        )
+    too_big_names = {v.name for v in too_big}
+    out, cursor, unplaced = [], 0, []
+    for v in vms:
+        if v.comes_later:
+            v = VmSpec(**{**v.__dict__, "host": ""}) if v.host == "auto" else v
+        elif v.host in AUTO_HOSTS and v.name not in too_big_names:
+            k = _host_with_room(free, v.memory, cursor, rng if v.host == "random" else None)
+            if k is None:
+                unplaced.append(v)
+            else:
+                if v.host != "random":
+                    cursor = (k + 1) % len(hosts)
+                free[k] -= v.memory
+                v = VmSpec(**{**v.__dict__, "host": hosts[k].name})
+        out.append(v)
+    if unplaced:
+        auto = sum(1 for v in vms if v.host in AUTO_HOSTS and not v.comes_later)
+        r.error(
+            f"[[vms]] ({unplaced[0].name}).host",
+            f"{len(unplaced)} of {auto} VMs with host = 'auto' or 'random' ({unplaced[0].name} ... "
+            f"{unplaced[-1].name}: {sum(v.memory for v in unplaced):.0f} MiB) found no host with enough free "
+            f"memory; the {len(hosts)} hosts have {sum(capacity.values()):.0f} MiB for VMs in all (memory less "
+            "Dom0's); expected more hosts or memory, or fewer VMs",
+        )
+    for k in np.flatnonzero(free < 0):
+        r.error("[[vms]]", f"VMs placed on host {hosts[k].name!r} need {-free[k]:.0f} MiB more memory than it has")
+    return out
+
+
+def _host_with_room(free: np.ndarray, memory: float, cursor: int, rng: np.random.Generator | None) -> int | None:
+    """'random' (rng given): a uniform choice among the hosts with room; 'auto': the first host with room
+    from `cursor` on, round the end. O(1) while the cursor's host has room, one vector scan otherwise."""
+    if rng is None and free[cursor] >= memory:
+        return cursor
+    room = np.flatnonzero(free >= memory)
+    if not len(room):
+        return None
+    if rng is not None:
+        return int(rng.choice(room))
+    after = room[room >= cursor]
+    return int(after[0] if len(after) else room[0])
+
+
+def span(names: list[str]) -> str:
+    """A list of VM names, short: 'v1', 'v1 and v2', 'v1, v2, v3' or '88 VMs (v13 ... v100)'."""
+    if len(names) <= 3:
+        return " and ".join(names) if len(names) < 3 else ", ".join(names)
+    return f"{len(names)} VMs ({names[0]} ... {names[-1]})"

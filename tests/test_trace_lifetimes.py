@@ -1,0 +1,105 @@
+"""VMs whose lives come from a trace (OpenDC Parquet, Azure V1): they arrive, are sized, replay their CPU
+from their arrival, and leave when the trace says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import make_scenario
+from sova.control.runtime import Runtime
+from sova.drivers.sim import SimDriver
+from sova.model.scenario import ControlSpec
+from sova.model.schema import InputError
+from sova.sim.engine import Simulator
+from sova.sim.lifetime_traces import read_azure, read_opendc
+from sova.sim.traces import TraceError
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+OPENDC = TRACES / "bitbrains" / "opendc_bitbrains_small_v4"
+AZURE = TRACES / "azure_v2017_sample"
+pytestmark = pytest.mark.skipif(not OPENDC.exists(), reason="shared/traces is not beside the repository")
+
+HOSTS = [{"name": "h{i}", "count": 4, "cores": 64, "memory": "256GiB"}]
+
+
+def trace_scenario(kind: str, path: Path, vms: int, duration: float, step: float = 300.0):
+    return make_scenario(
+        scenario={"duration": duration, "step": step},
+        hosts=HOSTS,
+        vms=[{"name": "t{i}", "count": vms, "from_trace": True}],
+        workloads=[{"kind": kind, "vm": "t*", "file": str(path)}],
+    )
+
+
+def run(scenario, seconds: float) -> tuple[Simulator, dict[float, object]]:
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    runtime = Runtime(driver, [], ControlSpec(monitor_period=scenario.step))
+    runtime.tick()
+    seen = {}
+    while sim.t < seconds - 1e-9:
+        sim.step()
+        runtime.tick()
+        seen[sim.t] = driver.observe()
+    return sim, seen
+
+
+def test_opendc_vms_arrive_sized_as_their_trace_and_replay_its_cpu_from_their_arrival():
+    lives = read_opendc(str(OPENDC))
+    late = next(k for k, life in enumerate(lives) if life.arrive_s > 0)  # the first VM that comes later
+    scenario = trace_scenario("opendc", OPENDC, len(lives), duration=lives[late].arrive_s + 7200)
+    sim, seen = run(scenario, scenario.duration)
+    assert sim.vm_vcpus.tolist() == [life.cores for life in lives]
+    assert sim.vm_mem.tolist() == pytest.approx([life.memory_mib for life in lives])
+    name = f"t{late + 1}"
+    arrival = lives[late].arrive_s
+    before = max(t for t in seen if t <= arrival - 300)
+    assert name not in seen[before].vms
+    first_at = min(t for t in seen if name in seen[t].vms)
+    assert arrival <= first_at <= arrival + 300  # at the first step boundary after its arrival
+    # from its arrival it burns what its trace says, sample by sample (300 s samples, 300 s steps)
+    snapshot = seen[max(seen)]
+    got = snapshot.counters.cpu_time[snapshot.vms.index(name)]
+    start = int(np.ceil(arrival / 300))  # its first whole step
+    steps = round(max(seen) / 300) - start
+    offset = start * 300 - arrival
+    samples = np.array([lives[late].cpu[int((offset + 300 * k) // 300)] for k in range(steps)])
+    idle = sim.params["idle_guest_cpu"] * 300 * steps  # a guest's timer ticks, on top of its trace
+    assert got == pytest.approx((samples * lives[late].cores * 300).sum() + idle, rel=1e-6)
+
+
+def test_azure_vms_leave_when_the_vmtable_says_they_were_deleted():
+    lives = read_azure(str(AZURE))
+    gone = next(k for k, life in enumerate(lives) if np.isfinite(life.depart_s))
+    scenario = trace_scenario("azure", AZURE, len(lives), duration=lives[gone].depart_s + 600, step=300.0)
+    sim = Simulator(scenario)
+    runtime = Runtime(SimDriver(sim), [], ControlSpec(monitor_period=300.0))
+    runtime.tick()
+    sim_steps = round(scenario.duration / scenario.tick)
+    for _ in range(sim_steps):
+        sim.step()
+        runtime.tick()
+    deleted = {e.vm: e.time for e in sim.lifecycle_log if e.event == "deleted"}
+    assert deleted[f"t{gone + 1}"] == pytest.approx(lives[gone].depart_s)
+    created = {e.vm for e in sim.lifecycle_log if e.event == "created"}
+    assert created == {f"t{k + 1}" for k, life in enumerate(lives) if life.arrive_s <= scenario.duration}
+
+
+def test_an_entry_with_more_vms_than_its_trace_is_refused_with_its_place():
+    scenario = trace_scenario("azure", AZURE, 11, duration=600)
+    with pytest.raises(TraceError) as err:
+        Simulator(scenario)
+    assert "[[workloads]] #1.file" in str(err.value) and "holds 10 VM(s) for 11 VMs" in str(err.value)
+
+
+def test_a_vm_that_takes_its_life_from_a_trace_no_lifetime_workload_names_is_refused():
+    with pytest.raises(InputError) as err:
+        make_scenario(
+            hosts=HOSTS,
+            vms=[{"name": "t{i}", "count": 2, "from_trace": True}],
+            workloads=[{"kind": "opendc", "vm": "t1", "file": str(OPENDC)}],
+        )
+    assert "[[vms]] (t2).from_trace" in str(err.value) and "no azure or opendc workload names" in str(err.value)
