@@ -8,6 +8,9 @@ replay and storage IO. One-second steps. Usage:
     python benchmarks/sim_speed.py --sizes 100     # 100 hosts / 1,000 VMs only
     python benchmarks/sim_speed.py --loop sova     # the whole MAPE-K loop with the sova policy:
                                                    # simulator, recorder, observe, Knowledge, policy, executor
+    python benchmarks/sim_speed.py --storage-step 0.025 [--loop sova]
+                                                   # every VM also does IO (fio, depth 4) and the storage
+                                                   # subsystem steps every 25 ms, the loop with it
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from sova.sim.engine import Simulator
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "planetlab" / "20110303"
 
 
-def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1):
+def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1, storage_step: float = 0.0):
     k = 4
     while k**3 // 4 < n_hosts:
         k += 2
@@ -53,10 +56,13 @@ def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1):
         ],
         "workloads": workloads,
     }
+    if storage_step:
+        raw["simulator"] = {"storage_step": storage_step}
+        workloads.append({"vm": "*", "kind": "fio", "iops": 50, "size": "4KB", "iodepth": 4})
     return scenario_from_dict(raw)
 
 
-def measure(n_hosts: int, seconds: int, policies: list[str] | None = None) -> dict:
+def measure(n_hosts: int, seconds: int, policies: list[str] | None = None, storage_step: float = 0.0) -> dict:
     """Simulated seconds per wall second: the simulator alone, or with `policies` the whole loop as `sova
     run` drives it (step, record, observe every monitor period, Knowledge, the policies, the executor)."""
     from sova.control.profiles import build_policies
@@ -66,7 +72,7 @@ def measure(n_hosts: int, seconds: int, policies: list[str] | None = None) -> di
     from sova.sim.recorder import PER_HOST_MAX, Recorder
 
     t0 = time.perf_counter()
-    base = scenario(n_hosts)
+    base = scenario(n_hosts, storage_step=storage_step)
     sim = Simulator(base)
     if policies:
         chosen = build_policies(base, ProfileSpec("bench", tuple(policies)))
@@ -76,11 +82,12 @@ def measure(n_hosts: int, seconds: int, policies: list[str] | None = None) -> di
     setup = time.perf_counter() - t0
     sim.step()  # first step builds routes
     t1 = time.perf_counter()
-    for _ in range(seconds):
+    for _ in range(round(seconds / sim.dt)):
         sim.step()
         if policies:
-            recorder.record(sim)
             runtime.tick()
+            if sim.step_ended:
+                recorder.record(sim)
     wall = time.perf_counter() - t1
     return {
         "hosts": n_hosts,
@@ -97,11 +104,12 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000], help="numbers of hosts (10 VMs each)")
     ap.add_argument("--seconds", type=int, default=300, help="simulated seconds to time")
     ap.add_argument("--loop", nargs="+", metavar="POLICY", help="time the whole loop with these policies")
+    ap.add_argument("--storage-step", type=float, default=0.0, help="storage epochs (s), with IO on every VM")
     args = ap.parse_args()
     print("| hosts | VMs | flows | set-up (s) | simulated s / wall s | peak RSS (MiB) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in args.sizes:
-        r = measure(n, args.seconds, args.loop)
+        r = measure(n, args.seconds, args.loop, args.storage_step)
         print(
             f"| {r['hosts']:,} | {r['vms']:,} | {r['flows']:,} | {r['setup_s']:.1f} | "
             f"{r['sim_s_per_wall_s']:,.0f} | {r['peak_rss_mib']:,.0f} |",

@@ -30,6 +30,24 @@ from sova.sim.workload_kinds.base import Demand, IOStreams, Progress
 from sova.sim.workloads import Workloads
 
 MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
+# per-VM counters: what the fabric's step counts (added in parts over its ticks), the packets that follow
+# from its bytes, and what each storage epoch counts
+FABRIC_VM_COUNTERS = (
+    "cpu_time",
+    "wait_time",
+    "blocked_time",
+    "guest_tx_bytes",
+    "guest_rx_bytes",
+    "vnic_tx_bytes",
+    "vnic_rx_bytes",
+)
+PACKET_COUNTERS = ("guest_tx_packets", "guest_rx_packets", "vnic_tx_packets", "vnic_rx_packets")
+BLOCK_COUNTERS = ("blk_rd_ops", "blk_wr_ops", "blk_rd_bytes", "blk_wr_bytes", "blk_time")
+VM_COUNTERS = FABRIC_VM_COUNTERS + PACKET_COUNTERS + BLOCK_COUNTERS
+HOST_COUNTERS = ("host_cpu_time", "dom0_cpu_time", "nic_tx_bytes", "nic_rx_bytes")
+_BYTES = slice(3, 7)  # the rows of FABRIC_VM_COUNTERS the packet counters follow, in their order
+_PACKETS = slice(len(FABRIC_VM_COUNTERS), len(FABRIC_VM_COUNTERS) + len(PACKET_COUNTERS))
+_BLOCK = slice(_PACKETS.stop, len(VM_COUNTERS))
 
 
 class Simulator(Routing, HypervisorOperations, VmLifecycle):
@@ -65,6 +83,7 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         self.st_access = np.array([s.access_time for s in scenario.storage], dtype=float)
         self.st_bw = np.array([s.bandwidth / 8 for s in scenario.storage], dtype=float)
         self.storage = StorageEpochs(len(scenario.vms), self.st_par, self.st_access, self.st_bw)
+        self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds
 
         hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}
         self.vm_host = np.array([hidx.get(v.host, 0) for v in vms], dtype=np.int64)  # unplaced: none yet
@@ -119,32 +138,14 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
 
     # ------------------------------------------------------------------ set-up
     def _init_counters(self) -> None:
-        V, H = self.V, self.H
-        z = np.zeros
-        self.counters = {
-            "cpu_time": z(V),
-            "wait_time": z(V),
-            "blocked_time": z(V),
-            "vnic_rx_bytes": z(V),
-            "vnic_tx_bytes": z(V),
-            "vnic_rx_packets": z(V),
-            "vnic_tx_packets": z(V),
-            "guest_rx_bytes": z(V),
-            "guest_tx_bytes": z(V),
-            "guest_rx_packets": z(V),
-            "guest_tx_packets": z(V),
-            "blk_rd_ops": z(V),
-            "blk_wr_ops": z(V),
-            "blk_rd_bytes": z(V),
-            "blk_wr_bytes": z(V),
-            "blk_time": z(V),
-            "host_cpu_time": z(H),
-            "dom0_cpu_time": z(H),
-            "nic_rx_bytes": z(H),
-            "nic_tx_bytes": z(H),
-        }
+        """Sensor counters, as rows of two arrays (per VM, per host) so that a tick adds them at once;
+        ``counters`` names each row."""
+        self._vm_counts = np.zeros((len(VM_COUNTERS), self.V))
+        self._host_counts = np.zeros((len(HOST_COUNTERS) + 1, self.H))  # the last row: energy
+        self.counters = {name: self._vm_counts[i] for i, name in enumerate(VM_COUNTERS)}
+        self.counters |= {name: self._host_counts[i] for i, name in enumerate(HOST_COUNTERS)}
+        self.energy_j = self._host_counts[-1]
         self.flow_bytes = np.zeros(len(self.flows))
-        self.energy_j = np.zeros(H)
         # last step's gauges, for the recorder
         self.gauges: dict[str, np.ndarray] = {}
 
@@ -338,17 +339,24 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         served = self.storage.epoch(self.vm_io_limit, self.dt)
         self.gauges["storage_util"] = served.utilisation
         self.gauges["io"] = {"vm": io.vm, "served": served.iops, "offered": io.iops, "latency": served.latency}
-        c, vm, ops = self.counters, io.vm, served.iops * self.dt
-        c["blk_rd_ops"] += np.bincount(vm, weights=ops * io.read, minlength=self.V)
-        c["blk_wr_ops"] += np.bincount(vm, weights=ops * (1 - io.read), minlength=self.V)
-        c["blk_rd_bytes"] += np.bincount(vm, weights=ops * io.read * io.size, minlength=self.V)
-        c["blk_wr_bytes"] += np.bincount(vm, weights=ops * (1 - io.read) * io.size, minlength=self.V)
-        c["blk_time"] += np.bincount(vm, weights=ops * served.latency, minlength=self.V)
+        if served is not self._epoch_counted:  # a new steady state: count what one of its epochs does
+            vm, ops = io.vm, served.iops * self.dt
+            self._epoch_counts = np.stack(
+                [
+                    np.bincount(vm, weights=ops * io.read, minlength=self.V),
+                    np.bincount(vm, weights=ops * (1 - io.read), minlength=self.V),
+                    np.bincount(vm, weights=ops * io.read * io.size, minlength=self.V),
+                    np.bincount(vm, weights=ops * (1 - io.read) * io.size, minlength=self.V),
+                    np.bincount(vm, weights=ops * served.latency, minlength=self.V),
+                ]
+            )
+            self._epoch_counted = served
+        self._vm_counts[_BLOCK] += self._epoch_counts
         if demand is None:
             return
         bytes_s = served.iops * io.size
-        read = np.bincount(vm, weights=bytes_s * io.read, minlength=self.V)
-        write = np.bincount(vm, weights=bytes_s * (1 - io.read), minlength=self.V)
+        read = np.bincount(io.vm, weights=bytes_s * io.read, minlength=self.V)
+        write = np.bincount(io.vm, weights=bytes_s * (1 - io.read), minlength=self.V)
         has = self.io_flow_read >= 0
         demand[self.io_flow_read[has]] = read[has] * 8
         demand[self.io_flow_write[has]] = write[has] * 8
@@ -360,43 +368,37 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         got = vm_alloc * dt
         want = np.minimum(vm_dem, self.vm_vcpus)
         wait = np.minimum((want - vm_alloc) * dt + got * (stretch[self.vm_host] - 1), self.vm_vcpus * dt - got)
+        blocked = np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0)
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
-        window = {
-            "cpu_time": got,
-            "wait_time": wait,
-            "blocked_time": np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0),
-        }
         src_vm, dst_vm = self._flow_vm_ends()
-        for end, pv, key in ((src_vm, self.flow_src_pv, "tx"), (dst_vm, self.flow_dst_pv, "rx")):
-            m = end >= 0
-            window[f"guest_{key}_bytes"] = np.bincount(end[m], weights=nbytes[m], minlength=self.V)
-            m2 = m & pv
-            window[f"vnic_{key}_bytes"] = np.bincount(end[m2], weights=nbytes[m2], minlength=self.V)
+        per_vm = [got, wait, blocked]
+        for path in ("guest", "vnic"):
+            for end, pv in ((src_vm, self.flow_src_pv), (dst_vm, self.flow_dst_pv)):
+                m = (end >= 0) if path == "guest" else (end >= 0) & pv
+                per_vm.append(np.bincount(end[m], weights=nbytes[m], minlength=self.V))
         lay = self.layout
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
-        window["nic_tx_bytes"] = load_bytes[lay.nic_tx : lay.nic_rx]
-        window["nic_rx_bytes"] = load_bytes[lay.nic_rx : lay.dom0]
         host_busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.H) + dom0_alloc
-        window["host_cpu_time"] = host_busy * dt
-        window["dom0_cpu_time"] = dom0_alloc * dt
         util = host_busy / self.host_cores
         power = self.power_idle + (self.power_max - self.power_idle) * np.minimum(util, 1.0)
-        self._window = (window, nbytes, power * dt)
+        per_host = [
+            host_busy * dt,
+            dom0_alloc * dt,
+            load_bytes[lay.nic_tx : lay.nic_rx],
+            load_bytes[lay.nic_rx : lay.dom0],
+        ]
+        self._window = (np.stack(per_vm), np.stack([*per_host, power * dt]), nbytes)
         self.gauges.update(
             host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
         )
 
     def _add_window(self, part: float) -> None:
         """Add `part` of the fabric step's counts to the counters."""
-        window, nbytes, energy = self._window
-        c = self.counters
-        for key, delta in window.items():
-            c[key] += delta * part
+        per_vm, per_host, nbytes = self._window
+        self._vm_counts[: len(FABRIC_VM_COUNTERS)] += per_vm * part
+        self._host_counts += per_host * part
         self.flow_bytes[: len(nbytes)] += nbytes * part
-        self.energy_j += energy * part
-        pk = self.pkt_bits / 8  # whole packets, from the cumulative bytes so rounding never accumulates
-        for path in ("guest", "vnic"):
-            for key in ("tx", "rx"):
-                c[f"{path}_{key}_packets"] = np.ceil(c[f"{path}_{key}_bytes"] / pk - 1e-6)
+        # whole packets, from the cumulative bytes so rounding never accumulates
+        self._vm_counts[_PACKETS] = np.ceil(self._vm_counts[_BYTES] / (self.pkt_bits / 8) - 1e-6)
 
     # ------------------------------------------------------------------ operations (the driver calls these)

@@ -8,9 +8,8 @@ latency is the service time plus an M/M/1 queueing delay at the device's utilisa
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
-from sova.sim.maxmin import max_min_fair
+from sova.sim.compute import weighted_share
 
 RHO_MAX = 0.98
 
@@ -31,11 +30,8 @@ def serve_io(
     share = service / parallelism[server]
     # shared in device time: each stream's variable is the fraction of the device it occupies
     wanted = iops * share
-    if (np.bincount(server, weights=wanted, minlength=n_servers) <= 1.0).all():
-        occupied = wanted  # no device saturated
-    else:
-        a = csr_matrix((np.ones(len(server)), (server, np.arange(len(server)))), shape=(n_servers, len(server)))
-        occupied = max_min_fair(a, np.ones(n_servers), wanted)
+    # one resource per stream: max-min fairness is a water-fill per server (equal weights)
+    occupied = weighted_share(server, wanted, np.ones(len(server)), np.ones(n_servers))
     served = occupied / share
     rho = np.bincount(server, weights=occupied, minlength=n_servers)
     r = np.minimum(rho, RHO_MAX)[server]
