@@ -28,7 +28,7 @@ class MoveOnce(Policy):
     def period(self) -> float:
         return 0.05
 
-    def plan(self, knowledge):
+    def plan(self, knowledge, findings):
         if self.done:
             return []
         self.done = True

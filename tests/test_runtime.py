@@ -18,7 +18,7 @@ class Recorder(Policy):
     params = {"period": Field("duration", 10.0, "")}
     calls: list[tuple[float, int]] = []
 
-    def plan(self, knowledge):
+    def plan(self, knowledge, findings):
         Recorder.calls.append((knowledge.latest.time, len(knowledge)))
         return [SetCpu(vm="v1", weight=100 + len(Recorder.calls), reason="test", policy=self.name)]
 

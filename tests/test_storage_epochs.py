@@ -84,7 +84,7 @@ class EpochRecorder(Policy):
     params = {"period": Field("duration", 0.05, "")}
     times: list[float] = []
 
-    def plan(self, knowledge):
+    def plan(self, knowledge, findings):
         EpochRecorder.times.append(knowledge.latest.time)
         return []
 

@@ -56,13 +56,15 @@ def validate(args) -> int:
 
 
 def policies() -> int:
-    """Every registered policy with its parameters in aligned columns, then the built-in profiles."""
+    """Every registered policy with the analyzers it plans from and its parameters in aligned columns, then
+    the built-in profiles."""
     from sova.control.manage import BUILTIN_PROFILES
     from sova.plan.base import registry
 
     tables = [
         (
-            f"{name} ({cls.loop} loop): {cls.summary}",
+            f"{name} ({cls.loop} loop): {cls.summary}"
+            + (f"; plans from the findings of {', '.join(cls.analyzers)}" if cls.analyzers else ""),
             [(k, f.expected(), repr(f.default), f.doc) for k, f in cls.params.items()],
         )
         for name, cls in sorted(registry().items())

@@ -1,4 +1,8 @@
-"""The audit log: every decision and outcome, in order, so a report (or a person) can replay why."""
+"""The audit log: every decision and outcome, in order, so a report (or a person) can replay why.
+
+A plan's entries start with the findings it rests on (event "finding": ``action`` is the finding's kind,
+``target`` the host or VM it is about, ``reason`` its text and ``details`` its fields), then each action.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from sova.analyze.findings import Finding, vm_of
 from sova.model.actions import Action, Outcome
 
 
@@ -13,7 +18,8 @@ from sova.model.actions import Action, Outcome
 class AuditEntry:
     time: float
     plan: int
-    event: str  # proposed | rejected | applied | failed | finished | dry-run | pending | approved | expired | waiting
+    # finding | proposed | rejected | applied | failed | finished | dry-run | pending | approved | expired | waiting
+    event: str
     policy: str
     action: str
     target: str
@@ -41,6 +47,13 @@ class AuditLog:
                 message=outcome.message if outcome else "",
                 details=dict(outcome.details) if outcome else {},
             )
+        )
+
+    def record_finding(self, time: float, plan: int, policy: str, finding: Finding) -> None:
+        about = vm_of(finding) or finding.host
+        text = finding.describe()
+        self.entries.append(
+            AuditEntry(time, plan, "finding", policy, finding.kind, about, text, details=finding.to_dict())
         )
 
     def write_jsonl(self, path: Path) -> None:

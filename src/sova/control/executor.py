@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sova.analyze.findings import Finding, Findings
 from sova.control.audit import AuditLog
 from sova.drivers.base import Driver
 from sova.model import actions as A
@@ -40,6 +41,7 @@ class PendingPlan:
     id: int
     actions: list[A.Action]
     created: float
+    findings: tuple[Finding, ...] = ()  # those the plan rests on
 
 
 class Executor:
@@ -57,12 +59,16 @@ class Executor:
         self._seq = 0
 
     # ---------------------------------------------------------------- plans
-    def submit(self, actions: list[A.Action], knowledge: Knowledge) -> int | None:
-        """Take a plan from a policy; returns its id (None for an empty plan)."""
+    def submit(self, actions: list[A.Action], knowledge: Knowledge, findings: Findings | None = None) -> int | None:
+        """Take a plan from a policy, with the findings it was made from; returns its id (None for an empty
+        plan). The audit log records the findings the plan rests on (``Findings.behind``) before its actions."""
         if not actions:
             return None
         self._seq += 1
         now = self.driver.now()
+        behind = findings.behind(actions, knowledge.latest) if findings is not None else ()
+        for f in behind:
+            self.audit.record_finding(now, self._seq, actions[0].policy, f)
         for a in actions:
             self.audit.record(now, self._seq, "proposed", a)
         if self.mode == "dry-run":
@@ -71,7 +77,7 @@ class Executor:
                 msg = f"not applied (dry run); rails: {verdict or 'would pass'}"
                 self.audit.record(now, self._seq, "dry-run", a, A.Outcome(A.DRY_RUN, msg, now, now))
         elif self.mode == "approve":
-            self.pending[self._seq] = PendingPlan(self._seq, list(actions), now)
+            self.pending[self._seq] = PendingPlan(self._seq, list(actions), now, behind)
             for a in actions:
                 self.audit.record(now, self._seq, "pending", a, A.Outcome(A.PENDING, "waiting for approval", now))
         else:

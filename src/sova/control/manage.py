@@ -1,9 +1,10 @@
 """`sova manage`: the MAPE-K loop on the wall clock against real hosts.
 
 The same Runtime, policies, executor and audit log as a simulated run; only the clock and the driver
-differ. In approve mode each plan is shown to a person (the ``ask`` callback) who approves or rejects
-it; plans nobody answers expire as in simulation. Every audit entry is handed to ``on_entry`` as it
-is written (the CLI prints it and appends it to a JSONL file).
+differ. In approve mode each plan is shown to a person (the ``ask`` callback), the findings it rests on
+first, who approves or rejects it; plans nobody answers expire as in simulation. Every audit entry
+(findings included) is handed to ``on_entry`` as it is written (the CLI prints it and appends it to a
+JSONL file).
 """
 
 from __future__ import annotations
@@ -48,7 +49,9 @@ def manage(
         rt.tick()
         if mode == "approve" and ask is not None:
             for pid, plan in list(rt.executor.pending.items()):
-                if ask(pid, [a.describe() + (f"  ({a.reason})" if a.reason else "") for a in plan.actions]):
+                findings = [f"finding: {f.describe()}" for f in plan.findings]
+                actions = [a.describe() + (f"  ({a.reason})" if a.reason else "") for a in plan.actions]
+                if ask(pid, findings + actions):
                     rt.executor.approve(pid, rt.knowledge)
                 else:
                     rt.executor.reject(pid)

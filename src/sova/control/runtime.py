@@ -2,12 +2,14 @@
 
 ``tick()`` is called by whoever owns the clock (the experiment runner after each simulator step, or
 a wall-clock loop for real hosts). Sensors are read every ``monitor_period``; VMs that ask to run are
-placed by the admission policy at every tick; each policy runs at its own period; the executor advances
-running actions at every tick.
+placed by the admission policy at every tick; each policy runs at its own period, first its analyzers
+(the Analyze stage: an analyzer that several policies due at the same tick ask for with the same settings
+runs once), then its plan on their findings; the executor advances running actions at every tick.
 """
 
 from __future__ import annotations
 
+from sova.analyze.base import AnalyzeStage
 from sova.control.admission import Admission
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor
@@ -46,10 +48,12 @@ class Runtime:
             self.knowledge.add(self.driver.observe())
             self._next_monitor = now + self.control.monitor_period
         self.admission.tick(self.knowledge)
+        analysis = AnalyzeStage(self.knowledge)  # the policies due now see one Knowledge: each finding once
         for i, pol in enumerate(self.policies):
             if now + 1e-9 >= self._next_run[i]:
                 self._next_run[i] += pol.period * max(1, int((now - self._next_run[i]) // pol.period) + 1)
                 if len(self.knowledge):
-                    self.executor.submit(pol.plan(self.knowledge), self.knowledge)
+                    findings = analysis.findings(pol.analyses())
+                    self.executor.submit(pol.plan(self.knowledge, findings), self.knowledge, findings)
         if len(self.knowledge):
             self.executor.tick(self.knowledge)

@@ -1,7 +1,8 @@
 """The Knowledge of the MAPE-K loop: a history of snapshots, bounded in time, and the rates derived from it.
 
 Rates are differences of cumulative counters over a window, as any monitoring system computes them
-from real sensors.
+from real sensors. Every snapshot also goes to the placement tracker (``placement``), which remembers
+migrations for longer than the history.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from sova.model.placement_tracker import PlacementTracker
 from sova.model.scenario import TopologySpec
 from sova.model.snapshot import Snapshot
 from sova.model.snapshot_align import aligned
@@ -33,12 +35,14 @@ class Knowledge:
         self._snaps: list[Snapshot] = []
         self._times: list[float] = []
         self._first = 0  # index of the oldest snapshot kept
+        self.placement = PlacementTracker()
 
     def add(self, snap: Snapshot) -> None:
         if self._snaps and snap.time <= self._times[-1]:
             raise ValueError(f"snapshot at {snap.time:g} s is not newer than the last one ({self._times[-1]:g} s)")
         self._snaps.append(snap)
         self._times.append(snap.time)
+        self.placement.observe(snap)
         oldest_needed = bisect.bisect_right(self._times, snap.time - self.history, lo=self._first) - 1
         self._first = max(self._first, min(oldest_needed, len(self._snaps) - 2))
         if self._first > 1024 and 2 * self._first > len(self._snaps):  # drop what is no longer kept

@@ -4,14 +4,15 @@ For each host, volume_p is its load in each report: the largest utilisation of i
 NIC, memory), which is what §3.4.2 and §5.2 compare with the threshold alpha ("when the overall
 workload of the physical server exceeds a certain threshold"; "one or more resource usage exceeds
 alpha"). A host is hot when at least k of its last n values exceed alpha and the AR(1) forecast of the
-next one does too (lines 4-6). Its destination is the least loaded host not already chosen as a
-destination in this round (getMinNotInDestination, line 7), and only if that host is below alpha and
-is not the hot host itself (line 8). Hot hosts are served hottest first; each gets at most one
-destination per round. Only reports taken since a host's VMs last changed count towards its k: the
-round after a migration must not act on reports of the host as it was before. Optionally (the `sova`
-policy's host_cooldown, off by default as the paper has none) a host that just received a VM sends none
-and one that just sent a VM receives none for a while: saturated hosts otherwise trade VMs back and forth
-(29 migrations in 30 minutes in Sova §5.4 at 1,400 req/s). (The paper's Eq. 5 "volume" is a skewness and is used where the paper uses it:
+next one does too (lines 4-6: ``analyze.hotspot``, whose ``hotspot`` findings the ``sova`` policy reads).
+Its destination is the least loaded host not already chosen as a destination in this round
+(getMinNotInDestination, line 7), and only if that host is below alpha and is not the hot host itself
+(line 8). Hot hosts are served hottest first; each gets at most one destination per round. Only reports
+taken since a host's VMs last changed count towards its k: the round after a migration must not act on
+reports of the host as it was before. Optionally (the `sova` policy's host_cooldown, off by default as
+the paper has none) a host that just received a VM sends none and one that just sent a VM receives none
+for a while: saturated hosts otherwise trade VMs back and forth (29 migrations in 30 minutes in Sova
+§5.4 at 1,400 req/s). (The paper's Eq. 5 "volume" is a skewness and is used where the paper uses it:
 the Effector's MF.)
 """
 
@@ -21,8 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sova.analyze.forecast import ar1_forecast
-from sova.analyze.hotspot import k_of_n_hot
+from sova.analyze.hotspot import volume_rule
 from sova.model.schema import Field
 
 # shared by the policies that detect hotspots from reports (sova, vlm)
@@ -45,6 +45,33 @@ class Signal:
     load: float
 
 
+def destinations(
+    hot: np.ndarray,
+    load: np.ndarray,
+    alpha: float,
+    not_source: np.ndarray | None = None,
+    not_destination: np.ndarray | None = None,
+) -> list[tuple[int, int]]:
+    """(hot host, destination) pairs, hottest host first, from each host's verdict and load in the last
+    report; not_source / not_destination: hosts that may not send or receive a VM now (they just
+    received or sent one)."""
+    order_key = load if not_destination is None else np.where(not_destination, np.inf, load)
+    coldest = np.lexsort((np.arange(len(load)), order_key))  # getMinNotInDestination walks this order
+    senders = hot if not_source is None else hot & ~not_source
+    cursor = 0
+    pairs = []
+    for h in np.flatnonzero(senders)[np.argsort(-load[senders], kind="stable")]:
+        while cursor < len(coldest) and coldest[cursor] == h:
+            cursor += 1
+        if cursor == len(coldest):
+            break
+        j = int(coldest[cursor])
+        if load[j] < alpha and not hot[j] and not (not_destination is not None and not_destination[j]):
+            cursor += 1
+            pairs.append((int(h), j))
+    return pairs
+
+
 def migration_signals(
     loads: np.ndarray,
     k: int,
@@ -54,27 +81,9 @@ def migration_signals(
     not_source: np.ndarray | None = None,
     not_destination: np.ndarray | None = None,
 ) -> tuple[list[Signal], np.ndarray]:
-    """loads: n reports x hosts x resources; valid (n x hosts): reports that count (those taken since
-    the host's VMs last changed); not_source / not_destination: hosts that may not send or receive a VM
-    now (they just received or sent one). Returns the signals and the per-host hot flags."""
-    volume = loads.max(axis=2)  # n x hosts
-    counted = volume if valid is None else np.where(valid, volume, -np.inf)
-    above = (counted > alpha).sum(axis=0)
-    forecast = ar1_forecast(volume, rng)
-    hot = k_of_n_hot(counted, alpha, k) & (forecast > alpha)
-    current = volume[-1]
-    order_key = current if not_destination is None else np.where(not_destination, np.inf, current)
-    coldest = np.lexsort((np.arange(len(current)), order_key))  # getMinNotInDestination walks this order
-    senders = hot if not_source is None else hot & ~not_source
-    cursor = 0
-    signals = []
-    for h in np.flatnonzero(senders)[np.argsort(-current[senders], kind="stable")]:
-        while cursor < len(coldest) and coldest[cursor] == h:
-            cursor += 1
-        if cursor == len(coldest):
-            break
-        j = int(coldest[cursor])
-        if current[j] < alpha and not hot[j] and not (not_destination is not None and not_destination[j]):
-            cursor += 1
-            signals.append(Signal(int(h), j, int(above[h]), float(forecast[h]), float(current[h])))
-    return signals, hot
+    """Algorithm 2 on loads (n reports x hosts x resources); valid (n x hosts): reports that count (those
+    taken since the host's VMs last changed). Returns the signals and the per-host hot flags."""
+    found = volume_rule(loads, k, alpha, valid, rng)
+    pairs = destinations(found.hot, found.load, alpha, not_source, not_destination)
+    signals = [Signal(h, j, int(found.above[h]), float(found.forecast[h]), float(found.load[h])) for h, j in pairs]
+    return signals, found.hot

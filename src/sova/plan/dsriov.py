@@ -1,27 +1,25 @@
 """Dynamic SR-IOV: each host's VFs go to its most network-intensive VMs (Raccoon / SR-IOV paper).
 
-Runs in the local (per-host) loop every ``period`` on the samples of the last ``window`` seconds.
-Two classifiers, as the two papers describe them:
-- ``heaps`` (Sova Algorithm 1, lines 10-28, Raccoon): the q VMs with the largest IF form the I/O heap;
-  among them the p with the largest NF get VFs (p = the VFs in use on the host, q between p and the
-  number of VMs).
-- ``threshold`` (SR-IOV paper §4.6): VMs whose io_degree exceeds ``io_threshold`` are I/O-intensive;
-  they are ranked by net_degree and the top p get VFs.
-Only VMs with traffic are candidates. NF's epsilon defaults to 0.9: the Sova paper gives no value, its
-Table 1 NF follows the share of time netperf runs, and with 0.9 the traffic-volume term refines the
-ranking without overturning a ten-point difference in that share (the volume of a VF holder also
-depends on its rate tier, so a heavier volume weight feeds allocation back into the ranking). Holders change with hysteresis (``vf_allocation``), VFs carry
-hierarchical rate tiers, and a swap happens over two rounds: the unplug frees the VF, the next round
-plugs it into the newcomer (a VF is free only after its device-removed event).
+Runs in the local (per-host) loop every ``period`` on the ``intensity`` findings over the last ``window``
+seconds (``analyze.intensity_class``): with the ``heaps`` classifier (Sova Algorithm 1, lines 10-28) a
+host's q VMs with the largest IF are I/O-intensive and compete by NF; with ``threshold`` (SR-IOV paper
+§4.6) the VMs whose io_degree exceeds ``io_threshold`` are, and compete by net_degree. Only VMs with
+traffic compete; the top p of a host get VFs. NF's epsilon defaults to 0.9: the Sova paper gives no
+value, its Table 1 NF follows the share of time netperf runs, and with 0.9 the traffic-volume term
+refines the ranking without overturning a ten-point difference in that share (the volume of a VF holder
+also depends on its rate tier, so a heavier volume weight feeds allocation back into the ranking).
+Holders change with hysteresis (``vf_allocation``), VFs carry hierarchical rate tiers, and a swap
+happens over two rounds: the unplug frees the VF, the next round plugs it into the newcomer (a VF is
+free only after its device-removed event).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sova.analyze.intensity import io_degree, io_factor, net_degree, network_factor, traffic_samples
+from sova.analyze.findings import Findings, IntensityClass
+from sova.analyze.intensity_class import IntensityScores, scores_of, vf_eligible
 from sova.analyze.load import vms_by_host
-from sova.analyze.samples import Samples, window_samples
 from sova.model.actions import Action, AttachVF, DetachVF, SetVFRate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
@@ -53,35 +51,13 @@ VF_PARAMS = {
 }
 
 
-def scores(s: Samples, snap: Snapshot, p: dict, eligible: np.ndarray, slots: np.ndarray):
-    """(network score, I/O score, intensive?) of every VM, heap membership taken per host, vectorized."""
-    active = traffic_samples(s, p["min_packets"]).any(axis=0)
-    if p["classifier"] == "threshold":
-        io, net = io_degree(s), net_degree(s, p["eps_degree"], p["min_packets"])
-        return net, io, eligible & active & (io > p["io_threshold"])
-    io, net = io_factor(s), network_factor(s, p["eps"], p["min_packets"])
-    host = np.where(eligible, snap.vm_host, len(snap.hosts))  # ineligible VMs rank in a host of their own
-    order = np.lexsort((-io, host))
-    first = np.searchsorted(host[order], host[order])
-    rank = np.empty(len(io), dtype=np.int64)
-    rank[order] = np.arange(len(io)) - first
-    n_on = np.bincount(host, minlength=len(snap.hosts) + 1)[: len(snap.hosts)]
-    q = np.minimum(np.maximum(p["q"] or 2 * slots, slots), n_on)
-    in_heap = eligible & (rank < np.append(q, 0)[host])
-    return net, io, in_heap & active
-
-
-def vf_plan(snap: Snapshot, s: Samples, p: dict, policy: str, exclude: set[str] = frozenset()) -> list[Action]:
-    """VF actions for every host. Scores are computed for all VMs at once; only hosts whose holders could
-    change, or whose holders outgrow their tiers, go through the per-host hand-over (``host_actions``)."""
+def vf_plan(snap: Snapshot, scores: IntensityScores, eligible: np.ndarray, p: dict, policy: str) -> list[Action]:
+    """VF actions for every host among the `eligible` VMs. Only hosts whose holders could change, or whose
+    holders outgrow their tiers, go through the per-host hand-over (``host_actions``)."""
     H = len(snap.hosts)
     nic = np.array(snap.vm_nic)
-    eligible = ~snap.vm_migrating & np.isin(nic, ("vnic", "vf"))
-    if exclude:
-        eligible &= ~np.isin(np.array(snap.vms), list(exclude))
     slots = np.minimum(p["p"], snap.vfs_total).astype(np.int64)
-    net, io, cand = scores(s, snap, p, eligible, slots)
-    demand = s.data.sum(axis=0) * 8 / max(s.seconds.sum(), 1e-9)
+    net, io, cand, demand = scores.net, scores.io, scores.candidate, scores.demand
     h = snap.vm_host
     holder = eligible & (nic == "vf")
     newcomer = cand & ~holder & eligible
@@ -98,8 +74,7 @@ def vf_plan(snap: Snapshot, s: Samples, p: dict, policy: str, exclude: set[str] 
     # a holder outgrows its tier when its mean demand (with headroom) exceeds it, or when its busiest
     # second reaches it: a duty-cycled stream is throttled whenever it runs even if its mean is lower
     tier = np.where(holder, snap.vm_vf_rate, np.inf)
-    peak = (s.data * 8 / s.seconds[:, None]).max(axis=0)
-    outgrown = (demand * (1 + p["headroom"]) > tier * 1.001) | (peak >= 0.9 * tier)
+    outgrown = (demand * (1 + p["headroom"]) > tier * 1.001) | (scores.peak >= 0.9 * tier)
     short = np.bincount(h[holder], weights=outgrown[holder], minlength=H) > 0
     busy = (slots > 0) & (lost | fills | may_swap | short)
     members = vms_by_host(h, H)
@@ -156,9 +131,11 @@ class DynamicSRIOV(Policy):
     loop = "local"
     summary = "give each host's SR-IOV VFs to its most network-intensive VMs, with rate tiers"
     params = VF_PARAMS
+    analyzers = {"intensity": {}}
 
-    def plan(self, knowledge: Knowledge) -> list[Action]:
-        s = window_samples(knowledge, self.settings["window"])
-        if s is None:
+    def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
+        classes = findings.of(IntensityClass)
+        if not classes:
             return []
-        return vf_plan(knowledge.latest, s, self.settings, self.name)
+        snap = knowledge.latest
+        return vf_plan(snap, scores_of(classes, snap), vf_eligible(snap), self.settings, self.name)

@@ -14,6 +14,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from sova.analyze.findings import Findings
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
@@ -65,7 +66,7 @@ class PlacementPolicy(Policy):
     def optimize(self, problem: Problem, x0: np.ndarray) -> np.ndarray:
         """The placement the algorithm proposes for `problem`, starting from `x0` (VM -> host index)."""
 
-    def plan(self, knowledge: Knowledge) -> list[Action]:
+    def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         snap = knowledge.latest
         if self.target is not None:
             if self.problem is None or self.problem.vm_names != snap.vms:
@@ -86,7 +87,7 @@ class PlacementPolicy(Policy):
             self.next_cycle = snap.time + self.settings["cycle"]
             self._cycle(knowledge)
             if self.target is not None:
-                return self.plan(knowledge)
+                return self.plan(knowledge, findings)
         return []
 
     def _cycle(self, knowledge: Knowledge) -> None:

@@ -1,19 +1,19 @@
 """VLM alone, Sandpiper-style (Wood et al., NSDI'07): hotspot detection and volume-ordered migration.
 
 A host is hot when one of its resources (CPU, NIC, memory) exceeds ``threshold`` in k of the last n
-observations and its AR(1) forecast does too. From a hot host, VMs are tried in decreasing
-volume-to-size ratio (VSR = Sandpiper volume / memory); the destination is the least loaded host (by
-Sandpiper volume) that has the memory and stays under the threshold on every resource with the VM's
-load added. At most ``max_moves`` migrations per hot host per round. A VM with a VF detaches it first.
+observations and its AR(1) forecast does too (the ``resource-hotspot`` findings). From a hot host, VMs
+are tried in decreasing volume-to-size ratio (VSR = Sandpiper volume / memory); the destination is the
+least loaded host (by Sandpiper volume) that has the memory and stays under the threshold on every
+resource with the VM's load added. At most ``max_moves`` migrations per hot host per round. A VM with a
+VF detaches it first.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sova.analyze.forecast import ar1_forecast
-from sova.analyze.hotspot import k_of_n_hot
-from sova.analyze.load import PlacementTracker, host_loads, vm_loads
+from sova.analyze.findings import Findings, Hotspot
+from sova.analyze.load import vm_loads
 from sova.analyze.volume import sandpiper_volume, volume_to_size
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
@@ -33,27 +33,20 @@ class Sandpiper(Policy):
         "threshold": Field("float", 0.7, "utilisation of any resource that makes a host hot", lo=0, hi=1),
         "max_moves": Field("int", 1, "migrations per hot host per round", lo=1),
     }
+    analyzers = {"resource-hotspot": {}}
 
-    def __init__(self, **params):
-        super().__init__(**params)
-        self.placement = PlacementTracker()
-
-    def plan(self, knowledge: Knowledge) -> list[Action]:
+    def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         p = self.settings
-        self.placement.update(knowledge)
-        loads = host_loads(knowledge, p["interval"], p["n"])
+        hotspots = findings.of(Hotspot)
         vm_load = vm_loads(knowledge, p["interval"])
-        if loads is None or vm_load is None:
+        if not hotspots or vm_load is None:
             return []
         snap = knowledge.latest
         thr = p["threshold"]
-        valid = self.placement.reports_since_change(knowledge, p["interval"], p["n"])[:, :, None]
-        over = k_of_n_hot(np.where(valid, loads, -np.inf), thr, p["k"])  # hosts x resources
-        forecast = ar1_forecast(loads.reshape(len(loads), -1)).reshape(loads.shape[1:])
-        hot = (over & (forecast > thr)).any(axis=1)
-        now = loads[-1].copy()
+        hot = np.array([h.hot for h in hotspots])
+        now = np.array([(h.cpu, h.nic, h.mem) for h in hotspots])  # each resource in the last report
         mem_free = snap.host_memory - snap.committed_memory()
-        exclude = self.placement.moved_within(snap.time, p["min_residence"])
+        exclude = knowledge.placement.moved_within(snap.time, p["min_residence"])
         vsr = volume_to_size(sandpiper_volume(*vm_load.T), snap.vm_memory)
         actions: list[Action] = []
         for h in sorted(np.flatnonzero(hot), key=lambda i: -now[i].max()):

@@ -1,8 +1,8 @@
 """The Sova policy: dynamic SR-IOV and live migration, coordinated (the Sova paper, §3).
 
 Every ``period`` (the sensors' 10 s reporting interval):
-1. The Autonomic Manager (Algorithm 2) finds hot hosts and sends each a migration signal with a
-   destination (``autonomic_manager``).
+1. The Autonomic Manager (Algorithm 2) finds hot hosts (the ``hotspot`` findings) and sends each a
+   migration signal with a destination (``autonomic_manager``).
 2. The Effector of a signalled host (Algorithm 1, lines 1-9) marks the VM with the largest MF for
    live migration (VLM): if it holds a VF the VF is revoked first (the plan detaches, then migrates; the
    executor waits for the unplug), and the destination's VF scheduler decides later whether it gets a VF
@@ -13,12 +13,16 @@ A VM that landed within ``min_residence`` seconds is not chosen to move again.
 
 from __future__ import annotations
 
-from sova.analyze.load import RESOURCES, PlacementTracker, host_loads, vm_loads, vms_by_host
+import numpy as np
+
+from sova.analyze.findings import Findings, Hotspot
+from sova.analyze.intensity_class import classify, vf_eligible
+from sova.analyze.load import vm_loads, vms_by_host
 from sova.analyze.samples import window_samples
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
-from sova.plan.autonomic_manager import HOTSPOT_PARAMS, migration_signals
+from sova.plan.autonomic_manager import HOTSPOT_PARAMS, destinations
 from sova.plan.base import Policy, register
 from sova.plan.dsriov import VF_PARAMS, vf_plan
 from sova.plan.effector import choose_vm
@@ -38,53 +42,52 @@ class Sova(Policy):
     loop = "global"
     summary = "coordinate dynamic SR-IOV and hotspot migration (Sova Algorithms 1 and 2)"
     params = {**VF_PARAMS, **MIGRATION_PARAMS}
+    analyzers = {"hotspot": {"threshold": "alpha"}}
 
-    def __init__(self, **params):
-        super().__init__(**params)
-        self.placement = PlacementTracker()
-
-    def plan(self, knowledge: Knowledge) -> list[Action]:
+    def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         p = self.settings
-        self.placement.update(knowledge)
         snap = knowledge.latest
-        actions: list[Action] = []
-        moving: set[str] = set()
-        loads = host_loads(knowledge, p["interval"], p["n"])
-        vm_load = vm_loads(knowledge, p["interval"])
-        if loads is not None and vm_load is not None:
-            valid = self.placement.reports_since_change(knowledge, p["interval"], p["n"])
-            track, hosts, now = self.placement, snap.hosts, snap.time
-            signals, _ = migration_signals(
-                loads,
-                p["k"],
-                p["alpha"],
-                valid=valid,
-                not_source=track.hosts_within(track.host_received, hosts, now, p["host_cooldown"]),
-                not_destination=track.hosts_within(track.host_sent, hosts, now, p["host_cooldown"]),
-            )
-            exclude = self.placement.moved_within(snap.time, p["min_residence"])
-            committed = snap.committed_memory()
-            members = vms_by_host(snap.vm_host, len(snap.hosts))
-            for sig in signals:
-                resident = members[sig.host]
-                pick = choose_vm(
-                    snap, vm_load, sig.host, sig.destination, loads[-1, sig.host], exclude, committed, resident
-                )
-                if pick is None:
-                    continue
-                v, mf = pick
-                vm = snap.vms[v]
-                res = RESOURCES[int(loads[-1, sig.host].argmax())]
-                why = (
-                    f"{snap.hosts[sig.host]} is a hotspot: {res} load {sig.load:.0%}, above alpha={p['alpha']:.0%} in "
-                    f"{sig.above} of the last {p['n']} reports, forecast {sig.forecast:.0%}; {vm} has the largest MF "
-                    f"({mf:.3g}); {snap.hosts[sig.destination]} is the least loaded host"
-                )
-                if snap.vm_nic[v] == "vf":
-                    actions.append(DetachVF(vm=vm, policy=self.name, reason=f"revoke the VF of {vm} before migrating"))
-                actions.append(Migrate(vm=vm, dst=snap.hosts[sig.destination], policy=self.name, reason=why))
-                moving.add(vm)
+        actions = self._migrations(knowledge, findings.of(Hotspot))
+        moving = {a.vm for a in actions if isinstance(a, Migrate)}
         s = window_samples(knowledge, p["window"])
         if s is not None:
-            actions += vf_plan(snap, s, p, self.name, exclude=moving)
+            eligible = vf_eligible(snap, exclude=moving)
+            actions += vf_plan(snap, classify(s, snap, p, eligible), eligible, p, self.name)
+        return actions
+
+    def _migrations(self, knowledge: Knowledge, hotspots: tuple[Hotspot, ...]) -> list[Action]:
+        """Algorithm 2's signals and, for each, the Effector's choice of VM (Algorithm 1, lines 1-9)."""
+        p = self.settings
+        vm_load = vm_loads(knowledge, p["interval"])
+        if not hotspots or vm_load is None:
+            return []
+        snap = knowledge.latest
+        track, hosts, now = knowledge.placement, snap.hosts, snap.time
+        pairs = destinations(
+            np.array([h.hot for h in hotspots]),
+            np.array([h.load for h in hotspots]),
+            p["alpha"],
+            not_source=track.hosts_within(track.host_received, hosts, now, p["host_cooldown"]),
+            not_destination=track.hosts_within(track.host_sent, hosts, now, p["host_cooldown"]),
+        )
+        exclude = track.moved_within(now, p["min_residence"])
+        committed = snap.committed_memory()
+        members = vms_by_host(snap.vm_host, len(snap.hosts))
+        actions: list[Action] = []
+        for src, dst in pairs:
+            spot = hotspots[src]
+            host_load = np.array([spot.cpu, spot.nic, spot.mem])
+            pick = choose_vm(snap, vm_load, src, dst, host_load, exclude, committed, members[src])
+            if pick is None:
+                continue
+            v, mf = pick
+            vm = snap.vms[v]
+            why = (
+                f"{spot.host} is a hotspot: {spot.resource} load {spot.load:.0%}, above alpha={p['alpha']:.0%} in "
+                f"{spot.above} of the last {p['n']} reports, forecast {spot.forecast:.0%}; {vm} has the largest MF "
+                f"({mf:.3g}); {snap.hosts[dst]} is the least loaded host"
+            )
+            if snap.vm_nic[v] == "vf":
+                actions.append(DetachVF(vm=vm, policy=self.name, reason=f"revoke the VF of {vm} before migrating"))
+            actions.append(Migrate(vm=vm, dst=snap.hosts[dst], policy=self.name, reason=why))
         return actions

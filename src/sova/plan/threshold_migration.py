@@ -1,9 +1,9 @@
 """A simple threshold policy: move one VM off each host whose CPU stays above a threshold.
 
 A host is hot when k of its last n CPU observations (each the mean over ``window`` seconds) exceed
-``hot``. From each hot host it moves the VM with the largest CPU use that brings the host under
-``hot`` if possible (else the largest), to the least loaded host where the VM fits in memory and
-keeps that host under ``target``. One migration per hot host per round. It exists so the whole
+``hot`` (the ``cpu-hotspot`` findings). From each hot host it moves the VM with the largest CPU use that
+brings the host under ``hot`` if possible (else the largest), to the least loaded host where the VM fits
+in memory and keeps that host under ``target``. One migration per hot host per round. It exists so the whole
 MAPE-K pipeline runs end to end; the papers' policies come as their own modules.
 """
 
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sova.analyze.hotspot import k_of_n_hot
-from sova.analyze.load import host_loads
+from sova.analyze.findings import Findings, Hotspot
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
@@ -31,18 +30,16 @@ class ThresholdMigration(Policy):
         "n": Field("int", 5, "observations considered", lo=1),
         "window": Field("duration", 10.0, "seconds averaged into one observation", lo=0, lo_open=True),
     }
+    analyzers = {"cpu-hotspot": {"interval": "window", "threshold": "hot"}}
 
-    def plan(self, knowledge: Knowledge) -> list[Action]:
+    def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         p = self.settings
-        loads = host_loads(knowledge, p["window"], p["n"])
-        if loads is None:
-            return []
-        obs = loads[:, :, 0]  # CPU
-        snap = knowledge.latest
-        hot = k_of_n_hot(obs, p["hot"], p["k"])
+        hotspots = findings.of(Hotspot)
+        hot = np.array([h.hot for h in hotspots], dtype=bool)
         if not hot.any():
             return []
-        host_util = obs[-1].copy()
+        snap = knowledge.latest
+        host_util = np.array([h.load for h in hotspots])  # CPU in the last observation
         vm_cores = knowledge.vm_cpu_cores(p["window"])
         mem_free = snap.host_memory - snap.committed_memory()
         actions: list[Action] = []
@@ -68,8 +65,8 @@ class ThresholdMigration(Policy):
                     dst=snap.hosts[dst],
                     policy=self.name,
                     reason=(
-                        f"{snap.hosts[h]} CPU above {p['hot']:.0%} in {int((obs[:, h] > p['hot']).sum())} of the "
-                        f"last {p['n']} observations (now {obs[-1, h]:.0%}); {snap.vms[vm]} uses "
+                        f"{snap.hosts[h]} CPU above {p['hot']:.0%} in {hotspots[h].above} of the "
+                        f"last {p['n']} observations (now {hotspots[h].load:.0%}); {snap.vms[vm]} uses "
                         f"{vm_cores[vm]:.2f} cores; {snap.hosts[dst]} is the least loaded host that fits"
                     ),
                 )

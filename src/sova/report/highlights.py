@@ -3,6 +3,7 @@
 Each table appears only when the results hold what it needs, never by scenario name:
 - SR-IOV VF holders at the end of each workload phase (the Sova paper's Table 2), when VFs changed hands;
 - VF hand-overs and migrations in time order, with the phase each fell in (Sova §5.3 and Table 3);
+- the findings the plans rested on (hot hosts, intensity classes): a count per kind;
 - response time per web service (quickstart, small web set-ups), or of the slowest few of many;
 - each VM's intensity factors IF, NF, io_degree and net_degree, with [outputs] intensity (Table 1).
 Phases are the times at which any workload changes (its `phases`); without a scenario there is one phase.
@@ -11,6 +12,7 @@ Phases are the times at which any workload changes (its `phases`); without a sce
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -118,6 +120,26 @@ def timeline(results: list[ProfileResult], bounds: list[float], migrations: bool
     return Highlight(title, columns, rows, note, name_columns=(0, columns.index("VM")))
 
 
+def findings_behind_plans(results: list[ProfileResult]) -> Highlight | None:
+    """Per profile and kind of finding: how many findings the audit log records behind the plans, in how
+    many plans, and the host or VM they were most often about."""
+    rows = []
+    for r in results:
+        by_kind: dict[str, list] = {}
+        for e in r.audit.entries:
+            if e.event == "finding":
+                by_kind.setdefault(e.action, []).append(e)
+        for kind, found in by_kind.items():
+            about, times = Counter(e.target for e in found).most_common(1)[0]
+            plans = len({e.plan for e in found})
+            rows.append([r.profile, kind, str(len(found)), str(plans), f"{about} ({times})"])
+    if not rows:
+        return None
+    note = 'Each finding is in the audit log (event "finding"), before the actions of its plan.'
+    columns = ["profile", "kind", "findings", "plans", "most often about"]
+    return Highlight("Findings behind the plans", columns, rows, note, name_columns=(0, 4))
+
+
 def _any_vf(results: list[ProfileResult]) -> bool:
     return any(r.vf_events for r in results)
 
@@ -181,6 +203,7 @@ def highlights(
     found = [
         vf_holders_by_phase(results, bounds),
         timeline(results, bounds, migrations),
+        findings_behind_plans(results),
         service_response_times(results),
     ]
     return [h for h in found if h is not None] + intensity(results)

@@ -1,0 +1,72 @@
+"""The analyzer interface and registry, and the Analyze stage that runs analyzers for the policies.
+
+An analyzer is a class with a ``name``, the names of the ``settings`` it reads, and
+``analyze(knowledge, settings) -> tuple[Finding, ...]``. A policy names the analyzers whose findings it
+plans from (``Policy.analyzers``) and gives their settings from its own parameters. Adding an analyzer
+means adding a module in ``sova.analyze`` that defines a subclass with the ``@register`` decorator.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+from sova.analyze.findings import Finding, Findings
+from sova.model.knowledge import Knowledge
+
+_REGISTRY: dict[str, Analyzer] = {}
+
+
+class Analyzer(ABC):
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    settings: ClassVar[tuple[str, ...]] = ()  # what analyze() reads from its settings
+
+    @abstractmethod
+    def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Finding, ...]:
+        """The findings on the Knowledge as it is now (none while its history is too short)."""
+
+
+def register(cls: type[Analyzer]) -> type[Analyzer]:
+    if not cls.name:
+        raise ValueError(f"analyzer class {cls.__name__} has no name")
+    _REGISTRY[cls.name] = cls()
+    return cls
+
+
+_discovered = False
+
+
+def registry() -> dict[str, Analyzer]:
+    """All registered analyzers; every module of sova.analyze is imported on first use."""
+    global _discovered
+    if not _discovered:
+        import sova.analyze as pkg
+
+        for mod in pkgutil.walk_packages(pkg.__path__, prefix="sova.analyze."):
+            importlib.import_module(mod.name)
+        _discovered = True
+    return dict(_REGISTRY)
+
+
+class AnalyzeStage:
+    """The Analyze stage over one state of the Knowledge: each analyzer runs once per distinct settings,
+    and every policy that asks for the same analyzer with the same settings gets the same findings."""
+
+    def __init__(self, knowledge: Knowledge):
+        self.knowledge = knowledge
+        self._found: dict[tuple[str, tuple], tuple[Finding, ...]] = {}
+
+    def findings(self, requests: Iterable[tuple[str, Mapping[str, Any]]]) -> Findings:
+        """The findings of the (analyzer name, settings) requests, in request order."""
+        analyzers = registry()
+        found: list[Finding] = []
+        for name, settings in requests:
+            key = (name, tuple(sorted(settings.items())))
+            if key not in self._found:
+                self._found[key] = analyzers[name].analyze(self.knowledge, settings)
+            found += self._found[key]
+        return Findings.collect(self.knowledge.latest.time, found)

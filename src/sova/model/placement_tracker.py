@@ -1,0 +1,47 @@
+"""When each VM last changed host and when each host's set of VMs last changed, from every snapshot.
+
+The Knowledge feeds it each snapshot it is given, so it does not depend on how much history the
+Knowledge keeps: residence times longer than the history work. A change of inventory (a VM or host that
+came or went) starts the comparison afresh; only a VM seen on two hosts in consecutive snapshots moved.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.model.snapshot import Snapshot
+
+
+class PlacementTracker:
+    def __init__(self) -> None:
+        self._vms: tuple[str, ...] = ()
+        self._hosts: tuple[str, ...] = ()
+        self._vm_host: np.ndarray | None = None
+        self.vm_arrived: dict[str, float] = {}
+        self.host_changed: dict[str, float] = {}
+        self.host_received: dict[str, float] = {}
+        self.host_sent: dict[str, float] = {}
+
+    def observe(self, snap: Snapshot) -> None:
+        if self._vm_host is None or snap.vms != self._vms or snap.hosts != self._hosts:
+            self._vms, self._hosts, self._vm_host = snap.vms, snap.hosts, snap.vm_host.copy()
+            return
+        for v in np.flatnonzero(snap.vm_host != self._vm_host):
+            src, dst = snap.hosts[self._vm_host[v]], snap.hosts[snap.vm_host[v]]
+            self.vm_arrived[snap.vms[v]] = snap.time
+            self.host_changed[src] = self.host_changed[dst] = snap.time
+            self.host_sent[src] = self.host_received[dst] = snap.time
+        self._vm_host = snap.vm_host.copy()
+
+    def hosts_within(self, events: dict[str, float], hosts: tuple[str, ...], now: float, seconds: float) -> np.ndarray:
+        """Per host, whether it has an event of `events` (host_sent / host_received) in the last `seconds`."""
+        return np.array([now - events.get(h, -np.inf) < seconds for h in hosts])
+
+    def moved_within(self, now: float, seconds: float) -> set[str]:
+        return {vm for vm, t in self.vm_arrived.items() if now - t < seconds}
+
+    def reports_since_change(self, snap: Snapshot, interval: float, n: int) -> np.ndarray:
+        """n x hosts: whether each of the n reports up to `snap` was taken entirely after the host last changed."""
+        changed = np.array([self.host_changed.get(h, -np.inf) for h in snap.hosts])
+        starts = snap.time - interval * np.arange(n, 0, -1)  # start of each report, oldest first
+        return starts[:, None] >= changed[None, :] - 1e-9
