@@ -371,23 +371,23 @@ class Simulator(Routing, HypervisorOperations, VmLifecycle):
         blocked = np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0)
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
         src_vm, dst_vm = self._flow_vm_ends()
-        per_vm = [got, wait, blocked]
+        per_vm = np.empty((len(FABRIC_VM_COUNTERS), self.V))
+        per_vm[0], per_vm[1], per_vm[2] = got, wait, blocked
+        row = 3
         for path in ("guest", "vnic"):
             for end, pv in ((src_vm, self.flow_src_pv), (dst_vm, self.flow_dst_pv)):
                 m = (end >= 0) if path == "guest" else (end >= 0) & pv
-                per_vm.append(np.bincount(end[m], weights=nbytes[m], minlength=self.V))
+                per_vm[row] = np.bincount(end[m], weights=nbytes[m], minlength=self.V)
+                row += 1
         lay = self.layout
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
         host_busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.H) + dom0_alloc
         util = host_busy / self.host_cores
         power = self.power_idle + (self.power_max - self.power_idle) * np.minimum(util, 1.0)
-        per_host = [
-            host_busy * dt,
-            dom0_alloc * dt,
-            load_bytes[lay.nic_tx : lay.nic_rx],
-            load_bytes[lay.nic_rx : lay.dom0],
-        ]
-        self._window = (np.stack(per_vm), np.stack([*per_host, power * dt]), nbytes)
+        per_host = np.empty((len(HOST_COUNTERS) + 1, self.H))
+        per_host[0], per_host[1], per_host[4] = host_busy * dt, dom0_alloc * dt, power * dt
+        per_host[2], per_host[3] = load_bytes[lay.nic_tx : lay.nic_rx], load_bytes[lay.nic_rx : lay.dom0]
+        self._window = (per_vm, per_host, nbytes)
         self.gauges.update(
             host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
         )

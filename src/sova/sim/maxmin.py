@@ -19,13 +19,18 @@ from scipy.sparse import csr_matrix
 _REL = 1e-9
 
 
-def _segment_min(indptr: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Minimum of values[indptr[i]:indptr[i+1]] per row; inf for empty rows."""
-    out = np.full(len(indptr) - 1, np.inf)
-    nonempty = np.diff(indptr) > 0
+def _segment_min(starts: np.ndarray, nonempty: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Minimum of values[indptr[i]:indptr[i+1]] per row (starts: indptr[:-1] of the nonempty rows); inf
+    for empty rows."""
+    out = np.full(len(nonempty), np.inf)
     if values.size:
-        out[nonempty] = np.minimum.reduceat(values, indptr[:-1][nonempty])
+        out[nonempty] = np.minimum.reduceat(values, starts)
     return out
+
+
+def _row_starts(indptr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    nonempty = np.diff(indptr) > 0
+    return indptr[:-1][nonempty], nonempty
 
 
 def max_min_fair(
@@ -60,20 +65,21 @@ def max_min_fair(
     x[free] = demand[free]
     active &= uses
     fixed_load = np.zeros(len(cap))
+    flow_rows, resource_rows = _row_starts(at.indptr), _row_starts(a.indptr)
     while active.any():
         slope = a @ np.where(active, w, 0.0)
         room = np.maximum(cap - fixed_load, 0.0)
         with np.errstate(divide="ignore", invalid="ignore"):
             level = np.where(slope > 0, room / slope, np.inf)
         # lowest saturation level on each flow's path
-        lowest = _segment_min(at.indptr, level[at.indices])
+        lowest = _segment_min(*flow_rows, level[at.indices])
         done = active & (level_demand <= lowest * (1 + _REL))
         if done.any():
             x[done] = demand[done]
         else:
             # a resource is final when no flow through it sees a lower level elsewhere
             seen = np.where(active, lowest, np.inf)
-            row_min = _segment_min(a.indptr, seen[a.indices])
+            row_min = _segment_min(*resource_rows, seen[a.indices])
             final = (slope > 0) & (row_min >= level * (1 - _REL))
             done = active & ((at @ final.astype(float)) > 0)
             x[done] = w[done] * lowest[done]
