@@ -54,3 +54,34 @@ def weighted_share(group: np.ndarray, demand: np.ndarray, weight: np.ndarray, ca
     alloc = np.empty(n)
     alloc[order] = alloc_sorted
     return alloc
+
+
+class CpuScheduling:
+    """The compute part of the simulator (sim/engine.py holds the state): each VM's CPU bound, the
+    proportional share per host with Dom0, and the run-queue slowdown of over-subscribed hosts."""
+
+    def vm_cpu_limit(self) -> np.ndarray:
+        lim = self.vm_vcpus.copy()
+        capped = self.vm_cap > 0
+        lim[capped] = np.minimum(lim[capped], self.vm_cap[capped])
+        return lim
+
+    def _share_cpu(self, vm_dem: np.ndarray, dom0_dem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        group = np.concatenate([self.vm_host, np.arange(self.H)])
+        dem = np.concatenate([vm_dem, dom0_dem])
+        wt = np.concatenate([self.vm_weight, self.dom0_weight])
+        alloc = weighted_share(group, dem, wt, self.host_cores)
+        return alloc[: self.V], alloc[self.V :]
+
+    def _stretch(self, vm_dem: np.ndarray) -> np.ndarray:
+        """Run-queue slowdown of work per host: 1 + k * max(0, runnable vCPUs / threads - 1)."""
+        busy = vm_dem > 2 * self.params["idle_guest_cpu"]
+        runnable = np.bincount(self.vm_host[busy], weights=self.vm_vcpus[busy], minlength=self.H)
+        return 1.0 + self.params["sched_overhead"] * np.maximum(runnable / self.host_cores - 1.0, 0.0)
+
+    def vcpu_cores(self, vms: np.ndarray) -> np.ndarray:
+        """Host cores the VMs' vCPUs use at 100 %: their MIPS over the host's per-core MIPS where the VM
+        states its MIPS (a 1,000-MIPS vCPU on a 2,660-MIPS core uses 0.376 of it), else a whole core."""
+        stated = self.vm_mips[vms] > 0
+        share = self.vm_mips[vms] / self.host_core_mips[self.vm_host[vms]]
+        return self.vm_vcpus[vms] * np.where(stated, share, 1.0)

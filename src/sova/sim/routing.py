@@ -215,3 +215,40 @@ class Routing:
             self._dst_vm = np.array([f.dst[1] if f.dst[0] == VM else -1 for f in self.flows], dtype=np.int64)
             self._ends_n = len(self.flows)
         return self._src_vm, self._dst_vm
+
+    # the network's share of a step: offered load, capacities, the load on each resource and its CPU cost
+    def _offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
+        """Demand bounded by an even share of the NICs at its ends: the load CPU pass 1 plans for."""
+        hs, hd = self.flow_src_host, self.flow_dst_host
+        n = np.bincount(hs[active & (hs >= 0)], minlength=self.H) + np.bincount(
+            hd[active & (hd >= 0)], minlength=self.H
+        )
+        share = nic_cap / np.maximum(n, 1)
+        cap = np.minimum(
+            np.where(hs >= 0, share[np.maximum(hs, 0)], np.inf), np.where(hd >= 0, share[np.maximum(hd, 0)], np.inf)
+        )
+        return np.minimum(demand, cap)
+
+    def _capacities(self, dom0_alloc: np.ndarray) -> np.ndarray:
+        vf = np.where(self.vm_vf & (self.vm_vf_rate > 0), self.vm_vf_rate * self.params["protocol_efficiency"], np.inf)
+        lim = np.where(self.vm_net_limit > 0, self.vm_net_limit, np.inf)
+        return np.concatenate([self.static_cap, dom0_alloc, vf, lim])
+
+    def _load(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
+        return np.bincount(self._entry_res, weights=data * rate[self._entry_flow], minlength=self.layout.size)
+
+    def _dom0_cpu(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
+        sel = self._entry_dom0 >= 0
+        return np.bincount(self._entry_dom0[sel], weights=data[sel] * rate[self._entry_flow[sel]], minlength=self.H)
+
+    def _guest_net_cpu(self, rate: np.ndarray) -> np.ndarray:
+        """Guest CPU for its own network stack, at each VM end of each flow."""
+        out = np.zeros(self.V)
+        if not len(rate):
+            return out
+        src_vm, dst_vm = self._flow_vm_ends()
+        r = np.where(np.isfinite(rate), rate, 0.0) * self.guest_cost_bit
+        s, d = src_vm >= 0, dst_vm >= 0
+        out += np.bincount(src_vm[s], weights=r[s], minlength=self.V)
+        out += np.bincount(dst_vm[d], weights=r[d], minlength=self.V)
+        return out

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sova.sim.sensors import BLOCK_ROWS
 from sova.sim.storage import serve_io
 from sova.sim.workload_kinds.base import IOStreams
 
@@ -88,3 +89,49 @@ class StorageEpochs:
         wanted = np.bincount(vm, weights=offered, minlength=self.n_vms)
         share = np.where((limit > 0) & (wanted > limit), limit / np.maximum(wanted, 1e-300), 1.0)
         return offered * share[vm]
+
+
+class StorageSubsystem:
+    """The simulator's side of storage (sim/engine.py holds the state): the IO streams the workloads
+    offer at each fabric step, and one epoch per tick with its block counters."""
+
+    def _io_demands(self, t: float, dt: float) -> IOStreams:
+        """The IO streams of every kind that does IO, in kind order (the storage subsystem limits them)."""
+        parts = [io for kind, g in self.workloads.active() if (io := kind.io(g, self, t, dt)) is not None]
+        if not parts:
+            empty = np.zeros(0)
+            return IOStreams(empty.astype(np.int64), empty, empty, empty, empty)
+        return IOStreams(
+            *(np.concatenate([getattr(io, f) for io in parts]) for f in ("vm", "iops", "size", "read", "depth"))
+        )
+
+    def _storage_epoch(self, demand: np.ndarray | None = None) -> None:
+        """One epoch of the storage subsystem: its block counters; at a fabric step (`demand` given) the
+        network demand of the IO flows too, from what this epoch served."""
+        io = self.storage.streams
+        if io is None or not len(io.vm):
+            return
+        served = self.storage.epoch(self.vm_io_limit, self.dt)
+        self.gauges["storage_util"] = served.utilisation
+        self.gauges["io"] = {"vm": io.vm, "served": served.iops, "offered": io.iops, "latency": served.latency}
+        if served is not self._epoch_counted:  # a new steady state: count what one of its epochs does
+            vm, ops = io.vm, served.iops * self.dt
+            self._epoch_counts = np.stack(
+                [
+                    np.bincount(vm, weights=ops * io.read, minlength=self.V),
+                    np.bincount(vm, weights=ops * (1 - io.read), minlength=self.V),
+                    np.bincount(vm, weights=ops * io.read * io.size, minlength=self.V),
+                    np.bincount(vm, weights=ops * (1 - io.read) * io.size, minlength=self.V),
+                    np.bincount(vm, weights=ops * served.latency, minlength=self.V),
+                ]
+            )
+            self._epoch_counted = served
+        self._vm_counts[BLOCK_ROWS] += self._epoch_counts
+        if demand is None:
+            return
+        bytes_s = served.iops * io.size
+        read = np.bincount(io.vm, weights=bytes_s * io.read, minlength=self.V)
+        write = np.bincount(io.vm, weights=bytes_s * (1 - io.read), minlength=self.V)
+        has = self.io_flow_read >= 0
+        demand[self.io_flow_read[has]] = read[has] * 8
+        demand[self.io_flow_write[has]] = write[has] * 8
