@@ -5,6 +5,9 @@ Cases, each in its own process so that its peak memory is its own:
   dc-100k     10,000 hosts, 100,000 VMs in four groups, workloads by glob (web*, burn*, db*)
   traces-10k  1,174 hosts, 11,746 VMs with one PlanetLab trace entry each (the real traces)
   rnd-500     50 hosts, 500 VMs from Bitbrains Rnd in one entry: the 50 MB archive as a trace set
+  churn-100k  10,000 hosts, 50,000 VMs from the start and 50,000 that arrive and leave over the hour in ten
+              waves, placed by admission when they come
+  opendc-50   5 hosts, the 50 VMs of OpenDC's bitbrains-small (Parquet) taking their lifetimes from it
 
 Usage: python benchmarks/scenario_load.py [--case NAME]
 """
@@ -66,8 +69,42 @@ def rnd_500() -> dict:
     }
 
 
-CASES = {"dc-100k": dc_100k, "traces-10k": traces_10k, "rnd-500": rnd_500}
-SOURCES = {"traces-10k": lambda: PLANETLAB, "rnd-500": lambda: BITBRAINS}
+def churn_100k() -> dict:
+    raw = dc_100k()
+    raw["scenario"]["name"] = "churn-100k"
+    waves = [
+        {
+            "name": f"w{k}-{{i}}",
+            "count": 5_000,
+            "vcpus": 2,
+            "memory": "4GiB",
+            "arrive": 300 * k,
+            "depart": 300 * k + 900,
+        }
+        for k in range(1, 11)
+    ]
+    raw["vms"] = [{**entry, "count": 12_500} for entry in raw["vms"]] + waves
+    raw["workloads"].append({"vm": "w*", "kind": "lookbusy", "duty": 0.5, "util": 0.5})
+    return raw
+
+
+def opendc_50() -> dict:
+    return {
+        "scenario": {"name": "opendc-50", "duration": 86400 * 30, "step": 300, "seed": 1},
+        "hosts": [{"name": "h{i}", "count": 5, "cores": 32, "memory": "256GiB"}],
+        "vms": [{"name": "bb{i}", "count": 50, "from_trace": True}],
+        "workloads": [{"vm": "bb*", "kind": "opendc", "file": str(BITBRAINS / "opendc_bitbrains_small_v4")}],
+    }
+
+
+CASES = {
+    "dc-100k": dc_100k,
+    "traces-10k": traces_10k,
+    "rnd-500": rnd_500,
+    "churn-100k": churn_100k,
+    "opendc-50": opendc_50,
+}
+SOURCES = {"traces-10k": lambda: PLANETLAB, "rnd-500": lambda: BITBRAINS, "opendc-50": lambda: BITBRAINS}
 
 
 def run_case(name: str) -> None:
