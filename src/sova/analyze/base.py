@@ -8,14 +8,13 @@ means adding a module in ``sova.analyze`` that defines a subclass with the ``@re
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar
 
 from sova.analyze.findings import Finding, Findings
 from sova.model.knowledge import Knowledge
+from sova.model.plugins import import_modules
 
 _REGISTRY: dict[str, Analyzer] = {}
 
@@ -37,18 +36,9 @@ def register(cls: type[Analyzer]) -> type[Analyzer]:
     return cls
 
 
-_discovered = False
-
-
 def registry() -> dict[str, Analyzer]:
     """All registered analyzers; every module of sova.analyze is imported on first use."""
-    global _discovered
-    if not _discovered:
-        import sova.analyze as pkg
-
-        for mod in pkgutil.walk_packages(pkg.__path__, prefix="sova.analyze."):
-            importlib.import_module(mod.name)
-        _discovered = True
+    import_modules("sova.analyze")
     return dict(_REGISTRY)
 
 

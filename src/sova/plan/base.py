@@ -10,8 +10,6 @@ subclass with the ``@register`` decorator; nothing else.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
@@ -19,6 +17,7 @@ from sova.analyze.base import registry as analyzer_registry
 from sova.analyze.findings import Findings
 from sova.model.actions import Action
 from sova.model.knowledge import Knowledge
+from sova.model.plugins import import_modules
 from sova.model.schema import Field
 
 _REGISTRY: dict[str, type[Policy]] = {}
@@ -67,16 +66,7 @@ def register(cls: type[Policy]) -> type[Policy]:
     return cls
 
 
-_discovered = False
-
-
 def registry() -> dict[str, type[Policy]]:
     """All registered policies; every module of sova.plan is imported on first use."""
-    global _discovered
-    if not _discovered:
-        import sova.plan as pkg
-
-        for mod in pkgutil.walk_packages(pkg.__path__, prefix="sova.plan."):
-            importlib.import_module(mod.name)
-        _discovered = True
+    import_modules("sova.plan")
     return dict(_REGISTRY)

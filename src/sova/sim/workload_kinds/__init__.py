@@ -7,19 +7,11 @@ there, a floor below the simulator).
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from sova.model.plugins import import_modules
 from sova.sim.workload_kinds.base import _KINDS, WorkloadKind
-
-_discovered = False
 
 
 def kinds() -> dict[str, WorkloadKind]:
     """Every kind by name, in step order; each module of this package is imported on first use."""
-    global _discovered
-    if not _discovered:
-        for mod in pkgutil.iter_modules(__path__, prefix=f"{__name__}."):
-            importlib.import_module(mod.name)
-        _discovered = True
+    import_modules(__name__)
     return dict(sorted(_KINDS.items(), key=lambda item: (item[1].order, item[0])))
