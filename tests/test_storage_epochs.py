@@ -115,3 +115,20 @@ def test_a_limit_below_a_closed_loop_streams_rate_holds_its_depth_in_the_vms_que
     assert ops == pytest.approx(4000, rel=1e-9)
     assert sim.counters["blk_time"][0] / ops == pytest.approx(16 / 2000, rel=1e-9)  # 8 ms: depth / limit
     assert 15 < sim.storage.queue[0] < 16  # all but the ~0.2 IOs at the device wait behind the limiter
+
+
+def test_a_closed_loop_stream_on_a_busy_device_gets_no_more_than_its_depth_over_the_devices_latency():
+    scenario = make_scenario(
+        scenario={"duration": 10},
+        storage=[{"name": "ssd"}],
+        vms=[{"name": "db", "host": "h1"}, {"name": "noisy", "host": "h1"}],
+        workloads=[
+            {"kind": "fio", "vm": "db", "size": "4KiB", "iops": 1e6, "iodepth": 1},
+            {"kind": "fio", "vm": "noisy", "size": "4KiB", "iops": 68_000},
+        ],
+    )
+    sim = Simulator(scenario)
+    run(sim, 2)
+    served, latency = sim.gauges["io"]["served"], sim.gauges["io"]["latency"]
+    assert served[0] * latency[0] == pytest.approx(1.0, rel=1e-9)  # one IO outstanding, always
+    assert latency[0] >= latency[1] * (1 - 1e-9)  # it waits at the busy device like the noisy stream

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from helpers import make_scenario
@@ -120,3 +122,79 @@ def test_a_lifetime_that_cannot_be_is_refused_with_its_place(vm, where, expected
     with pytest.raises(InputError) as err:
         make_scenario(hosts=HOSTS, vms=[{"name": "v", **vm}])
     assert where in str(err.value) and expected in str(err.value)
+
+
+def test_a_vm_that_is_not_there_offers_no_storage_io():
+    scenario = make_scenario(
+        hosts=HOSTS,
+        storage=[{"name": "ssd"}],
+        vms=[{"name": "late", "arrive": 10}, {"name": "gone", "host": "h1", "depart": 3}],
+        workloads=[{"kind": "fio", "vm": "*", "iops": 1000}],
+    )
+    sim, _, _, _ = run(scenario, 8)
+    ops = sim.counters["blk_rd_ops"] + sim.counters["blk_wr_ops"]
+    assert ops.tolist() == [0.0, pytest.approx(3000)]  # late: not yet; gone: its first 3 s only
+
+
+@pytest.mark.parametrize("host", ["h1", "auto"])
+def test_a_vm_that_comes_and_goes_within_one_step_never_runs(host):
+    scenario = make_scenario(
+        scenario={"step": 1}, hosts=HOSTS, vms=[{"name": "blip", "host": host, "arrive": 2.3, "depart": 2.7}]
+    )
+    sim, driver, _, seen = run(scenario, 6)
+    assert all("blip" not in snap.vms for snap in seen.values())
+    assert not sim.waiting and driver.requests() == []
+
+
+def test_a_vm_sized_by_its_trace_is_checked_against_its_named_host_at_the_start():
+    opendc = Path(__file__).resolve().parents[2] / "shared" / "traces" / "bitbrains" / "opendc_bitbrains_small_v4"
+    if not opendc.exists():
+        pytest.skip("shared/traces is not beside the repository")
+    scenario = make_scenario(
+        hosts=HOSTS,
+        vms=[{"name": "bb{i}", "count": 50, "host": "h1", "from_trace": True}],
+        workloads=[{"kind": "opendc", "vm": "bb*", "file": str(opendc)}],
+    )
+    sim = Simulator(scenario)
+    held = sim.host_mem_used()[0]
+    assert 0 < held <= sim.host_mem[0]
+    assert any(e.event == "refused" for e in sim.lifecycle_log)
+
+
+def test_admission_sees_the_vms_it_created_before_the_next_monitor_reading():
+    scenario = make_scenario(
+        hosts=[{"name": "h1", "cores": 1, "memory": "8GiB", "dom0_memory": "1GiB"}],
+        vms=[{"name": "a", "vcpus": 4, "arrive": 1}, {"name": "b", "vcpus": 4, "arrive": 2}],
+    )
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    runtime = Runtime(driver, [], ControlSpec(monitor_period=30.0))  # the Knowledge is 30 s stale
+    runtime.tick()
+    for _ in range(10):
+        sim.step()
+        runtime.tick()
+    assert [(e.vm, e.event) for e in sim.lifecycle_log if e.event == "created"] == [("a", "created")]
+    assert [e.target for e in runtime.audit.entries if e.event == "waiting"] == ["b"]  # 4 vCPUs per core: full
+
+
+def test_moves_and_creations_are_tracked_while_the_set_of_vms_changes():
+    scenario = make_scenario(
+        hosts=HOSTS,
+        vms=[
+            {"name": "mover", "host": "h1", "memory": "512MiB", "dirty_rate": 0},
+            {"name": "late{i}", "count": 5, "memory": "512MiB", "arrive": 1, "depart": 30},
+        ],
+    )
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    runtime = Runtime(driver, [], ControlSpec(monitor_period=1.0))
+    runtime.tick()
+    assert driver.apply(A.Migrate(vm="mover", dst="h2")).status == A.RUNNING
+    for _ in range(40):  # VMs arrive at 1 s and leave at 30 s while the migration runs and ends
+        sim.step()
+        runtime.tick()
+    placement = runtime.knowledge.placement
+    moved_at = sim.migration_log[-1].finished
+    assert sim.migration_log[-1].status == "completed"
+    assert placement.vm_arrived["mover"] == pytest.approx(moved_at, abs=1.0)
+    assert placement.host_changed["h1"] >= 30.0  # the late VMs first-fit onto h1 and left at 30 s

@@ -1,7 +1,8 @@
 """The admission stage: VMs that ask to run are created where the profile's admission policy says.
 
-It runs at every tick of the loop (a request should not wait for a policy period). A request no host
-can take waits; the audit log says so once per VM, not at every tick, and again when it is placed.
+It runs at every tick of the loop (a request should not wait for a policy period), on a fresh
+observation (a VM created a moment ago must count). A request no host can take waits; the audit log
+says so once per VM, not at every tick, as it says once per VM and host that the host refused it.
 """
 
 from __future__ import annotations
@@ -18,22 +19,26 @@ class Admission:
         self.driver = driver
         self.policy = policy
         self.audit = audit
-        self._told_waiting: set[str] = set()
+        self._told: set = set()  # VMs said to wait, and (VM, host) pairs said refused
 
     def tick(self, knowledge: Knowledge) -> None:
         requests = self.driver.requests()
         if not requests or not len(knowledge):
             return
         now = self.driver.now()
-        placed = set()
-        for action in self.policy.admit(knowledge.latest, requests):
+        # what the hosts hold now, not at the last monitor reading: VMs created since would not show
+        snapshot = self.driver.observe()
+        proposed = set()
+        for action in self.policy.admit(snapshot, requests):
+            proposed.add(action.vm)
             outcome = self.driver.apply(action)
-            self.audit.record(now, 0, "applied" if outcome.status == A.OK else "failed", action, outcome)
             if outcome.status == A.OK:
-                placed.add(action.vm)
-                self._told_waiting.discard(action.vm)
+                self.audit.record(now, 0, "applied", action, outcome)
+            elif (action.vm, action.host) not in self._told:  # refused there: said once, tried again later
+                self._told.add((action.vm, action.host))
+                self.audit.record(now, 0, "failed", action, outcome)
         for request in requests:
-            if request.name not in placed and request.name not in self._told_waiting:
-                self._told_waiting.add(request.name)
+            if request.name not in proposed and request.name not in self._told:
+                self._told.add(request.name)
                 waiting = A.CreateVM(request.name, "", policy=self.policy.name, reason="no host has room for it")
                 self.audit.record(now, 0, "waiting", waiting)

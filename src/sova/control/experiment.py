@@ -84,7 +84,7 @@ def run_profile(
     prof = scenario.profiles[name]
     policies = build_policies(scenario, prof)
     sim = Simulator(scenario, seed)
-    initial_vfs = frozenset(v for v, vf in zip(sim.vm_names, sim.vm_vf, strict=True) if vf)
+    initial_vfs = frozenset(sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf & sim.vm_present))
     driver = SimDriver(sim)
     runtime = Runtime(driver, policies, scenario.control, prof.mode, scenario.topology, build_admission(prof))
     per_host = scenario.outputs.per_vm or len(sim.host_names) <= PER_HOST_MAX
@@ -269,7 +269,9 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
     out["vfs"] = {
         "attached": sum(1 for e in sim.vf_log if e[3] == "attached"),
         "detached": sum(1 for e in sim.vf_log if e[3] == "detached"),
-        "holders_at_end": sorted((sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf)), key=lambda n: (len(n), n)),
+        "holders_at_end": sorted(
+            (sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf & sim.vm_present)), key=lambda n: (len(n), n)
+        ),
     }
     out["actions"] = {
         "proposed": audit.count("proposed"),
@@ -296,7 +298,7 @@ def _lifecycle(log: list[LifecycleRecord], still_waiting: int) -> dict:
         "refused": count("refused"),
         "deleted": count("deleted"),
         "withdrawn": count("withdrawn"),
-        "never_placed": count("withdrawn") + still_waiting,
+        "never_placed": count("withdrawn") + count("refused") + still_waiting,
         "wait_mean": float(np.mean(waits)) if waits else None,
         "wait_max": float(max(waits)) if waits else None,
     }

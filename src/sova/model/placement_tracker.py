@@ -1,8 +1,9 @@
 """When each VM last changed host and when each host's set of VMs last changed, from every snapshot.
 
 The Knowledge feeds it each snapshot it is given, so it does not depend on how much history the
-Knowledge keeps: residence times longer than the history work. A change of inventory (a VM or host that
-came or went) starts the comparison afresh; only a VM seen on two hosts in consecutive snapshots moved.
+Knowledge keeps: residence times longer than the history work. A VM seen on two hosts in consecutive
+snapshots moved; across a change of inventory VMs are matched by name, and a VM that was created or
+deleted changes its host's set of VMs too (its reports from before no longer describe the host).
 """
 
 from __future__ import annotations
@@ -23,15 +24,31 @@ class PlacementTracker:
         self.host_sent: dict[str, float] = {}
 
     def observe(self, snap: Snapshot) -> None:
-        if self._vm_host is None or snap.vms != self._vms or snap.hosts != self._hosts:
-            self._vms, self._hosts, self._vm_host = snap.vms, snap.hosts, snap.vm_host.copy()
-            return
-        for v in np.flatnonzero(snap.vm_host != self._vm_host):
-            src, dst = snap.hosts[self._vm_host[v]], snap.hosts[snap.vm_host[v]]
-            self.vm_arrived[snap.vms[v]] = snap.time
-            self.host_changed[src] = self.host_changed[dst] = snap.time
-            self.host_sent[src] = self.host_received[dst] = snap.time
-        self._vm_host = snap.vm_host.copy()
+        if self._vm_host is None:
+            pass
+        elif snap.vms == self._vms and snap.hosts == self._hosts:
+            for v in np.flatnonzero(snap.vm_host != self._vm_host):
+                self._moved(snap.vms[v], snap.hosts[self._vm_host[v]], snap.hosts[snap.vm_host[v]], snap.time)
+        else:
+            self._match_by_name(snap)
+        self._vms, self._hosts, self._vm_host = snap.vms, snap.hosts, snap.vm_host.copy()
+
+    def _match_by_name(self, snap: Snapshot) -> None:
+        before = {vm: self._hosts[h] for vm, h in zip(self._vms, self._vm_host, strict=True)}
+        for vm, h in zip(snap.vms, snap.vm_host, strict=True):
+            host = snap.hosts[h]
+            was = before.pop(vm, None)
+            if was is None:
+                self.host_changed[host] = snap.time  # created here
+            elif was != host:
+                self._moved(vm, was, host, snap.time)
+        for host in before.values():  # deleted (or its host's daemon is away)
+            self.host_changed[host] = snap.time
+
+    def _moved(self, vm: str, src: str, dst: str, time: float) -> None:
+        self.vm_arrived[vm] = time
+        self.host_changed[src] = self.host_changed[dst] = time
+        self.host_sent[src] = self.host_received[dst] = time
 
     def hosts_within(self, events: dict[str, float], hosts: tuple[str, ...], now: float, seconds: float) -> np.ndarray:
         """Per host, whether it has an event of `events` (host_sent / host_received) in the last `seconds`."""

@@ -106,9 +106,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.workloads = Workloads(scenario, self.rng)
         stated = self.workloads.memory_used > 0  # what the workloads say, else the default share
         self.vm_mem_used[stated] = np.minimum(self.workloads.memory_used[stated], self.vm_mem[stated])
-        self.vf_used = np.zeros(self.H, dtype=np.int64)
-        self._init_lifecycle(vms)  # after the workloads: a trace may say when a VM lives
-        self.vf_used = np.bincount(self.vm_host[self.vm_vf & self.vm_present], minlength=self.H).astype(np.int64)
+        self._init_lifecycle(vms)  # after the workloads: a trace may say when a VM lives (and vf_used)
         self.flows: list[Flow] = []
         self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self._register_workload_flows()
@@ -124,8 +122,6 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.rate = np.zeros(len(self.flows))
         self._init_counters()
 
-    # ------------------------------------------------------------------ set-up
-    # ------------------------------------------------------------------ routing
     # ------------------------------------------------------------------ step
     def step(self) -> None:
         """Advance the data center by one tick of its finest clock: the fabric's step when it is due (its
@@ -137,7 +133,8 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self._add_window(1.0 / self._ticks_per_step)
         self._tick += 1
         self.t = self._tick * self.dt
-        self._process_lifecycle(self.t)  # who is there for the next tick: the loop can place arrivals first
+        if self.step_ended:  # who is there for the next step: the loop can place arrivals before it
+            self._process_lifecycle(self.t)
 
     @property
     def step_ended(self) -> bool:
@@ -160,7 +157,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
 
         wanted = self._workload_demands(t, dt, run)
         cpu_dem, demand, flow_scale = wanted.cpu, wanted.flow, wanted.flow_scale
-        io = self._io_demands(t, dt)
+        io = self._io_demands(t, dt, run)
         for _mig, fid in self.migrations.values():
             demand[fid] = p["migration_bandwidth"] or np.inf
         # storage first: what the devices serve is what crosses the network
@@ -233,7 +230,3 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         np.multiply(step.flow, ends_run, out=step.flow, where=ends_run > 0)
         step.flow[ends_run <= 0] = 0.0
         return step
-
-    # ------------------------------------------------------------------ progress
-    # ------------------------------------------------------------------ accounting
-    # ------------------------------------------------------------------ operations (the driver calls these)

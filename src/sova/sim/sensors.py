@@ -24,7 +24,8 @@ PACKET_COUNTERS = ("guest_tx_packets", "guest_rx_packets", "vnic_tx_packets", "v
 BLOCK_COUNTERS = ("blk_rd_ops", "blk_wr_ops", "blk_rd_bytes", "blk_wr_bytes", "blk_time")
 VM_COUNTERS = FABRIC_VM_COUNTERS + PACKET_COUNTERS + BLOCK_COUNTERS
 HOST_COUNTERS = ("host_cpu_time", "dom0_cpu_time", "nic_tx_bytes", "nic_rx_bytes")
-_BYTES = slice(3, 7)  # the rows of FABRIC_VM_COUNTERS the packet counters follow, in their order
+# the rows of FABRIC_VM_COUNTERS the packet counters follow, in their order
+_BYTES = slice(FABRIC_VM_COUNTERS.index("guest_tx_bytes"), FABRIC_VM_COUNTERS.index("vnic_rx_bytes") + 1)
 _PACKETS = slice(len(FABRIC_VM_COUNTERS), len(FABRIC_VM_COUNTERS) + len(PACKET_COUNTERS))
 BLOCK_ROWS = slice(_PACKETS.stop, len(VM_COUNTERS))  # the rows a storage epoch adds to
 

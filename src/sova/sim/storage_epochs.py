@@ -5,9 +5,9 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
 - an open-loop stream (``iodepth`` 0) offers its rate for the epoch; what the limiter or the device does
   not take in the epoch is not issued (the first-generation model);
 - a closed-loop stream keeps at most ``iodepth`` IOs outstanding, as fio does: it offers its rate, but
-  no more than its depth could push through an idle device; when the limiter or the device holds it
-  back, its whole depth is outstanding, an IO takes depth / served (Little's law) and the part of that
-  beyond the device's own latency is spent in the VM's queue (``queue``: IOs waiting there);
+  no more than its depth can push through the device at the device's latency (Little's law); when the
+  limiter or the device holds it back, its whole depth is outstanding, an IO takes depth / served, and
+  the part of that beyond the device's own latency is spent queued (``queue``: IOs waiting, per stream);
 - a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit through in each epoch (a token
   bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion to what
   they offer;
@@ -43,7 +43,7 @@ class StorageEpochs:
         self.parallelism, self.access_time, self.bandwidth = parallelism, access_time, bandwidth_bytes
         self.streams: IOStreams | None = None
         self.server = np.zeros(0, dtype=np.int64)
-        self.queue = np.zeros(0)  # IOs waiting in the VM's queue, per stream (closed loop only)
+        self.queue = np.zeros(0)  # IOs waiting (queued behind the limiter or the device), per stream
         self._last: tuple[bytes, EpochServed] | None = None  # an epoch is a steady state: same inputs, same result
 
     def offer(self, streams: IOStreams, server: np.ndarray) -> None:
@@ -58,8 +58,9 @@ class StorageEpochs:
         self.streams, self.server = streams, server
         self._last = None
 
-    def epoch(self, limit: np.ndarray, seconds: float) -> EpochServed:
-        """Serve one epoch of `seconds`; limit: IOPS per VM (0: none)."""
+    def epoch(self, limit: np.ndarray) -> EpochServed:
+        """Serve one epoch; limit: IOPS per VM (0: none). Rates are per second, so the epoch's length
+        does not enter: it only says how often limits may change."""
         key = limit.tobytes()
         if self._last is not None and self._last[0] == key:
             return self._last[1]
@@ -72,12 +73,15 @@ class StorageEpochs:
         served, latency, rho = serve_io(
             self.server, passed, io.size, self.parallelism, self.access_time, self.bandwidth
         )
-        # held back (by its limiter or the device): its depth is outstanding, so by Little's law an IO
-        # takes depth / served, the part beyond the device's own latency waiting in the VM's queue
+        # at most depth IOs outstanding, each taking the device's latency (Little's law); held back (by its
+        # limiter, the device's share or its queueing), its whole depth is outstanding and an IO takes
+        # depth / served, the part beyond the device's latency spent queued. What a closed stream cannot
+        # use of its share is not handed to the others in this epoch (a mean-value model).
+        served = np.where(closed, np.minimum(served, io.depth / np.maximum(latency, 1e-300)), served)
         full = closed & (served < io.iops * (1 - 1e-9))
         held = np.where(full, io.depth / np.maximum(served, 1e-300), latency)
         self.queue = np.where(full, np.maximum(io.depth - served * latency, 0.0), 0.0)
-        result = EpochServed(served, np.where(full, held, latency), rho)
+        result = EpochServed(served, held, rho)
         self._last = (key, result)
         return result
 
@@ -95,15 +99,17 @@ class StorageSubsystem:
     """The simulator's side of storage (sim/engine.py holds the state): the IO streams the workloads
     offer at each fabric step, and one epoch per tick with its block counters."""
 
-    def _io_demands(self, t: float, dt: float) -> IOStreams:
-        """The IO streams of every kind that does IO, in kind order (the storage subsystem limits them)."""
+    def _io_demands(self, t: float, dt: float, run: np.ndarray) -> IOStreams:
+        """The IO streams of every kind that does IO, in kind order (the storage subsystem limits them);
+        a VM offers IO for the part of the step it runs (none while it is not there or paused)."""
         parts = [io for kind, g in self.workloads.active() if (io := kind.io(g, self, t, dt)) is not None]
         if not parts:
             empty = np.zeros(0)
             return IOStreams(empty.astype(np.int64), empty, empty, empty, empty)
-        return IOStreams(
-            *(np.concatenate([getattr(io, f) for io in parts]) for f in ("vm", "iops", "size", "read", "depth"))
+        vm, iops, size, read, depth = (
+            np.concatenate([getattr(io, f) for io in parts]) for f in ("vm", "iops", "size", "read", "depth")
         )
+        return IOStreams(vm, iops * run[vm], size, read, depth)
 
     def _storage_epoch(self, demand: np.ndarray | None = None) -> None:
         """One epoch of the storage subsystem: its block counters; at a fabric step (`demand` given) the
@@ -111,7 +117,7 @@ class StorageSubsystem:
         io = self.storage.streams
         if io is None or not len(io.vm):
             return
-        served = self.storage.epoch(self.vm_io_limit, self.dt)
+        served = self.storage.epoch(self.vm_io_limit)
         self.gauges["storage_util"] = served.utilisation
         self.gauges["io"] = {"vm": io.vm, "served": served.iops, "offered": io.iops, "latency": served.latency}
         if served is not self._epoch_counted:  # a new steady state: count what one of its epochs does

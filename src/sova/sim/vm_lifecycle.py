@@ -23,17 +23,21 @@ class VmLifecycle:
 
     def _init_lifecycle(self, vms) -> None:
         """Arrivals and departures from the scenario, or from the trace of a VM that takes its life from
-        one (which also sizes it); VMs that arrive at 0 without a host ask to be placed at once."""
+        one (which also sizes it). At 0, a VM without a host asks to be placed at once, and one sized by
+        its trace is checked against its host as any arrival (the scenario's check could not size it)."""
         self.vm_arrive = np.array([v.arrive for v in vms], dtype=float)
         self.vm_depart = np.array([v.depart if v.depart > 0 else np.inf for v in vms], dtype=float)
         self._lives_from_traces(vms)
-        self.vm_unplaced = np.array([v.host == "" for v in vms], dtype=bool)
+        self.vm_by_admission = np.array([v.host == "" for v in vms], dtype=bool)  # no host of its own
         self.waiting: dict[int, float] = {}  # VM -> when it asked to be placed (admission requests)
         self.lifecycle_log: list[LifecycleRecord] = []
         self.inventory_version = 0  # changes whenever a VM comes or goes: the driver's cue to re-list
-        self.vm_present = (self.vm_arrive <= 0) & ~self.vm_unplaced
-        for vm in np.flatnonzero((self.vm_arrive <= 0) & self.vm_unplaced):
-            self._arrive(int(vm), 0.0)
+        from_trace = np.array([v.from_trace for v in vms], dtype=bool)
+        at_start = self.vm_arrive <= 0
+        self.vm_present = at_start & ~self.vm_by_admission & ~from_trace
+        self.vf_used = np.bincount(self.vm_host[self.vm_vf & self.vm_present], minlength=self.H).astype(np.int64)
+        for vm in np.flatnonzero(at_start & (self.vm_by_admission | from_trace)):
+            self._arrive(int(vm), 0.0, 0.0)
         arrive_due = np.flatnonzero(self.vm_arrive > 0)
         self._next_arrival = self._next_departure = 0
         depart_due = np.flatnonzero(np.isfinite(self.vm_depart))
@@ -54,7 +58,7 @@ class VmLifecycle:
                 self.vm_mem_used[vm] = min(self.vm_mem_used[vm], life.memory_mib)
 
     def _process_lifecycle(self, t: float) -> None:
-        """Departures, then arrivals, due by time t."""
+        """Departures, then arrivals, due by time t (a VM that comes and goes within the step never runs)."""
         while self._next_departure < len(self._departures):
             vm = int(self._departures[self._next_departure])
             if self.vm_depart[vm] > t + 1e-9:
@@ -66,12 +70,12 @@ class VmLifecycle:
             if self.vm_arrive[vm] > t + 1e-9:
                 break
             self._next_arrival += 1
-            self._arrive(vm, float(self.vm_arrive[vm]))
+            self._arrive(vm, float(self.vm_arrive[vm]), t)
 
-    def _arrive(self, vm: int, at: float) -> None:
-        if self.vm_depart[vm] <= at:
-            return  # gone before it came (a trace's VM that lived less than a step)
-        if self.vm_unplaced[vm]:
+    def _arrive(self, vm: int, at: float, now: float) -> None:
+        if self.vm_depart[vm] <= now + 1e-9:
+            return  # gone by the time its arrival is taken (it lived less than a step)
+        if self.vm_by_admission[vm]:
             self.waiting[vm] = at
             self._log(at, vm, ARRIVED, "")
             return

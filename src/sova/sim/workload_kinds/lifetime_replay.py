@@ -32,10 +32,8 @@ class LifetimeReplay(WorkloadKind):
         return [{"trace_vm": k} for k in range(vms)]
 
     def prepare(self, group, specs, step) -> None:
-        lives = [
-            self._traces(file, "")[int(k)]
-            for file, k in zip(group.params["file"], group.params["trace_vm"], strict=True)
-        ]
+        traces = {file: self._traces(file, "") for file in set(group.params["file"])}  # each read once
+        lives = [traces[file][int(k)] for file, k in zip(group.params["file"], group.params["trace_vm"], strict=True)]
         group.model = lives
         group.series["cpu"] = stacked([life.cpu if len(life.cpu) else np.zeros(1) for life in lives])
         group.params["interval"] = np.array([life.interval_s for life in lives])
