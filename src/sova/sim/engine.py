@@ -116,6 +116,9 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.vf_log: list[tuple[float, str, str, str]] = []  # (time, VM, host, 'attached' | 'detached')
         self._routes_dirty = True
         self._route_cache: list[datapath.Route | None] = []
+        self._indptr = np.zeros(1, dtype=np.int64)  # each flow's entries in the _entry_* arrays (CSR by flow)
+        self._entry_res = self._entry_dom0 = self._entry_cross = np.zeros(0, dtype=np.int64)
+        self._entry_base = np.zeros(0)
         self._last_solve_key: tuple | None = None
         self.last_vm_alloc: np.ndarray | None = None
         self.last_vm_want: np.ndarray | None = None

@@ -63,41 +63,54 @@ class Routing:
 
     def _rebuild_routes(self) -> None:
         """Route the flows that need it (new, ended, or with an end on a VM that moved or changed NIC
-        mode), then lay every live route out as the flow x resource matrix."""
+        mode), then lay every live route out as the flow x resource matrix: the entries of the other
+        flows are moved, not rebuilt, so the cost follows the flows re-routed, not all of them."""
         n_f = len(self.flows)
         cache = self._route_cache
         cache.extend([None] * (n_f - len(cache)))
         self._grow_flow_arrays(n_f)
-        for f in self._flows_to_route(n_f):
+        changed = self._flows_to_route(n_f)
+        for f in changed:
             fl = self.flows[f]
             r = self._route(f, fl) if fl.alive else None
             cache[f] = r
             self._set_flow_fields(f, r)
-        live = np.array([f for f, r in enumerate(cache) if r is not None], dtype=np.int64)
-        routes = [cache[f] for f in live]
-        cat = lambda xs, dt: np.concatenate(xs) if xs else np.zeros(0, dtype=dt)  # noqa: E731
-        rows_a = cat([r.resources for r in routes], np.int64)
-        cols_a = np.repeat(live, [len(r.resources) for r in routes]).astype(np.int64)
-        coef_a = cat([r.coef for r in routes], float)
-        d0_a = cat([r.dom0_host for r in routes], np.int64)
-        cross_a = cat([r.crossings for r in routes], np.int64)
-        # CSR by flow (rows = flows) keeps each flow's entries together, in path order
-        self._ft = csr_matrix(
-            (np.arange(len(rows_a), dtype=float) + 1, (cols_a, rows_a)), shape=(n_f, self.layout.size)
-        )
-        perm = self._ft.data.astype(np.int64) - 1
-        self._entry_res = rows_a[perm]
-        self._entry_flow = cols_a[perm]
-        self._entry_base = coef_a[perm]
-        self._entry_dom0 = d0_a[perm]
-        self._entry_cross = cross_a[perm]
-        self._ft.data = self._entry_base.copy()
+        self._lay_out(n_f, changed)
+        self._ft = csr_matrix((self._entry_base.copy(), self._entry_res, self._indptr), shape=(n_f, self.layout.size))
         self._a = self._ft.T.tocsr()
         self._a_perm = None
         self._tie = self._tie_matrix(n_f)
         self._routes_dirty = False
         self._moved_vms.clear()
         self._last_solve_key = None
+
+    def _lay_out(self, n_f: int, changed: np.ndarray) -> None:
+        """Entries flow by flow, each flow's in path order (CSR by flow): the unchanged flows' entries
+        moved to their new offsets, the re-routed flows' written anew."""
+        old_ptr = self._indptr
+        old_len = np.diff(old_ptr)
+        lengths = np.concatenate([old_len, np.zeros(n_f - len(old_len), dtype=np.int64)])
+        routes = [self._route_cache[f] for f in changed]
+        lengths[changed] = [len(r.resources) if r is not None else 0 for r in routes]
+        ptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        is_changed = np.zeros(n_f, dtype=bool)
+        is_changed[changed] = True
+        old_flow = np.repeat(np.arange(len(old_len)), old_len)
+        keep = ~is_changed[old_flow]
+        kept_flow = old_flow[keep]
+        kept_at = ptr[kept_flow] + (np.flatnonzero(keep) - old_ptr[kept_flow])
+        new = [(f, r) for f, r in zip(changed, routes, strict=True) if r is not None]
+        new_at = np.concatenate([ptr[f] + np.arange(len(r.resources)) for f, r in new]) if new else np.zeros(0, int)
+        fields = (("_entry_res", "resources", np.int64), ("_entry_base", "coef", float))
+        fields += (("_entry_dom0", "dom0_host", np.int64), ("_entry_cross", "crossings", np.int64))
+        for name, attr, dtype in fields:
+            out = np.empty(ptr[-1], dtype=dtype)
+            out[kept_at] = getattr(self, name)[keep]
+            if new:
+                out[new_at] = np.concatenate([getattr(r, attr) for _, r in new])
+            setattr(self, name, out)
+        self._entry_flow = np.repeat(np.arange(n_f), lengths)
+        self._indptr = ptr
 
     def _flows_to_route(self, n_f: int) -> np.ndarray:
         alive = np.fromiter((fl.alive for fl in self.flows), dtype=bool, count=n_f)
