@@ -1,0 +1,65 @@
+"""The interference analyzer: each VM's predicted V-slowdown (CloudScope Eq. 7) on its host now, with
+the per-resource slowdowns of its host and its loading vector, learned over the last ``window`` seconds.
+
+A finding is notable when the VM's slowdown is at least ``slowdown_above`` (1.1: 10 % slower than alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sova.analyze.base import Analyzer, register
+from sova.analyze.findings import Finding
+from sova.analyze.loading_vectors import host_load, loading_vectors, window_usage
+from sova.analyze.vslowdown import gammas, v_slowdown
+from sova.model.knowledge import Knowledge
+
+
+@dataclass(frozen=True)
+class Slowdown(Finding, kind="slowdown"):
+    """A VM's predicted V-slowdown δ on its host, from its loading vector β and its host's γ."""
+
+    vm: str
+    host: str
+    slowdown: float  # δ: 1 is as fast as alone
+    threshold: float
+    gamma_cpu: float
+    gamma_disk: float
+    gamma_net: float
+    beta_cpu: float
+    beta_disk: float
+    beta_net: float
+
+    @property
+    def notable(self) -> bool:
+        return self.slowdown >= self.threshold
+
+    def describe(self) -> str:
+        return (
+            f"{self.vm} on {self.host}: predicted {self.slowdown:.2f}x slower than alone (time on cpu/disk/net "
+            f"{self.beta_cpu:.0%}/{self.beta_disk:.0%}/{self.beta_net:.0%}; host slowdowns "
+            f"{self.gamma_cpu:.2f}/{self.gamma_disk:.2f}/{self.gamma_net:.2f})"
+        )
+
+
+@register
+class Interference(Analyzer):
+    name = "interference"
+    summary = "CloudScope: each VM's predicted slowdown from co-located VMs (V-slowdown, Eq. 1-8)"
+    settings = ("window", "slowdown_above")
+
+    def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Slowdown, ...]:
+        usage = window_usage(knowledge, settings["window"])
+        if usage is None:
+            return ()
+        snap = usage.snapshot
+        gamma = gammas(host_load(usage))
+        beta = loading_vectors(usage)
+        delta = v_slowdown(gamma, beta, snap.vm_host)
+        threshold = settings["slowdown_above"]
+        return tuple(
+            Slowdown(vm, snap.hosts[h], d, threshold, *gamma[h].tolist(), *b)
+            for vm, h, d, b in zip(snap.vms, snap.vm_host.tolist(), delta.tolist(), beta.tolist(), strict=True)
+        )

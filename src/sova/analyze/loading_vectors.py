@@ -1,0 +1,148 @@
+"""What CloudScope's model reads, learned online from what hosts report: each VM's loading vector
+(Eq. 6: the share of its time on CPU, disk and network) and each host's load (the sums of Eq. 2-5).
+
+Over a window of the Knowledge (the first and last snapshots, re-indexed alike), per VM:
+- CPU: its CPU time per second over its vCPUs (the share of time its vCPUs compute); in the host's sum
+  of Eq. 2 a VM counts what it got plus what it waited for (counters show what the host handed out, so
+  an oversubscribed host shows only in its VMs' waiting time);
+- disk: the time its completed IOs took per second (libvirt's rd/wr_total_times), at most 1;
+- network: the time its bytes take on its vNIC, (the busier direction) x 8 / the port's bit rate, at most 1.
+The loading vector is the three shares over their sum (a VM that did nothing counts as CPU-bound: its
+slowdown is then its CPU's). The host's storage channel is its NIC (storage crosses it in Sova's data
+centers, as iSCSI does in the paper's); its Dom0 weight is the snapshot's where the driver reports one,
+else the mean guest's (Eq. 8 then reduces to Eq. 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sova.analyze.vslowdown import HostLoad, VmLoad
+from sova.model.knowledge import Knowledge
+from sova.model.snapshot import Snapshot
+from sova.model.snapshot_align import aligned
+
+
+@dataclass(frozen=True)
+class VmUsage:
+    """Per VM of `snapshot`, rates over the window: cores got and cores waited for (runnable, not running:
+    XenMon's waiting, libvirt's vcpu wait), disk bytes/s, ops/s and busy s/s, network bytes/s and
+    packets/s each way; per host: Dom0's CPU use over its vCPUs."""
+
+    snapshot: Snapshot
+    cpu: np.ndarray
+    cpu_wait: np.ndarray
+    disk_bytes: np.ndarray
+    disk_ops: np.ndarray
+    disk_busy: np.ndarray
+    tx_bytes: np.ndarray
+    rx_bytes: np.ndarray
+    tx_packets: np.ndarray
+    rx_packets: np.ndarray
+    dom0_util: np.ndarray
+
+
+def window_usage(knowledge: Knowledge, seconds: float) -> VmUsage | None:
+    """Rates over the last `seconds` (None before two snapshots exist)."""
+    if len(knowledge) < 2:
+        return None
+    use = knowledge.since(knowledge.latest.time - seconds)
+    if len(use) < 2:
+        use = knowledge.snapshots[-2:]
+    last = use[-1]
+    first = aligned(use[0], last, use[1:])
+    span = max(last.time - first.time, 1e-9)
+    new, old = last.counters, first.counters
+
+    def rate(name: str) -> np.ndarray:
+        return np.maximum(getattr(new, name) - getattr(old, name), 0.0) / span
+
+    return VmUsage(
+        snapshot=last,
+        cpu=rate("cpu_time"),
+        cpu_wait=rate("wait_time"),
+        disk_bytes=rate("blk_rd_bytes") + rate("blk_wr_bytes"),
+        disk_ops=rate("blk_rd_ops") + rate("blk_wr_ops"),
+        disk_busy=rate("blk_time"),
+        tx_bytes=rate("guest_tx_bytes"),
+        rx_bytes=rate("guest_rx_bytes"),
+        tx_packets=rate("guest_tx_packets"),
+        rx_packets=rate("guest_rx_packets"),
+        dom0_util=np.maximum(last.dom0_cpu_time - first.dom0_cpu_time, 0.0) / span / np.maximum(last.dom0_vcpus, 1e-9),
+    )
+
+
+def _per(amount: np.ndarray, count: np.ndarray) -> np.ndarray:
+    return np.where(count > 0, amount / np.maximum(count, 1e-300), 0.0)
+
+
+def loading_vectors(u: VmUsage) -> np.ndarray:
+    """Eq. 6 per VM (VMs x 3: CPU, disk, network), each row summing to 1."""
+    snap = u.snapshot
+    port = snap.nic_bandwidth[snap.vm_host]
+    shares = np.stack(
+        [
+            u.cpu / np.maximum(snap.vm_vcpus, 1e-9),
+            np.minimum(u.disk_busy, 1.0),
+            np.minimum(np.maximum(u.tx_bytes, u.rx_bytes) * 8 / np.maximum(port, 1e-300), 1.0),
+        ],
+        axis=1,
+    )
+    total = shares.sum(axis=1, keepdims=True)
+    idle = total[:, 0] <= 0
+    shares[idle] = (1.0, 0.0, 0.0)
+    return shares / np.where(idle, 1.0, total[:, 0])[:, None]
+
+
+def vm_loads(u: VmUsage) -> dict[str, np.ndarray]:
+    """Each VM's terms in its host's sums (arrays over VMs), and its part of Dom0's work."""
+    snap = u.snapshot
+    port = np.maximum(snap.nic_bandwidth[snap.vm_host], 1e-300)
+    io = u.disk_bytes + u.tx_bytes + u.rx_bytes
+    host_io = np.bincount(snap.vm_host, weights=io, minlength=len(snap.hosts))
+    return {
+        "cpu_demand": u.cpu + u.cpu_wait,  # what it got and what it waited for: util x vCPU as it asked
+        "disk_bs": _per(u.disk_bytes, u.disk_ops),
+        "net_tx_bs": _per(u.tx_bytes, u.tx_packets),
+        "net_rx_bs": _per(u.rx_bytes, u.rx_packets),
+        "disk_util": u.disk_bytes * 8 / port,
+        "net_tx_demand": u.tx_bytes * 8,
+        "net_rx_demand": u.rx_bytes * 8,
+        "weight": snap.vm_weight.astype(float),
+        "dom0_util": u.dom0_util[snap.vm_host] * _per(io, host_io[snap.vm_host]),
+    }
+
+
+def host_load(u: VmUsage, terms: dict[str, np.ndarray] | None = None) -> HostLoad:
+    """Every host's HostLoad: the sums of its VMs' terms, Dom0's measured use and the port's capacity."""
+    snap = u.snapshot
+    terms = vm_loads(u) if terms is None else terms
+    n = len(snap.hosts)
+
+    def total(key: str) -> np.ndarray:
+        return np.bincount(snap.vm_host, weights=terms[key], minlength=n)
+
+    guests = np.bincount(snap.vm_host, minlength=n)
+    weight_mean = np.where(guests > 0, total("weight") / np.maximum(guests, 1), 256.0)
+    dom0_weight = getattr(snap, "dom0_weight", None)
+    return HostLoad(
+        dom0_util=u.dom0_util,
+        dom0_weight=weight_mean if dom0_weight is None else dom0_weight.astype(float),
+        guest_weight_mean=weight_mean,
+        cpu_capacity=snap.host_cores.astype(float),
+        cpu_demand=total("cpu_demand"),
+        disk_bs=total("disk_bs"),
+        net_tx_bs=total("net_tx_bs"),
+        net_rx_bs=total("net_rx_bs"),
+        disk_util=total("disk_util"),
+        nic_capacity=snap.nic_bandwidth.astype(float),
+        net_tx_demand=total("net_tx_demand"),
+        net_rx_demand=total("net_rx_demand"),
+    )
+
+
+def vm_load(terms: dict[str, np.ndarray], vm: int) -> VmLoad:
+    """One VM's terms, to add to another host's load (what if it ran there?)."""
+    return VmLoad(**{key: float(values[vm]) for key, values in terms.items()})

@@ -1,0 +1,137 @@
+"""CloudScope's V-slowdown model (the CloudScope paper, §III): how much co-resident VMs slow each other
+down on a host, from what the host reports.
+
+A job slice of a VM moves through a discrete-time Markov chain of states Dom0 → pCPU (→ Disk | Net);
+each state is left with a probability that the host's load sets (Eq. 1-5, with Eq. 8 for Dom0's weight):
+
+- Dom0, an M/G/1-PS server: p_Dom0 = (1 - ρ_Dom0) · w_Dom0 / mean(w_guest)   (Eq. 8; Eq. 1 at equal weights)
+- pCPU: p_cpu = 1, or Σ pCPU / Σ util_i · vCPU_i when the CPUs are oversubscribed            (Eq. 2)
+- the grant table (128 entries of 4 KB) for I/O: with k = ⌊Σ bs_i / 512 KB⌋, p'_cpu = p_cpu if k < 1,
+  else p_cpu / (k + 1); disk counts reads and writes together, network each direction apart  (Eq. 3)
+- Disk, FIFO: p_disk = (1 - ρ_disk) / ρ_disk once its queue ρ/(1-ρ) reaches 1, else 1     (Eq. 4)
+- Net: p_net = 1, or Σ pNIC / Σ util_i · vNIC_i when the NIC is oversubscribed              (Eq. 5)
+
+The mean time to absorption of each chain is the sum of 1/p over its states; with every p = 1 it is 2
+(CPU) or 3 (disk, network), so γ_r = E(K_r) / E'(K_r). A VM's V-slowdown is δ_j = Σ_r γ_r β_r,j (Eq. 7)
+with β_j its loading vector (Eq. 6: the share of its time on each resource).
+
+Choices where the paper leaves room, each stated: probabilities are capped at 1 (Eq. 8 with a heavy
+Dom0 weight would exceed it) and utilisations at RHO_MAX (so that a saturated Dom0 or disk gives a large,
+finite delay); Σ bs_i sums one outstanding request per VM doing that I/O (the paper's example: two VMs
+of 256 KB fill the 128 entries); the network's k is the larger of the send and receive tables'.
+Everything is a numpy array over hosts, so a prediction for 100,000 VMs, or for one VM on each of 10,000
+hosts, is a handful of vector operations.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+RHO_MAX = 0.99
+GRANT_TABLE_BYTES = 128 * 4096  # entries x page size: the I/O a host can have mapped at once
+RESOURCES = ("cpu", "disk", "net")
+UNSATURATED = np.array([2.0, 3.0, 3.0])  # E'(K): mean time to absorption with every p = 1
+
+
+@dataclass(frozen=True)
+class HostLoad:
+    """What each host carries, as the V-slowdown model reads it (arrays over hosts).
+
+    dom0_util: ρ_Dom0, Dom0's CPU use over its vCPUs; dom0_weight and guest_weight_mean: the scheduler
+    weights of Eq. 8; cpu_capacity: Σ pCPU (cores); cpu_demand: Σ util_i · vCPU_i (cores); disk_bs,
+    net_tx_bs, net_rx_bs: Σ bs_i (bytes) of one outstanding request per VM doing that I/O; disk_util:
+    ρ_disk of the host's storage channel; nic_capacity: Σ pNIC (bit/s); net_demand: Σ util_i · vNIC_i
+    (bit/s, each direction: a NIC is full duplex)."""
+
+    dom0_util: np.ndarray
+    dom0_weight: np.ndarray
+    guest_weight_mean: np.ndarray
+    cpu_capacity: np.ndarray
+    cpu_demand: np.ndarray
+    disk_bs: np.ndarray
+    net_tx_bs: np.ndarray
+    net_rx_bs: np.ndarray
+    disk_util: np.ndarray
+    nic_capacity: np.ndarray
+    net_tx_demand: np.ndarray
+    net_rx_demand: np.ndarray
+
+
+def p_dom0(load: HostLoad) -> np.ndarray:
+    """Eq. 8 (Eq. 1 when Dom0 weighs as much as the mean guest)."""
+    share = load.dom0_weight / np.maximum(load.guest_weight_mean, 1e-300)
+    return np.minimum((1.0 - np.minimum(load.dom0_util, RHO_MAX)) * share, 1.0)
+
+
+def oversubscription(capacity: np.ndarray, demand: np.ndarray) -> np.ndarray:
+    """Eq. 2 and Eq. 5: 1 while demand fits, else capacity / demand."""
+    over = demand > capacity
+    return np.divide(capacity, demand, out=np.ones(np.broadcast(capacity, demand).shape), where=over)
+
+
+def grant_table(total_bs: np.ndarray, p_cpu: np.ndarray) -> np.ndarray:
+    """Eq. 3: the chance a request gets the grant table and reaches Dom0."""
+    k = np.floor(total_bs / GRANT_TABLE_BYTES)
+    return np.where(k < 1, 1.0, p_cpu / (k + 1))
+
+
+def p_disk(disk_util: np.ndarray) -> np.ndarray:
+    """Eq. 4: 1 while the FIFO queue ρ/(1-ρ) is below one request, else (1-ρ)/ρ."""
+    rho = np.minimum(disk_util, RHO_MAX)
+    return np.where(rho < 0.5, 1.0, (1.0 - rho) / np.maximum(rho, 1e-300))
+
+
+def gammas(load: HostLoad) -> np.ndarray:
+    """γ_cpu, γ_disk, γ_net per host (hosts x 3): E(K_r) / E'(K_r)."""
+    dom0 = 1.0 / p_dom0(load)
+    p_cpu = oversubscription(load.cpu_capacity, load.cpu_demand)
+    p_cpu_disk = grant_table(load.disk_bs, p_cpu)
+    p_cpu_net = grant_table(np.maximum(load.net_tx_bs, load.net_rx_bs), p_cpu)
+    p_net = oversubscription(load.nic_capacity, np.maximum(load.net_tx_demand, load.net_rx_demand))
+    expected = np.stack(
+        [
+            dom0 + 1.0 / p_cpu,
+            dom0 + 1.0 / p_cpu_disk + 1.0 / p_disk(load.disk_util),
+            dom0 + 1.0 / p_cpu_net + 1.0 / p_net,
+        ],
+        axis=1,
+    )
+    return expected / UNSATURATED
+
+
+def v_slowdown(gamma: np.ndarray, loading: np.ndarray, host: np.ndarray) -> np.ndarray:
+    """Eq. 7 per VM: δ_j = Σ_r γ_r(host of j) β_r,j; loading is VMs x 3, host the VMs' host indices."""
+    return (gamma[host] * loading).sum(axis=1)
+
+
+@dataclass(frozen=True)
+class VmLoad:
+    """One VM's part in its host's load (the terms it adds to each sum of HostLoad)."""
+
+    cpu_demand: float  # util · vCPU, cores
+    disk_bs: float  # bytes of its outstanding disk request (0: no disk I/O)
+    net_tx_bs: float
+    net_rx_bs: float
+    disk_util: float  # what it adds to the storage channel's utilisation
+    net_tx_demand: float  # bit/s
+    net_rx_demand: float
+    weight: float  # its scheduler weight
+    dom0_util: float  # the Dom0 utilisation its I/O causes
+
+
+def with_vm(load: HostLoad, vm: VmLoad, guests: np.ndarray) -> HostLoad:
+    """Every host's load as it would be with `vm` added (guests: VMs on each host now, for the weights)."""
+    return replace(
+        load,
+        dom0_util=load.dom0_util + vm.dom0_util,
+        guest_weight_mean=(load.guest_weight_mean * guests + vm.weight) / (guests + 1),
+        cpu_demand=load.cpu_demand + vm.cpu_demand,
+        disk_bs=load.disk_bs + vm.disk_bs,
+        net_tx_bs=load.net_tx_bs + vm.net_tx_bs,
+        net_rx_bs=load.net_rx_bs + vm.net_rx_bs,
+        disk_util=load.disk_util + vm.disk_util,
+        net_tx_demand=load.net_tx_demand + vm.net_tx_demand,
+        net_rx_demand=load.net_rx_demand + vm.net_rx_demand,
+    )

@@ -1,0 +1,62 @@
+"""The interference analyzer on the simulator: loading vectors learned from what the host reports, and
+the V-slowdown it predicts for a crowded host."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import make_scenario
+from sova.analyze.base import AnalyzeStage
+from sova.analyze.interference import Slowdown
+from sova.control.runtime import Runtime
+from sova.drivers.sim import SimDriver
+from sova.model.scenario import ControlSpec
+from sova.sim.engine import Simulator
+
+SETTINGS = {"window": 20.0, "slowdown_above": 1.1}
+
+
+def findings_after(scenario, seconds: float = 30.0) -> dict[str, Slowdown]:
+    sim = Simulator(scenario)
+    runtime = Runtime(SimDriver(sim), [], ControlSpec(monitor_period=1.0))
+    runtime.tick()
+    for _ in range(round(seconds)):
+        sim.step()
+        runtime.tick()
+    found = AnalyzeStage(runtime.knowledge).findings([("interference", SETTINGS)])
+    return {f.vm: f for f in found.of(Slowdown)}
+
+
+def test_each_vm_is_mostly_on_the_resource_its_workload_uses():
+    found = findings_after(
+        make_scenario(
+            hosts=[{"name": "h1", "cores": 8}],
+            storage=[{"name": "ssd"}],
+            vms=[{"name": n, "host": "h1", "vcpus": 2} for n in ("burner", "reader", "sender")],
+            workloads=[
+                {"kind": "lookbusy", "vm": "burner", "util": 1.0},
+                {"kind": "fio", "vm": "reader", "iops": 2000, "size": "64KiB", "iodepth": 4},
+                {"kind": "netperf", "vm": "sender", "peer": "external"},
+            ],
+        )
+    )
+    assert found["burner"].beta_cpu > 0.99
+    assert found["reader"].beta_disk > 0.5
+    assert found["sender"].beta_net > 0.5
+    assert all(f.slowdown >= 1.0 for f in found.values())
+
+
+def test_an_oversubscribed_host_predicts_its_cpu_bound_vms_slower_by_demand_over_capacity():
+    found = findings_after(
+        make_scenario(
+            hosts=[{"name": "h1", "cores": 8}, {"name": "h2", "cores": 8}],
+            vms=[{"name": "busy{i}", "count": 6, "host": "h1", "vcpus": 2}, {"name": "calm", "host": "h2", "vcpus": 2}],
+            workloads=[{"kind": "lookbusy", "vm": "busy*", "util": 1.0}, {"kind": "lookbusy", "vm": "calm", "util": 0.5}],
+        )
+    )
+    busy = found["busy1"]
+    # 12 vCPUs want a core each on 8 (got 8, waited 4: Σ util x vCPU = 12), Dom0 idle: p_cpu = 8/12,
+    # E(K_cpu) = 1 + 1.5, γ_cpu = 2.5 / 2; the burners spend all their time on the CPU
+    assert busy.gamma_cpu == pytest.approx(1.25, rel=0.01)
+    assert busy.slowdown == pytest.approx(1.25, rel=0.01) and busy.notable
+    assert found["calm"].slowdown == pytest.approx(1.0, abs=0.01) and not found["calm"].notable
