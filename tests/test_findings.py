@@ -190,7 +190,7 @@ def test_a_new_kind_of_finding_needs_no_change_to_the_container():
     assert findings.of(Note) == (Note("h1", "hello"),) and findings.describe().endswith("h1: hello")
     assert Findings.from_dict(findings.to_dict()) == findings
     with pytest.raises(ValueError, match="unknown finding kind"):
-        Findings.from_dict({"time": 0.0, "slowdown": []})
+        Findings.from_dict({"time": 0.0, "no-such-kind": []})
 
 
 def test_a_policy_that_reads_an_unknown_analyzer_is_refused():
