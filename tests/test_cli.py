@@ -120,7 +120,7 @@ def test_per_vm_metrics_follow_a_migration(small, tmp_path):
     assert float(rows[-1]["vm_cpu:v4"]) > 0
 
 
-HELP = [["run"], ["validate"], ["policies"], ["place"], ["lab"], ["lab", "up"], ["lab", "load"], ["manage"], []]
+HELP = [["run"], ["validate"], ["policies"], ["place"], ["predict"], ["lab"], ["lab", "up"], ["lab", "load"], ["manage"], []]
 
 
 @pytest.mark.parametrize("command", HELP, ids=[" ".join(c) or "sova" for c in HELP])
@@ -146,3 +146,15 @@ def test_policies_lists_the_builtin_profiles_in_aligned_columns(capsys, monkeypa
     rows = [line for line in text.splitlines() if line.startswith((" period ", " window "))]
     assert len(rows) > 3
     assert len({row.index(row.split()[1], len(row.split()[0]) + 1) for row in rows}) == 1  # second column aligned
+
+
+def test_predict_prints_each_vms_slowdown_and_what_if_one_moved(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["predict", str(ROOT / "scenarios" / "quickstart.toml"), "--window", "20", "--vm", "web1"]) == 0
+    text = capsys.readouterr().out
+    assert "predicted slowdown" in text and "burn1" in text and "web1 on each host" in text and "(now)" in text
+
+
+def test_predict_refuses_a_vm_the_scenario_does_not_have(capsys):
+    assert main(["predict", str(ROOT / "scenarios" / "quickstart.toml"), "--vm", "nope"]) == 2
+    assert "--vm: no VM named 'nope'" in capsys.readouterr().err

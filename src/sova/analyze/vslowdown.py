@@ -135,3 +135,16 @@ def with_vm(load: HostLoad, vm: VmLoad, guests: np.ndarray) -> HostLoad:
         net_tx_demand=load.net_tx_demand + vm.net_tx_demand,
         net_rx_demand=load.net_rx_demand + vm.net_rx_demand,
     )
+
+
+def slowdown_if_placed(load: HostLoad, vm: VmLoad, guests: np.ndarray, beta: np.ndarray, current: int) -> np.ndarray:
+    """Algorithm 1's Predict(β_j, PM_k) for every host k at once: the VM's slowdown were it on k (on its
+    current host, as it is now; -1: it has none yet)."""
+    gamma = gammas(with_vm(load, vm, guests))
+    if current >= 0:
+        gamma[current] = gammas(_one(load, current))[0]
+    return gamma @ beta
+
+
+def _one(load: HostLoad, host: int) -> HostLoad:
+    return HostLoad(**{name: getattr(load, name)[host : host + 1] for name in HostLoad.__dataclass_fields__})

@@ -13,7 +13,7 @@ import signal
 import sys
 
 from sova import __version__
-from sova.cli import check, lab, manage, place, run
+from sova.cli import check, lab, manage, place, predict, run
 from sova.cli.common import Terminated, described, err, error, print_problems
 from sova.drivers.libvirt_driver import DriverError
 from sova.lab.errors import LabError
@@ -49,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_parser(sub)
     check.add_parsers(sub)
     place.add_parser(sub)
+    predict.add_parser(sub)
     lab.add_parser(sub)
     manage.add_parser(sub)
     return p
@@ -59,6 +60,7 @@ COMMANDS = {
     "run": run.command,
     "policies": lambda args: check.policies(),
     "place": place.command,
+    "predict": predict.command,
     "lab": lab.command,
     "manage": manage.command,
 }

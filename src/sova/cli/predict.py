@@ -1,0 +1,69 @@
+"""``sova predict``: each VM's predicted slowdown from co-located VMs (CloudScope), and where one VM would
+be slowed down least."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.table import Table
+
+from sova.cli.common import described, number, out
+
+
+def add_parser(sub) -> None:
+    pr = sub.add_parser(
+        "predict",
+        help="predicted slowdown of each VM from its neighbours (CloudScope), and what if a VM moved",
+        **described(
+            "Run SCENARIO for --window simulated seconds with no policy, learn each VM's loading vector (its "
+            "share of time on CPU, disk and network) and each host's load from what the hosts report, and "
+            "print each VM's V-slowdown (1.00: as fast as alone), slowest first. With --vm, also the slowdown "
+            "that VM would have on each host.",
+            [
+                "sova predict scenarios/quickstart.toml",
+                "sova predict scenarios/quickstart.toml --vm web1 --top 5",
+            ],
+            "docs/policies.md (CloudScope) gives the model's equations.",
+        ),
+    )
+    pr.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file")
+    pr.add_argument(
+        "--window",
+        type=number("a positive number of seconds", lo=0, lo_open=True),
+        default=60.0,
+        metavar="SECONDS",
+        help="measurement window (default 60)",
+    )
+    pr.add_argument("--vm", metavar="NAME", help="also show this VM's slowdown on every host")
+    pr.add_argument(
+        "--top",
+        type=number("a whole number >= 1", lo=1, integer=True),
+        default=20,
+        metavar="N",
+        help="rows to print (default 20)",
+    )
+
+
+def command(args) -> int:
+    from sova.cli.run import load
+    from sova.control.predict import predict
+
+    _, runs = load(args.scenario)
+    p = predict(runs[0], args.window, args.vm)
+    top = int(args.top)
+    table = Table(title=f"predicted slowdown on {args.scenario.name} (measured {args.window:g} s)")
+    for name, justify in (("VM", "left"), ("host", "left"), ("slowdown", "right"), ("cpu/disk/net time", "right")):
+        table.add_column(name, justify=justify)
+    for j in p.slowdown.argsort(kind="stable")[::-1][:top]:
+        b = p.loading[j]
+        table.add_row(p.vms[j], p.hosts[p.vm_host[j]], f"{p.slowdown[j]:.2f}", f"{b[0]:.0%}/{b[1]:.0%}/{b[2]:.0%}")
+    out.print(table)
+    if p.what_if is not None:
+        here = p.hosts[p.vm_host[p.vms.index(args.vm)]]
+        table = Table(title=f"{args.vm} on each host (now on {here})")
+        table.add_column("host")
+        table.add_column("slowdown", justify="right")
+        for k in p.what_if.argsort(kind="stable")[:top]:
+            table.add_row(p.hosts[k] + (" (now)" if p.hosts[k] == here else ""), f"{p.what_if[k]:.2f}")
+        out.print(table)
+    return 0

@@ -1,0 +1,101 @@
+"""CloudScope's interference-aware scheduling (the CloudScope paper, §IV-A, Algorithm 1).
+
+Every ``period``: the VMs whose predicted V-slowdown is at least ``slowdown_above`` (the ``interference``
+findings) are the targeted VMs, slowest first. For each, Predict(β_j, PM_k) gives its slowdown on every
+host k at once (``vslowdown.slowdown_if_placed``); among the hosts with the memory, vCPUs (at most
+``cpu_ratio`` per core) and no VF it would need, the one with the smallest slowdown is PM_candidate, and
+the VM moves there when that saves at least ``min_gain`` of its slowdown now. Up to ``max_moves`` VMs
+move per round, each move's load counted on its new host before the next VM is placed. A VM that moved
+within ``min_residence`` seconds, is migrating, or holds an SR-IOV VF (a VF must be detached first: the
+Sova policy does that) is not targeted. A host whose set of VMs changed within the window neither sends
+nor receives (its measured load is not the load it has now), so one round's moves are measured before
+the next acts on them. The executor's rails (capacity, concurrency, hold-down) still apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from sova.analyze.findings import Findings
+from sova.analyze.interference import Slowdown
+from sova.analyze.loading_vectors import VmUsage, host_load, loading_vectors, vm_load, vm_loads, window_usage
+from sova.analyze.vslowdown import HostLoad, slowdown_if_placed
+from sova.model.actions import Action, Migrate
+from sova.model.knowledge import Knowledge
+from sova.model.schema import Field
+from sova.model.snapshot import VmRequest
+from sova.plan.admission import HostRoom
+from sova.plan.base import Policy, register
+
+
+@register
+class CloudScope(Policy):
+    name = "cloudscope"
+    summary = "move the VMs predicted to slow down most to the host where they would slow down least (Alg. 1)"
+    params = {
+        "period": Field("duration", 60.0, "how often the policy runs", lo=0, lo_open=True),
+        "window": Field(
+            "duration", 60.0, "seconds the loading vectors and host loads are learned over", lo=0, lo_open=True
+        ),
+        "slowdown_above": Field("float", 1.1, "a VM predicted at least this much slower than alone is targeted", lo=1),
+        "min_gain": Field("float", 0.05, "move only if the slowdown falls by this share of itself", lo=0, hi=1),
+        "max_moves": Field("int", 2, "migrations per round", lo=0),
+        "min_residence": Field("duration", 600.0, "a VM that just moved is not targeted for this long", lo=0),
+        "cpu_ratio": Field("float", 4.0, "vCPUs per host core a destination may hold", lo=0, lo_open=True),
+    }
+    analyzers = {"interference": {}}
+
+    def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
+        p = self.settings
+        usage = window_usage(knowledge, p["window"])
+        if usage is None:
+            return []
+        snap = usage.snapshot
+        recent = knowledge.placement.moved_within(snap.time, p["min_residence"])
+        targeted = sorted(
+            (f for f in findings.of(Slowdown) if f.notable and f.vm not in recent), key=lambda f: -f.slowdown
+        )
+        terms, beta = vm_loads(usage), loading_vectors(usage)
+        vm_host = snap.vm_host.copy()
+        room = HostRoom(snap, p["cpu_ratio"])
+        changed = knowledge.placement.hosts_within(knowledge.placement.host_changed, snap.hosts, snap.time, p["window"])
+        actions: list[Action] = []
+        for found in targeted:
+            if len(actions) >= p["max_moves"]:
+                break
+            j = snap.vm_position[found.vm]
+            if snap.vm_migrating[j] or snap.vm_nic[j] != "vnic":
+                continue
+            here = int(vm_host[j])
+            if changed[here]:
+                continue
+            load = _load_with(usage, terms, vm_host)
+            guests = np.bincount(vm_host, minlength=len(snap.hosts))
+            slowdown = slowdown_if_placed(load, vm_load(terms, j), guests, beta[j], here)
+            request = VmRequest(found.vm, int(snap.vm_vcpus[j]), float(snap.vm_memory[j]), False, snap.time)
+            fits = room.fits(request) & ~changed
+            fits[here] = False
+            if not fits.any():
+                continue
+            k = int(np.flatnonzero(fits)[np.argmin(slowdown[fits])])
+            if slowdown[k] > slowdown[here] * (1 - p["min_gain"]):
+                continue
+            room.take(k, request)
+            vm_host[j] = k
+            actions.append(
+                Migrate(
+                    found.vm,
+                    snap.hosts[k],
+                    policy=self.name,
+                    reason=f"predicted slowdown {slowdown[here]:.2f} on {snap.hosts[here]}, {slowdown[k]:.2f} on "
+                    f"{snap.hosts[k]} (the least of {int(fits.sum())} hosts with room)",
+                )
+            )
+        return actions
+
+
+def _load_with(usage: VmUsage, terms: dict[str, np.ndarray], vm_host: np.ndarray) -> HostLoad:
+    """Host loads with the VMs where this round's plan puts them (Dom0's measured use stays per host)."""
+    return host_load(replace(usage, snapshot=replace(usage.snapshot, vm_host=vm_host)), terms)
