@@ -66,6 +66,9 @@ class FakeDom:
     def schedulerParametersFlags(self, flags=0):
         return dict(self.sched)
 
+    def schedulerParameters(self):
+        return dict(self.sched)
+
     def setSchedulerParametersFlags(self, params, flags):
         self.calls.append(("sched", params))
         self.sched.update(params)
@@ -105,10 +108,21 @@ class FakeDom:
 
 
 class FakeConn:
-    def __init__(self, uri: str, doms: dict[str, FakeDom] | None = None):
+    def __init__(self, uri: str, doms: dict[str, FakeDom] | None = None, kind: str = "QEMU"):
         self.uri = uri
         self.doms = doms or {}
         self.alive = True
+        self.kind = kind  # "QEMU" (KVM) or "Xen"
+        self.dom0 = FakeDom("Domain-0", self)
+        self.dom0.sched = {"weight": 256, "cap": 0}
+
+    def getType(self):
+        return self.kind
+
+    def lookupByID(self, ident):
+        if ident != 0 or self.kind != "Xen":
+            raise FakeError(f"Domain not found: no domain with matching id {ident}")
+        return self.dom0
 
     def isAlive(self):
         return self.alive

@@ -120,7 +120,18 @@ def test_per_vm_metrics_follow_a_migration(small, tmp_path):
     assert float(rows[-1]["vm_cpu:v4"]) > 0
 
 
-HELP = [["run"], ["validate"], ["policies"], ["place"], ["predict"], ["lab"], ["lab", "up"], ["lab", "load"], ["manage"], []]
+HELP = [
+    ["run"],
+    ["validate"],
+    ["policies"],
+    ["place"],
+    ["predict"],
+    ["lab"],
+    ["lab", "up"],
+    ["lab", "load"],
+    ["manage"],
+    [],
+]
 
 
 @pytest.mark.parametrize("command", HELP, ids=[" ".join(c) or "sova" for c in HELP])

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 from helpers import make_scenario
 from sova.control.runtime import Runtime
@@ -49,5 +48,5 @@ def test_vms_on_an_oversubscribed_host_move_to_where_they_are_predicted_to_slow_
 
 
 def test_a_gain_below_the_minimum_moves_nothing():
-    sim, runtime = run(crowded(), PARAMS | {"min_gain": 0.5}, 30)  # 1.25 -> 1.0 saves 20 %, not 50 %
+    _, runtime = run(crowded(), PARAMS | {"min_gain": 0.5}, 30)  # 1.25 -> 1.0 saves 20 %, not 50 %
     assert not any(e.action.startswith("migrate") for e in runtime.audit.entries)

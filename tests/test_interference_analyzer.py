@@ -51,7 +51,10 @@ def test_an_oversubscribed_host_predicts_its_cpu_bound_vms_slower_by_demand_over
         make_scenario(
             hosts=[{"name": "h1", "cores": 8}, {"name": "h2", "cores": 8}],
             vms=[{"name": "busy{i}", "count": 6, "host": "h1", "vcpus": 2}, {"name": "calm", "host": "h2", "vcpus": 2}],
-            workloads=[{"kind": "lookbusy", "vm": "busy*", "util": 1.0}, {"kind": "lookbusy", "vm": "calm", "util": 0.5}],
+            workloads=[
+                {"kind": "lookbusy", "vm": "busy*", "util": 1.0},
+                {"kind": "lookbusy", "vm": "calm", "util": 0.5},
+            ],
         )
     )
     busy = found["busy1"]

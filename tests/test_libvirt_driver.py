@@ -6,6 +6,7 @@ values to a Snapshot and from actions to libvirt calls, and what faults leave be
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from fake_libvirt import Cluster, FakeError, make
@@ -308,3 +309,40 @@ def test_stats_a_busy_domain_leaves_out_keep_their_last_value():
     third = drv.observe()
     assert second.counters.cpu_time[0] == first.counters.cpu_time[0] and second.vm_memory[0] == 128
     assert third.counters.cpu_time[0] - second.counters.cpu_time[0] == pytest.approx(1.0)
+
+
+def test_dom0_weight_on_xen_is_domain_0s_credit_weight():
+    c = Cluster()
+    c.conns["fake://a"].kind = "Xen"
+    c.add("fake://a", "vm1")
+    drv = make(c)
+    assert drv.observe().dom0_weight[0] == 256
+    outcome = drv.apply(A.SetDom0Weight(host="a", weight=512))
+    assert outcome.status == A.OK and "Domain-0 credit weight set to 512" in outcome.message
+    assert c.conns["fake://a"].dom0.calls[-1] == ("sched", {"weight": 512})
+    assert drv.observe().dom0_weight[0] == 512
+
+
+def test_dom0_weight_on_kvm_is_the_quota_of_every_guests_io_threads():
+    c = Cluster()
+    d1, d2 = c.add("fake://a", "vm1"), c.add("fake://a", "vm2")
+    other = c.add("fake://b", "vm3")
+    drv = make(c)
+    assert np.isnan(drv.observe().dom0_weight).all()  # unlimited I/O threads: no weight to report
+    outcome = drv.apply(A.SetDom0Weight(host="a", weight=512))
+    assert outcome.status == A.OK and "2 guest(s) may use 2 core(s) each" in outcome.message
+    quota = {"emulator_period": 100000, "emulator_quota": 200000, "iothread_period": 100000, "iothread_quota": 200000}
+    assert d1.calls[-1] == ("sched", quota) and d2.calls[-1] == ("sched", quota)
+    assert not any(call[0] == "sched" for call in other.calls)  # another host's guests are left alone
+    weights = drv.observe().dom0_weight
+    assert weights[0] == pytest.approx(512) and np.isnan(weights[1])
+
+
+def test_dom0_weight_for_a_host_sova_does_not_manage_fails_and_changes_nothing():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    drv.observe()
+    outcome = drv.apply(A.SetDom0Weight(host="nowhere", weight=512))
+    assert outcome.status == A.FAILED and "nowhere" in outcome.message
+    assert not any(call[0] == "sched" for call in d.calls)

@@ -9,8 +9,9 @@ Over a window of the Knowledge (the first and last snapshots, re-indexed alike),
 - network: the time its bytes take on its vNIC, (the busier direction) x 8 / the port's bit rate, at most 1.
 The loading vector is the three shares over their sum (a VM that did nothing counts as CPU-bound: its
 slowdown is then its CPU's). The host's storage channel is its NIC (storage crosses it in Sova's data
-centers, as iSCSI does in the paper's); its Dom0 weight is the snapshot's where the driver reports one,
-else the mean guest's (Eq. 8 then reduces to Eq. 1).
+centers, as iSCSI does in the paper's); its Dom0 weight is the snapshot's where the driver reports one
+(the simulator; Xen's domain 0; KVM's I/O-thread quota), else the mean guest's (Eq. 8 then reduces to
+Eq. 1).
 """
 
 from __future__ import annotations
@@ -126,10 +127,10 @@ def host_load(u: VmUsage, terms: dict[str, np.ndarray] | None = None) -> HostLoa
 
     guests = np.bincount(snap.vm_host, minlength=n)
     weight_mean = np.where(guests > 0, total("weight") / np.maximum(guests, 1), 256.0)
-    dom0_weight = getattr(snap, "dom0_weight", None)
+    reported = snap.dom0_weight if snap.dom0_weight is not None else np.full(n, np.nan)
     return HostLoad(
         dom0_util=u.dom0_util,
-        dom0_weight=weight_mean if dom0_weight is None else dom0_weight.astype(float),
+        dom0_weight=np.where(np.isnan(reported), weight_mean, reported),
         guest_weight_mean=weight_mean,
         cpu_capacity=snap.host_cores.astype(float),
         cpu_demand=total("cpu_demand"),

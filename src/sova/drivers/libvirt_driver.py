@@ -33,6 +33,7 @@ from sova.drivers.libvirt_common import (
     _VmState,
     load_libvirt,
 )
+from sova.drivers.libvirt_dom0 import read_dom0_weight, set_dom0_weight
 from sova.drivers.libvirt_migration import MigrationJobs
 from sova.drivers.libvirt_vfs import VfOperations
 from sova.drivers.vf import EmulatedVfs, SriovHost, vf_mac
@@ -143,6 +144,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         now = self.now()
         H = len(self.host_names)
         cores, mem, host_cpu = np.zeros(H), np.zeros(H), np.zeros(H)
+        dom0_weight = np.full(H, np.nan)
         vfs_total = np.array([self._vf_capacity(h) for h in self.host_names], dtype=float)
         rows: dict[str, tuple[int, Any, dict, bool]] = {}
         for hi, h in enumerate(self.host_names):
@@ -163,6 +165,8 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             own = self.host_cpu(h) if self.host_cpu is not None else None
             if own is not None:  # hosts sharing one machine (the lab): each one's own CPU seconds and cores
                 host_cpu[hi], cores[hi] = own
+            # the guests' I/O threads all get one quota: the first guest's says it
+            dom0_weight[hi] = read_dom0_weight(conn, [dom for dom, _ in records[:1]])
             for dom, st in records:
                 name = dom.name()
                 running = st.get("state.state") == 1
@@ -273,6 +277,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             vm_vf_rate=vf_rate,
             vm_migrating=migrating,
             counters=VmCounters(**c),
+            dom0_weight=dom0_weight,
         )
 
     def _vf_capacity(self, host: str) -> int:
@@ -382,7 +387,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             return A.Outcome(A.FAILED, f"{vm} already has a {self._jobs[vm].action.kind} in progress", now, now)
         try:
             if isinstance(action, A.SetDom0Weight):
-                return A.Outcome(A.FAILED, "a KVM host has no Dom0 whose weight could be set", now, now)
+                return self._set_dom0_weight(action, now)
             host, dom = self._dom(vm)
         except _Refused as r:
             return A.Outcome(A.FAILED, str(r), now, now)
@@ -420,6 +425,14 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         else:
             return A.Outcome(A.FAILED, f"the libvirt driver cannot apply {action.kind}", now, now)
         return A.Outcome(A.OK, "applied", now, self.now())
+
+    def _set_dom0_weight(self, action: A.SetDom0Weight, now: float) -> A.Outcome:
+        conn = self._conn(action.host) if action.host in self.host_names else None
+        if conn is None:
+            return A.Outcome(A.FAILED, f"host {action.host} is unknown or unreachable", now, now)
+        domains = [conn.lookupByName(vm) for vm, host in self._where.items() if host == action.host]
+        done = set_dom0_weight(conn, domains, action.weight, self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
+        return A.Outcome(A.OK, done, now, self.now())
 
     def _flag(self, name: str, default: int) -> int:
         return getattr(self.lv, name, default) if self.lv is not None else default

@@ -80,6 +80,7 @@ class SimDriver:
             host_cpu_time=c["host_cpu_time"].copy(),
             dom0_cpu_time=c["dom0_cpu_time"].copy(),
             dom0_vcpus=s.dom0_vcpus.copy(),
+            dom0_weight=s.dom0_weight.copy(),
             nic_bandwidth=s.nic_bw.copy(),
             nic_rx_bytes=c["nic_rx_bytes"].copy(),
             nic_tx_bytes=c["nic_tx_bytes"].copy(),

@@ -78,6 +78,8 @@ class Snapshot:
     flow_src: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index
     flow_dst: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # VM index, -1 outside
     flow_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # cumulative (OVS flow counters)
+    # Dom0's scheduler weight (Xen credit; KVM: its guests' I/O-thread quota as a weight), NaN where unknown
+    dom0_weight: np.ndarray | None = None
 
     @functools.cached_property
     def vm_position(self) -> dict[str, int]:

@@ -43,6 +43,10 @@ def aligned(old: Snapshot, new: Snapshot, between: Iterable[Snapshot] = ()) -> S
     changes: dict = {"vms": new.vms, "hosts": new.hosts}
     for name in _HOST_FIELDS:
         changes[name] = _pick(getattr(old, name), getattr(new, name), host_at)
+    if old.dom0_weight is not None and new.dom0_weight is not None:
+        changes["dom0_weight"] = _pick(old.dom0_weight, new.dom0_weight, host_at)
+    else:
+        changes["dom0_weight"] = new.dom0_weight
     for name in _VM_FIELDS:
         changes[name] = _pick(getattr(old, name), getattr(new, name), vm_at)
     for name in _VM_FIELDS_OBJECT:
