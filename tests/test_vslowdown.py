@@ -11,6 +11,7 @@ from sova.analyze.vslowdown import (
     GRANT_TABLE_BYTES,
     HostLoad,
     VmLoad,
+    dom0_weight_needed,
     gammas,
     grant_table,
     oversubscription,
@@ -139,3 +140,21 @@ def test_nothing_runs_faster_for_company_and_more_load_never_helps(dom0, demand,
     now, then = v_slowdown(gammas(base), b, np.array([0]))[0], v_slowdown(gammas(busier), b, np.array([0]))[0]
     assert np.isfinite(now) and now >= 1.0 - 1e-12
     assert then >= now - 1e-9
+
+
+def test_the_dom0_weight_needed_solves_eq7_for_p_dom0_then_eq8_for_the_weight():
+    # a network VM (β = 0, 0, 1) on a host whose Dom0 is 60 % busy, NIC fine: δ = (1/p + 1 + 1) / 3
+    host = load(dom0_util=0.6)
+    beta = np.array([[0.0, 0.0, 1.0]])
+    assert v_slowdown(gammas(host), beta, np.array([0]))[0] == pytest.approx((2.5 + 2) / 3)  # 1.5 now
+    # within 1.2: 1/p <= 3 x 1.2 - 2 = 1.6, p >= 0.625; Eq. 8: 0.625 = 0.4 x w / 256, w = 400
+    weight = dom0_weight_needed(host, beta, np.array([0]), 1.2)
+    assert weight.tolist() == [pytest.approx(400.0)]
+    raised = load(dom0_util=0.6, dom0_weight=400.0)
+    assert v_slowdown(gammas(raised), beta, np.array([0]))[0] == pytest.approx(1.2)
+
+
+def test_an_slo_no_dom0_weight_can_meet_asks_for_the_weight_that_frees_dom0_entirely():
+    host = load(dom0_util=0.5, net_tx_demand=20e9)  # the NIC itself is oversubscribed twice
+    weight = dom0_weight_needed(host, np.array([[0.0, 0.0, 1.0]]), np.array([0]), 1.1)
+    assert weight.tolist() == [pytest.approx(256 / 0.5)]  # p_Dom0 = 1: all that Dom0's weight can give

@@ -83,22 +83,34 @@ def p_disk(disk_util: np.ndarray) -> np.ndarray:
     return np.where(rho < 0.5, 1.0, (1.0 - rho) / np.maximum(rho, 1e-300))
 
 
-def gammas(load: HostLoad) -> np.ndarray:
-    """γ_cpu, γ_disk, γ_net per host (hosts x 3): E(K_r) / E'(K_r)."""
-    dom0 = 1.0 / p_dom0(load)
+def chain_times(load: HostLoad) -> tuple[np.ndarray, np.ndarray]:
+    """Per host: the Dom0 state's mean time 1/p_Dom0, and each chain's time in its other states (hosts x 3)."""
     p_cpu = oversubscription(load.cpu_capacity, load.cpu_demand)
     p_cpu_disk = grant_table(load.disk_bs, p_cpu)
     p_cpu_net = grant_table(np.maximum(load.net_tx_bs, load.net_rx_bs), p_cpu)
     p_net = oversubscription(load.nic_capacity, np.maximum(load.net_tx_demand, load.net_rx_demand))
-    expected = np.stack(
-        [
-            dom0 + 1.0 / p_cpu,
-            dom0 + 1.0 / p_cpu_disk + 1.0 / p_disk(load.disk_util),
-            dom0 + 1.0 / p_cpu_net + 1.0 / p_net,
-        ],
-        axis=1,
+    rest = np.stack(
+        [1.0 / p_cpu, 1.0 / p_cpu_disk + 1.0 / p_disk(load.disk_util), 1.0 / p_cpu_net + 1.0 / p_net], axis=1
     )
-    return expected / UNSATURATED
+    return 1.0 / p_dom0(load), rest
+
+
+def gammas(load: HostLoad) -> np.ndarray:
+    """γ_cpu, γ_disk, γ_net per host (hosts x 3): E(K_r) / E'(K_r)."""
+    dom0, rest = chain_times(load)
+    return (dom0[:, None] + rest) / UNSATURATED
+
+
+def dom0_weight_needed(load: HostLoad, beta: np.ndarray, host: np.ndarray, slo: float) -> np.ndarray:
+    """Per VM: the Dom0 weight its host needs for the VM's slowdown to stay within `slo` (Eq. 7 solved for
+    1/p_Dom0, then Eq. 8 for the weight). Where even p_Dom0 = 1 cannot meet it, the weight that gives
+    p_Dom0 = 1, the most Dom0 can do."""
+    _, rest = chain_times(load)
+    per_state = beta / UNSATURATED  # δ = 1/p_Dom0 · Σ β_r/E'_r + Σ β_r · rest_r / E'_r
+    bound = (slo - (per_state * rest[host]).sum(axis=1)) / per_state.sum(axis=1)
+    chance = np.where(bound > 1.0, 1.0 / np.maximum(bound, 1e-300), 1.0)
+    idle = 1.0 - np.minimum(load.dom0_util, RHO_MAX)
+    return chance * load.guest_weight_mean[host] / idle[host]
 
 
 def v_slowdown(gamma: np.ndarray, loading: np.ndarray, host: np.ndarray) -> np.ndarray:
