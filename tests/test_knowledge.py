@@ -12,6 +12,7 @@ from sova.drivers.sim import SimDriver
 from sova.model import scenario as S
 from sova.model import scenario_fields as F
 from sova.model.knowledge import Knowledge
+from sova.model.placement_tracker import PlacementTracker
 from sova.sim.engine import Simulator
 
 
@@ -178,3 +179,24 @@ def test_spec_dataclass_defaults_match_the_schema(spec, fields, skip):
         if key in skip:
             continue
         assert declared[key] == field.default, key
+
+
+def test_a_vm_missing_from_a_report_mid_migration_counts_as_moved_when_it_comes_back_elsewhere():
+    first = observed(1, hosts=[{"name": "h1"}, {"name": "h2"}], vms=[{"name": "a"}, {"name": "b"}]).latest
+    tracker = PlacementTracker()
+    tracker.observe(first)
+    keep = np.arange(1, len(first.vms))  # the first VM is missing from the next report
+    missing = dataclasses.replace(
+        first,
+        time=first.time + 1,
+        vms=first.vms[1:],
+        vm_host=first.vm_host[keep],
+        counters=type(first.counters)(**{k: v[keep] for k, v in vars(first.counters).items()}),
+    )
+    tracker.observe(missing)
+    moved_host = (first.vm_host.copy() + 1) % len(first.hosts)
+    back = dataclasses.replace(first, time=first.time + 2, vm_host=moved_host)
+    tracker.observe(back)
+    vm = first.vms[0]
+    assert tracker.vm_arrived[vm] == first.time + 2
+    assert tracker.host_sent[first.hosts[first.vm_host[0]]] == first.time + 2

@@ -2,8 +2,9 @@
 
 The Knowledge feeds it each snapshot it is given, so it does not depend on how much history the
 Knowledge keeps: residence times longer than the history work. A VM seen on two hosts in consecutive
-snapshots moved; across a change of inventory VMs are matched by name, and a VM that was created or
-deleted changes its host's set of VMs too (its reports from before no longer describe the host).
+snapshots moved; across a change of inventory VMs are matched by name, a VM that went missing and comes
+back on another host moved too, and a VM that was created or deleted changes its host's set of VMs (its
+reports from before no longer describe the host).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ class PlacementTracker:
         self._vms: tuple[str, ...] = ()
         self._hosts: tuple[str, ...] = ()
         self._vm_host: np.ndarray | None = None
+        self._gone: dict[str, str] = {}  # VMs missing from the newest snapshot: their last host
         self.vm_arrived: dict[str, float] = {}
         self.host_changed: dict[str, float] = {}
         self.host_received: dict[str, float] = {}
@@ -37,13 +39,14 @@ class PlacementTracker:
         before = {vm: self._hosts[h] for vm, h in zip(self._vms, self._vm_host, strict=True)}
         for vm, h in zip(snap.vms, snap.vm_host, strict=True):
             host = snap.hosts[h]
-            was = before.pop(vm, None)
+            was = before.pop(vm, None) or self._gone.pop(vm, None)
             if was is None:
                 self.host_changed[host] = snap.time  # created here
             elif was != host:
-                self._moved(vm, was, host, snap.time)
-        for host in before.values():  # deleted (or its host's daemon is away)
+                self._moved(vm, was, host, snap.time)  # also one that was missing a while (mid-migration)
+        for vm, host in before.items():  # deleted, or missing for now (its host's daemon away, a migration)
             self.host_changed[host] = snap.time
+            self._gone[vm] = host
 
     def _moved(self, vm: str, src: str, dst: str, time: float) -> None:
         self.vm_arrived[vm] = time
