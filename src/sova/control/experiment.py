@@ -230,6 +230,9 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             "completion_mean": float(times.mean()),
             "completion_p95": _pct(times, 95),
         }
+    if rec.jobs:
+        times = np.array([e.seconds for e in rec.jobs])
+        out["mapreduce"] = {"jobs": len(times), "completion_mean": float(times.mean())}
     g = sim.workloads.group("transfer")
     if g is not None:
         times = np.array([e.seconds for e in rec.transfers])

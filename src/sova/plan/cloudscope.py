@@ -1,7 +1,7 @@
 """CloudScope's interference-aware scheduling (the CloudScope paper, §IV-A, Algorithm 1).
 
 Every ``period``: the VMs whose predicted V-slowdown is at least ``slowdown_above`` (the ``interference``
-findings) are the targeted VMs, slowest first. For each, Predict(β_j, PM_k) gives its slowdown on every
+findings), among those ``vms`` names (a glob; all by default), are the targeted VMs, slowest first. For each, Predict(β_j, PM_k) gives its slowdown on every
 host k at once (``vslowdown.slowdown_if_placed``); among the hosts with the memory, vCPUs (at most
 ``cpu_ratio`` per core) and no VF it would need, the one with the smallest slowdown is PM_candidate, and
 the VM moves there when that saves at least ``min_gain`` of its slowdown now. Up to ``max_moves`` VMs
@@ -14,6 +14,7 @@ the next acts on them. The executor's rails (capacity, concurrency, hold-down) s
 
 from __future__ import annotations
 
+import fnmatch
 from dataclasses import replace
 
 import numpy as np
@@ -44,6 +45,7 @@ class CloudScope(Policy):
         "max_moves": Field("int", 2, "migrations per round", lo=0),
         "min_residence": Field("duration", 600.0, "a VM that just moved is not targeted for this long", lo=0),
         "cpu_ratio": Field("float", 4.0, "vCPUs per host core a destination may hold", lo=0, lo_open=True),
+        "vms": Field("str", "*", "the VMs it may move: a name or glob (Algorithm 1's targeted VMs)"),
     }
     analyzers = {"interference": {}}
 
@@ -54,8 +56,10 @@ class CloudScope(Policy):
             return []
         snap = usage.snapshot
         recent = knowledge.placement.moved_within(snap.time, p["min_residence"])
+        movable = set(fnmatch.filter(snap.vms, p["vms"]))
         targeted = sorted(
-            (f for f in findings.of(Slowdown) if f.notable and f.vm not in recent), key=lambda f: -f.slowdown
+            (f for f in findings.of(Slowdown) if f.notable and f.vm in movable and f.vm not in recent),
+            key=lambda f: -f.slowdown,
         )
         terms, beta = vm_loads(usage), loading_vectors(usage)
         vm_host = snap.vm_host.copy()

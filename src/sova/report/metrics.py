@@ -79,6 +79,8 @@ METRICS = [
     Metric("Web services", "throughput", "services.throughput_rps", REQUESTS_PER_S, False, "throughput"),
     Metric("Batch jobs", "jobs completed", "batch.jobs", COUNT, False, "batch jobs completed", True),
     Metric("Batch jobs", "mean completion time", "batch.completion_mean", SECONDS, True, "batch job time", True),
+    Metric("MapReduce jobs", "jobs completed", "mapreduce.jobs", COUNT, False, "MapReduce jobs completed"),
+    Metric("MapReduce jobs", "mean job time", "mapreduce.completion_mean", SECONDS, True, "MapReduce job time", True),
     Metric("File transfers", "completed", "transfers.completed", COUNT, False, "transfers completed", True),
     Metric("File transfers", "mean transfer time", "transfers.completion_mean", SECONDS, True, "transfer time", True),
     Metric("Storage", "mean IOPS", "storage.iops_mean", COUNT, False, "IOPS"),
