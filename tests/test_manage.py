@@ -6,9 +6,11 @@ import pytest
 
 from fake_libvirt import Cluster, make
 from sova.cli import main
-from sova.control.manage import manage
+from sova.control.manage import BUILTIN_PROFILES, manage
+from sova.control.profiles import check_profile
 from sova.model import actions as A
-from sova.model.scenario import ControlSpec
+from sova.model.scenario import ControlSpec, ProfileSpec
+from sova.model.schema import Reader
 from sova.plan.base import Policy
 
 
@@ -76,3 +78,18 @@ def test_dry_run_applies_nothing():
 def test_manage_refuses_bad_arguments_before_it_starts(args, message, capsys):
     assert main(["manage", *args]) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("profile", ["cloudscope", "cloudscope-dom0", "sova", "dsriov"])
+def test_every_builtin_profile_runs_against_libvirt_hosts(profile):
+    c = Cluster()
+    c.conns["fake://a"].kind = "Xen"
+    c.add("fake://a", "vm1")
+    c.add("fake://b", "vm2")
+    reader = Reader("test")
+    policies = check_profile(reader, ProfileSpec(profile, BUILTIN_PROFILES[profile]))
+    assert not reader.problems and [p.name for p in policies] == list(BUILTIN_PROFILES[profile])
+    for p in policies:
+        p.period = 0.05
+    rt = manage(make(c), policies, ControlSpec(monitor_period=0.02), "dry-run", duration=0.3, tick=0.02)
+    assert len(rt.knowledge) >= 2  # it observed the hosts and ran its policies without error

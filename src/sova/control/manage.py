@@ -24,6 +24,8 @@ BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
     "dsriov": ("dsriov",),
     "vlm": ("sandpiper",),  # the Sova paper's VLM baseline is Sandpiper
     "sova": ("sova",),
+    "cloudscope": ("cloudscope",),  # CloudScope Algorithm 1: move VMs predicted slow
+    "cloudscope-dom0": ("cloudscope-dom0",),  # CloudScope Eq. 8: raise Dom0's weight for VMs missing their SLO
 }
 
 
