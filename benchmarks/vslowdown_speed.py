@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from decision_round import VMS_PER_HOST, synthetic_knowledge
-from sova.analyze.loading_vectors import host_load, loading_vectors, vm_load, vm_loads, window_usage
+from sova.analyze.loading_vectors import host_load, loading_vectors, vm_load, vm_terms, window_usage
 from sova.analyze.vslowdown import gammas, slowdown_if_placed, v_slowdown
 
 
@@ -41,7 +41,7 @@ def measure(n: int, repeat: int) -> tuple[float, float, float]:
         return v_slowdown(gammas(host_load(u)), loading_vectors(u), u.snapshot.vm_host)
 
     u = window_usage(k, 30.0)
-    terms, beta = vm_loads(u), loading_vectors(u)
+    terms, beta = vm_terms(u), loading_vectors(u)
     load = host_load(u, terms)
     guests = np.bincount(u.snapshot.vm_host, minlength=n)
     vm = vm_load(terms, 0)

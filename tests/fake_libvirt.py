@@ -38,7 +38,8 @@ class FakeDom:
             **(stats or {}),
         }
         self.devices: list[str] = []
-        self.sched = {"cpu_shares": 1024, "vcpu_period": 100000, "vcpu_quota": -1}
+        xen = getattr(conn, "kind", "QEMU") == "Xen"  # Xen's credit scheduler, else KVM's cgroup shares
+        self.sched = {"weight": 256, "cap": 0} if xen else {"cpu_shares": 1024, "vcpu_period": 100000, "vcpu_quota": -1}
         self.calls: list[tuple] = []
         self.migrate_error: Exception | None = None
         self.paused_after_failure = False

@@ -311,31 +311,36 @@ def test_stats_a_busy_domain_leaves_out_keep_their_last_value():
     assert third.counters.cpu_time[0] - second.counters.cpu_time[0] == pytest.approx(1.0)
 
 
-def test_dom0_weight_on_xen_is_domain_0s_credit_weight():
+def test_dom0_weight_on_xen_is_domain_0s_credit_weight_and_domain_0_is_no_guest():
     c = Cluster()
     c.conns["fake://a"].kind = "Xen"
-    c.add("fake://a", "vm1")
+    guest = c.add("fake://a", "vm1")
+    guest.sched = {"weight": 512, "cap": 0}  # Xen's credit scheduler parameters
+    c.add("fake://a", "Domain-0")  # libxl lists the control domain among the domains
     drv = make(c)
-    assert drv.observe().dom0_weight[0] == 256
-    outcome = drv.apply(A.SetDom0Weight(host="a", weight=512))
-    assert outcome.status == A.OK and "Domain-0 credit weight set to 512" in outcome.message
-    assert c.conns["fake://a"].dom0.calls[-1] == ("sched", {"weight": 512})
-    assert drv.observe().dom0_weight[0] == 512
+    snap = drv.observe()
+    assert snap.vms == ("vm1",) and snap.dom0_weight[0] == 256 and snap.vm_weight[0] == 512
+    outcome = drv.apply(A.SetDom0Weight(host="a", weight=768))
+    assert outcome.status == A.OK and "Domain-0 credit weight set to 768" in outcome.message
+    assert c.conns["fake://a"].dom0.calls[-1] == ("sched", {"weight": 768})
+    assert not any(call[0] == "sched" for call in guest.calls)  # the guests are not touched on Xen
+    assert drv.observe().dom0_weight[0] == 768
 
 
-def test_dom0_weight_on_kvm_is_the_quota_of_every_guests_io_threads():
+def test_dom0_weight_on_kvm_adjusts_only_capped_io_threads_and_is_not_reported():
     c = Cluster()
-    d1, d2 = c.add("fake://a", "vm1"), c.add("fake://a", "vm2")
+    capped, free = c.add("fake://a", "vm1"), c.add("fake://a", "vm2")
+    capped.sched.update({"emulator_period": 100000, "emulator_quota": 50000})
     other = c.add("fake://b", "vm3")
+    other.sched.update({"emulator_period": 100000, "emulator_quota": 50000})
     drv = make(c)
-    assert np.isnan(drv.observe().dom0_weight).all()  # unlimited I/O threads: no weight to report
+    assert np.isnan(drv.observe().dom0_weight).all()  # KVM has no Dom0: the model uses Eq. 1
     outcome = drv.apply(A.SetDom0Weight(host="a", weight=512))
-    assert outcome.status == A.OK and "2 guest(s) may use 2 core(s) each" in outcome.message
+    assert outcome.status == A.OK
+    assert "1 capped guest(s) set to 2 core(s) each; 1 guest(s) unlimited already" in outcome.message
     quota = {"emulator_period": 100000, "emulator_quota": 200000, "iothread_period": 100000, "iothread_quota": 200000}
-    assert d1.calls[-1] == ("sched", quota) and d2.calls[-1] == ("sched", quota)
-    assert not any(call[0] == "sched" for call in other.calls)  # another host's guests are left alone
-    weights = drv.observe().dom0_weight
-    assert weights[0] == pytest.approx(512) and np.isnan(weights[1])
+    assert capped.calls[-1] == ("sched", quota)
+    assert not any(call[0] == "sched" for call in free.calls + other.calls)  # no cap added, no other host
 
 
 def test_dom0_weight_for_a_host_sova_does_not_manage_fails_and_changes_nothing():

@@ -93,3 +93,4 @@ def test_every_builtin_profile_runs_against_libvirt_hosts(profile):
         p.period = 0.05
     rt = manage(make(c), policies, ControlSpec(monitor_period=0.02), "dry-run", duration=0.3, tick=0.02)
     assert len(rt.knowledge) >= 2  # it observed the hosts and ran its policies without error
+    assert not [e for e in rt.audit.entries if e.event in ("proposed", "dry-run")]  # idle hosts: nothing to do

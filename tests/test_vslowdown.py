@@ -154,7 +154,12 @@ def test_the_dom0_weight_needed_solves_eq7_for_p_dom0_then_eq8_for_the_weight():
     assert v_slowdown(gammas(raised), beta, np.array([0]))[0] == pytest.approx(1.2)
 
 
-def test_an_slo_no_dom0_weight_can_meet_asks_for_the_weight_that_frees_dom0_entirely():
+def test_an_slo_no_dom0_weight_can_meet_asks_for_none():
     host = load(dom0_util=0.5, net_tx_demand=20e9)  # the NIC itself is oversubscribed twice
     weight = dom0_weight_needed(host, np.array([[0.0, 0.0, 1.0]]), np.array([0]), 1.1)
-    assert weight.tolist() == [pytest.approx(256 / 0.5)]  # p_Dom0 = 1: all that Dom0's weight can give
+    assert np.isnan(weight).all()  # even p_Dom0 = 1 leaves (1 + 1 + 2) / 3 > 1.1: the NIC is the cause
+
+
+def test_an_unknown_or_unusable_dom0_weight_leaves_eq1():
+    for dom0_weight, guests in ((np.nan, 256.0), (256.0, 0.0), (0.0, 256.0)):
+        assert p_dom0(load(dom0_util=0.25, dom0_weight=dom0_weight, guest_weight_mean=guests)).tolist() == [0.75]

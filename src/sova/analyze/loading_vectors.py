@@ -10,8 +10,8 @@ Over a window of the Knowledge (the first and last snapshots, re-indexed alike),
 The loading vector is the three shares over their sum (a VM that did nothing counts as CPU-bound: its
 slowdown is then its CPU's). The host's storage channel is its NIC (storage crosses it in Sova's data
 centers, as iSCSI does in the paper's); its Dom0 weight is the snapshot's where the driver reports one
-(the simulator; Xen's domain 0; KVM's I/O-thread quota), else the mean guest's (Eq. 8 then reduces to
-Eq. 1).
+(the simulator; Xen's Domain-0), in the same units as the guests' weights; where it is unknown (KVM has
+no Dom0), Eq. 8 reduces to Eq. 1.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def loading_vectors(u: VmUsage) -> np.ndarray:
     return shares / np.where(idle, 1.0, total[:, 0])[:, None]
 
 
-def vm_loads(u: VmUsage) -> dict[str, np.ndarray]:
+def vm_terms(u: VmUsage) -> dict[str, np.ndarray]:
     """Each VM's terms in its host's sums (arrays over VMs), and its part of Dom0's work."""
     snap = u.snapshot
     port = np.maximum(snap.nic_bandwidth[snap.vm_host], 1e-300)
@@ -119,7 +119,7 @@ def vm_loads(u: VmUsage) -> dict[str, np.ndarray]:
 def host_load(u: VmUsage, terms: dict[str, np.ndarray] | None = None) -> HostLoad:
     """Every host's HostLoad: the sums of its VMs' terms, Dom0's measured use and the port's capacity."""
     snap = u.snapshot
-    terms = vm_loads(u) if terms is None else terms
+    terms = vm_terms(u) if terms is None else terms
     n = len(snap.hosts)
 
     def total(key: str) -> np.ndarray:
@@ -127,10 +127,9 @@ def host_load(u: VmUsage, terms: dict[str, np.ndarray] | None = None) -> HostLoa
 
     guests = np.bincount(snap.vm_host, minlength=n)
     weight_mean = np.where(guests > 0, total("weight") / np.maximum(guests, 1), 256.0)
-    reported = snap.dom0_weight if snap.dom0_weight is not None else np.full(n, np.nan)
     return HostLoad(
         dom0_util=u.dom0_util,
-        dom0_weight=np.where(np.isnan(reported), weight_mean, reported),
+        dom0_weight=snap.dom0_weight.astype(float) if snap.dom0_weight is not None else np.full(n, np.nan),
         guest_weight_mean=weight_mean,
         cpu_capacity=snap.host_cores.astype(float),
         cpu_demand=total("cpu_demand"),

@@ -6,7 +6,7 @@ each state is left with a probability that the host's load sets (Eq. 1-5, with E
 
 - Dom0, an M/G/1-PS server: p_Dom0 = (1 - ρ_Dom0) · w_Dom0 / mean(w_guest)   (Eq. 8; Eq. 1 at equal weights)
 - pCPU: p_cpu = 1, or Σ pCPU / Σ util_i · vCPU_i when the CPUs are oversubscribed            (Eq. 2)
-- the grant table (128 entries of 4 KB) for I/O: with k = ⌊Σ bs_i / 512 KB⌋, p'_cpu = p_cpu if k < 1,
+- the grant table (128 entries of 4 KB) for I/O: with k = ⌊Σ bs_i / 512 KB⌋, p'_cpu = 1 if k < 1,
   else p_cpu / (k + 1); disk counts reads and writes together, network each direction apart  (Eq. 3)
 - Disk, FIFO: p_disk = (1 - ρ_disk) / ρ_disk once its queue ρ/(1-ρ) reaches 1, else 1     (Eq. 4)
 - Net: p_net = 1, or Σ pNIC / Σ util_i · vNIC_i when the NIC is oversubscribed              (Eq. 5)
@@ -60,8 +60,10 @@ class HostLoad:
 
 
 def p_dom0(load: HostLoad) -> np.ndarray:
-    """Eq. 8 (Eq. 1 when Dom0 weighs as much as the mean guest)."""
-    share = load.dom0_weight / np.maximum(load.guest_weight_mean, 1e-300)
+    """Eq. 8 (Eq. 1 when Dom0 weighs as much as the mean guest, or where either weight is unknown: NaN or
+    not positive, as a host that reports no Dom0 weight)."""
+    known = np.isfinite(load.dom0_weight) & (load.dom0_weight > 0) & (load.guest_weight_mean > 0)
+    share = np.divide(load.dom0_weight, load.guest_weight_mean, out=np.ones(len(known)), where=known)
     return np.minimum((1.0 - np.minimum(load.dom0_util, RHO_MAX)) * share, 1.0)
 
 
@@ -103,14 +105,14 @@ def gammas(load: HostLoad) -> np.ndarray:
 
 def dom0_weight_needed(load: HostLoad, beta: np.ndarray, host: np.ndarray, slo: float) -> np.ndarray:
     """Per VM: the Dom0 weight its host needs for the VM's slowdown to stay within `slo` (Eq. 7 solved for
-    1/p_Dom0, then Eq. 8 for the weight). Where even p_Dom0 = 1 cannot meet it, the weight that gives
-    p_Dom0 = 1, the most Dom0 can do."""
+    1/p_Dom0, then Eq. 8 for the weight); NaN where no Dom0 weight can meet it (even p_Dom0 = 1 leaves
+    the VM slower than the SLO: the cause is elsewhere)."""
     _, rest = chain_times(load)
     per_state = beta / UNSATURATED  # δ = 1/p_Dom0 · Σ β_r/E'_r + Σ β_r · rest_r / E'_r
     bound = (slo - (per_state * rest[host]).sum(axis=1)) / per_state.sum(axis=1)
-    chance = np.where(bound > 1.0, 1.0 / np.maximum(bound, 1e-300), 1.0)
+    chance = 1.0 / np.maximum(bound, 1.0)
     idle = 1.0 - np.minimum(load.dom0_util, RHO_MAX)
-    return chance * load.guest_weight_mean[host] / idle[host]
+    return np.where(bound > 1.0, chance * load.guest_weight_mean[host] / idle[host], np.nan)
 
 
 def v_slowdown(gamma: np.ndarray, loading: np.ndarray, host: np.ndarray) -> np.ndarray:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sova.analyze.loading_vectors import host_load, loading_vectors, vm_load, vm_loads, window_usage
+from sova.analyze.loading_vectors import host_load, loading_vectors, vm_load, vm_terms, window_usage
 from sova.analyze.vslowdown import gammas, slowdown_if_placed, v_slowdown
 from sova.drivers.sim import SimDriver
 from sova.model.knowledge import Knowledge
@@ -32,6 +32,10 @@ def predict(scenario: Scenario, window: float, vm: str | None = None) -> Predict
     """Run the scenario `window` seconds with no policy, then predict from what its hosts reported."""
     if vm is not None and vm not in scenario.vm_index():
         raise InputError([Problem("--vm", f"no VM named {vm!r} in the scenario")])
+    if window < scenario.step:
+        raise InputError(
+            [Problem("--window", f"{window:g} s is shorter than the scenario's step ({scenario.step:g} s)")]
+        )
     sim = Simulator(scenario)
     driver = SimDriver(sim)
     knowledge = Knowledge(window + 1.0)
@@ -42,7 +46,7 @@ def predict(scenario: Scenario, window: float, vm: str | None = None) -> Predict
             knowledge.add(driver.observe())
     usage = window_usage(knowledge, window)
     snap = usage.snapshot
-    terms = vm_loads(usage)
+    terms = vm_terms(usage)
     load = host_load(usage, terms)
     beta = loading_vectors(usage)
     gamma = gammas(load)

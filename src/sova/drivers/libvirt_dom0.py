@@ -1,13 +1,14 @@
 """The hypervisor's own CPU share (CloudScope's Dom0 weight) on real hosts, through libvirt.
 
-- Xen: Dom0 is domain 0; its credit-scheduler ``weight`` is read and set with libvirt's scheduler
-  parameters on it (as ``xl sched-credit -d 0 -w``).
+- Xen: Dom0 is Domain-0; its credit-scheduler ``weight`` is read and set with libvirt's scheduler
+  parameters on it (as ``xl sched-credit -d 0 -w``), in the units of the guests' own ``weight``.
 - KVM has no Dom0: the I/O work Dom0's blkback and netback do on Xen runs in each guest's QEMU emulator
-  thread, its iothreads and its vhost workers, which libvirt keeps in the guest's emulator and iothread
-  cgroups. Their share is the CPU quota of those cgroups (``emulator_period``/``emulator_quota``,
-  ``iothread_period``/``iothread_quota``). Sova maps a Dom0 weight w onto it as w / 256 cores for each
-  guest's I/O threads (256, Xen's default weight, is one core); reading back, a host's weight is its
-  guests' largest quota in those units, or unknown (NaN) where the quota is unlimited.
+  thread, its iothreads and its vhost workers, in the guest's emulator and iothread cgroups, whose only
+  control is a CPU cap (``emulator_period``/``emulator_quota``, ``iothread_period``/``iothread_quota``).
+  A KVM host therefore reports no Dom0 weight (the model then uses Eq. 1), and setting one adjusts only
+  the guests whose I/O threads are capped already: to weight / 256 cores each (256, Xen's default
+  weight, is one core). Guests whose I/O threads are unlimited have all a weight could give them; a
+  cap is never added where there was none.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import math
 from sova.drivers.libvirt_common import CPU_PERIOD_US
 
 XEN_DEFAULT_WEIGHT = 256  # one core of I/O threads per guest on KVM
+DOM0_NAME = "Domain-0"
 
 
 def is_xen(conn) -> bool:
@@ -26,31 +28,21 @@ def is_xen(conn) -> bool:
         return False
 
 
-def read_dom0_weight(conn, domains) -> float:
-    """The host's Dom0 weight: Xen's domain 0 credit weight, or on KVM the guests' I/O-thread quota as a
-    weight; NaN where the host does not say."""
-    if is_xen(conn):
-        try:
-            return float(conn.lookupByID(0).schedulerParameters().get("weight", math.nan))
-        except Exception:
-            return math.nan
-    shares = []
-    for dom in domains:
-        try:
-            p = dom.schedulerParametersFlags(0)
-        except Exception:
-            continue
-        quota, period = p.get("emulator_quota", -1), p.get("emulator_period", 0)
-        if quota > 0 and period > 0:
-            shares.append(quota / period * XEN_DEFAULT_WEIGHT)
-    return max(shares) if shares else math.nan
+def read_dom0_weight(conn) -> float:
+    """Xen's Domain-0 credit weight; NaN on KVM (no Dom0) or when the host does not say."""
+    if not is_xen(conn):
+        return math.nan
+    try:
+        return float(conn.lookupByID(0).schedulerParameters().get("weight", math.nan))
+    except Exception:
+        return math.nan
 
 
-def set_dom0_weight(conn, domains, weight: int, live_flag: int) -> str:
-    """Give the host's I/O work `weight`; returns what was done, for the outcome's message."""
+def set_dom0_weight(conn, domains, weight: int, live_flag: int) -> tuple[bool, str]:
+    """Give the host's I/O work `weight`: (whether everything asked was done, what was done)."""
     if is_xen(conn):
         conn.lookupByID(0).setSchedulerParametersFlags({"weight": int(weight)}, live_flag)
-        return f"Domain-0 credit weight set to {int(weight)}"
+        return True, f"Domain-0 credit weight set to {int(weight)}"
     quota = round(weight / XEN_DEFAULT_WEIGHT * CPU_PERIOD_US)
     params = {
         "emulator_period": CPU_PERIOD_US,
@@ -58,8 +50,17 @@ def set_dom0_weight(conn, domains, weight: int, live_flag: int) -> str:
         "iothread_period": CPU_PERIOD_US,
         "iothread_quota": quota,
     }
-    names = []
+    capped, unlimited, failed = [], 0, []
     for dom in domains:
-        dom.setSchedulerParametersFlags(params, live_flag)
-        names.append(dom.name())
-    return f"I/O threads of {len(names)} guest(s) may use {weight / XEN_DEFAULT_WEIGHT:g} core(s) each"
+        try:
+            if dom.schedulerParametersFlags(0).get("emulator_quota", -1) <= 0:
+                unlimited += 1  # all a weight could give it already
+                continue
+            dom.setSchedulerParametersFlags(params, live_flag)
+            capped.append(dom.name())
+        except Exception as exc:
+            failed.append(f"{dom.name()}: {exc}")
+    words = f"I/O threads of {len(capped)} capped guest(s) set to {weight / XEN_DEFAULT_WEIGHT:g} core(s) each"
+    words += f"; {unlimited} guest(s) unlimited already" if unlimited else ""
+    words += f"; failed on {'; '.join(failed)}" if failed else ""
+    return not failed, words

@@ -33,7 +33,7 @@ from sova.drivers.libvirt_common import (
     _VmState,
     load_libvirt,
 )
-from sova.drivers.libvirt_dom0 import read_dom0_weight, set_dom0_weight
+from sova.drivers.libvirt_dom0 import DOM0_NAME, is_xen, read_dom0_weight, set_dom0_weight
 from sova.drivers.libvirt_migration import MigrationJobs
 from sova.drivers.libvirt_vfs import VfOperations
 from sova.drivers.vf import EmulatedVfs, SriovHost, vf_mac
@@ -165,10 +165,11 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             own = self.host_cpu(h) if self.host_cpu is not None else None
             if own is not None:  # hosts sharing one machine (the lab): each one's own CPU seconds and cores
                 host_cpu[hi], cores[hi] = own
-            # the guests' I/O threads all get one quota: the first guest's says it
-            dom0_weight[hi] = read_dom0_weight(conn, [dom for dom, _ in records[:1]])
+            dom0_weight[hi] = read_dom0_weight(conn)
             for dom, st in records:
                 name = dom.name()
+                if name == DOM0_NAME:
+                    continue  # Xen lists its control domain among the domains: it is no guest
                 running = st.get("state.state") == 1
                 # mid-migration a VM exists on both hosts: the running copy is the real one
                 if name not in rows or (running and not rows[name][3]):
@@ -359,7 +360,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             return 0.0, 0.0
         quota, period = p.get("vcpu_quota", -1), p.get("vcpu_period", 0)
         cap = quota * n_vcpu / period if quota > 0 and period > 0 else 0.0
-        return float(p.get("cpu_shares", 0)), cap
+        return float(p.get("cpu_shares", p.get("weight", 0))), cap  # KVM's shares; Xen's credit weight
 
     # ------------------------------------------------------------------ apply
     def apply(self, action: A.Action) -> A.Outcome:
@@ -430,9 +431,19 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         conn = self._conn(action.host) if action.host in self.host_names else None
         if conn is None:
             return A.Outcome(A.FAILED, f"host {action.host} is unknown or unreachable", now, now)
-        domains = [conn.lookupByName(vm) for vm, host in self._where.items() if host == action.host]
-        done = set_dom0_weight(conn, domains, action.weight, self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
-        return A.Outcome(A.OK, done, now, self.now())
+        running = [] if is_xen(conn) else self._running_on(conn, action.host)
+        done, words = set_dom0_weight(conn, running, action.weight, self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
+        return A.Outcome(A.OK if done else A.FAILED, words, now, self.now())
+
+    def _running_on(self, conn, host: str) -> list:
+        """The guests that run on `host` now (a vanished or stopped one is left out)."""
+        out = []
+        for vm in (vm for vm, where in self._where.items() if where == host):
+            with contextlib.suppress(Exception):
+                dom = conn.lookupByName(vm)
+                if dom.state()[0] == 1:
+                    out.append(dom)
+        return out
 
     def _flag(self, name: str, default: int) -> int:
         return getattr(self.lv, name, default) if self.lv is not None else default

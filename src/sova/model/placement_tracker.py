@@ -13,13 +13,15 @@ import numpy as np
 
 from sova.model.snapshot import Snapshot
 
+GONE_FOR = 3600.0  # s a missing VM is remembered, to tell a move from a deletion and a new VM
+
 
 class PlacementTracker:
     def __init__(self) -> None:
         self._vms: tuple[str, ...] = ()
         self._hosts: tuple[str, ...] = ()
         self._vm_host: np.ndarray | None = None
-        self._gone: dict[str, str] = {}  # VMs missing from the newest snapshot: their last host
+        self._gone: dict[str, tuple[str, float]] = {}  # VMs missing lately: their last host, and since when
         self.vm_arrived: dict[str, float] = {}
         self.host_changed: dict[str, float] = {}
         self.host_received: dict[str, float] = {}
@@ -39,14 +41,16 @@ class PlacementTracker:
         before = {vm: self._hosts[h] for vm, h in zip(self._vms, self._vm_host, strict=True)}
         for vm, h in zip(snap.vms, snap.vm_host, strict=True):
             host = snap.hosts[h]
-            was = before.pop(vm, None) or self._gone.pop(vm, None)
+            was = before.pop(vm, None) or self._gone.pop(vm, (None, 0.0))[0]
             if was is None:
                 self.host_changed[host] = snap.time  # created here
             elif was != host:
                 self._moved(vm, was, host, snap.time)  # also one that was missing a while (mid-migration)
         for vm, host in before.items():  # deleted, or missing for now (its host's daemon away, a migration)
             self.host_changed[host] = snap.time
-            self._gone[vm] = host
+            self._gone[vm] = (host, snap.time)
+        # a VM missing for an hour was deleted: a VM of that name later is another one
+        self._gone = {vm: seen for vm, seen in self._gone.items() if snap.time - seen[1] < GONE_FOR}
 
     def _moved(self, vm: str, src: str, dst: str, time: float) -> None:
         self.vm_arrived[vm] = time
@@ -54,7 +58,8 @@ class PlacementTracker:
         self.host_sent[src] = self.host_received[dst] = time
 
     def hosts_within(self, events: dict[str, float], hosts: tuple[str, ...], now: float, seconds: float) -> np.ndarray:
-        """Per host, whether it has an event of `events` (host_sent / host_received) in the last `seconds`."""
+        """Per host, whether it has an event of `events` (host_sent, host_received or host_changed) in the
+        last `seconds`."""
         return np.array([now - events.get(h, -np.inf) < seconds for h in hosts])
 
     def moved_within(self, now: float, seconds: float) -> set[str]:

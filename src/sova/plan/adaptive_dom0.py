@@ -3,11 +3,12 @@ host where a VM misses its slowdown SLO while the host's CPUs are not saturated.
 
 Every ``period``, over the last ``window`` seconds: a VM predicted slower than ``slowdown_slo`` (the
 ``interference`` findings) violates its SLO. On a host with a violation whose CPUs are not oversubscribed
-(p_cpu = 1 in the model: Σ util · vCPU at most its cores, the paper's condition), the weight Dom0 needs is
+(Σ pCPU > Σ util · vCPU, the paper's condition), the weight Dom0 needs is
 Eq. 7 solved for p_Dom0 and Eq. 8 for the weight (``vslowdown.dom0_weight_needed``), the largest any
 violating VM needs, rounded up to a multiple of ``weight_step`` (the paper computed "> 425" and set 512)
-and at most ``max_weight`` (Xen's credit scheduler takes 1-65535). The weight is only raised: a host
-whose Dom0 already weighs that much is left as it is.
+and at most ``max_weight`` (Xen's credit scheduler takes 1-65535). A violation no Dom0 weight can fix
+(the VM would miss the SLO with p_Dom0 = 1) is left alone. The weight is only raised: a host whose Dom0
+already weighs that much, or does not report its weight (KVM), is left as it is.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 from sova.analyze.findings import Findings
 from sova.analyze.interference import Slowdown
 from sova.analyze.loading_vectors import host_load, loading_vectors, window_usage
-from sova.analyze.vslowdown import dom0_weight_needed, oversubscription
+from sova.analyze.vslowdown import dom0_weight_needed
 from sova.model.actions import Action, SetDom0Weight
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
@@ -48,16 +49,19 @@ class AdaptiveDom0(Policy):
             return []
         snap = usage.snapshot
         load = host_load(usage)
-        saturated = oversubscription(load.cpu_capacity, load.cpu_demand) < 1.0
+        saturated = load.cpu_demand >= load.cpu_capacity  # the paper acts only where Σ pCPU > Σ util · vCPU
         vms = np.array([snap.vm_position[vm] for vm in violating], dtype=np.int64)
         needed = dom0_weight_needed(load, loading_vectors(usage)[vms], snap.vm_host[vms], p["slowdown_slo"])
         actions: list[Action] = []
         for h in np.unique(snap.vm_host[vms]):
             if saturated[h]:
                 continue
-            want = float(needed[snap.vm_host[vms] == h].max())
+            wanted = needed[(snap.vm_host[vms] == h) & np.isfinite(needed)]
+            if not len(wanted):
+                continue  # no Dom0 weight can bring these VMs within the SLO: the cause is elsewhere
+            want = float(wanted.max())
             weight = min(math.ceil(want / p["weight_step"]) * p["weight_step"], p["max_weight"])
-            if weight <= load.dom0_weight[h]:
+            if not np.isfinite(load.dom0_weight[h]) or weight <= load.dom0_weight[h]:
                 continue
             worst = max((f for f in findings.of(Slowdown) if f.host == snap.hosts[h]), key=lambda f: f.slowdown)
             actions.append(

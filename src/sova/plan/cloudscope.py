@@ -21,7 +21,7 @@ import numpy as np
 
 from sova.analyze.findings import Findings
 from sova.analyze.interference import Slowdown
-from sova.analyze.loading_vectors import VmUsage, host_load, loading_vectors, vm_load, vm_loads, window_usage
+from sova.analyze.loading_vectors import VmUsage, host_load, loading_vectors, vm_load, vm_terms, window_usage
 from sova.analyze.vslowdown import HostLoad, slowdown_if_placed
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
@@ -61,7 +61,7 @@ class CloudScope(Policy):
             (f for f in findings.of(Slowdown) if f.notable and f.vm in movable and f.vm not in recent),
             key=lambda f: -f.slowdown,
         )
-        terms, beta = vm_loads(usage), loading_vectors(usage)
+        terms, beta = vm_terms(usage), loading_vectors(usage)
         vm_host = snap.vm_host.copy()
         room = HostRoom(snap, p["cpu_ratio"])
         changed = knowledge.placement.hosts_within(knowledge.placement.host_changed, snap.hosts, snap.time, p["window"])
@@ -79,12 +79,12 @@ class CloudScope(Policy):
             guests = np.bincount(vm_host, minlength=len(snap.hosts))
             slowdown = slowdown_if_placed(load, vm_load(terms, j), guests, beta[j], here)
             request = VmRequest(found.vm, int(snap.vm_vcpus[j]), float(snap.vm_memory[j]), False, snap.time)
-            fits = room.fits(request) & ~changed
+            fits = room.fits(request) & ~changed & np.isfinite(slowdown)
             fits[here] = False
             if not fits.any():
                 continue
             k = int(np.flatnonzero(fits)[np.argmin(slowdown[fits])])
-            if slowdown[k] > slowdown[here] * (1 - p["min_gain"]):
+            if np.isfinite(slowdown[here]) and slowdown[k] > slowdown[here] * (1 - p["min_gain"]):
                 continue
             room.take(k, request)
             vm_host[j] = k
@@ -101,5 +101,10 @@ class CloudScope(Policy):
 
 
 def _load_with(usage: VmUsage, terms: dict[str, np.ndarray], vm_host: np.ndarray) -> HostLoad:
-    """Host loads with the VMs where this round's plan puts them (Dom0's measured use stays per host)."""
-    return host_load(replace(usage, snapshot=replace(usage.snapshot, vm_host=vm_host)), terms)
+    """Host loads with the VMs where this round's plan puts them, each taking its share of Dom0's
+    measured work along."""
+    snap, n = usage.snapshot, len(usage.snapshot.hosts)
+    share = terms["dom0_util"]
+    dom0 = usage.dom0_util + np.bincount(vm_host, share, n) - np.bincount(snap.vm_host, share, n)
+    moved = replace(usage, snapshot=replace(snap, vm_host=vm_host), dom0_util=np.maximum(dom0, 0.0))
+    return host_load(moved, terms)
