@@ -1,10 +1,11 @@
 """CloudScope's interference-aware scheduling (the CloudScope paper, §IV-A, Algorithm 1).
 
 Every ``period``: the VMs whose predicted V-slowdown is at least ``slowdown_above`` (the ``interference``
-findings), among those ``vms`` names (a glob; all by default), are the targeted VMs, slowest first. For each, Predict(β_j, PM_k) gives its slowdown on every
-host k at once (``vslowdown.slowdown_if_placed``); among the hosts with the memory, vCPUs (at most
-``cpu_ratio`` per core) and no VF it would need, the one with the smallest slowdown is PM_candidate, and
-the VM moves there when that saves at least ``min_gain`` of its slowdown now. Up to ``max_moves`` VMs
+findings), among those ``vms`` names (a glob; all by default), are the targeted VMs, slowest first. For
+each, Predict(β_j, PM_k) gives its slowdown on every host k at once (``vslowdown.slowdown_if_placed``);
+among the hosts with the memory and vCPUs (at most ``cpu_ratio`` per core) it needs and a finite
+prediction, the one with the smallest slowdown is PM_candidate, and the VM moves there when that saves
+at least ``min_gain`` of its slowdown now. Up to ``max_moves`` VMs
 move per round, each move's load counted on its new host before the next VM is placed. A VM that moved
 within ``min_residence`` seconds, is migrating, or holds an SR-IOV VF (a VF must be detached first: the
 Sova policy does that) is not targeted. A host whose set of VMs changed within the window neither sends
