@@ -9,6 +9,8 @@ from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.model.scenario import ControlSpec
 from sova.plan.cloudscope import CloudScope
+from sova.plan.cloudscope_admission import CloudScopeAdmission
+from sova.plan.first_fit import FirstFit
 from sova.sim.engine import Simulator
 
 PARAMS = {k: f.default for k, f in CloudScope.params.items()} | {"period": 10.0, "window": 10.0}
@@ -50,3 +52,24 @@ def test_vms_on_an_oversubscribed_host_move_to_where_they_are_predicted_to_slow_
 def test_a_gain_below_the_minimum_moves_nothing():
     _, runtime = run(crowded(), PARAMS | {"min_gain": 0.5}, 30)  # 1.25 -> 1.0 saves 20 %, not 50 %
     assert not any(e.action.startswith("migrate") for e in runtime.audit.entries)
+
+
+def test_an_arriving_vm_goes_where_the_model_predicts_it_least_slowed_not_to_the_first_host_with_room():
+    scenario = make_scenario(
+        hosts=[{"name": "h{i}", "count": 2, "cores": 8, "memory": "64GiB"}],
+        vms=[
+            {"name": "busy{i}", "count": 6, "host": "h1", "vcpus": 2, "memory": "1GiB"},
+            {"name": "new", "vcpus": 2, "memory": "1GiB", "arrive": 20},
+        ],
+        workloads=[{"kind": "lookbusy", "vm": "busy*", "util": 1.0}],
+    )
+    placed = {}
+    for policy in (FirstFit(), CloudScopeAdmission()):
+        sim = Simulator(scenario)
+        runtime = Runtime(SimDriver(sim), [], ControlSpec(monitor_period=1.0), admission=policy)
+        runtime.tick()
+        for _ in range(25):
+            sim.step()
+            runtime.tick()
+        placed[policy.name] = next(e.host for e in sim.lifecycle_log if e.vm == "new" and e.event == "created")
+    assert placed == {"first-fit": "h1", "cloudscope": "h2"}  # h1's 8 cores are wanted by 12 vCPUs

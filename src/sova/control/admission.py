@@ -29,7 +29,7 @@ class Admission:
         # what the hosts hold now, not at the last monitor reading: VMs created since would not show
         snapshot = self.driver.observe()
         proposed = set()
-        for action in self.policy.admit(snapshot, requests):
+        for action in self.policy.admit(snapshot, requests, knowledge):
             proposed.add(action.vm)
             outcome = self.driver.apply(action)
             if outcome.status == A.OK:

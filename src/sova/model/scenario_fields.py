@@ -265,7 +265,9 @@ PROFILE_FIELDS = {
     "policies": Field("list[str]", [], "policies to run, by registered name"),
     "mode": Field("str", "auto", "executor mode", choices=MODES),
     "params": Field("table", {}, "per-policy parameters: [profiles.NAME.params.POLICY]"),
-    "admission": Field("str", "first-fit", "admission policy: places VMs that arrive during the run without a host"),
+    "admission": Field(
+        "str", "first-fit", "admission policy placing VMs that arrive without a host: first-fit or cloudscope"
+    ),
 }
 
 CONTROL_FIELDS = {

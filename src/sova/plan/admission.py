@@ -1,7 +1,7 @@
 """Admission: the host a VM that asks to run is created on (Nova's scheduler, CloudSim's VM allocation).
 
-An admission policy sees the latest snapshot and the waiting requests, oldest first, and returns a
-``CreateVM`` for each request it can place now; a request it cannot place waits for the next tick.
+An admission policy sees a fresh snapshot, the waiting requests, oldest first, and the Knowledge (for
+what it needs over time), and returns a ``CreateVM`` for each request it can place now; a request it cannot place waits for the next tick.
 Policies are registered by name and chosen per profile (``admission = "first-fit"``); adding one means
 adding a module in ``sova.plan`` with a ``@register_admission`` subclass.
 """
@@ -14,6 +14,7 @@ from typing import ClassVar
 import numpy as np
 
 from sova.model.actions import CreateVM
+from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot, VmRequest
 
 _ADMISSION: dict[str, type[AdmissionPolicy]] = {}
@@ -24,7 +25,7 @@ class AdmissionPolicy(ABC):
     summary: ClassVar[str] = ""
 
     @abstractmethod
-    def admit(self, snapshot: Snapshot, requests: list[VmRequest]) -> list[CreateVM]:
+    def admit(self, snapshot: Snapshot, requests: list[VmRequest], knowledge: Knowledge) -> list[CreateVM]:
         """A creation for each request placed now, each with its reason."""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.model.actions import CreateVM
+from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot, VmRequest
 from sova.plan.admission import AdmissionPolicy, HostRoom, register_admission
 
@@ -17,7 +18,7 @@ class FirstFit(AdmissionPolicy):
     name = "first-fit"
     summary = "the first host with the memory, vCPUs (4 per core) and VF the VM needs"
 
-    def admit(self, snapshot: Snapshot, requests: list[VmRequest]) -> list[CreateVM]:
+    def admit(self, snapshot: Snapshot, requests: list[VmRequest], knowledge: Knowledge) -> list[CreateVM]:
         room = HostRoom(snapshot, CPU_RATIO)
         out = []
         for request in requests:
