@@ -17,11 +17,9 @@ from hypothesis import strategies as st
 from sova.sim.lifetime_traces import VMLifetimeTrace, read_azure, read_opendc
 from sova.sim.traces import TraceError
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-OPENDC = TRACES / "bitbrains" / "opendc_bitbrains_small_v4"
-AZURE = TRACES / "azure_v2017_sample"
-needs_opendc = pytest.mark.skipif(not OPENDC.is_dir(), reason="shared/traces OpenDC sample not present")
-needs_azure = pytest.mark.skipif(not AZURE.is_dir(), reason="shared/traces Azure sample not present")
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+OPENDC = FIXTURES / "opendc_bitbrains_excerpt"  # 7 VMs of OpenDC's bitbrains-small (fixtures/README.md)
+AZURE = FIXTURES / "azure_v2017_sample"
 
 
 def write_opendc(folder: Path, tasks: dict, fragments: dict) -> str:
@@ -56,15 +54,14 @@ def by_name(vms: list[VMLifetimeTrace]) -> dict[str, VMLifetimeTrace]:
     return {vm.name: vm for vm in vms}
 
 
-# --- the real samples -------------------------------------------------------------------------------------------
+# --- the real samples (excerpts) -------------------------------------------------------------------------------------------
 
 
-@needs_opendc
 def test_reads_the_opendc_sample_with_the_values_pyarrow_reads_directly():
     vms = read_opendc(str(OPENDC))
     tasks = pq.read_table(OPENDC / "tasks.parquet").to_pydict()
     frags = pq.read_table(OPENDC / "fragments.parquet").to_pydict()
-    assert len(vms) == 50 == len(tasks["id"])
+    assert len(vms) == 7 == len(tasks["id"])
     row = tasks["id"].index(1019)
     vm = by_name(vms)["1019"]
     start = min(tasks["submission_time"])
@@ -86,7 +83,6 @@ def test_reads_the_opendc_sample_with_the_values_pyarrow_reads_directly():
     assert len(vm.cpu) == math.ceil(sum(d for d, _ in mine) / 300_000)
 
 
-@needs_opendc
 def test_opendc_sample_fractions_lie_in_the_unit_interval_and_cover_each_life():
     vms = read_opendc(str(OPENDC))
     for vm in vms:
@@ -97,7 +93,6 @@ def test_opendc_sample_fractions_lie_in_the_unit_interval_and_cover_each_life():
     assert max(vm.cpu.max() for vm in vms) == 1.0  # some VMs report usage above capacity: clipped
 
 
-@needs_opendc
 def test_results_are_ordered_by_arrival_then_name_and_cached_per_path():
     vms = read_opendc(str(OPENDC))
     assert [(v.arrive_s, v.name) for v in vms] == sorted((v.arrive_s, v.name) for v in vms)
@@ -107,7 +102,6 @@ def test_results_are_ordered_by_arrival_then_name_and_cached_per_path():
         vms[0].cpu[0] = 0.5  # shared through the cache, so read-only
 
 
-@needs_azure
 def test_reads_the_azure_sample_with_lifetimes_relative_to_the_earliest_creation():
     vms = read_azure(str(AZURE))
     assert len(vms) == 10

@@ -17,10 +17,9 @@ from sova.sim.engine import Simulator
 from sova.sim.lifetime_traces import read_azure, read_opendc
 from sova.sim.traces import TraceError
 
-TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
-OPENDC = TRACES / "bitbrains" / "opendc_bitbrains_small_v4"
-AZURE = TRACES / "azure_v2017_sample"
-pytestmark = pytest.mark.skipif(not OPENDC.exists(), reason="shared/traces is not beside the repository")
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+OPENDC = FIXTURES / "opendc_bitbrains_excerpt"  # 7 VMs of OpenDC's bitbrains-small (fixtures/README.md)
+AZURE = FIXTURES / "azure_v2017_sample"
 
 HOSTS = [{"name": "h{i}", "count": 4, "cores": 64, "memory": "256GiB"}]
 
