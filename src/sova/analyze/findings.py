@@ -10,6 +10,7 @@ than its absence (a hot host, not a cool one); every VM finding is.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
@@ -21,7 +22,7 @@ from sova.model.snapshot import Snapshot
 _KINDS: dict[str, type[Finding]] = {}
 
 
-class Finding:
+class Finding(ABC):
     """Base of every kind of finding (each a frozen dataclass with at least a ``host`` field)."""
 
     kind: ClassVar[str] = ""
@@ -38,8 +39,9 @@ class Finding:
     def notable(self) -> bool:
         return True
 
+    @abstractmethod
     def describe(self) -> str:
-        raise NotImplementedError
+        """One line for people: what was found, with its evidence."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
