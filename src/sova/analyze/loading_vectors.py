@@ -23,7 +23,6 @@ import numpy as np
 from sova.analyze.vslowdown import HostLoad, VmLoad
 from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot
-from sova.model.snapshot_align import aligned
 
 
 @dataclass(frozen=True)
@@ -47,13 +46,10 @@ class VmUsage:
 
 def window_usage(knowledge: Knowledge, seconds: float) -> VmUsage | None:
     """Rates over the last `seconds` (None before two snapshots exist)."""
-    if len(knowledge) < 2:
+    ends = knowledge.window(seconds)
+    if ends is None:
         return None
-    use = knowledge.since(knowledge.latest.time - seconds)
-    if len(use) < 2:
-        use = knowledge.snapshots[-2:]
-    last = use[-1]
-    first = aligned(use[0], last, use[1:])
+    first, last = ends
     span = max(last.time - first.time, 1e-9)
     new, old = last.counters, first.counters
 
