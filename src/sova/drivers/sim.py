@@ -116,8 +116,8 @@ class SimDriver:
         if name not in self._vm:
             raise SimError(f"no VM named {name!r}")
         vm = self._vm[name]
-        if present and not self.sim.vm_present[vm]:
-            raise SimError(f"{name} is not running (it has not arrived or has been deleted)")
+        if present:
+            self.sim.require_running(vm)
         return vm
 
     def _host_index(self, name: str) -> int:

@@ -20,12 +20,16 @@ class HypervisorOperations:
         held = np.where(self.vm_present, self.vm_mem, 0.0)  # a VM not there (yet, or any more) holds none
         return np.bincount(self.vm_host, weights=held, minlength=self.H) + self.dom0_mem_reserved
 
+    def require_running(self, vm: int) -> str:
+        """The VM's name; refused if it is not there (not arrived yet, or deleted)."""
+        if not self.vm_present[vm]:
+            raise SimError(f"{self.vm_names[vm]} is not running (it has not arrived or has been deleted)")
+        return self.vm_names[vm]
+
     def start_migration(self, vm: int, dst: int) -> None:
         """Begin a live migration; refuses what a hypervisor would refuse."""
         src = int(self.vm_host[vm])
-        name = self.vm_names[vm]
-        if not self.vm_present[vm]:
-            raise SimError(f"{name} is not running (it has not arrived or has been deleted)")
+        name = self.require_running(vm)
         if vm in self.migrations:
             raise SimError(f"{name} is already migrating")
         if dst == src:
@@ -94,9 +98,7 @@ class HypervisorOperations:
 
     def attach_vf(self, vm: int, rate: float) -> None:
         h = int(self.vm_host[vm])
-        name = self.vm_names[vm]
-        if not self.vm_present[vm]:
-            raise SimError(f"{name} is not running (it has not arrived or has been deleted)")
+        name = self.require_running(vm)
         if vm in self.migrations:
             raise SimError(f"{name} is migrating; a VF cannot be attached now")
         if self.vm_vf[vm] or vm in self.vf_plugging:
