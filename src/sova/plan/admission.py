@@ -1,7 +1,9 @@
 """Admission: the host a VM that asks to run is created on (Nova's scheduler, CloudSim's VM allocation).
 
 An admission policy sees a fresh snapshot, the waiting requests, oldest first, and the Knowledge (for
-what it needs over time), and returns a ``CreateVM`` for each request it can place now; a request it cannot place waits for the next tick.
+what it needs over time), and returns a ``CreateVM`` for each request it can place now; a request it
+cannot place waits for the next tick. A policy says only how it chooses among the hosts with room for a
+request (``chooser``); the room each placement takes is counted before the next request of the batch.
 Policies are registered by name and chosen per profile (``admission = "first-fit"``); adding one means
 adding a module in ``sova.plan`` with a ``@register_admission`` subclass.
 """
@@ -9,6 +11,7 @@ adding a module in ``sova.plan`` with a ``@register_admission`` subclass.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -18,15 +21,33 @@ from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot, VmRequest
 
 _ADMISSION: dict[str, type[AdmissionPolicy]] = {}
+CPU_RATIO = 4.0  # vCPUs per host core a host may hold: Nova's initial_cpu_allocation_ratio default
+
+# given a request and the hosts with room for it, the chosen host and why (None: none suits it now)
+Chooser = Callable[[VmRequest, np.ndarray], tuple[int, str] | None]
 
 
 class AdmissionPolicy(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
 
-    @abstractmethod
     def admit(self, snapshot: Snapshot, requests: list[VmRequest], knowledge: Knowledge) -> list[CreateVM]:
         """A creation for each request placed now, each with its reason."""
+        room = HostRoom(snapshot, CPU_RATIO)
+        choose = self.chooser(snapshot, knowledge)
+        out = []
+        for request in requests:
+            choice = choose(request, room.fits(request))
+            if choice is None:
+                continue
+            host, reason = choice
+            room.take(host, request)
+            out.append(CreateVM(request.name, snapshot.hosts[host], policy=self.name, reason=reason))
+        return out
+
+    @abstractmethod
+    def chooser(self, snapshot: Snapshot, knowledge: Knowledge) -> Chooser:
+        """How this policy picks a host for each request of one batch, in turn (it may keep what it placed)."""
 
 
 def register_admission(cls: type[AdmissionPolicy]) -> type[AdmissionPolicy]:
