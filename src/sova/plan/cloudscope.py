@@ -66,6 +66,8 @@ class CloudScope(Policy):
         vm_host = snap.vm_host.copy()
         room = HostRoom(snap, p["cpu_ratio"])
         changed = knowledge.placement.hosts_within(knowledge.placement.host_changed, snap.hosts, snap.time, p["window"])
+        load = host_load(usage, terms)
+        guests = np.bincount(vm_host, minlength=len(snap.hosts))
         actions: list[Action] = []
         for found in targeted:
             if len(actions) >= p["max_moves"]:
@@ -76,8 +78,6 @@ class CloudScope(Policy):
             here = int(vm_host[j])
             if changed[here]:
                 continue
-            load = _load_with(usage, terms, vm_host)
-            guests = np.bincount(vm_host, minlength=len(snap.hosts))
             slowdown = slowdown_if_placed(load, vm_load(terms, j), guests, beta[j], here)
             request = VmRequest(found.vm, int(snap.vm_vcpus[j]), float(snap.vm_memory[j]), False, snap.time)
             fits = room.fits(request) & ~changed & np.isfinite(slowdown)
@@ -89,6 +89,7 @@ class CloudScope(Policy):
                 continue
             room.take(k, request)
             vm_host[j] = k
+            load, guests = _load_with(usage, terms, vm_host), np.bincount(vm_host, minlength=len(snap.hosts))
             actions.append(
                 Migrate(
                     found.vm,
