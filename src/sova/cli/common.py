@@ -121,3 +121,14 @@ def number(what: str, lo: float | None = None, hi: float | None = None, integer:
 
     parse.__name__ = what  # argparse names the type in some messages
     return parse
+
+
+def add_window_argument(parser) -> None:
+    """--window SECONDS: how long a scenario is measured with no policy before a command works on it."""
+    parser.add_argument(
+        "--window",
+        type=number("a positive number of seconds", lo=0, lo_open=True),
+        default=60.0,
+        metavar="SECONDS",
+        help="measurement window (default 60)",
+    )

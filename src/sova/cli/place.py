@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from sova.cli.common import described, number, out, pairs, toml_value
+from sova.cli.common import add_window_argument, described, out, pairs, toml_value
 
 
 def add_parser(sub) -> None:
@@ -28,13 +28,7 @@ def add_parser(sub) -> None:
     )
     pl.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file (needs a tree [topology])")
     pl.add_argument("--algorithm", required=True, choices=algorithms(), help="the placement algorithm")
-    pl.add_argument(
-        "--window",
-        type=number("a positive number of seconds", lo=0, lo_open=True),
-        default=60.0,
-        metavar="SECONDS",
-        help="measurement window (default 60)",
-    )
+    add_window_argument(pl)
     pl.add_argument("--param", action="append", default=[], metavar="KEY=VALUE", help="an algorithm parameter")
 
 

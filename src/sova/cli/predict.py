@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from sova.cli.common import described, number, out
+from sova.cli.common import add_window_argument, described, number, out
 
 
 def add_parser(sub) -> None:
@@ -27,13 +27,7 @@ def add_parser(sub) -> None:
         ),
     )
     pr.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file")
-    pr.add_argument(
-        "--window",
-        type=number("a positive number of seconds", lo=0, lo_open=True),
-        default=60.0,
-        metavar="SECONDS",
-        help="measurement window (default 60)",
-    )
+    add_window_argument(pr)
     pr.add_argument("--vm", metavar="NAME", help="also show this VM's slowdown on every host")
     pr.add_argument(
         "--top",
