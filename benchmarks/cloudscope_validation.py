@@ -1,6 +1,6 @@
 """CloudScope's model against the simulator's measurement (the paper's Fig. 5a, CPU): VMs of 4 vCPUs
-each running sysbench-like jobs at 0.2, 0.5 and 0.9 of a core (the paper's prime 2000 / 3000 / 5000 at
-xentop's 20 / 50 / 90 %) on one host of 32 hardware threads, 1 to 45 VMs.
+(1 GHz each) running sysbench prime 2000 / 3000 / 5000 (each vCPU 20 / 50 / 90 % busy) on the paper's
+host (two 8-core 2.9 GHz CPUs, 32 hyper-threads, Xen), 1 to 45 VMs.
 
 Measured: the mean job completion time relative to one VM. Predicted: the mean V-slowdown the model gives
 those VMs from the host's counters over the last 60 s. Prints each point and the mean relative error per
@@ -23,16 +23,18 @@ from sova.sim.engine import Simulator
 from sova.sim.events import BatchDone
 
 COUNTS = (1, 5, 15, 25, 35, 45)
-LOADS = {"prime 2000": 0.2, "prime 3000": 0.5, "prime 5000": 0.9}
+PRIMES = (2000, 3000, 5000)
 
 
-def measure(n_vms: int, cores: float, seconds: int) -> tuple[float, float]:
-    """(mean job time in s, mean predicted slowdown) for n_vms VMs running jobs at `cores` each."""
+def measure(n_vms: int, prime: int, seconds: int) -> tuple[float, float]:
+    """(mean job time in s, mean predicted slowdown) for n_vms VMs running sysbench prime jobs."""
     raw = {
         "scenario": {"name": "cloudscope-5a", "duration": seconds, "seed": 1},
-        "hosts": [{"name": "pm", "cores": 32, "memory": "256GiB"}],
-        "vms": [{"name": "vm{i}", "count": n_vms, "host": "pm", "vcpus": 4, "memory": "2GiB"}],
-        "workloads": [{"vm": "vm*", "kind": "batch", "work": 10, "cores": cores}],
+        "hosts": [
+            {"name": "pm", "cores": 32, "threads_per_core": 2, "ghz": 2.9, "memory": "256GiB", "hypervisor": "xen"}
+        ],
+        "vms": [{"name": "vm{i}", "count": n_vms, "host": "pm", "vcpus": 4, "mips": 1000, "memory": "2GiB"}],
+        "workloads": [{"vm": "vm*", "kind": "sysbench", "prime": prime, "seconds": 10}],
     }
     sim = Simulator(scenario_from_dict(raw))
     driver = SimDriver(sim)
@@ -53,8 +55,9 @@ def main() -> None:
     args = ap.parse_args()
     print("| jobs | VMs | measured (relative to 1 VM) | predicted δ | error |")
     print("|---|---:|---:|---:|---:|")
-    for label, cores in LOADS.items():
-        results = {n: measure(n, cores, args.seconds) for n in COUNTS}
+    for prime in PRIMES:
+        label = f"prime {prime}"
+        results = {n: measure(n, prime, args.seconds) for n in COUNTS}
         base = results[1][0]
         errors = []
         for n, (time, predicted) in results.items():

@@ -131,4 +131,5 @@ def test_a_closed_loop_stream_on_a_busy_device_gets_no_more_than_its_depth_over_
     run(sim, 2)
     served, latency = sim.gauges["io"]["served"], sim.gauges["io"]["latency"]
     assert served[0] * latency[0] == pytest.approx(1.0, rel=1e-9)  # one IO outstanding, always
-    assert latency[0] >= latency[1] * (1 - 1e-9)  # it waits at the busy device like the noisy stream
+    unloaded = 100e-6 + 4096 * 8 / 4e9  # the SSD's access time and transfer of 4 KiB
+    assert latency[0] > 1.5 * unloaded  # it waits behind the noisy stream's IOs at the busy device

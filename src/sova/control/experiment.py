@@ -248,6 +248,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
     if io.sum() > 0:
         out["storage"] = {
             "iops_mean": float(io.sum() / sim.t),
+            "throughput_mean": float((sim.counters["blk_rd_bytes"] + sim.counters["blk_wr_bytes"]).sum() / sim.t),
             "latency_mean": float(sim.counters["blk_time"].sum() / io.sum()),
         }
     done = [m for m in sim.migration_log if m.status == "completed"]

@@ -47,6 +47,8 @@ class NicSpec:
 class HostSpec:
     name: str
     cores: int = 16
+    threads_per_core: int = 1
+    hypervisor: str = "kvm"
     ghz: float = 2.6
     mips: float = 0.0  # per core; 0: ghz * 1,000
     memory: float = 65536.0

@@ -19,6 +19,7 @@ WORKLOAD_KINDS = (
     "fio",
     "transfer",
     "batch",
+    "sysbench",
     "planetlab",
     "bitbrains",
     "azure",
@@ -67,6 +68,16 @@ HOST_FIELDS = {
     "count": Field("int", 1, "how many hosts this entry makes", lo=1),
     "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
     "cores": Field("int", 16, "hardware threads the hypervisor schedules on", lo=1),
+    "threads_per_core": Field(
+        "int", 1, "hardware threads per physical core (2: hyper-threading; siblings share a core)", lo=1, hi=8
+    ),
+    "hypervisor": Field(
+        "str",
+        "kvm",
+        "xen: guests' block IO goes through Dom0's blkback and the host's grant table (Dom0 CPU per request, "
+        "stalls when the table is full); kvm: neither is modelled",
+        choices=("kvm", "xen"),
+    ),
     "ghz": Field(
         "float", 2.6, "clock speed per core; 1 GHz counts as 1,000 MIPS where mips is not given", lo=0, lo_open=True
     ),
@@ -171,6 +182,16 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "reduce": Field("float", 30.0, "reduce work per VM, core-seconds", lo=0),
         "cores": Field("float", 0.0, "cores a VM keeps busy in map and reduce (0: all vCPUs)", lo=0),
         "think": Field("duration", 10.0, "pause between runs of the job (tear-down and set-up)", lo=0),
+    },
+    "sysbench": {
+        "prime": Field(
+            "int",
+            3000,
+            "--cpu-max-prime: 2000, 3000 or 5000 (each vCPU 20, 50 or 90 % busy)",
+            choices=(2000, 3000, 5000),
+        ),
+        "threads": Field("int", 4, "threads of a job (at most the VM's vCPUs run)", lo=1),
+        "seconds": Field("duration", 10.0, "a job's time alone on an idle host", lo=0, lo_open=True),
     },
     "fio": {
         "iops": Field("float", 100.0, "IO operations per second offered", lo=0),
@@ -306,7 +327,21 @@ SIMULATOR_FIELDS = {
     "pv_latency": Field("duration", 30e-6, "latency added by each Dom0 crossing (event channel)", lo=0),
     "vf_latency": Field("duration", 5e-6, "latency added by a VF (DMA + interrupt)", lo=0),
     "idle_guest_cpu": Field("float", 0.005, "cores an idle guest uses (timer ticks)", lo=0),
-    "sched_overhead": Field("float", 0.15, "slowdown per runnable vCPU per hardware thread above one", lo=0),
+    "sched_overhead": Field("float", 0.065, "slowdown per runnable vCPU per hardware thread above one", lo=0),
+    "blkback_cost_per_request": Field("duration", 50e-6, "xen hosts: Dom0 CPU per block request (blkback)", lo=0),
+    "blkback_cost_per_byte": Field("duration", 0.5e-9, "xen hosts: Dom0 CPU per byte of block IO", lo=0),
+    "grant_entries": Field("int", 128, "xen hosts: entries of the grant table the guests' block IO shares", lo=1),
+    "grant_page": Field("size", 4096.0, "xen hosts: bytes one grant entry maps", lo=1),
+    "grant_stall": Field(
+        "duration", 2e-3, "xen hosts: wait of a request per refill of a full grant table (lock and update)", lo=0
+    ),
+    "ht_yield": Field(
+        "float",
+        0.3,
+        "what a second busy hyper-thread adds to its core's throughput (0: nothing, 1: a core)",
+        lo=0,
+        hi=1,
+    ),
     "rate_limit_burst": Field("size", 65536.0, "token-bucket burst of a VF rate tier or vNIC limit", lo=0),
     "vf_attach_time": Field("duration", 0.2, "hot-plug of a VF", lo=0),
     "vf_detach_time": Field("duration", 1.5, "hot-unplug of a VF (device-removed event)", lo=0),

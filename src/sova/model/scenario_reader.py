@@ -190,6 +190,8 @@ def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
         out += [HostSpec(name=name, nic=nic, **_spec_fields(t, "nic")) for name in names]
         if t["power_idle"] is not None and t["power_max"] is not None and t["power_max"] < t["power_idle"]:
             r.error(f"{where}.power_max", "must be at least power_idle")
+        if t["cores"] is not None and t["threads_per_core"] and t["cores"] % t["threads_per_core"]:
+            r.error(f"{where}.cores", f"must be a multiple of threads_per_core ({t['threads_per_core']})")
     if not out:
         r.error("[[hosts]]", "a scenario needs at least one host")
     _unique(r, [h.name for h in out], "[[hosts]]", "host")

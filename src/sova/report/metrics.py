@@ -42,6 +42,7 @@ GIB = Unit(2**-30, 2, " GiB")
 KWH = Unit(1, 3, " kWh")
 REQUESTS_PER_S = Unit(1, 1, " req/s")
 GBPS = Unit(1, 3, " Gb/s")
+MB_PER_S = Unit(1e-6, 1, " MB/s")
 
 
 @dataclass(frozen=True)
@@ -84,10 +85,12 @@ METRICS = [
     Metric("File transfers", "completed", "transfers.completed", COUNT, False, "transfers completed", True),
     Metric("File transfers", "mean transfer time", "transfers.completion_mean", SECONDS, True, "transfer time", True),
     Metric("Storage", "mean IOPS", "storage.iops_mean", COUNT, False, "IOPS"),
+    Metric("Storage", "mean throughput", "storage.throughput_mean", MB_PER_S, False, "storage throughput"),
     Metric("Storage", "mean IO latency", "storage.latency_mean", MILLISECONDS, True, "IO latency"),
     Metric("Network", "mean of max NIC tx utilisation", "network.nic_tx_util_max_mean", PERCENT, True, "NIC use", True),
     Metric("Network", "mean of max link utilisation", "network.link_util_max_mean", PERCENT, True, "fabric link use"),
     Metric("Network", "VM traffic sent", "network.guest_tx_gbps", GBPS, None),
+    Metric("Network", "VM traffic received", "network.guest_rx_gbps", GBPS, None),
     Metric("Migrations", "completed", "migrations.completed", COUNT, None, brief=True),
     Metric("Migrations", "failed or cancelled", "migrations.failed", COUNT, True, "failed migrations", True),
     Metric("Migrations", "total time", "migrations.time_total", SECONDS, True, "migration cost"),

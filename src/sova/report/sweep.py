@@ -26,11 +26,14 @@ SWEPT = [
     ("p99 response time", "services.response_p99"),
     ("requests dropped", "services.dropped"),
     ("VM network throughput, sent", "network.guest_tx_gbps"),
+    ("VM network throughput, received", "network.guest_rx_gbps"),
     ("throughput", "services.throughput_rps"),
     ("hottest host CPU, p95", "cpu.host_util_max_p95"),
     ("mean of max NIC tx utilisation", "network.nic_tx_util_max_mean"),
     ("migrations completed", "migrations.completed"),
     ("batch job completion time", "batch.completion_mean"),
+    ("storage throughput", "storage.throughput_mean"),
+    ("mean Dom0 utilisation", "cpu.dom0_util_mean"),
     ("file transfer time", "transfers.completion_mean"),
     ("energy", "energy_kwh"),
 ]
@@ -101,6 +104,8 @@ def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
             )
         if not numeric:
             ax.set_xticks(range(len(xs)), [truncate(str(x), 12) for x in xs])
+        elif min(xs) > 0 and max(xs) >= 100 * min(xs):  # block sizes from 1 KB to 4 MB: a log axis
+            ax.set_xscale("log", base=2)
         ax.set_xlabel(sweep.axis)
         set_value_axis(ax, f"{label} ({unit})" if unit else label, every)
         ax.set_title(f"{label} against {sweep.axis}: {profile_list(profiles)}", fontsize=11)

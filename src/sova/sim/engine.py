@@ -22,6 +22,7 @@ import numpy as np
 from sova.model.scenario import Scenario, simulator_defaults
 from sova.model.topology import build_topology
 from sova.sim import datapath
+from sova.sim.blkback import BlkbackParams
 from sova.sim.compute import CpuScheduling
 from sova.sim.datapath import Layout
 from sova.sim.events import EventLog
@@ -56,6 +57,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.vm_names = [v.name for v in vms]
         self.H, self.V = len(hosts), len(vms)
         self.host_cores = np.array([h.cores for h in hosts], dtype=float)
+        self.threads_per_core = np.array([h.threads_per_core for h in hosts], dtype=float)
         self.host_core_mips = np.array([h.mips or h.ghz * 1000 for h in hosts], dtype=float)
         self.host_mem = np.array([h.memory - h.dom0_memory for h in hosts], dtype=float)
         self.dom0_vcpus = np.array([h.dom0_vcpus for h in hosts], dtype=float)
@@ -70,7 +72,10 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.st_par = np.array([s.parallelism for s in scenario.storage], dtype=float)
         self.st_access = np.array([s.access_time for s in scenario.storage], dtype=float)
         self.st_bw = np.array([s.bandwidth / 8 for s in scenario.storage], dtype=float)
-        self.storage = StorageEpochs(len(scenario.vms), self.st_par, self.st_access, self.st_bw)
+        host_xen = np.array([h.hypervisor == "xen" for h in hosts])
+        blkback = BlkbackParams.from_params(self.params)
+        self.storage = StorageEpochs(len(scenario.vms), self.st_par, self.st_access, self.st_bw, host_xen, blkback)
+        self.netback_cpu = self.blkback_cpu = np.zeros(self.H)  # Dom0 cores of the last step, per host
         self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds
 
         hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}
@@ -164,7 +169,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         for _mig, fid in self.migrations.values():
             demand[fid] = p["migration_bandwidth"] or np.inf
         # storage first: what the devices serve is what crosses the network
-        self.storage.offer(io, self.vm_storage[io.vm])
+        self.storage.offer(io, self.vm_storage[io.vm], self.vm_host[io.vm])
         self._storage_epoch(demand)
 
         # Dom0 vif overhead: extra cost per additional active para-virtual NIC on the host
@@ -199,14 +204,16 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         # CPU pass 2: with what the network actually carried
         vm_want = cpu_dem + self._guest_net_cpu(rate)  # before the vCPU count and cap bound it
         vm_dem = np.minimum(vm_want, self.vm_cpu_limit())
-        dom0_used = np.minimum(self._dom0_cpu(rate, data), self.dom0_vcpus)
+        self.netback_cpu = np.minimum(self._dom0_cpu(rate, data), self.dom0_vcpus)
+        dom0_used = np.minimum(self.netback_cpu + self.blkback_cpu, self.dom0_vcpus)
         vm_alloc, dom0_alloc = self._share_cpu(vm_dem, dom0_used)
         stretch = self._stretch(vm_dem)
+        work_stretch = stretch / self._thread_speed(vm_alloc, dom0_alloc)
 
         # a stop-and-copy during this step pauses the VM for exactly its part of the step
         run_now = self._advance_migrations(rate, dt, run)
         vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
-        got = Progress(dt, rate, load, cap, vm_alloc, vm_want, stretch, run_now)
+        got = Progress(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now)
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want

@@ -11,6 +11,9 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
 - a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit through in each epoch (a token
   bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion to what
   they offer;
+- on Xen hosts the host's path adds Dom0's blkback work and the grant table (``sim/blkback.py``): a
+  request costs Dom0 CPU and waits while a full table is refilled; the host's IO is bounded by the Dom0
+  CPU its network work leaves;
 - the device serves what passed (``storage.serve_io``: shared in device time, M/M/1 latency).
 
 Each epoch is a steady state of its own (mean-value analysis): what carries from one epoch to the next is
@@ -23,65 +26,97 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.sensors import BLOCK_ROWS
-from sova.sim.storage import serve_io
+from sova.sim.storage import RHO_MAX, serve_io
 from sova.sim.workload_kinds.base import IOStreams
 
 
 @dataclass(frozen=True)
 class EpochServed:
-    """What one epoch served, per stream: IOPS over the epoch and mean latency (s); per server: use."""
+    """What one epoch served, per stream: IOPS over the epoch and mean latency (s); per server: use; per
+    host: the Dom0 CPU (cores) its blkback used."""
 
     iops: np.ndarray
     latency: np.ndarray
     utilisation: np.ndarray
+    dom0_cpu: np.ndarray
 
 
 class StorageEpochs:
-    def __init__(self, n_vms: int, parallelism: np.ndarray, access_time: np.ndarray, bandwidth_bytes: np.ndarray):
+    def __init__(
+        self,
+        n_vms: int,
+        parallelism: np.ndarray,
+        access_time: np.ndarray,
+        bandwidth_bytes: np.ndarray,
+        host_xen: np.ndarray,
+        blkback: BlkbackParams,
+    ):
         self.n_vms = n_vms
         self.parallelism, self.access_time, self.bandwidth = parallelism, access_time, bandwidth_bytes
+        self.host_xen, self.blkback = host_xen, blkback
         self.streams: IOStreams | None = None
         self.server = np.zeros(0, dtype=np.int64)
+        self.host = np.zeros(0, dtype=np.int64)
         self.queue = np.zeros(0)  # IOs waiting (queued behind the limiter or the device), per stream
         self._last: tuple[bytes, EpochServed] | None = None  # an epoch is a steady state: same inputs, same result
 
-    def offer(self, streams: IOStreams, server: np.ndarray) -> None:
+    def offer(self, streams: IOStreams, server: np.ndarray, host: np.ndarray) -> None:
         """The streams of the coming fabric step (their rates change at its pace); queues carry over."""
         old = self.streams
         if old is None or len(old.vm) != len(streams.vm):
             self.queue = np.zeros(len(streams.vm))
-        elif np.array_equal(self.server, server) and all(
-            np.array_equal(getattr(old, f), getattr(streams, f)) for f in ("vm", "iops", "size", "read", "depth")
+        elif (
+            np.array_equal(self.server, server)
+            and np.array_equal(self.host, host)
+            and all(
+                np.array_equal(getattr(old, f), getattr(streams, f)) for f in ("vm", "iops", "size", "read", "depth")
+            )
         ):
             return  # the same streams as the last step (a constant fio): the last epoch still holds
-        self.streams, self.server = streams, server
+        self.streams, self.server, self.host = streams, server, host
         self._last = None
 
-    def epoch(self, limit: np.ndarray) -> EpochServed:
-        """Serve one epoch; limit: IOPS per VM (0: none). Rates are per second, so the epoch's length
-        does not enter: it only says how often limits may change."""
-        key = limit.tobytes()
+    def epoch(self, limit: np.ndarray, dom0_free: np.ndarray) -> EpochServed:
+        """Serve one epoch; limit: IOPS per VM (0: none); dom0_free: Dom0 cores per host left for
+        blkback. Rates are per second, so the epoch's length does not enter: it only says how often
+        limits may change."""
+        key = limit.tobytes() + dom0_free.tobytes()
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        io = self.streams
+        io, host, bb = self.streams, self.host, self.blkback
         closed = io.depth > 0
         service = self.access_time[self.server] + io.size / self.bandwidth[self.server]
+        # Xen's host path: blkback's work per request, and the wait for a full grant table
+        xen = self.host_xen[host]
+        cpu_per_request = np.where(xen, bb.cpu_per_request(io.size), 0.0)
+        outstanding = np.where(closed, io.depth, io.iops * service) * xen
+        path = cpu_per_request + grant_wait(host, outstanding, io.size, len(dom0_free), bb)
         # a closed loop cannot push more than its depth through an idle device; the device shares the rest
-        offered = np.where(closed, np.minimum(io.iops, io.depth / service), io.iops)
+        offered = np.where(closed, np.minimum(io.iops, io.depth / (service + path)), io.iops)
         passed = self._limit(offered, limit)
+        passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
         served, latency, rho = serve_io(
             self.server, passed, io.size, self.parallelism, self.access_time, self.bandwidth
         )
-        # at most depth IOs outstanding, each taking the device's latency (Little's law); held back (by its
-        # limiter, the device's share or its queueing), its whole depth is outstanding and an IO takes
-        # depth / served, the part beyond the device's latency spent queued. What a closed stream cannot
-        # use of its share is not handed to the others in this epoch (a mean-value model).
-        served = np.where(closed, np.minimum(served, io.depth / np.maximum(latency, 1e-300)), served)
+        latency = latency + path
+        # a closed stream keeps at most its depth outstanding: an IO takes its own time plus the queueing
+        # the open streams cause at the device (closed streams queue behind each other only through their
+        # share, so a device saturated by closed streams serves its capacity); it is served at most depth
+        # over that time. Held back (by its limiter, its share or that bound), its whole depth is
+        # outstanding and an IO takes depth / served (Little's law), the part beyond its own time spent
+        # queued. What a closed stream cannot use of its share is not handed to the others in this epoch
+        # (a mean-value model).
+        occupied = passed * service / self.parallelism[self.server]
+        open_rho = np.minimum(np.bincount(self.server, weights=occupied * ~closed, minlength=len(rho)), RHO_MAX)
+        alone = service + path + service / self.parallelism[self.server] * (open_rho / (1 - open_rho))[self.server]
+        served = np.where(closed, np.minimum(served, io.depth / alone), served)
         full = closed & (served < io.iops * (1 - 1e-9))
-        held = np.where(full, io.depth / np.maximum(served, 1e-300), latency)
-        self.queue = np.where(full, np.maximum(io.depth - served * latency, 0.0), 0.0)
-        result = EpochServed(served, held, rho)
+        held = np.where(full, io.depth / np.maximum(served, 1e-300), np.where(closed, alone, latency))
+        self.queue = np.where(full, np.maximum(io.depth - served * (service + path), 0.0), 0.0)
+        dom0_cpu = np.bincount(host, weights=served * cpu_per_request, minlength=len(dom0_free))
+        result = EpochServed(served, held, rho, dom0_cpu)
         self._last = (key, result)
         return result
 
@@ -116,8 +151,10 @@ class StorageSubsystem:
         network demand of the IO flows too, from what this epoch served."""
         io = self.storage.streams
         if io is None or not len(io.vm):
+            self.blkback_cpu = np.zeros(self.H)
             return
-        served = self.storage.epoch(self.vm_io_limit)
+        served = self.storage.epoch(self.vm_io_limit, self.dom0_vcpus - self.netback_cpu)
+        self.blkback_cpu = served.dom0_cpu
         self.gauges["storage_util"] = served.utilisation
         self.gauges["io"] = {"vm": io.vm, "served": served.iops, "offered": io.iops, "latency": served.latency}
         if served is not self._epoch_counted:  # a new steady state: count what one of its epochs does

@@ -63,7 +63,7 @@ class Progress:
     cap: np.ndarray  # per resource: capacity
     vm_alloc: np.ndarray  # per VM: cores got
     vm_want: np.ndarray  # per VM: cores wanted before its vCPU count and cap bound them
-    stretch: np.ndarray  # per host: run-queue slowdown of work
+    stretch: np.ndarray  # per host: slowdown of work (run-queue overhead, hyper-thread siblings)
     run: np.ndarray  # per VM: the part of the step it ran
 
 

@@ -43,6 +43,8 @@ class Batch(WorkloadKind):
         finish = sim.t + dt - over
         for i, at in zip(np.flatnonzero(done), finish, strict=True):
             sim.events.add(BatchDone(int(i), float(at - state["started"][i])))
-        state["started"][done] = finish + group.params["think"][done]
-        state["left"][done] = group.params["work"][done]
-        state["think_left"][done] = group.params["think"][done]
+        # the rest of the step goes to thinking, then to the next job at the same speed
+        think = group.params["think"][done]
+        state["started"][done] = finish + think
+        state["think_left"][done] = np.maximum(think - over, 0.0)
+        state["left"][done] = group.params["work"][done] - speed[done] * np.maximum(over - think, 0.0)
