@@ -1,70 +1,99 @@
-"""CloudScope's model against the simulator's measurement (the paper's Fig. 5a, CPU): VMs of 4 vCPUs
-(1 GHz each) running sysbench prime 2000 / 3000 / 5000 (each vCPU 20 / 50 / 90 % busy) on the paper's
-host (two 8-core 2.9 GHz CPUs, 32 hyper-threads, Xen), 1 to 45 VMs.
+"""CloudScope's model against the simulator's measurement (the paper's Fig. 5a-c), on the Fig. 2 scenarios
+of scenarios/papers/cloudscope/ (the same runs `sova run` makes of them; each reports the model's
+prediction with `[outputs] interference = 60`).
 
-Measured: the mean job completion time relative to one VM. Predicted: the mean V-slowdown the model gives
-those VMs from the host's counters over the last 60 s. Prints each point and the mean relative error per
-curve (the paper: 3.8 % for prime 3000, 10.5 % for prime 5000). Usage:
-    python benchmarks/cloudscope_validation.py [--seconds 180]
+- 5a, CPU: mean sysbench job time relative to one VM against the model's mean δ of the VMs.
+- 5b, disk: total read throughput of 2, 5 and 10 VMs, 32-512 KB blocks, against n x T1 x δ1 / δn: n
+  times one VM's throughput alone, slowed by the model's δ with n VMs over its δ alone.
+- 5c, network: each VM's throughput relative to one VM alone against δ1 / δn.
+
+Prints each point and the mean relative error per curve (the paper: 3.8 % prime 5000, 10.5 % prime 3000,
+7.4 % disk, 4.8 % network). Usage:
+    python benchmarks/cloudscope_validation.py [--figure 5a|5b|5c|all]
 """
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import numpy as np
 
-from sova.analyze.loading_vectors import host_load, loading_vectors, window_usage
-from sova.analyze.vslowdown import gammas, v_slowdown
-from sova.drivers.sim import SimDriver
-from sova.model.knowledge import Knowledge
-from sova.model.scenario_reader import scenario_from_dict
-from sova.sim.engine import Simulator
-from sova.sim.events import BatchDone
+from sova.control.experiment import run_profile
+from sova.model.sweep import load_runs
 
-COUNTS = (1, 5, 15, 25, 35, 45)
-PRIMES = (2000, 3000, 5000)
+SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios" / "papers" / "cloudscope"
+DISK_BLOCKS = (32768, 65536, 131072, 262144, 524288)
 
 
-def measure(n_vms: int, prime: int, seconds: int) -> tuple[float, float]:
-    """(mean job time in s, mean predicted slowdown) for n_vms VMs running sysbench prime jobs."""
-    raw = {
-        "scenario": {"name": "cloudscope-5a", "duration": seconds, "seed": 1},
-        "hosts": [
-            {"name": "pm", "cores": 32, "threads_per_core": 2, "ghz": 2.9, "memory": "256GiB", "hypervisor": "xen"}
-        ],
-        "vms": [{"name": "vm{i}", "count": n_vms, "host": "pm", "vcpus": 4, "mips": 1000, "memory": "2GiB"}],
-        "workloads": [{"vm": "vm*", "kind": "sysbench", "prime": prime, "seconds": 10}],
-    }
-    sim = Simulator(scenario_from_dict(raw))
-    driver = SimDriver(sim)
-    knowledge = Knowledge(61.0)
-    knowledge.add(driver.observe())
-    for _ in range(seconds):
-        sim.step()
-        knowledge.add(driver.observe())
-    times = [e.seconds for e in sim.events.take(BatchDone)]
-    usage = window_usage(knowledge, 60.0)
-    predicted = v_slowdown(gammas(host_load(usage)), loading_vectors(usage), usage.snapshot.vm_host)
-    return float(np.mean(times)), float(predicted.mean())
+def sweep_summaries(name: str) -> dict:
+    """{swept value: the default profile's summary} of one scenario file."""
+    sweep, runs = load_runs(SCENARIOS / f"{name}.toml")
+    return {value: run_profile(scenario, "default").summary for value, scenario in zip(sweep.values, runs, strict=True)}
+
+
+def table(title: str, rows: list[tuple[str, float, float]]) -> float:
+    """Print the points of one curve and return its mean relative error."""
+    errors = [abs(predicted - measured) / measured for _, measured, predicted in rows]
+    print(f"\n{title}\n| point | measured | predicted | error |\n|---|---:|---:|---:|")
+    for (label, measured, predicted), error in zip(rows, errors, strict=True):
+        print(f"| {label} | {measured:.3g} | {predicted:.3g} | {error:.1%} |")
+    print(f"| mean | | | {np.mean(errors):.1%} |", flush=True)
+    return float(np.mean(errors))
+
+
+def figure_5a() -> None:
+    for prime in (2000, 3000, 5000):
+        runs = sweep_summaries(f"fig2a-prime{prime}")
+        base = runs[1]["batch"]["completion_mean"]
+        rows = [
+            (f"{n} VMs", s["batch"]["completion_mean"] / base, s["interference"]["slowdown_mean"])
+            for n, s in runs.items()
+        ]
+        table(f"Fig. 5a, prime {prime}: job time relative to one VM", rows)
+
+
+def figure_5b() -> None:
+    alone = sweep_summaries("fig2b-disk-1vm")
+    for n in (2, 5, 10):
+        runs = sweep_summaries(f"fig2b-disk-{n}vm")
+        rows = []
+        for block in DISK_BLOCKS:
+            one, many = alone[block], runs[block]
+            predicted = (
+                n
+                * one["storage"]["throughput_mean"]
+                * one["interference"]["slowdown_mean"]
+                / many["interference"]["slowdown_mean"]
+            )
+            rows.append((f"{block // 1024} KB", many["storage"]["throughput_mean"] / 1e6, predicted / 1e6))
+        table(f"Fig. 5b, {n} VMs: total read throughput (MB/s)", rows)
+
+
+def figure_5c() -> None:
+    runs = sweep_summaries("fig2c-network")
+    one = runs[1]
+    rows = [
+        (
+            f"{n} VMs",
+            s["network"]["guest_rx_gbps"] / n / one["network"]["guest_rx_gbps"],
+            one["interference"]["slowdown_mean"] / s["interference"]["slowdown_mean"],
+        )
+        for n, s in runs.items()
+    ]
+    table("Fig. 5c: each VM's throughput relative to one VM alone", rows)
+
+
+FIGURES = {"5a": figure_5a, "5b": figure_5b, "5c": figure_5c}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seconds", type=int, default=180)
+    ap.add_argument("--figure", choices=[*FIGURES, "all"], default="all")
     args = ap.parse_args()
-    print("| jobs | VMs | measured (relative to 1 VM) | predicted δ | error |")
-    print("|---|---:|---:|---:|---:|")
-    for prime in PRIMES:
-        label = f"prime {prime}"
-        results = {n: measure(n, prime, args.seconds) for n in COUNTS}
-        base = results[1][0]
-        errors = []
-        for n, (time, predicted) in results.items():
-            measured = time / base
-            errors.append(abs(predicted - measured) / measured)
-            print(f"| {label} | {n} | {measured:.2f} | {predicted:.2f} | {errors[-1]:.1%} |", flush=True)
-        print(f"| {label} | mean | | | {np.mean(errors):.1%} |", flush=True)
+    for name, figure in FIGURES.items():
+        if args.figure in (name, "all"):
+            figure()
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ import pytest
 from helpers import make_scenario
 from sova.analyze.base import AnalyzeStage
 from sova.analyze.interference import Slowdown
+from sova.control.experiment import run_profile
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.model.scenario import ControlSpec
@@ -80,3 +81,19 @@ def test_only_the_vms_predicted_slow_get_a_finding():
     found = AnalyzeStage(runtime.knowledge).findings([("interference", {"window": 20.0, "slowdown_above": 1.1})])
     assert sorted(f.vm for f in found.of(Slowdown)) == [f"busy{i}" for i in range(1, 7)]
     assert all(f.notable for f in found.of(Slowdown))
+
+
+def test_a_run_reports_every_vms_predicted_slowdown_with_outputs_interference():
+    scenario = make_scenario(
+        scenario={"duration": 30},
+        hosts=[{"name": "busy", "cores": 2}, {"name": "idle", "cores": 2}],
+        vms=[{"name": "hot{i}", "count": 4, "host": "busy", "vcpus": 2}, {"name": "calm", "host": "idle"}],
+        workloads=[{"kind": "lookbusy", "vm": "hot*", "util": 1.0, "stagger": False}],
+        outputs={"interference": 20},
+    )
+    report = run_profile(scenario, "default").summary["interference"]
+    assert report["window"] == 20 and set(report["vms"]) == {"hot1", "hot2", "hot3", "hot4", "calm"}
+    hot, calm = report["vms"]["hot1"], report["vms"]["calm"]
+    assert hot["slowdown"] > 1.5 and calm["slowdown"] == pytest.approx(1.0)  # 8 vCPUs busy on 2 threads
+    assert hot["beta"][0] == pytest.approx(1.0) and len(hot["gamma"]) == 3
+    assert report["slowdown_max"] == max(v["slowdown"] for v in report["vms"].values())

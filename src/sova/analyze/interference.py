@@ -76,3 +76,20 @@ class Interference(Analyzer):
                 strict=True,
             )
         )
+
+
+def predicted_interference(knowledge: Knowledge, window: float) -> dict[str, Any]:
+    """Every VM's predicted δ with its β and its host's γ over the last `window` seconds, for a run's
+    summary (``[outputs] interference``); the mean and the largest δ over the VMs."""
+    usage = window_usage(knowledge, window)
+    if usage is None:
+        return {"window": window, "slowdown_mean": None, "slowdown_max": None, "vms": {}}
+    snap = usage.snapshot
+    gamma = gammas(host_load(usage))
+    beta = loading_vectors(usage)
+    delta = v_slowdown(gamma, beta, snap.vm_host)
+    vms = {
+        vm: {"slowdown": d, "beta": b, "gamma": gamma[h].tolist()}
+        for vm, d, b, h in zip(snap.vms, delta.tolist(), beta.tolist(), snap.vm_host.tolist(), strict=True)
+    }
+    return {"window": window, "slowdown_mean": float(delta.mean()), "slowdown_max": float(delta.max()), "vms": vms}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sova.analyze.intensity import io_degree, io_factor, net_degree, network_factor
+from sova.analyze.interference import predicted_interference
 from sova.analyze.samples import window_samples
 from sova.control.audit import AuditLog
 from sova.control.profiles import build_admission, build_policies
@@ -111,6 +112,8 @@ def run_profile(
     summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall)
     if sensor is not None:
         summary["intensity"] = _intensity(sensor)
+    if scenario.outputs.interference:
+        summary["interference"] = predicted_interference(runtime.knowledge, scenario.outputs.interference)
     return ProfileResult(
         name, summary, rec.series(), list(sim.migration_log), runtime.audit, services, list(sim.vf_log), initial_vfs
     )

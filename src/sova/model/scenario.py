@@ -139,6 +139,7 @@ class OutputSpec:
     plots: bool = True
     sample_every: float = 0.0
     intensity: bool = False
+    interference: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -307,6 +307,13 @@ OUTPUT_FIELDS = {
     "plots": Field("bool", True, "write PNG plots and embed them in report.html"),
     "sample_every": Field("duration", 0.0, "metrics row interval (0: every step)", lo=0),
     "intensity": Field("bool", False, "report IF, NF, io_degree and net_degree of every VM over the whole run"),
+    "interference": Field(
+        "duration",
+        0.0,
+        "report every VM's predicted V-slowdown (CloudScope Eq. 7) from the counters of this last stretch of "
+        "the run, e.g. 60 (0: none)",
+        lo=0,
+    ),
 }
 
 TRIALS_FIELDS = {

@@ -43,6 +43,7 @@ KWH = Unit(1, 3, " kWh")
 REQUESTS_PER_S = Unit(1, 1, " req/s")
 GBPS = Unit(1, 3, " Gb/s")
 MB_PER_S = Unit(1e-6, 1, " MB/s")
+RATIO = Unit(1, 3, "x")
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,8 @@ METRICS = [
     Metric("File transfers", "completed", "transfers.completed", COUNT, False, "transfers completed", True),
     Metric("File transfers", "mean transfer time", "transfers.completion_mean", SECONDS, True, "transfer time", True),
     Metric("Storage", "mean IOPS", "storage.iops_mean", COUNT, False, "IOPS"),
+    Metric("Interference", "predicted V-slowdown, mean", "interference.slowdown_mean", RATIO, True, "slowdown"),
+    Metric("Interference", "predicted V-slowdown, largest", "interference.slowdown_max", RATIO, True, "slowdown"),
     Metric("Storage", "mean throughput", "storage.throughput_mean", MB_PER_S, False, "storage throughput"),
     Metric("Storage", "mean IO latency", "storage.latency_mean", MILLISECONDS, True, "IO latency"),
     Metric("Network", "mean of max NIC tx utilisation", "network.nic_tx_util_max_mean", PERCENT, True, "NIC use", True),

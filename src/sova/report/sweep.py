@@ -34,6 +34,7 @@ SWEPT = [
     ("batch job completion time", "batch.completion_mean"),
     ("storage throughput", "storage.throughput_mean"),
     ("mean Dom0 utilisation", "cpu.dom0_util_mean"),
+    ("predicted V-slowdown (CloudScope), mean", "interference.slowdown_mean"),
     ("file transfer time", "transfers.completion_mean"),
     ("energy", "energy_kwh"),
 ]
