@@ -6,10 +6,13 @@ prediction with `[outputs] interference = 60`).
 - 5b, disk: total read throughput of 2, 5 and 10 VMs, 32-512 KB blocks, against n x T1 x δ1 / δn: n
   times one VM's throughput alone, slowed by the model's δ with n VMs over its δ alone.
 - 5c, network: each VM's throughput relative to one VM alone against δ1 / δn.
+- 6, mixed (std-cpu + std-disk + std-net in every VM, so the target is the mean VM): its read throughput against T1 x
+  γdisk,1 / γdisk,n, and its HTTP response time against R1 x γnet,n / γnet,1 (its host's per-resource
+  slowdowns: each workload is slowed in its own resource).
 
 Prints each point and the mean relative error per curve (the paper: 3.8 % prime 5000, 10.5 % prime 3000,
 7.4 % disk, 4.8 % network). Usage:
-    python benchmarks/cloudscope_validation.py [--figure 5a|5b|5c|all]
+    python benchmarks/cloudscope_validation.py [--figure 5a|5b|5c|6|all]
 """
 
 from __future__ import annotations
@@ -84,7 +87,27 @@ def figure_5c() -> None:
     table("Fig. 5c: each VM's throughput relative to one VM alone", rows)
 
 
-FIGURES = {"5a": figure_5a, "5b": figure_5b, "5c": figure_5c}
+def figure_6() -> None:
+    runs = sweep_summaries("fig6-mixed")
+    one = runs[1]
+
+    def target(n: int, summary: dict) -> tuple[float, float, list[float]]:
+        """A VM's read MB/s and mean response time (s) (every VM runs the same mix: the mean VM's), and
+        its host's (γcpu, γdisk, γnet)."""
+        gamma = summary["interference"]["vms"]["mix1"]["gamma"]
+        return summary["storage"]["throughput_mean"] / n / 1e6, summary["services"]["response_mean"], gamma
+
+    read1, response1, gamma1 = target(1, one)
+    disk, net = [], []
+    for n, summary in runs.items():
+        read, response, gamma = target(n, summary)
+        disk.append((f"{n - 1} others", read, read1 * gamma1[1] / gamma[1]))
+        net.append((f"{n - 1} others", response * 1e3, response1 * 1e3 * gamma[2] / gamma1[2]))
+    table("Fig. 6a: the target VM's read throughput (MB/s)", disk)
+    table("Fig. 6b: the target VM's mean HTTP response time (ms)", net)
+
+
+FIGURES = {"5a": figure_5a, "5b": figure_5b, "5c": figure_5c, "6": figure_6}
 
 
 def main() -> None:
