@@ -12,6 +12,7 @@ from sova.control.experiment import run_profile
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.model.scenario import ControlSpec
+from sova.model.schema import InputError
 from sova.sim.engine import Simulator
 
 SETTINGS = {"window": 20.0, "slowdown_above": 1.0}  # every VM: none is faster than alone
@@ -97,3 +98,27 @@ def test_a_run_reports_every_vms_predicted_slowdown_with_outputs_interference():
     assert hot["slowdown"] > 1.5 and calm["slowdown"] == pytest.approx(1.0)  # 8 vCPUs busy on 2 threads
     assert hot["beta"][0] == pytest.approx(1.0) and len(hot["gamma"]) == 3
     assert report["slowdown_max"] == max(v["slowdown"] for v in report["vms"].values())
+
+
+def test_a_run_reports_per_vm_means_of_named_groups_of_vms():
+    scenario = make_scenario(
+        scenario={"duration": 20},
+        storage=[{"name": "disk"}],
+        vms=[{"name": "cpu{i}", "count": 2, "host": "h1"}, {"name": "io", "host": "h1"}],
+        workloads=[
+            {"kind": "sysbench", "vm": "cpu*", "prime": 5000, "threads": 1, "seconds": 2},
+            {"kind": "fio", "vm": "io", "iops": 100, "size": "4KiB", "read": 1.0},
+        ],
+        outputs={"groups": {"cpu": "cpu*", "io": "io"}},
+    )
+    groups = run_profile(scenario, "default").summary["groups"]
+    assert groups["cpu"]["vms"] == 2 and groups["cpu"]["batch_jobs"] == 20  # 2 s jobs, 20 s, 2 VMs
+    assert groups["cpu"]["batch_completion_mean"] == pytest.approx(2.0)
+    assert groups["io"]["iops"] == pytest.approx(100) and groups["io"]["io_bytes_per_s"] == pytest.approx(409_600)
+    assert groups["io"]["batch_completion_mean"] is None and groups["cpu"]["iops"] == 0
+
+
+def test_a_group_that_matches_no_vm_is_refused():
+    with pytest.raises(InputError) as err:
+        make_scenario(outputs={"groups": {"web": "web*"}})
+    assert "[outputs].groups.web" in str(err.value) and "matches no VM" in str(err.value)

@@ -175,6 +175,9 @@ def test_a_vm_that_comes_counts_as_idle_before_it_came():
 def test_spec_dataclass_defaults_match_the_schema(spec, fields, skip):
     """The typed specs restate the schema's defaults; this keeps the two from drifting apart."""
     declared = {f.name: f.default for f in dataclasses.fields(spec) if f.default is not dataclasses.MISSING}
+    declared |= {
+        f.name: f.default_factory() for f in dataclasses.fields(spec) if f.default_factory is not dataclasses.MISSING
+    }
     for key, field in fields.items():
         if key in skip:
             continue

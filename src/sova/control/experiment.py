@@ -19,6 +19,7 @@ from sova.analyze.samples import window_samples
 from sova.control.audit import AuditLog
 from sova.control.profiles import build_admission, build_policies
 from sova.control.runtime import Runtime
+from sova.control.vm_groups import vm_groups
 from sova.drivers.sim import SimDriver
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
@@ -112,6 +113,8 @@ def run_profile(
     summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall)
     if sensor is not None:
         summary["intensity"] = _intensity(sensor)
+    if scenario.outputs.groups:
+        summary["groups"] = vm_groups(sim, rec, services, scenario.outputs.groups)
     if scenario.outputs.interference:
         summary["interference"] = predicted_interference(runtime.knowledge, scenario.outputs.interference)
     return ProfileResult(
@@ -203,9 +206,14 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
     }
     if rec.per_host:
+        dom0 = sim.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.dom0_vcpus
         out["hosts"] = {
-            h: {"cpu_mean": float(np.mean(s[f"cpu:{h}"])), "nic_tx_mean": float(np.mean(s[f"nic_tx:{h}"]))}
-            for h in sim.host_names
+            h: {
+                "cpu_mean": float(np.mean(s[f"cpu:{h}"])),
+                "nic_tx_mean": float(np.mean(s[f"nic_tx:{h}"])),
+                "dom0_mean": float(dom0[i]),
+            }
+            for i, h in enumerate(sim.host_names)
         }
     if services:
         served = np.array([x["served"] for x in services])

@@ -140,6 +140,7 @@ class OutputSpec:
     sample_every: float = 0.0
     intensity: bool = False
     interference: float = 0.0
+    groups: dict[str, str] = field(default_factory=dict)  # label: VM name pattern
 
 
 @dataclass(frozen=True)

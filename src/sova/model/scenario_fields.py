@@ -307,6 +307,12 @@ OUTPUT_FIELDS = {
     "plots": Field("bool", True, "write PNG plots and embed them in report.html"),
     "sample_every": Field("duration", 0.0, "metrics row interval (0: every step)", lo=0),
     "intensity": Field("bool", False, "report IF, NF, io_degree and net_degree of every VM over the whole run"),
+    "groups": Field(
+        "table",
+        {},
+        'per-VM means of named groups of VMs, e.g. { std-disk = "x-disk*" }: CPU, block and network rates, '
+        "batch job and HTTP response times",
+    ),
     "interference": Field(
         "duration",
         0.0,

@@ -101,6 +101,7 @@ def scenario_from_dict(
             profile_check(r, prof)
     control = ControlSpec(**r.table(raw.get("control", {}), CONTROL_FIELDS, "[control]"))
     outputs = OutputSpec(**r.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
+    _check_groups(r, outputs.groups, NameMatcher([v.name for v in vms]))
     simulator = r.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")
     trials = TrialsSpec(**r.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
     if trials is not None and head.get("duration") is not None and trials.warmup >= head["duration"]:
@@ -366,6 +367,14 @@ def _check_tiers(r: Reader, where: str, params: dict, clients: list[str], matchi
             break
     if cache and not matching(cache):
         r.error(f"{where}.cache", "matches no VM; expected the cache tier's VMs (a name or glob) or ''")
+
+
+def _check_groups(r: Reader, groups: dict, matching: NameMatcher) -> None:
+    for label, pattern in groups.items():
+        if not isinstance(pattern, str):
+            r.error(f"[outputs].groups.{label}", f"expected a VM name or pattern like 'web*', got {pattern!r}")
+        elif not matching(pattern):
+            r.error(f"[outputs].groups.{label}", f"{pattern!r} matches no VM of the scenario")
 
 
 def _resolve_trace(r: Reader, value: str, base_dir: Path, where: str) -> str:

@@ -12,7 +12,7 @@ from typing import TypeVar
 
 @dataclass(frozen=True)
 class BatchDone:
-    workload: int  # row of the batch workload entry
+    vm: int  # the VM that ran it
     seconds: float  # from the run's start to its end
 
 

@@ -42,7 +42,7 @@ class Batch(WorkloadKind):
         over = -state["left"][done] / np.maximum(progress[done], 1e-300) * dt
         finish = sim.t + dt - over
         for i, at in zip(np.flatnonzero(done), finish, strict=True):
-            sim.events.add(BatchDone(int(i), float(at - state["started"][i])))
+            sim.events.add(BatchDone(int(vm[i]), float(at - state["started"][i])))
         # the rest of the step goes to thinking, then to the next job at the same speed
         think = group.params["think"][done]
         state["started"][done] = finish + think
