@@ -1,0 +1,122 @@
+"""CloudScope's experiments, run from their scenario files under scenarios/papers/cloudscope/: the
+directions the paper reports, and (as strict expected failures) the ones the simulator does not give."""
+
+from itertools import pairwise
+
+import pytest
+
+from helpers import ROOT
+from sova.control.experiment import run_profile, run_sweep
+from sova.control.profiles import check_profile
+from sova.model.sweep import load_runs, load_scenario
+
+PAPER = ROOT / "scenarios" / "papers" / "cloudscope"
+
+
+def sweep(name: str) -> dict:
+    """{value: {profile: summary}} of one scenario file."""
+    sw, runs = load_runs(PAPER / f"{name}.toml", check_profile)
+    return {run.value: {r.profile: r.summary for r in run.results} for run in run_sweep(runs, sw.values)}
+
+
+def default(runs: dict, metric) -> dict:
+    return {value: metric(profiles["default"]) for value, profiles in runs.items()}
+
+
+@pytest.fixture(scope="module")
+def disk_5():
+    return sweep("fig2b-disk-5vm")
+
+
+def test_fig2b_small_blocks_keep_dom0_busy_and_the_disk_bounds_mid_sizes(disk_5):
+    dom0 = default(disk_5, lambda s: s["hosts"]["pm"]["dom0_mean"])
+    read = default(disk_5, lambda s: s["storage"]["throughput_mean"])
+    assert dom0[1024] > 0.8 and dom0[131072] < 0.2  # the paper: 80-90 % at 1-16 KB
+    assert read[32768] < read[65536] < 1.1 * read[32768]  # flat at the device's rate
+
+
+def test_fig2b_throughput_drops_once_two_guests_read_256_kb_blocks():
+    read = default(sweep("fig2b-disk-2vm"), lambda s: s["storage"]["throughput_mean"])
+    assert read[262144] < 0.5 * read[131072]
+
+
+@pytest.fixture(scope="module")
+def network():
+    return sweep("fig2c-network")
+
+
+def test_fig2c_each_vms_throughput_falls_as_co_resident_vms_grow(network):
+    rx = default(network, lambda s: s["network"]["guest_rx_gbps"])
+    per_vm = [rx[n] / n for n in sorted(rx)]
+    assert all(a > b for a, b in pairwise(per_vm))
+
+
+@pytest.mark.xfail(strict=True, reason="Dom0's work follows bytes and packets; netback's rings are not modelled")
+def test_fig2c_dom0_gets_busier_as_co_resident_vms_grow_as_the_paper_says(network):
+    dom0 = default(network, lambda s: s["hosts"]["pm"]["dom0_mean"])
+    assert dom0[10] > dom0[1] + 0.05
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    return sweep("fig6-mixed")
+
+
+def test_fig6_std_cpu_is_not_slowed_by_co_residents(mixed):
+    jobs = default(mixed, lambda s: s["batch"]["completion_mean"])
+    assert max(jobs.values()) < 1.01 * jobs[1]
+
+
+def test_fig6_the_model_predicts_std_nets_response_time_within_the_papers_error(mixed):
+    """Response time alone, slowed by γ_net with n VMs over γ_net alone (the paper: under 18.4 %)."""
+    one = mixed[1]["default"]
+    for summary in (profiles["default"] for profiles in mixed.values()):
+        gamma = summary["interference"]["vms"]["mix1"]["gamma"][2] / one["interference"]["vms"]["mix1"]["gamma"][2]
+        predicted = one["services"]["response_mean"] * gamma
+        assert predicted == pytest.approx(summary["services"]["response_mean"], rel=0.184)
+
+
+@pytest.mark.xfail(strict=True, reason="a full grant table stalls requests far more than Eq. 3 predicts")
+def test_fig6_the_model_predicts_std_disks_throughput_within_the_papers_error(mixed):
+    one = mixed[1]["default"]
+    for n, profiles in mixed.items():
+        summary = profiles["default"]
+        gamma = one["interference"]["vms"]["mix1"]["gamma"][1] / summary["interference"]["vms"]["mix1"]["gamma"][1]
+        predicted = one["storage"]["throughput_mean"] * gamma
+        assert predicted == pytest.approx(summary["storage"]["throughput_mean"] / n, rel=0.083)
+
+
+@pytest.fixture(scope="module")
+def scheduling():
+    scenario = load_scenario(PAPER / "fig8-scheduling.toml", check_profile)
+    return {name: run_profile(scenario, name).summary["groups"] for name in ("default", "cloudscope")}
+
+
+def test_fig8_cloudscope_serves_std_net_and_std_disk_better_than_first_fit(scheduling):
+    base, cloudscope = scheduling["default"], scheduling["cloudscope"]
+    assert cloudscope["std-net"]["response_mean"] < 0.95 * base["std-net"]["response_mean"]
+    assert cloudscope["std-disk"]["io_bytes_per_s"] > base["std-disk"]["io_bytes_per_s"]
+
+
+@pytest.mark.xfail(strict=True, reason="prime 2000 jobs are slowed on no host: none has 16 busy threads")
+def test_fig8_cloudscope_speeds_std_cpu_jobs_as_the_paper_says(scheduling):
+    base, cloudscope = scheduling["default"], scheduling["cloudscope"]
+    assert cloudscope["std-cpu"]["batch_completion_mean"] < 0.98 * base["std-cpu"]["batch_completion_mean"]
+
+
+@pytest.fixture(scope="module")
+def dom0_weight():
+    return sweep("fig9-dom0-weight")
+
+
+def test_fig9_adaptive_dom0_raises_the_weight_where_the_model_predicts_an_slo_miss(dom0_weight):
+    at_256 = dom0_weight[256]
+    assert at_256["adaptive"]["actions"]["succeeded"] >= 1 and at_256["static"]["actions"]["succeeded"] == 0
+    predicted = {p: s["interference"]["slowdown_mean"] for p, s in at_256.items()}
+    assert predicted["adaptive"] < predicted["static"]
+
+
+@pytest.mark.xfail(strict=True, reason="Dom0 is short of no CPU: the port, not Dom0, bounds the VMs")
+def test_fig9_a_heavier_dom0_weight_raises_throughput_as_the_paper_says(dom0_weight):
+    rx = {w: p["static"]["network"]["guest_rx_gbps"] for w, p in dom0_weight.items()}
+    assert rx[512] > 1.1 * rx[256]
