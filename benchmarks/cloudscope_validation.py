@@ -9,10 +9,12 @@ prediction with `[outputs] interference = 60`).
 - 6, mixed (std-cpu + std-disk + std-net in every VM, so the target is the mean VM): its read throughput against T1 x
   γdisk,1 / γdisk,n, and its HTTP response time against R1 x γnet,n / γnet,1 (its host's per-resource
   slowdowns: each workload is slowed in its own resource).
+- 7, Hadoop: each M:R job's mean map and reduce phase times with 20 prime 3000 or 5000 VMs against the
+  times alone x δ with them / δ alone (the workers' mean δ).
 
 Prints each point and the mean relative error per curve (the paper: 3.8 % prime 5000, 10.5 % prime 3000,
 7.4 % disk, 4.8 % network). Usage:
-    python benchmarks/cloudscope_validation.py [--figure 5a|5b|5c|6|all]
+    python benchmarks/cloudscope_validation.py [--figure 5a|5b|5c|6|7|all]
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from sova.model.sweep import load_runs
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios" / "papers" / "cloudscope"
 DISK_BLOCKS = (32768, 65536, 131072, 262144, 524288)
+HADOOP_JOBS = {1: "1:1", 8: "8:1", 10: "10:2", 58: "58:8"}  # mappers: the job M:R
 
 
 def sweep_summaries(name: str) -> dict:
@@ -107,7 +110,31 @@ def figure_6() -> None:
     table("Fig. 6b: the target VM's mean HTTP response time (ms)", net)
 
 
-FIGURES = {"5a": figure_5a, "5b": figure_5b, "5c": figure_5c, "6": figure_6}
+def figure_7() -> None:
+    alone = sweep_summaries("fig7-hadoop-alone")
+
+    def workers_delta(summary: dict) -> float:
+        vms = summary["interference"]["vms"]
+        return float(np.mean([v["slowdown"] for name, v in vms.items() if name.startswith("hd-w")]))
+
+    for co_resident in ("prime3000", "prime5000"):
+        runs = sweep_summaries(f"fig7-hadoop-{co_resident}")
+        for phase in ("map", "reduce"):
+            rows = []
+            for mappers, summary in runs.items():
+                base = alone[mappers]
+                ratio = workers_delta(summary) / workers_delta(base)
+                rows.append(
+                    (
+                        HADOOP_JOBS[mappers],
+                        summary["mapreduce"][f"{phase}_mean"],
+                        base["mapreduce"][f"{phase}_mean"] * ratio,
+                    )
+                )
+            table(f"Fig. 7, {phase} phase (s) with 20 VMs of {co_resident}", rows)
+
+
+FIGURES = {"5a": figure_5a, "5b": figure_5b, "5c": figure_5c, "6": figure_6, "7": figure_7}
 
 
 def main() -> None:

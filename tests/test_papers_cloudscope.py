@@ -120,3 +120,29 @@ def test_fig9_adaptive_dom0_raises_the_weight_where_the_model_predicts_an_slo_mi
 def test_fig9_a_heavier_dom0_weight_raises_throughput_as_the_paper_says(dom0_weight):
     rx = {w: p["static"]["network"]["guest_rx_gbps"] for w, p in dom0_weight.items()}
     assert rx[512] > 1.1 * rx[256]
+
+
+@pytest.fixture(scope="module")
+def hadoop():
+    return {co: sweep(f"fig7-hadoop-{co}") for co in ("alone", "prime3000", "prime5000")}
+
+
+def test_fig7_co_resident_prime_jobs_slow_map_and_reduce_and_prime_5000_more(hadoop):
+    for phase in ("map_mean", "reduce_mean"):
+        times = {co: default(runs, lambda s, ph=phase: s["mapreduce"][ph]) for co, runs in hadoop.items()}
+        for mappers in (1, 8, 10, 58):
+            assert times["alone"][mappers] <= times["prime3000"][mappers] < times["prime5000"][mappers]
+
+
+@pytest.mark.xfail(strict=True, reason="the slowdown is the hyper-threads' and the run queue's, unseen by the model")
+def test_fig7_the_model_predicts_every_phase_within_20_percent_as_the_paper_says(hadoop):
+    def delta(summary):
+        vms = summary["interference"]["vms"]
+        return sum(v["slowdown"] for n, v in vms.items() if n.startswith("hd-w")) / 3
+
+    for co in ("prime3000", "prime5000"):
+        for mappers, profiles in hadoop[co].items():
+            summary, alone = profiles["default"], hadoop["alone"][mappers]["default"]
+            for phase in ("map_mean", "reduce_mean"):
+                predicted = alone["mapreduce"][phase] * delta(summary) / delta(alone)
+                assert predicted == pytest.approx(summary["mapreduce"][phase], rel=0.2)

@@ -120,3 +120,52 @@ def test_a_web_stream_shares_a_link_with_a_shuffle_per_tcp_connection():
     shuffle = next(i for i, f in enumerate(sim.flows) if f.kind == "shuffle" and f.src[1] == sim.vm_names.index("hd1"))
     assert rate[page] + rate[shuffle] == pytest.approx(100e6 * EFF, rel=0.01)
     assert rate[page] == pytest.approx(20 * rate[shuffle], rel=0.01)
+
+
+def tasks_scenario(mappers: int, reducers: int, **params):
+    return make_scenario(
+        scenario={"duration": 200},
+        hosts=[{"name": "h1", "cores": 32}],
+        storage=[{"name": "disk"}],
+        vms=[{"name": "w{i}", "count": 3, "host": "h1", "vcpus": 4}],
+        workloads=[
+            {"vm": "w*", "kind": "mapreduce", "mappers": mappers, "reducers": reducers, "map": 10, "reduce": 6}
+            | {"shuffle": 0, "think": "1000s", **params}
+        ],
+    )
+
+
+def first_job(scenario, steps: int = 200) -> JobDone:
+    sim = Simulator(scenario)
+    for _ in range(steps):
+        sim.step()
+        done = sim.events.take(JobDone)
+        if done:
+            return done[0]
+    raise AssertionError("no job finished")
+
+
+@pytest.mark.parametrize(
+    ("mappers", "reducers", "map_seconds", "reduce_seconds"),
+    [(1, 1, 10, 6), (8, 1, 10, 6), (24, 3, 20, 6), (58, 8, 50, 6)],
+)
+def test_tasks_run_one_core_each_at_most_one_per_vcpu_of_their_vm(mappers, reducers, map_seconds, reduce_seconds):
+    # 3 VMs of 4 vCPUs: 8 maps are dealt 3, 3, 2 (one wave); 24 are 8 a VM (two waves); 58 are 20, 19, 19 (5)
+    job = first_job(tasks_scenario(mappers, reducers))
+    assert job.map_seconds == pytest.approx(map_seconds, abs=1.0)
+    assert job.reduce_seconds == pytest.approx(reduce_seconds, abs=1.0)
+
+
+def test_a_map_phase_lasts_until_its_tasks_have_read_their_splits():
+    cpu_only = first_job(tasks_scenario(3, 3))
+    reading = first_job(tasks_scenario(3, 3, map=1, map_read="8GiB"))
+    assert cpu_only.map_seconds == pytest.approx(10, abs=1.0)
+    assert reading.map_seconds > 2 * cpu_only.map_seconds  # 8 GiB, one 64 KiB request at a time: ~280 MB/s
+
+
+def test_reduce_tasks_write_their_output_to_disk():
+    sim = Simulator(tasks_scenario(3, 3, reduce_write="100MB"))
+    for _ in range(60):
+        sim.step()
+    assert sim.counters["blk_wr_bytes"].sum() == pytest.approx(3 * 100e6, rel=1e-6)
+    assert sim.counters["blk_rd_bytes"].sum() == 0

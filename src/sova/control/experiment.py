@@ -243,7 +243,12 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         }
     if rec.jobs:
         times = np.array([e.seconds for e in rec.jobs])
-        out["mapreduce"] = {"jobs": len(times), "completion_mean": float(times.mean())}
+        out["mapreduce"] = {
+            "jobs": len(times),
+            "completion_mean": float(times.mean()),
+            "map_mean": float(np.mean([e.map_seconds for e in rec.jobs])),
+            "reduce_mean": float(np.mean([e.reduce_seconds for e in rec.jobs])),
+        }
     g = sim.workloads.group("transfer")
     if g is not None:
         times = np.array([e.seconds for e in rec.transfers])

@@ -177,11 +177,18 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "cpu_per_call": Field("duration", 20e-6, "cache VM CPU time per call", lo=0),
     },
     "mapreduce": {
-        "map": Field("float", 60.0, "map work per VM, core-seconds", lo=0),
+        "map": Field("float", 60.0, "map work of a VM (or of one map task with mappers), core-seconds", lo=0),
         "shuffle": Field("size", 100e6, "bytes each VM sends in the shuffle, evenly to the job's other VMs", lo=0),
-        "reduce": Field("float", 30.0, "reduce work per VM, core-seconds", lo=0),
+        "reduce": Field("float", 30.0, "reduce work of a VM (or of one reduce task with reducers), core-seconds", lo=0),
         "cores": Field("float", 0.0, "cores a VM keeps busy in map and reduce (0: all vCPUs)", lo=0),
         "think": Field("duration", 10.0, "pause between runs of the job (tear-down and set-up)", lo=0),
+        "mappers": Field(
+            "int", 0, "map tasks of the job, spread round-robin over its VMs, one core each (0: one per VM)", lo=0
+        ),
+        "reducers": Field("int", 0, "reduce tasks of the job, as mappers (0: one per VM)", lo=0),
+        "map_read": Field("size", 0.0, "bytes a map task reads from its VM's disk (its input split)", lo=0),
+        "reduce_write": Field("size", 0.0, "bytes a reduce task writes to its VM's disk (its output)", lo=0),
+        "io_size": Field("size", 65536.0, "bytes per disk request of map reads and reduce writes", lo=512),
     },
     "sysbench": {
         "prime": Field(
@@ -256,6 +263,8 @@ WORKLOAD_PARAMS["opendc"] = {
 }
 
 STRUCTURAL_PARAMS = {
+    "mappers",  # a job's tasks are dealt to its VMs once
+    "reducers",
     "peer",
     "direction",
     "client",

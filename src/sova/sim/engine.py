@@ -76,6 +76,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         blkback = BlkbackParams.from_params(self.params)
         self.storage = StorageEpochs(len(scenario.vms), self.st_par, self.st_access, self.st_bw, host_xen, blkback)
         self.netback_cpu = self.blkback_cpu = np.zeros(self.H)  # Dom0 cores of the last step, per host
+        self._io_parts: dict[str, slice] = {}  # each kind's rows among the step's IO streams
         self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds
 
         hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}

@@ -21,6 +21,8 @@ class JobDone:
     job: int  # MapReduce job
     started: float
     finished: float
+    map_seconds: float = 0.0  # from the start to the end of its map phase
+    reduce_seconds: float = 0.0  # from the end of its shuffle to its end
 
     @property
     def seconds(self) -> float:

@@ -51,7 +51,7 @@ class Routing:
         for kind, group in self.workloads.active():
             kind.register(group, self)
         # one read and one write stream per VM that does storage IO, its host's Dom0 <-> storage server
-        io_vms = sorted({int(v) for kind, g in self.workloads.active() if kind.does_io for v in g.vm})
+        io_vms = sorted({int(v) for kind, g in self.workloads.active() for v in kind.io_vms(g)})
         self.io_flow_read = np.full(self.V, -1, dtype=np.int64)
         self.io_flow_write = np.full(self.V, -1, dtype=np.int64)
         if io_vms and not self.storage_names:

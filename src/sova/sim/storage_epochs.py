@@ -137,7 +137,13 @@ class StorageSubsystem:
     def _io_demands(self, t: float, dt: float, run: np.ndarray) -> IOStreams:
         """The IO streams of every kind that does IO, in kind order (the storage subsystem limits them);
         a VM offers IO for the part of the step it runs (none while it is not there or paused)."""
-        parts = [io for kind, g in self.workloads.active() if (io := kind.io(g, self, t, dt)) is not None]
+        parts, self._io_parts, start = [], {}, 0
+        for kind, g in self.workloads.active():
+            io = kind.io(g, self, t, dt)
+            if io is not None:
+                parts.append(io)
+                self._io_parts[kind.name] = slice(start, start + len(io.vm))
+                start += len(io.vm)
         if not parts:
             empty = np.zeros(0)
             return IOStreams(empty.astype(np.int64), empty, empty, empty, empty)
@@ -145,6 +151,12 @@ class StorageSubsystem:
             np.concatenate([getattr(io, f) for io in parts]) for f in ("vm", "iops", "size", "read", "depth")
         )
         return IOStreams(vm, iops * run[vm], size, read, depth)
+
+    def io_served(self, kind: str) -> np.ndarray | None:
+        """The IOPS the last epoch served each of a kind's streams, in the order it offered them."""
+        part = self._io_parts.get(kind)
+        io = self.gauges.get("io")
+        return None if part is None or io is None else io["served"][part]
 
     def _storage_epoch(self, demand: np.ndarray | None = None) -> None:
         """One epoch of the storage subsystem: its block counters; at a fabric step (`demand` given) the

@@ -103,6 +103,10 @@ class WorkloadKind:
         """The storage IO the instances offer in the step, if the kind does IO."""
         return None
 
+    def io_vms(self, group: Group) -> np.ndarray:
+        """The VMs that may do storage IO (the simulator gives each a read and a write flow)."""
+        return group.vm if self.does_io else group.vm[:0]
+
     def advance(self, group: Group, sim: Any, step: Progress) -> None:
         """Move work on with what the step gave; report what finished through ``sim.events``."""
 
