@@ -165,7 +165,9 @@ class StorageSubsystem:
         if io is None or not len(io.vm):
             self.blkback_cpu = np.zeros(self.H)
             return
-        served = self.storage.epoch(self.vm_io_limit, self.dom0_vcpus - self.netback_cpu)
+        # Dom0's CPU left for blkback; only Xen hosts have blkback (a constant elsewhere keeps the epoch cached)
+        dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
+        served = self.storage.epoch(self.vm_io_limit, dom0_free)
         self.blkback_cpu = served.dom0_cpu
         self.gauges["storage_util"] = served.utilisation
         self.gauges["io"] = {"vm": io.vm, "served": served.iops, "offered": io.iops, "latency": served.latency}
