@@ -19,6 +19,7 @@ from sova.analyze.findings import Finding
 from sova.analyze.loading_vectors import host_load, loading_vectors, window_usage
 from sova.analyze.vslowdown import gammas, v_slowdown
 from sova.model.knowledge import Knowledge
+from sova.model.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,17 @@ class Slowdown(Finding, kind="slowdown"):
         )
 
 
+def predict(knowledge: Knowledge, window: float) -> tuple[Snapshot, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The window's latest snapshot, each host's γ (CPU, disk, network), each VM's β and δ; None before
+    the Knowledge holds a window."""
+    usage = window_usage(knowledge, window)
+    if usage is None:
+        return None
+    gamma = gammas(host_load(usage))
+    beta = loading_vectors(usage)
+    return usage.snapshot, gamma, beta, v_slowdown(gamma, beta, usage.snapshot.vm_host)
+
+
 @register
 class Interference(Analyzer):
     name = "interference"
@@ -55,13 +67,10 @@ class Interference(Analyzer):
     settings = ("window", "slowdown_above")
 
     def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Slowdown, ...]:
-        usage = window_usage(knowledge, settings["window"])
-        if usage is None:
+        prediction = predict(knowledge, settings["window"])
+        if prediction is None:
             return ()
-        snap = usage.snapshot
-        gamma = gammas(host_load(usage))
-        beta = loading_vectors(usage)
-        delta = v_slowdown(gamma, beta, snap.vm_host)
+        snap, gamma, beta, delta = prediction
         threshold = settings["slowdown_above"]
         slow = np.flatnonzero(delta >= threshold)
         hosts = snap.vm_host[slow]
@@ -81,13 +90,10 @@ class Interference(Analyzer):
 def predicted_interference(knowledge: Knowledge, window: float) -> dict[str, Any]:
     """Every VM's predicted δ with its β and its host's γ over the last `window` seconds, for a run's
     summary (``[outputs] interference``); the mean and the largest δ over the VMs."""
-    usage = window_usage(knowledge, window)
-    if usage is None:
+    prediction = predict(knowledge, window)
+    if prediction is None:
         return {"window": window, "slowdown_mean": None, "slowdown_max": None, "vms": {}}
-    snap = usage.snapshot
-    gamma = gammas(host_load(usage))
-    beta = loading_vectors(usage)
-    delta = v_slowdown(gamma, beta, snap.vm_host)
+    snap, gamma, beta, delta = prediction
     vms = {
         vm: {"slowdown": d, "beta": b, "gamma": gamma[h].tolist()}
         for vm, d, b, h in zip(snap.vms, delta.tolist(), beta.tolist(), snap.vm_host.tolist(), strict=True)
