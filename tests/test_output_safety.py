@@ -1,6 +1,7 @@
 """Result directories: nothing of a user's is ever deleted, a place that cannot be written fails before the run,
 a signal or a crash leaves nothing half-written, and the main job (`make run`) runs again and again."""
 
+import contextlib
 import fcntl
 import json
 import os
@@ -275,9 +276,17 @@ def test_sigterm_stops_trials_in_worker_processes_at_once(tmp_path):
     scenario = tmp_path / "trials.toml"
     scenario.write_text(TRIALS)
     proc = _sova("run", str(scenario), "--out", str(tmp_path / "res"), "--quiet", "--jobs", "2")
-    workers = _wait_for(lambda: len(_children(proc.pid)) >= 2 and _children(proc.pid), proc, "the worker processes")
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=60)  # 5,000 trials take minutes: the queued ones are not run
+    try:
+        workers = _wait_for(lambda: len(_children(proc.pid)) >= 2 and _children(proc.pid), proc, "the workers")
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)  # 5,000 trials take minutes: the queued ones are not run
+    finally:  # a run that did not stop must not outlive the test (its trials would run on for an hour)
+        if proc.poll() is None:
+            for pid in _children(proc.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "Traceback" not in err
     assert not [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in _state(w)]
