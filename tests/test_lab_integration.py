@@ -1,9 +1,10 @@
 """Sova against real libvirt daemons and real QEMU guests: a two-host lab on this machine.
 
 One lab for the module (about 20 s to start): real counters, CPU shares and IO limits measured in
-the guest, live migration both ways (managed and peer-to-peer) while the guest agent answers, an
-emulated VF plugged and unplugged, a daemon restart, and `sova manage` relieving a hotspot on its
-own. The lab is torn down even when a test fails, and the teardown checks that nothing is left.
+the guest, the KVM path of set-dom0-weight (emulator quotas read back by virsh and the kernel), live
+migration both ways (managed and peer-to-peer) while the guest agent answers, an emulated VF plugged
+and unplugged, a daemon restart, and `sova manage` relieving a hotspot on its own. The lab is torn
+down even when a test fails, and the teardown checks that nothing is left.
 """
 
 from __future__ import annotations
@@ -16,11 +17,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from sova.analyze.interference import predict
 from sova.analyze.load import host_loads
 from sova.control.manage import manage
 from sova.control.profiles import check_profile
+from sova.drivers.libvirt_common import LIBVIRT_QUOTA_MAX
 from sova.lab import hosts as lab_hosts
 from sova.lab.domain import CONTROL_CHANNEL
 from sova.lab.errors import LabError
@@ -194,6 +198,91 @@ def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
     assert driver.apply(A.SetCpu(vm="vm2", weight=1024, cap=0.0)).status == A.OK
 
 
+def schedinfo(state, host: str, vm: str) -> dict[str, int]:
+    """`virsh schedinfo` of a guest, read by the command-line client (not the binding the driver uses)."""
+    uri = state.host(host).uri
+    out = subprocess.run(["virsh", "-c", uri, "schedinfo", vm], capture_output=True, text=True, check=True).stdout
+    fields = (line.partition(":") for line in out.splitlines())
+    return {k.strip(): int(v) for k, _, v in fields if v.strip().lstrip("-").isdigit()}
+
+
+def emulator_cfs_quota(state, host: str, vm: str) -> int:
+    """The kernel's own value: cpu.cfs_quota_us of the guest's emulator cgroup in the lab host's subtree."""
+    base = Path("/sys/fs/cgroup/cpu") / f"{state.lab_id}-{host}"
+    (path,) = base.glob(f"**/*-{vm}.libvirt-qemu/emulator/cpu.cfs_quota_us")
+    return int(path.read_text())
+
+
+def guests_on(driver, host: str) -> list[str]:
+    snap = driver.observe()
+    return sorted(vm for v, vm in enumerate(snap.vms) if snap.hosts[snap.vm_host[v]] == host)
+
+
+@contextlib.contextmanager
+def emulator_quota(state, host: str, vm: str, quota: int):
+    """The guest's emulator threads capped at `quota` µs per 100 ms through libvirt (as `virsh schedinfo
+    --set emulator_quota=...` does), and unlimited again afterwards, pass or fail."""
+    from sova.drivers.libvirt_driver import load_libvirt
+
+    libvirt = load_libvirt()
+    conn = libvirt.open(state.host(host).uri)
+    dom = conn.lookupByName(vm)
+    try:
+        dom.setSchedulerParametersFlags(
+            {"emulator_period": 100000, "emulator_quota": quota}, libvirt.VIR_DOMAIN_AFFECT_LIVE
+        )
+        assert schedinfo(state, host, vm)["emulator_quota"] == quota
+        yield lambda: dom.schedulerParametersFlags(libvirt.VIR_DOMAIN_AFFECT_LIVE)
+    finally:
+        dom.setSchedulerParametersFlags({"emulator_quota": -1}, libvirt.VIR_DOMAIN_AFFECT_LIVE)
+        conn.close()
+    assert schedinfo(state, host, vm)["emulator_quota"] < 0
+
+
+def test_dom0_weight_on_a_kvm_host_whose_io_threads_are_unlimited_adjusts_nothing_and_says_so(lab, driver):
+    _, state = lab
+    guests = guests_on(driver, "host1")
+    assert guests and all(schedinfo(state, "host1", vm)["emulator_quota"] < 0 for vm in guests)
+    assert np.isnan(driver.observe().dom0_weight).all()  # QEMU/KVM has no Dom0: no weight is reported
+    out = driver.apply(A.SetDom0Weight(host="host1", weight=512))
+    assert out.status == A.OK, out.message
+    assert " 0 capped guest(s)" in out.message and f"; {len(guests)} guest(s) unlimited already" in out.message
+    for vm in guests:  # a cap is never added where there was none
+        info = schedinfo(state, "host1", vm)
+        assert info["emulator_quota"] < 0 and info["iothread_quota"] < 0
+        assert emulator_cfs_quota(state, "host1", vm) == -1
+
+
+def test_dom0_weight_on_a_kvm_host_sets_a_capped_guests_emulator_quota_to_weight_over_256_cores(lab, driver):
+    _, state = lab
+    capped, *free = guests_on(driver, "host1")
+    with emulator_quota(state, "host1", capped, 50000) as live_params:  # half a core, before
+        for weight, quota in ((512, 200000), (128, 50000), (768, 300000)):  # W / 256 cores of 100 ms periods
+            out = driver.apply(A.SetDom0Weight(host="host1", weight=weight))
+            assert out.status == A.OK, out.message
+            cores = f"1 capped guest(s) set to {weight / 256:g} core(s) each; {len(free)} guest(s) unlimited already"
+            assert cores in out.message
+            info = schedinfo(state, "host1", capped)
+            assert (info["emulator_period"], info["emulator_quota"]) == (100000, quota)
+            assert info["iothread_quota"] < 0  # the lab's guests have no iothreads: libvirt takes it, nothing to cap
+            assert live_params()["emulator_quota"] == quota
+            assert emulator_cfs_quota(state, "host1", capped) == quota  # the kernel holds it, not only libvirt
+            assert all(schedinfo(state, "host1", vm)["emulator_quota"] < 0 for vm in free)
+
+
+def test_dom0_weight_leaves_a_guest_whose_quota_reads_as_cgroup_v2s_unlimited_unlimited(lab, driver):
+    """On cgroup v2 hosts libvirt reads an unlimited quota ("max" in cpu.max) as its largest quota,
+    17592186044415 µs, not -1. The lab's cgroups are v1, where that value (the kernel's limit) can be set and
+    reads back the same: such a guest counts as unlimited and gets no cap."""
+    _, state = lab
+    guests = guests_on(driver, "host1")
+    with emulator_quota(state, "host1", guests[0], LIBVIRT_QUOTA_MAX):
+        out = driver.apply(A.SetDom0Weight(host="host1", weight=512))
+        assert out.status == A.OK, out.message
+        assert " 0 capped guest(s)" in out.message and f"; {len(guests)} guest(s) unlimited already" in out.message
+        assert schedinfo(state, "host1", guests[0])["emulator_quota"] == LIBVIRT_QUOTA_MAX
+
+
 def test_live_migration_both_ways_while_the_agent_keeps_answering(lab, driver):
     lab_, state = lab
     lab_.load("vm1", ["cpu=20"])
@@ -334,6 +423,31 @@ def test_sova_manage_moves_a_vm_off_a_hot_host_by_itself_then_stays_quiet(lab):
     assert [e for e in migrations if e.event == "proposed"] == [migrations[0]]  # quiet after it
     placed = lab_.where(state)
     assert sorted(h for v, (h, _) in placed.items() if v in ("vm1", "vm2")) == ["host1", "host2"]
+
+
+def test_sova_manage_runs_the_cloudscope_profile_on_real_hosts_and_predicts_every_vm(lab):
+    lab_, state = lab
+    busy = sorted(v for v, (h, _) in lab_.where(state).items() if h == "host1")
+    for vm in busy:
+        lab_.load(vm, ["cpu=100"])
+    drv = _libvirt_driver(state)
+    policies = check_profile(Reader("test"), ProfileSpec("cloudscope", ("cloudscope",)))
+    for p in policies:
+        p.period = 5.0
+    entries = []
+    try:
+        rt = manage(drv, policies, ControlSpec(), duration=45, on_entry=entries.append)  # a 30 s window and more
+    finally:
+        drv.close()
+        for vm in busy:
+            lab_.load(vm, [])
+    prediction = predict(rt.knowledge, 30.0)
+    assert prediction is not None
+    snap, _gamma, beta, delta = prediction
+    assert set(snap.vms) == {v.name for v in state.vms} and np.isfinite(delta).all() and (delta >= 1.0).all()
+    for vm in busy:
+        assert beta[snap.vm_position[vm]][0] > 0.9  # a CPU burner's time is all CPU
+    assert not [e for e in entries if e.status == A.FAILED]
 
 
 def test_up_after_a_crash_cleans_up_first(lab):

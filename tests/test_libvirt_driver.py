@@ -351,3 +351,26 @@ def test_dom0_weight_for_a_host_sova_does_not_manage_fails_and_changes_nothing()
     outcome = drv.apply(A.SetDom0Weight(host="nowhere", weight=512))
     assert outcome.status == A.FAILED and "nowhere" in outcome.message
     assert not any(call[0] == "sched" for call in d.calls)
+
+
+CGROUP_V2_UNLIMITED = 17_592_186_044_415  # how libvirt reads cpu.max "max" on cgroup v2
+
+
+def test_a_guest_without_a_cap_on_cgroup_v2_reports_no_cap():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    d.sched.update({"vcpu_quota": CGROUP_V2_UNLIMITED})
+    assert make(c).observe().vm_cap[0] == 0
+
+
+def test_dom0_weight_on_kvm_adds_no_cap_to_io_threads_that_cgroup_v2_reads_as_unlimited():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    d.sched.update({"emulator_period": 100000, "emulator_quota": CGROUP_V2_UNLIMITED})
+    drv = make(c)
+    drv.observe()
+    outcome = drv.apply(A.SetDom0Weight(host="a", weight=512))
+    assert (
+        outcome.status == A.OK and "0 capped guest(s)" in outcome.message and "1 guest(s) unlimited" in outcome.message
+    )
+    assert not any(call[0] == "sched" for call in d.calls)

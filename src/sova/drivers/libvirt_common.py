@@ -12,9 +12,17 @@ from sova.model import actions as A
 
 NS = 1e-9
 CPU_PERIOD_US = 100_000  # vcpu_period used when a cap is set
+# libvirt reads an unlimited CPU quota as -1 on cgroup v1, but on cgroup v2 ("max" in cpu.max) as its
+# largest quota: 17592186044415 µs (the kernel's limit) since libvirt 7.0, 18446744073709551 before
+LIBVIRT_QUOTA_MAX = 17_592_186_044_415
 DEVICE_REMOVED_TIMEOUT = 15.0
 GUEST_KINDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
 _MAC_RE = re.compile(r"<mac address='([0-9a-f:]+)'/>")
+
+
+def quota_is_unlimited(quota: int) -> bool:
+    """Whether a CPU quota libvirt reports means no cap (either cgroup version)."""
+    return quota <= 0 or quota >= LIBVIRT_QUOTA_MAX
 
 
 class DriverError(Exception):

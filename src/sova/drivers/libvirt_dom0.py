@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 
-from sova.drivers.libvirt_common import CPU_PERIOD_US
+from sova.drivers.libvirt_common import CPU_PERIOD_US, quota_is_unlimited
 
 XEN_DEFAULT_WEIGHT = 256  # one core of I/O threads per guest on KVM
 DOM0_NAME = "Domain-0"
@@ -53,7 +53,7 @@ def set_dom0_weight(conn, domains, weight: int, live_flag: int) -> tuple[bool, s
     capped, unlimited, failed = [], 0, []
     for dom in domains:
         try:
-            if dom.schedulerParametersFlags(0).get("emulator_quota", -1) <= 0:
+            if quota_is_unlimited(dom.schedulerParametersFlags(0).get("emulator_quota", -1)):
                 unlimited += 1  # all a weight could give it already
                 continue
             dom.setSchedulerParametersFlags(params, live_flag)

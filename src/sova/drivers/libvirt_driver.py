@@ -32,6 +32,7 @@ from sova.drivers.libvirt_common import (
     _Refused,
     _VmState,
     load_libvirt,
+    quota_is_unlimited,
 )
 from sova.drivers.libvirt_dom0 import DOM0_NAME, is_xen, read_dom0_weight, set_dom0_weight
 from sova.drivers.libvirt_migration import MigrationJobs
@@ -359,7 +360,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         except Exception:
             return 0.0, 0.0
         quota, period = p.get("vcpu_quota", -1), p.get("vcpu_period", 0)
-        cap = quota * n_vcpu / period if quota > 0 and period > 0 else 0.0
+        cap = 0.0 if quota_is_unlimited(quota) or period <= 0 else quota * n_vcpu / period
         return float(p.get("cpu_shares", p.get("weight", 0))), cap  # KVM's shares; Xen's credit weight
 
     # ------------------------------------------------------------------ apply

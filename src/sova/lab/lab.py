@@ -97,7 +97,13 @@ class Lab:
         self.say = say
 
     # ------------------------------------------------------------------ up
-    def up(self, n_hosts: int = 2, vms_per_host: int = 2, install_missing: bool = True) -> LabState:
+    def up(
+        self, n_hosts: int = 2, vms_per_host: int = 2, install_missing: bool = True, written_disks: bool = False
+    ) -> LabState:
+        """Start the lab. Guest disks are empty qcow2 files unless `written_disks`: a read of an unallocated
+        cluster is answered by QEMU with zeros and never reaches the machine's disk, so a guest that is to
+        be disk-bound needs its disk written (preallocated in full: DISK_SIZE of zeros on the machine's
+        disk per guest)."""
         if not 1 <= n_hosts <= 16:
             raise LabError(f"--hosts must be 1-16, got {n_hosts}")
         if not 0 <= vms_per_host <= 16:
@@ -111,14 +117,14 @@ class Lab:
         state = LabState(str(self.dir), lab_id, f"{lab_id}-fab")
         state.save()
         try:
-            self._up(state, n_hosts, vms_per_host)
+            self._up(state, n_hosts, vms_per_host, written_disks)
         except BaseException:
             self.say("start-up failed: removing what was made")
             self.down()
             raise
         return state
 
-    def _up(self, state: LabState, n_hosts: int, vms_per_host: int) -> None:
+    def _up(self, state: LabState, n_hosts: int, vms_per_host: int, written_disks: bool) -> None:
         t0 = time.monotonic()
         kernel, initrd = guest_image.build(self.dir / "image")
         self.say(f"guest image ready ({time.monotonic() - t0:.1f} s)")
@@ -143,7 +149,8 @@ class Lab:
             for _ in range(vms_per_host):
                 idx = len(specs) + 1
                 disk = disks / f"vm{idx}.qcow2"
-                hosts.run(["qemu-img", "create", "-q", "-f", "qcow2", str(disk), DISK_SIZE])
+                full = ["-o", "preallocation=full"] if written_disks else []
+                hosts.run(["qemu-img", "create", "-q", "-f", "qcow2", *full, str(disk), DISK_SIZE])
                 specs.append((h, GuestSpec(f"vm{idx}", idx, GUEST_MEMORY_MIB, str(kernel), str(initrd), str(disk))))
                 state.vms.append(Vm(f"vm{idx}", idx, h.name, str(disk)))
         state.save()
