@@ -38,6 +38,7 @@ class FakeDom:
             **(stats or {}),
         }
         self.devices: list[str] = []
+        self.disk_type = "file"  # libvirt's <disk type=...>: file or block (local), network (iSCSI, RBD)
         xen = getattr(conn, "kind", "QEMU") == "Xen"  # Xen's credit scheduler, else KVM's cgroup shares
         self.sched = {"weight": 256, "cap": 0} if xen else {"cpu_shares": 1024, "vcpu_period": 100000, "vcpu_quota": -1}
         self.calls: list[tuple] = []
@@ -49,7 +50,7 @@ class FakeDom:
 
     def XMLDesc(self, flags=0):
         return (
-            "<domain><devices><disk><target dev='vda' bus='virtio'/></disk>"
+            f"<domain><devices><disk type='{self.disk_type}' device='disk'><target dev='vda' bus='virtio'/></disk>"
             "<interface type='bridge'><mac address='52:54:00:00:00:01'/><target dev='vnet0'/>"
             "<alias name='ua-net0'/></interface>" + "".join(self.devices) + "</devices></domain>"
         )

@@ -374,3 +374,12 @@ def test_dom0_weight_on_kvm_adds_no_cap_to_io_threads_that_cgroup_v2_reads_as_un
         outcome.status == A.OK and "0 capped guest(s)" in outcome.message and "1 guest(s) unlimited" in outcome.message
     )
     assert not any(call[0] == "sched" for call in d.calls)
+
+
+def test_a_vms_disk_counts_as_local_when_every_disk_is_a_file_or_block_device_of_its_host():
+    c = Cluster()
+    c.add("fake://a", "local")
+    c.add("fake://a", "iscsi").disk_type = "network"
+    snap = make(c).observe()
+    local = dict(zip(snap.vms, snap.vm_disk_local.tolist(), strict=True))
+    assert local == {"local": True, "iscsi": False}

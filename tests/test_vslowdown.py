@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from helpers import make_scenario
+from sova.analyze.loading_vectors import vm_terms, window_usage
 from sova.analyze.vslowdown import (
     GRANT_TABLE_BYTES,
     HostLoad,
@@ -20,6 +24,9 @@ from sova.analyze.vslowdown import (
     v_slowdown,
     with_vm,
 )
+from sova.drivers.sim import SimDriver
+from sova.model.knowledge import Knowledge
+from sova.sim.engine import Simulator
 
 KB = 1024
 
@@ -163,3 +170,22 @@ def test_an_slo_no_dom0_weight_can_meet_asks_for_none():
 def test_an_unknown_or_unusable_dom0_weight_leaves_eq1():
     for dom0_weight, guests in ((np.nan, 256.0), (256.0, 0.0), (0.0, 256.0)):
         assert p_dom0(load(dom0_util=0.25, dom0_weight=dom0_weight, guest_weight_mean=guests)).tolist() == [0.75]
+
+
+def test_local_disk_reads_do_not_load_the_disk_channel_the_nic_carries():
+    """The disk channel is the link to network storage (the paper's iSCSI): a local disk's bytes are not on it."""
+    sim = Simulator(
+        make_scenario(
+            storage=[{"name": "disk"}],
+            vms=[{"name": "db", "host": "h1"}],
+            workloads=[{"kind": "fio", "vm": "db", "iops": 1000, "size": "64KiB", "read": 1.0}],
+        )
+    )
+    knowledge = Knowledge(30.0)
+    for _ in range(5):
+        sim.step()
+        knowledge.add(SimDriver(sim).observe())
+    usage = window_usage(knowledge, 10.0)
+    local_snap = dataclasses.replace(usage.snapshot, vm_disk_local=np.ones(1, dtype=bool))
+    assert vm_terms(usage)["disk_util"][0] == pytest.approx(1000 * 65536 * 8 / 10e9)  # 64 KiB x 1000/s on 10 GbE
+    assert vm_terms(dataclasses.replace(usage, snapshot=local_snap))["disk_util"][0] == 0

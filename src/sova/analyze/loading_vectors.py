@@ -99,12 +99,14 @@ def vm_terms(u: VmUsage) -> dict[str, np.ndarray]:
     port = np.maximum(snap.nic_bandwidth[snap.vm_host], 1e-300)
     io = u.disk_bytes + u.tx_bytes + u.rx_bytes
     host_io = np.bincount(snap.vm_host, weights=io, minlength=len(snap.hosts))
+    # the disk channel is the link to network storage (the paper's iSCSI); a local disk's IO is not on it
+    remote = 1.0 if snap.vm_disk_local is None else ~snap.vm_disk_local
     return {
         "cpu_demand": u.cpu + u.cpu_wait,  # what it got and what it waited for: util x vCPU as it asked
         "disk_bs": _per(u.disk_bytes, u.disk_ops),
         "net_tx_bs": _per(u.tx_bytes, u.tx_packets),
         "net_rx_bs": _per(u.rx_bytes, u.rx_packets),
-        "disk_util": u.disk_bytes * 8 / port,
+        "disk_util": u.disk_bytes * 8 / port * remote,
         "net_tx_demand": u.tx_bytes * 8,
         "net_rx_demand": u.rx_bytes * 8,
         "weight": snap.vm_weight.astype(float),

@@ -41,6 +41,8 @@ from sova.drivers.vf import EmulatedVfs, SriovHost, vf_mac
 from sova.model import actions as A
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 
+_DISK_TYPE_RE = re.compile(r"<disk type='(\w+)' device='disk'")  # a disk's backend: file, block, network, ...
+
 
 class LibvirtDriver(VfOperations, MigrationJobs):
     """Hosts by name -> libvirt URI. See docs/libvirt.md for URIs, SR-IOV settings and what a host needs."""
@@ -183,6 +185,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         weight, cap, vf_rate = np.zeros(V), np.zeros(V), np.zeros(V)
         nic: list[str] = []
         migrating = np.zeros(V, dtype=bool)
+        disk_local = np.zeros(V, dtype=bool)
         vfs_used = np.zeros(H)
         self._where = {}
         for v, name in enumerate(names):
@@ -205,6 +208,8 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             c["blocked_time"][v] = state.blocked
             vf_macs = {vf_mac(state.index)}
             xml = self._xml(dom)  # one read per VM and observation: every device question below uses it
+            disk_types = _DISK_TYPE_RE.findall(xml)
+            disk_local[v] = bool(disk_types) and all(t in ("file", "block") for t in disk_types)
             for i in range(int(st.get("net.count", 0))):
                 if self._is_vf_interface(xml, host, i, st, vf_macs):
                     continue
@@ -280,6 +285,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             vm_migrating=migrating,
             counters=VmCounters(**c),
             dom0_weight=dom0_weight,
+            vm_disk_local=disk_local,
         )
 
     def _vf_capacity(self, host: str) -> int:

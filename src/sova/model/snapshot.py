@@ -80,6 +80,9 @@ class Snapshot:
     flow_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # cumulative (OVS flow counters)
     # Dom0's scheduler weight (Xen credit; KVM: its guests' I/O-thread quota as a weight), NaN where unknown
     dom0_weight: np.ndarray | None = None
+    # per VM: its disks are files or block devices of its host, whose IO does not cross the NIC (libvirt's
+    # disk type 'file' or 'block'); None: unknown, taken as network storage (iSCSI, RBD, NFS)
+    vm_disk_local: np.ndarray | None = None
 
     @functools.cached_property
     def vm_position(self) -> dict[str, int]:

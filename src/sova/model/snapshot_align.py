@@ -49,6 +49,10 @@ def aligned(old: Snapshot, new: Snapshot, between: Iterable[Snapshot] = ()) -> S
         changes["dom0_weight"] = new.dom0_weight
     for name in _VM_FIELDS:
         changes[name] = _pick(getattr(old, name), getattr(new, name), vm_at)
+    if old.vm_disk_local is not None and new.vm_disk_local is not None:
+        changes["vm_disk_local"] = _pick(old.vm_disk_local, new.vm_disk_local, vm_at)
+    else:
+        changes["vm_disk_local"] = new.vm_disk_local
     for name in _VM_FIELDS_OBJECT:
         picked = _pick(
             np.asarray(getattr(old, name), dtype=object), np.asarray(getattr(new, name), dtype=object), vm_at
