@@ -474,3 +474,30 @@ def test_old_results_left_aside_by_a_killed_replacement_are_put_back(small, tmp_
     assert _run(small, out) == 2
     assert "stopped while replacing" in capsys.readouterr().err
     assert (out / "summary.json").exists() and (out / "report.html").exists() and not aside.exists()
+
+
+def test_a_process_forked_while_signals_are_held_ends_on_sigterm_instead_of_holding_it():
+    """A pool's worker forked inside held() has the holding handler until its initializer runs: a
+    terminate() then must end it, not leave the pool waiting for it for ever."""
+    from sova.control import signals
+
+    read_end, write_end = os.pipe()
+    with signals.held():
+        child = os.fork()
+        if child == 0:  # the child: say it is up, then wait as a worker before its initializer would
+            os.write(write_end, b"up")
+            time.sleep(60)
+            os._exit(0)
+    os.close(write_end)
+    try:
+        assert os.read(read_end, 2) == b"up"
+        os.kill(child, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while (done := os.waitpid(child, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert done[0] == child and os.WIFSIGNALED(done[1]) and os.WTERMSIG(done[1]) == signal.SIGTERM
+    finally:
+        os.close(read_end)
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(child, signal.SIGKILL)
+            os.waitpid(child, 0)

@@ -1,7 +1,9 @@
 """Signals around work that must not be cut in half: Ctrl-C and SIGTERM held back, or passed on to workers.
 
 ``held()`` defers SIGINT and SIGTERM while a short critical step runs (moving results into place, starting
-a process pool) and delivers the first one afterwards, so the step is either not begun or complete.
+a process pool) and delivers the first one afterwards, so the step is either not begun or complete. A
+process forked inside the block (a pool's worker) does not hold them: told to end before its own set-up
+ran, it ends (else a pool terminated at once would wait for it for ever).
 ``worker_process()`` prepares a worker process: the parent alone answers Ctrl-C, SIGTERM ends the worker
 at once, and on Linux the worker is sent SIGTERM when its parent dies, so no worker outlives a killed run.
 """
@@ -26,7 +28,16 @@ def held() -> Iterator[None]:
         return
     caught: set[int] = set()
     sigs = (signal.SIGINT, signal.SIGTERM)
-    before = {s: signal.signal(s, lambda signum, frame: caught.add(signum)) for s in sigs}
+    owner = os.getpid()
+
+    def hold(signum: int, frame) -> None:
+        if os.getpid() != owner:  # a process forked meanwhile (a pool's worker before its initializer ran)
+            signal.signal(signum, signal.SIG_DFL)  # is not holding anything back: it ends as told
+            os.kill(os.getpid(), signum)
+            return
+        caught.add(signum)
+
+    before = {s: signal.signal(s, hold) for s in sigs}
     try:
         yield
     finally:
