@@ -169,3 +169,23 @@ def test_predict_prints_each_vms_slowdown_and_what_if_one_moved(capsys, monkeypa
 def test_predict_refuses_a_vm_the_scenario_does_not_have(capsys):
     assert main(["predict", str(ROOT / "scenarios" / "quickstart.toml"), "--vm", "nope"]) == 2
     assert "--vm: no VM named 'nope'" in capsys.readouterr().err
+
+
+def test_predict_runs_the_chosen_value_of_a_sweep(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "160")
+    fig6 = str(ROOT / "scenarios" / "papers" / "cloudscope" / "fig6-mixed.toml")
+    assert main(["predict", fig6, "--window", "20", "--value", "6"]) == 0
+    text = capsys.readouterr().out
+    assert "count = 6" in text and "mix6" in text and "mix7" not in text
+
+
+@pytest.mark.parametrize(
+    ("scenario", "message"),
+    [
+        ("papers/cloudscope/fig6-mixed.toml", "'12' is not one of the sweep's values of count: 1, 6, 11, 16, 21"),
+        ("quickstart.toml", "quickstart.toml has no [sweep] to take a value of"),
+    ],
+)
+def test_predict_refuses_a_value_the_file_does_not_sweep(scenario, message, capsys):
+    assert main(["predict", str(ROOT / "scenarios" / scenario), "--value", "12"]) == 2
+    assert message in capsys.readouterr().err
