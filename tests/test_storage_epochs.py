@@ -133,3 +133,21 @@ def test_a_closed_loop_stream_on_a_busy_device_gets_no_more_than_its_depth_over_
     assert served[0] * latency[0] == pytest.approx(1.0, rel=1e-9)  # one IO outstanding, always
     unloaded = 100e-6 + 4096 * 8 / 4e9  # the SSD's access time and transfer of 4 KiB
     assert latency[0] > 1.5 * unloaded  # it waits behind the noisy stream's IOs at the busy device
+
+
+@pytest.mark.parametrize(
+    ("device", "random_access", "sequential_access"), [("ssd", 100e-6, 20e-6), ("disk-array", 8e-3, 0.1e-3)]
+)
+def test_a_sequential_stream_skips_the_seek_a_random_one_pays(device, random_access, sequential_access):
+    def latency(pattern: str) -> float:
+        scenario = make_scenario(
+            storage=[{"name": "st", "device": device}],
+            vms=[{"name": "db", "host": "h1"}],
+            workloads=[{"kind": "fio", "vm": "db", "size": "64KiB", "iops": 1e6, "iodepth": 1, "pattern": pattern}],
+        )
+        sim = Simulator(scenario)
+        run(sim, 2)
+        return float(sim.gauges["io"]["latency"][0])
+
+    transfer = latency("random") - random_access
+    assert latency("sequential") == pytest.approx(sequential_access + transfer, rel=1e-9)

@@ -66,6 +66,7 @@ class StorageSpec:
     device: str = "ssd"
     parallelism: int = 8
     access_time: float = 100e-6
+    sequential_access_time: float = 20e-6
     bandwidth: float = 4e9
     link_speed: float = 40e9
 

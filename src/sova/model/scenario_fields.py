@@ -95,7 +95,10 @@ STORAGE_FIELDS = {
     "name": Field("str", REQUIRED, "storage server name"),
     "device": Field("str", "ssd", "device model", choices=("ssd", "disk-array")),
     "parallelism": Field("int", 0, "IOs served at once (0: 8 for both models)", lo=0),
-    "access_time": Field("duration", 0.0, "per-IO access time (0: 100 us SSD, 8 ms disk)", lo=0),
+    "access_time": Field("duration", 0.0, "per-IO access time of random IO (0: 100 us SSD, 8 ms disk)", lo=0),
+    "sequential_access_time": Field(
+        "duration", 0.0, "per-IO time of sequential IO: read-ahead, no seek (0: 20 us SSD, 0.1 ms disk)", lo=0
+    ),
     "bandwidth": Field("bandwidth", 0.0, "media transfer rate (0: 4 Gb/s SSD, 1.2 Gb/s per disk)", lo=0),
     "link_speed": Field("bandwidth", 40e9, "the server's link into the fabric", lo=0, lo_open=True),
 }
@@ -202,6 +205,9 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
     },
     "fio": {
         "iops": Field("float", 100.0, "IO operations per second offered", lo=0),
+        "pattern": Field(
+            "str", "random", "random, or sequential (no seek: read-ahead serves it)", choices=("random", "sequential")
+        ),
         "size": Field("size", 4096.0, "IO size", lo=512),
         "read": Field("float", 0.7, "fraction of reads", lo=0, hi=1),
         "iodepth": Field(

@@ -199,7 +199,7 @@ def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
     return out
 
 
-_STORAGE_MODELS = {"ssd": (8, 100e-6, 4e9), "disk-array": (8, 8e-3, 1.2e9)}
+_STORAGE_MODELS = {"ssd": (8, 100e-6, 20e-6, 4e9), "disk-array": (8, 8e-3, 0.1e-3, 1.2e9)}
 
 
 def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
@@ -208,13 +208,14 @@ def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
         t = r.table(entry, STORAGE_FIELDS, f"[[storage]] #{n}")
         if t["name"] is None:
             continue
-        par, acc, bw = _STORAGE_MODELS[t["device"] or "ssd"]
+        par, acc, seq, bw = _STORAGE_MODELS[t["device"] or "ssd"]
         out.append(
             StorageSpec(
                 name=t["name"],
                 device=t["device"],
                 parallelism=t["parallelism"] or par,
                 access_time=t["access_time"] or acc,
+                sequential_access_time=t["sequential_access_time"] or seq,
                 bandwidth=t["bandwidth"] or bw * (par if t["device"] == "disk-array" else 1),
                 link_speed=t["link_speed"],
             )

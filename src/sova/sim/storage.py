@@ -1,6 +1,8 @@
 """Shared storage servers: SSD and disk-array device models with per-VM IO streams.
 
-A device has ``parallelism`` units; an IO of size s occupies one unit for access_time + s/bandwidth.
+A device has ``parallelism`` units; an IO of size s occupies one unit for its access time + s/bandwidth,
+the access time a random IO's seek (``access_time``) or a sequential stream's next block from read-ahead
+(``sequential_access_time``).
 Streams share a saturated device max-min fairly in device time (as CFQ/BFQ share disk time), and
 latency is the service time plus an M/M/1 queueing delay at the device's utilisation.
 """
@@ -15,18 +17,13 @@ RHO_MAX = 0.98
 
 
 def serve_io(
-    server: np.ndarray,
-    iops: np.ndarray,
-    size: np.ndarray,
-    parallelism: np.ndarray,
-    access_time: np.ndarray,
-    bandwidth_bytes: np.ndarray,
+    server: np.ndarray, iops: np.ndarray, service: np.ndarray, parallelism: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Served IOPS and mean latency (s) per stream, and utilisation per server."""
+    """Served IOPS and mean latency (s) per stream, and utilisation per server; service: the seconds one
+    IO of the stream holds a unit of its server (access time and transfer)."""
     n_servers = len(parallelism)
     if len(server) == 0:
         return np.zeros(0), np.zeros(0), np.zeros(n_servers)
-    service = access_time[server] + size / bandwidth_bytes[server]
     share = service / parallelism[server]
     # shared in device time: each stream's variable is the fraction of the device it occupies
     wanted = iops * share

@@ -31,6 +31,8 @@ from sova.sim.sensors import BLOCK_ROWS
 from sova.sim.storage import RHO_MAX, serve_io
 from sova.sim.workload_kinds.base import IOStreams
 
+_STREAM_FIELDS = ("vm", "iops", "size", "read", "depth", "sequential")
+
 
 @dataclass(frozen=True)
 class EpochServed:
@@ -49,12 +51,14 @@ class StorageEpochs:
         n_vms: int,
         parallelism: np.ndarray,
         access_time: np.ndarray,
+        sequential_access_time: np.ndarray,
         bandwidth_bytes: np.ndarray,
         host_xen: np.ndarray,
         blkback: BlkbackParams,
     ):
         self.n_vms = n_vms
         self.parallelism, self.access_time, self.bandwidth = parallelism, access_time, bandwidth_bytes
+        self.sequential_access_time = sequential_access_time
         self.host_xen, self.blkback = host_xen, blkback
         self.streams: IOStreams | None = None
         self.server = np.zeros(0, dtype=np.int64)
@@ -70,9 +74,7 @@ class StorageEpochs:
         elif (
             np.array_equal(self.server, server)
             and np.array_equal(self.host, host)
-            and all(
-                np.array_equal(getattr(old, f), getattr(streams, f)) for f in ("vm", "iops", "size", "read", "depth")
-            )
+            and all(np.array_equal(getattr(old, f), getattr(streams, f)) for f in _STREAM_FIELDS)
         ):
             return  # the same streams as the last step (a constant fio): the last epoch still holds
         self.streams, self.server, self.host = streams, server, host
@@ -87,7 +89,8 @@ class StorageEpochs:
             return self._last[1]
         io, host, bb = self.streams, self.host, self.blkback
         closed = io.depth > 0
-        service = self.access_time[self.server] + io.size / self.bandwidth[self.server]
+        access = np.where(io.sequential, self.sequential_access_time[self.server], self.access_time[self.server])
+        service = access + io.size / self.bandwidth[self.server]
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
         cpu_per_request = np.where(xen, bb.cpu_per_request(io.size), 0.0)
@@ -97,9 +100,7 @@ class StorageEpochs:
         offered = np.where(closed, np.minimum(io.iops, io.depth / (service + path)), io.iops)
         passed = self._limit(offered, limit)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
-        served, latency, rho = serve_io(
-            self.server, passed, io.size, self.parallelism, self.access_time, self.bandwidth
-        )
+        served, latency, rho = serve_io(self.server, passed, service, self.parallelism)
         latency = latency + path
         # a closed stream keeps at most its depth outstanding: an IO takes its own time plus the queueing
         # the open streams cause at the device (closed streams queue behind each other only through their
@@ -146,11 +147,14 @@ class StorageSubsystem:
                 start += len(io.vm)
         if not parts:
             empty = np.zeros(0)
-            return IOStreams(empty.astype(np.int64), empty, empty, empty, empty)
+            return IOStreams(empty.astype(np.int64), empty, empty, empty, empty, empty.astype(bool))
         vm, iops, size, read, depth = (
             np.concatenate([getattr(io, f) for io in parts]) for f in ("vm", "iops", "size", "read", "depth")
         )
-        return IOStreams(vm, iops * run[vm], size, read, depth)
+        sequential = np.concatenate(
+            [io.sequential if io.sequential is not None else np.zeros(len(io.vm), dtype=bool) for io in parts]
+        )
+        return IOStreams(vm, iops * run[vm], size, read, depth, sequential)
 
     def io_served(self, kind: str) -> np.ndarray | None:
         """The IOPS the last epoch served each of a kind's streams, in the order it offered them."""

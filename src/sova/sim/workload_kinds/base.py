@@ -76,6 +76,7 @@ class IOStreams:
     size: np.ndarray  # bytes per IO
     read: np.ndarray  # fraction of reads
     depth: np.ndarray  # IOs kept outstanding (fio's iodepth); 0: open loop
+    sequential: np.ndarray | None = None  # per stream: sequential IO (no seek); None: all random
 
 
 class WorkloadKind:

@@ -1,5 +1,6 @@
 """fio: a stream of IOs of ``size`` bytes at ``iops`` against the VM's storage server, open loop or with
-``iodepth`` IOs kept outstanding."""
+``iodepth`` IOs kept outstanding, random or sequential (``pattern``: a sequential stream skips the
+device's seek, as read-ahead serves it)."""
 
 from __future__ import annotations
 
@@ -14,4 +15,4 @@ class Fio(WorkloadKind):
 
     def io(self, group, sim, t, dt) -> IOStreams:
         p = group.params
-        return IOStreams(group.vm, p["iops"], p["size"], p["read"], p["iodepth"])
+        return IOStreams(group.vm, p["iops"], p["size"], p["read"], p["iodepth"], p["pattern"] == "sequential")

@@ -61,6 +61,7 @@ class MapReduce(WorkloadKind):
             both([p["io_size"][rows], p["io_size"][rows]]),
             both([np.ones(len(rows)), np.zeros(len(rows))]),
             both([depth, depth]),
+            np.ones(2 * len(rows), dtype=bool),  # a split is read, an output written, from start to end
         )
 
     def advance(self, group, sim, step: Progress) -> None:
