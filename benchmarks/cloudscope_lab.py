@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from sova.analyze.interference import predict
-from sova.analyze.loading_vectors import VmUsage, window_usage
+from sova.analyze.loading_vectors import VmUsage
 from sova.drivers.libvirt_driver import LibvirtDriver
 from sova.lab.lab import Lab, driver_options
 from sova.model.knowledge import Knowledge
@@ -95,11 +95,10 @@ def _window(driver: LibvirtDriver, seconds: float) -> Window:
         time.sleep(1.0)
         knowledge.add(driver.observe())
     busy1 = _machine_busy()
-    usage = window_usage(knowledge, seconds + 5)
     first, last = knowledge.window(seconds + 5)
     span = last.time - first.time
     lab_cpu = float(np.sum(last.host_cpu_time - first.host_cpu_time))
-    _, gamma, beta, delta = predict(knowledge, seconds + 5)
+    usage, gamma, beta, delta = predict(knowledge, seconds + 5)
     return Window(usage, delta, beta, gamma[0], max(0.0, (busy1 - busy0) - lab_cpu) / span)
 
 

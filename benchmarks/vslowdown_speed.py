@@ -19,6 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from decision_round import VMS_PER_HOST, synthetic_knowledge
+from sova.analyze.interference import predict
 from sova.analyze.loading_vectors import host_load, loading_vectors, vm_load, vm_terms, window_usage
 from sova.analyze.vslowdown import gammas, slowdown_if_placed, v_slowdown
 
@@ -36,17 +37,13 @@ def measure(n: int, repeat: int) -> tuple[float, float, float]:
     """Seconds: predict all from the Knowledge, the model alone, one VM on every host."""
     k = synthetic_knowledge(n)
 
-    def predict_all():
-        u = window_usage(k, 30.0)
-        return v_slowdown(gammas(host_load(u)), loading_vectors(u), u.snapshot.vm_host)
-
     u = window_usage(k, 30.0)
     terms, beta = vm_terms(u), loading_vectors(u)
     load = host_load(u, terms)
     guests = np.bincount(u.snapshot.vm_host, minlength=n)
     vm = vm_load(terms, 0)
     return (
-        best(repeat, predict_all),
+        best(repeat, lambda: predict(k, 30.0)),
         best(repeat, lambda: v_slowdown(gammas(load), beta, u.snapshot.vm_host)),
         best(repeat, lambda: slowdown_if_placed(load, vm, guests, beta[0], 0)),
     )

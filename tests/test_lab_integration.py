@@ -443,7 +443,8 @@ def test_sova_manage_runs_the_cloudscope_profile_on_real_hosts_and_predicts_ever
             lab_.load(vm, [])
     prediction = predict(rt.knowledge, 30.0)
     assert prediction is not None
-    snap, _gamma, beta, delta = prediction
+    usage, _gamma, beta, delta = prediction
+    snap = usage.snapshot
     assert set(snap.vms) == {v.name for v in state.vms} and np.isfinite(delta).all() and (delta >= 1.0).all()
     for vm in busy:
         assert beta[snap.vm_position[vm]][0] > 0.9  # a CPU burner's time is all CPU

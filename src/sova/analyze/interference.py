@@ -16,10 +16,9 @@ import numpy as np
 
 from sova.analyze.base import Analyzer, register
 from sova.analyze.findings import Finding
-from sova.analyze.loading_vectors import host_load, loading_vectors, window_usage
+from sova.analyze.loading_vectors import VmUsage, host_load, loading_vectors, window_usage
 from sova.analyze.vslowdown import gammas, v_slowdown
 from sova.model.knowledge import Knowledge
-from sova.model.snapshot import Snapshot
 
 
 @dataclass(frozen=True)
@@ -49,15 +48,15 @@ class Slowdown(Finding, kind="slowdown"):
         )
 
 
-def predict(knowledge: Knowledge, window: float) -> tuple[Snapshot, np.ndarray, np.ndarray, np.ndarray] | None:
-    """The window's latest snapshot, each host's γ (CPU, disk, network), each VM's β and δ; None before
-    the Knowledge holds a window."""
+def predict(knowledge: Knowledge, window: float) -> tuple[VmUsage, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The window's rates (with its latest snapshot), each host's γ (CPU, disk, network), each VM's β and
+    δ; None before the Knowledge holds a window."""
     usage = window_usage(knowledge, window)
     if usage is None:
         return None
     gamma = gammas(host_load(usage))
     beta = loading_vectors(usage)
-    return usage.snapshot, gamma, beta, v_slowdown(gamma, beta, usage.snapshot.vm_host)
+    return usage, gamma, beta, v_slowdown(gamma, beta, usage.snapshot.vm_host)
 
 
 @register
@@ -70,7 +69,8 @@ class Interference(Analyzer):
         prediction = predict(knowledge, settings["window"])
         if prediction is None:
             return ()
-        snap, gamma, beta, delta = prediction
+        usage, gamma, beta, delta = prediction
+        snap = usage.snapshot
         threshold = settings["slowdown_above"]
         slow = np.flatnonzero(delta >= threshold)
         hosts = snap.vm_host[slow]
@@ -93,7 +93,8 @@ def predicted_interference(knowledge: Knowledge, window: float) -> dict[str, Any
     prediction = predict(knowledge, window)
     if prediction is None:
         return {"window": window, "slowdown_mean": None, "slowdown_max": None, "vms": {}}
-    snap, gamma, beta, delta = prediction
+    usage, gamma, beta, delta = prediction
+    snap = usage.snapshot
     vms = {
         vm: {"slowdown": d, "beta": b, "gamma": gamma[h].tolist()}
         for vm, d, b, h in zip(snap.vms, delta.tolist(), beta.tolist(), snap.vm_host.tolist(), strict=True)
