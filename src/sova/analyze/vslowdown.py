@@ -135,19 +135,20 @@ class VmLoad:
     dom0_util: float  # the Dom0 utilisation its I/O causes
 
 
-def with_vm(load: HostLoad, vm: VmLoad, guests: np.ndarray) -> HostLoad:
-    """Every host's load as it would be with `vm` added (guests: VMs on each host now, for the weights)."""
+def with_vm(load: HostLoad, vm: VmLoad, guests: np.ndarray, on: np.ndarray | float = 1.0) -> HostLoad:
+    """The hosts' loads as they would be with `vm` added to each host where `on` is 1 (every host by
+    default; guests: VMs on each host now, for the weights)."""
     return replace(
         load,
-        dom0_util=load.dom0_util + vm.dom0_util,
-        guest_weight_mean=(load.guest_weight_mean * guests + vm.weight) / (guests + 1),
-        cpu_demand=load.cpu_demand + vm.cpu_demand,
-        disk_bs=load.disk_bs + vm.disk_bs,
-        net_tx_bs=load.net_tx_bs + vm.net_tx_bs,
-        net_rx_bs=load.net_rx_bs + vm.net_rx_bs,
-        disk_util=load.disk_util + vm.disk_util,
-        net_tx_demand=load.net_tx_demand + vm.net_tx_demand,
-        net_rx_demand=load.net_rx_demand + vm.net_rx_demand,
+        dom0_util=load.dom0_util + vm.dom0_util * on,
+        guest_weight_mean=(load.guest_weight_mean * guests + vm.weight * on) / (guests + on),
+        cpu_demand=load.cpu_demand + vm.cpu_demand * on,
+        disk_bs=load.disk_bs + vm.disk_bs * on,
+        net_tx_bs=load.net_tx_bs + vm.net_tx_bs * on,
+        net_rx_bs=load.net_rx_bs + vm.net_rx_bs * on,
+        disk_util=load.disk_util + vm.disk_util * on,
+        net_tx_demand=load.net_tx_demand + vm.net_tx_demand * on,
+        net_rx_demand=load.net_rx_demand + vm.net_rx_demand * on,
     )
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.analyze.loading_vectors import host_load, window_usage
-from sova.analyze.vslowdown import HostLoad, VmLoad, slowdown_if_placed, with_vm
+from sova.analyze.vslowdown import VmLoad, slowdown_if_placed, with_vm
 from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot, VmRequest
 from sova.plan.admission import AdmissionPolicy, Chooser, register_admission
@@ -44,7 +44,7 @@ class CloudScopeAdmission(AdmissionPolicy):
             if not fits.any():
                 return None
             k = int(np.flatnonzero(fits)[np.argmin(slowdown[fits])])
-            load = _placed(load, vm, guests, k)  # the next request of the batch sees it there
+            load = with_vm(load, vm, guests, np.arange(len(guests)) == k)  # the next request sees it there
             guests[k] += 1
             return k, f"predicted slowdown {slowdown[k]:.2f} there, the least of {int(fits.sum())} hosts with room"
 
@@ -63,14 +63,3 @@ def _arriving(request: VmRequest) -> VmLoad:
         weight=256.0,
         dom0_util=0.0,
     )
-
-
-def _placed(load: HostLoad, vm: VmLoad, guests: np.ndarray, host: int) -> HostLoad:
-    """`load` with `vm` added to `host` only."""
-    after = with_vm(load, vm, guests)
-    fields = {}
-    for name in HostLoad.__dataclass_fields__:
-        value = getattr(load, name).copy()
-        value[host] = getattr(after, name)[host]
-        fields[name] = value
-    return HostLoad(**fields)
