@@ -271,6 +271,8 @@ WORKLOAD_PARAMS["opendc"] = {
 STRUCTURAL_PARAMS = {
     "mappers",  # a job's tasks are dealt to its VMs once
     "reducers",
+    "map_read",  # the VMs that do disk IO get their IO flows once
+    "reduce_write",
     "peer",
     "direction",
     "client",

@@ -35,7 +35,7 @@ class MapReduce(WorkloadKind):
         group.model = register(group, lambda a, b, kind: sim.add_flow((VM, a), (VM, b), kind))
 
     def io_vms(self, group) -> np.ndarray:
-        return group.vm[(group.params["map_read"] > 0) | (group.params["reduce_write"] > 0)]
+        return group.vm[group.model.io_rows]
 
     def demand(self, group, sim, step: Demand) -> None:
         cpu, net = demands(group, group.model, sim.vm_vcpus, step.dt)
@@ -44,7 +44,7 @@ class MapReduce(WorkloadKind):
 
     def io(self, group, sim, t, dt) -> IOStreams | None:
         jobs, p = group.model, group.params
-        rows = np.flatnonzero((p["map_read"] > 0) | (p["reduce_write"] > 0))
+        rows = jobs.io_rows
         if not len(rows):
             return None
         stage = jobs.stage[jobs.job[rows]]
@@ -70,8 +70,7 @@ class MapReduce(WorkloadKind):
         speed = slots(group, jobs, sim.vm_vcpus) * np.minimum(share, 1.0) / step.stretch[sim.vm_host[vm]]
         served = sim.io_served(self.name)
         if served is not None:
-            rows = np.flatnonzero((p["map_read"] > 0) | (p["reduce_write"] > 0))
-            n = len(rows)
+            rows, n = jobs.io_rows, len(jobs.io_rows)
             jobs.read_left[rows] -= served[:n] * p["io_size"][rows] * step.dt
             jobs.write_left[rows] -= served[n:] * p["io_size"][rows] * step.dt
         for done in advance(group, jobs, speed * step.run[vm], step.rate[jobs.flow], sim.t, step.dt):
@@ -88,6 +87,7 @@ class Jobs:
     think_left: np.ndarray  # per job
     map_tasks: np.ndarray  # per row: map tasks it runs (1 each without mappers)
     reduce_tasks: np.ndarray  # per row
+    io_rows: np.ndarray  # the rows whose tasks read or write disk (they have IO streams and flows)
     left: np.ndarray  # per row: core-seconds left in map or reduce
     read_left: np.ndarray  # per row: bytes its map tasks still read
     write_left: np.ndarray  # per row: bytes its reduce tasks still write
@@ -127,6 +127,7 @@ def register(g: Group, add_flow: Callable[[int, int, str], int]) -> Jobs:
         think_left=np.zeros(n_jobs),
         map_tasks=map_tasks,
         reduce_tasks=reduce_tasks,
+        io_rows=np.flatnonzero((g.params["map_read"] > 0) | (g.params["reduce_write"] > 0)),
         left=g.params["map"] * map_tasks,
         read_left=g.params["map_read"] * map_tasks,
         write_left=np.zeros(len(job)),
