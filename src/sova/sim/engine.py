@@ -69,15 +69,9 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
         self.storage_names = [s.name for s in scenario.storage]
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)
-        self.st_par = np.array([s.parallelism for s in scenario.storage], dtype=float)
-        self.st_access = np.array([s.access_time for s in scenario.storage], dtype=float)
-        self.st_seq_access = np.array([s.sequential_access_time for s in scenario.storage], dtype=float)
-        self.st_bw = np.array([s.bandwidth / 8 for s in scenario.storage], dtype=float)
         host_xen = np.array([h.hypervisor == "xen" for h in hosts])
         blkback = BlkbackParams.from_params(self.params)
-        self.storage = StorageEpochs(
-            len(scenario.vms), self.st_par, self.st_access, self.st_seq_access, self.st_bw, host_xen, blkback
-        )
+        self.storage = StorageEpochs(len(scenario.vms), scenario.storage, host_xen, blkback)
         self.netback_cpu = self.blkback_cpu = np.zeros(self.H)  # Dom0 cores of the last step, per host
         self._io_parts: dict[str, slice] = {}  # each kind's rows among the step's IO streams
         self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds

@@ -22,10 +22,12 @@ what changed between them, a limit a controller set or the rates the workloads s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.sensors import BLOCK_ROWS
 from sova.sim.storage import RHO_MAX, serve_io
@@ -46,19 +48,15 @@ class EpochServed:
 
 
 class StorageEpochs:
-    def __init__(
-        self,
-        n_vms: int,
-        parallelism: np.ndarray,
-        access_time: np.ndarray,
-        sequential_access_time: np.ndarray,
-        bandwidth_bytes: np.ndarray,
-        host_xen: np.ndarray,
-        blkback: BlkbackParams,
-    ):
+    def __init__(self, n_vms: int, servers: Sequence[StorageSpec], host_xen: np.ndarray, blkback: BlkbackParams):
         self.n_vms = n_vms
-        self.parallelism, self.access_time, self.bandwidth = parallelism, access_time, bandwidth_bytes
-        self.sequential_access_time = sequential_access_time
+
+        def per_server(name: str) -> np.ndarray:
+            return np.array([getattr(s, name) for s in servers], dtype=float)
+
+        self.parallelism, self.access_time = per_server("parallelism"), per_server("access_time")
+        self.sequential_access_time = per_server("sequential_access_time")
+        self.bandwidth = per_server("bandwidth") / 8  # bytes/s
         self.host_xen, self.blkback = host_xen, blkback
         self.streams: IOStreams | None = None
         self.server = np.zeros(0, dtype=np.int64)
