@@ -43,16 +43,10 @@ def aligned(old: Snapshot, new: Snapshot, between: Iterable[Snapshot] = ()) -> S
     changes: dict = {"vms": new.vms, "hosts": new.hosts}
     for name in _HOST_FIELDS:
         changes[name] = _pick(getattr(old, name), getattr(new, name), host_at)
-    if old.dom0_weight is not None and new.dom0_weight is not None:
-        changes["dom0_weight"] = _pick(old.dom0_weight, new.dom0_weight, host_at)
-    else:
-        changes["dom0_weight"] = new.dom0_weight
+    changes["dom0_weight"] = _pick_reported(old.dom0_weight, new.dom0_weight, host_at)
     for name in _VM_FIELDS:
         changes[name] = _pick(getattr(old, name), getattr(new, name), vm_at)
-    if old.vm_disk_local is not None and new.vm_disk_local is not None:
-        changes["vm_disk_local"] = _pick(old.vm_disk_local, new.vm_disk_local, vm_at)
-    else:
-        changes["vm_disk_local"] = new.vm_disk_local
+    changes["vm_disk_local"] = _pick_reported(old.vm_disk_local, new.vm_disk_local, vm_at)
     for name in _VM_FIELDS_OBJECT:
         picked = _pick(
             np.asarray(getattr(old, name), dtype=object), np.asarray(getattr(new, name), dtype=object), vm_at
@@ -70,6 +64,11 @@ def aligned(old: Snapshot, new: Snapshot, between: Iterable[Snapshot] = ()) -> S
     changes["flow_bytes"] = _old_flow_bytes(old, new)
     changes["flow_src"], changes["flow_dst"] = new.flow_src, new.flow_dst
     return dataclasses.replace(old, **changes)
+
+
+def _pick_reported(old: np.ndarray | None, new: np.ndarray | None, at: np.ndarray) -> np.ndarray | None:
+    """A field a driver may not report (None): picked as any other where both snapshots have it."""
+    return new if old is None or new is None else _pick(old, new, at)
 
 
 def _same_layout(old: Snapshot, new: Snapshot) -> bool:
