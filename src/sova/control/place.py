@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sova.drivers.sim import SimDriver
-from sova.model.knowledge import Knowledge
+from sova.control.observed_run import observe_run
 from sova.model.scenario import Scenario
 from sova.model.schema import InputError, Problem, Reader
 from sova.plan.base import registry
@@ -67,17 +66,7 @@ def run_and_measure(
 ) -> tuple[Simulator, PlacementProblem]:
     """Run the scenario for `seconds` with no policy and measure [warmup, seconds] as the Knowledge would
     hold it (placement.measure); `on_step` sees the simulator after every step from the warm-up on."""
-    sim = Simulator(scenario)
-    driver = SimDriver(sim)
-    knowledge = Knowledge(float("inf"), scenario.topology)  # two snapshots: the window's ends
-    first = round(warmup / scenario.tick)
-    for i in range(max(1, round(seconds / scenario.tick))):
-        if i == first:
-            knowledge.add(driver.observe())
-        sim.step()
-        if on_step is not None and i >= first:
-            on_step(sim)
-    knowledge.add(driver.observe())
+    sim, knowledge = observe_run(scenario, seconds, warmup, on_step)
     return sim, problem_from_knowledge(knowledge, seconds - warmup + scenario.tick, slots)
 
 

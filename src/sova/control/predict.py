@@ -10,11 +10,9 @@ import numpy as np
 
 from sova.analyze.loading_vectors import host_load, loading_vectors, vm_load, vm_terms, window_usage
 from sova.analyze.vslowdown import gammas, slowdown_if_placed, v_slowdown
-from sova.drivers.sim import SimDriver
-from sova.model.knowledge import Knowledge
+from sova.control.observed_run import observe_run
 from sova.model.scenario import Scenario
 from sova.model.schema import InputError, Problem
-from sova.sim.engine import Simulator
 
 
 @dataclass(frozen=True)
@@ -36,14 +34,7 @@ def predict(scenario: Scenario, window: float, vm: str | None = None) -> Predict
         raise InputError(
             [Problem("--window", f"{window:g} s is shorter than the scenario's step ({scenario.step:g} s)")]
         )
-    sim = Simulator(scenario)
-    driver = SimDriver(sim)
-    knowledge = Knowledge(window + 1.0)
-    knowledge.add(driver.observe())
-    for _ in range(max(1, round(window / sim.dt))):
-        sim.step()
-        if sim.step_ended:
-            knowledge.add(driver.observe())
+    _, knowledge = observe_run(scenario, window)
     usage = window_usage(knowledge, window)
     snap = usage.snapshot
     terms = vm_terms(usage)
