@@ -8,8 +8,9 @@ Over a window of the Knowledge (the first and last snapshots, re-indexed alike),
 - disk: the time its completed IOs took per second (libvirt's rd/wr_total_times), at most 1;
 - network: the time its bytes take on its vNIC, (the busier direction) x 8 / the port's bit rate, at most 1.
 The loading vector is the three shares over their sum (a VM that did nothing counts as CPU-bound: its
-slowdown is then its CPU's). The host's storage channel is its NIC (storage crosses it in Sova's data
-centers, as iSCSI does in the paper's); its Dom0 weight is the snapshot's where the driver reports one
+slowdown is then its CPU's). The host's storage channel is its NIC (network storage crosses it, as iSCSI
+does in the paper's data center); a VM whose disks are local files or devices puts nothing on it. Its Dom0
+weight is the snapshot's where the driver reports one
 (the simulator; Xen's Domain-0), in the same units as the guests' weights; where it is unknown (KVM has
 no Dom0), Eq. 8 reduces to Eq. 1.
 """
