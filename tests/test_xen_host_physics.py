@@ -98,3 +98,35 @@ def test_cores_must_be_a_multiple_of_threads_per_core():
     with pytest.raises(InputError) as err:
         make_scenario(hosts=[{"name": "h1", "cores": 15, "threads_per_core": 2}])
     assert "cores" in str(err.value) and "multiple of threads_per_core" in str(err.value)
+
+
+def receive_rate(n_vms: int, hypervisor: str) -> tuple[float, float]:
+    """(bits/s each VM receives over its vNIC, Dom0 cores) with n senders elsewhere flooding n VMs."""
+    scenario = make_scenario(
+        scenario={"duration": 10},
+        hosts=[
+            {"name": "h1", "cores": 32, "hypervisor": hypervisor, "dom0_vcpus": 8},
+            {"name": "h2", "cores": 64, "dom0_vcpus": 16, "nic": {"bandwidth": "100Gbps"}},
+        ],
+        vms=[{"name": "srv{i}", "count": n_vms, "host": "h1"}, {"name": "cli{i}", "count": n_vms, "host": "h2"}],
+        workloads=[{"kind": "netperf", "vm": "srv*", "peer": "cli{i}", "direction": "rx"}],
+    )
+    sim = Simulator(scenario)
+    for _ in range(5):
+        sim.step()
+    rx = sim.counters["vnic_rx_bytes"][:n_vms] * 8 / sim.t
+    return float(rx.mean()), float(sim.counters["dom0_cpu_time"][0] / sim.t)
+
+
+def test_one_netback_thread_bounds_a_xen_vif_to_what_one_dom0_vcpu_forwards():
+    sim = Simulator(make_scenario(hosts=[{"name": "h1"}], vms=[{"name": "v", "host": "h1"}]))
+    one_core = 1.0 / sim.dom0_cost_bit  # bits/s one Dom0 vCPU forwards at the default costs
+    rx, dom0 = receive_rate(1, "xen")
+    assert rx == pytest.approx(one_core, rel=0.01) and dom0 == pytest.approx(1.0, rel=0.01)
+    rx_two, dom0_two = receive_rate(2, "xen")  # two vifs, two threads: the port bounds them
+    assert rx_two < rx and 2 * rx_two > 1.8 * rx and dom0_two > 1.8 * dom0
+
+
+def test_a_kvm_vnic_is_not_bounded_by_one_dom0_vcpu():
+    rx, dom0 = receive_rate(1, "kvm")
+    assert rx > 9e9 and dom0 > 1.5

@@ -2,12 +2,15 @@
 
 Resources, in one index space: fabric links; per host NIC transmit and receive (the physical
 function's bandwidth, shared by hardware arbitration between the VFs and the para-virtual path);
-per host Dom0 CPU (seconds of CPU per bit); per VM the VF transmit rate cap; per VM the vNIC
-transmit limit (tc on the tap).
+per host Dom0 CPU (seconds of CPU per bit); per VM its netback thread (Xen); per VM the VF transmit
+rate cap; per VM the vNIC transmit limit (tc on the tap).
 
 - vNIC (para-virtual): every packet crosses the host's Dom0 (netback), costing Dom0 CPU per packet
   and per byte; two vNICs on one host talk through the Dom0 bridge, paying Dom0 twice and never
   touching the NIC (so local VM-to-VM traffic is bounded by Dom0).
+- On Xen hosts one Dom0 kernel thread serves all of a vif's packets, both ways (netback before Linux
+  3.16 had no multi-queue), so a vNIC carries at most what one Dom0 vCPU forwards: each para-virtual
+  end on a Xen host adds its VM's netback resource (capacity one core) at the same cost per bit.
 - VF (SR-IOV): bypasses Dom0; the NIC's embedded switch loops VF traffic between VMs of one host.
 - The NIC's transmit arbitration serves each active VF and the para-virtual path (the physical
   function's queues) as peers: ``arbitration_weights`` gives each para-virtual flow on a NIC that has
@@ -45,16 +48,20 @@ class Layout:
         return self.n_links + 2 * self.n_hosts
 
     @property
-    def vf(self) -> int:
+    def netback(self) -> int:
         return self.n_links + 3 * self.n_hosts
 
     @property
-    def netlim(self) -> int:
+    def vf(self) -> int:
         return self.n_links + 3 * self.n_hosts + self.n_vms
 
     @property
-    def size(self) -> int:
+    def netlim(self) -> int:
         return self.n_links + 3 * self.n_hosts + 2 * self.n_vms
+
+    @property
+    def size(self) -> int:
+        return self.n_links + 3 * self.n_hosts + 3 * self.n_vms
 
 
 @dataclass
@@ -63,7 +70,7 @@ class Route:
 
     resources: np.ndarray
     coef: np.ndarray
-    dom0_host: np.ndarray  # per entry: host whose Dom0 this entry is, else -1
+    dom0_host: np.ndarray  # per entry: host whose Dom0 (or one of its netback threads) this entry is, else -1
     crossings: np.ndarray  # per entry: netback crossings (1 or 2) for Dom0 entries, else 1
     latency: float
     src_pv: bool
@@ -81,12 +88,14 @@ def route(
     dst: tuple[int, int],
     vm_host: np.ndarray,
     vm_vf: np.ndarray,
+    netback_hosts: np.ndarray,
     dom0_cost_bit: float,
     pv_latency: float,
     vf_latency: float,
     flow_hash: int,
 ) -> Route:
-    """Resources of a flow from src to dst, each an (endpoint kind, id) pair."""
+    """Resources of a flow from src to dst, each an (endpoint kind, id) pair; netback_hosts marks the
+    hosts (Xen) whose vifs each have one netback thread."""
     res: list[int] = []
     coef: list[float] = []
     d0: list[int] = []
@@ -119,6 +128,9 @@ def route(
         add(layout.netlim + src[1])
     if src_is_vm and not s_pv:
         add(layout.vf + src[1])
+    for is_vm, pv, host, ep in ((src_is_vm, s_pv, hs, src), (dst_is_vm, d_pv, hd, dst)):
+        if is_vm and pv and netback_hosts[host]:
+            add(layout.netback + ep[1], dom0_cost_bit, host, 1)
     if hs >= 0 and hs == hd:
         if s_pv and d_pv:
             add(layout.dom0 + hs, 2 * dom0_cost_bit, hs, 2)

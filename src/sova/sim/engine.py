@@ -69,7 +69,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
         self.storage_names = [s.name for s in scenario.storage]
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)
-        host_xen = np.array([h.hypervisor == "xen" for h in hosts])
+        self.host_xen = host_xen = np.array([h.hypervisor == "xen" for h in hosts])
         blkback = BlkbackParams.from_params(self.params)
         self.storage = StorageEpochs(len(scenario.vms), scenario.storage, host_xen, blkback)
         self.netback_cpu = self.blkback_cpu = np.zeros(self.H)  # Dom0 cores of the last step, per host

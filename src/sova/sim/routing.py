@@ -130,6 +130,7 @@ class Routing:
             fl.dst,
             self.vm_host,
             self.vm_vf,
+            self.host_xen,
             self.dom0_cost_bit,
             self.params["pv_latency"],
             self.params["vf_latency"],
@@ -245,13 +246,15 @@ class Routing:
     def _capacities(self, dom0_alloc: np.ndarray) -> np.ndarray:
         vf = np.where(self.vm_vf & (self.vm_vf_rate > 0), self.vm_vf_rate * self.params["protocol_efficiency"], np.inf)
         lim = np.where(self.vm_net_limit > 0, self.vm_net_limit, np.inf)
-        return np.concatenate([self.static_cap, dom0_alloc, vf, lim])
+        netback = np.minimum(1.0, dom0_alloc[self.vm_host])  # one Dom0 vCPU's thread per vif (Xen)
+        return np.concatenate([self.static_cap, dom0_alloc, netback, vf, lim])
 
     def _load(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
         return np.bincount(self._entry_res, weights=data * rate[self._entry_flow], minlength=self.layout.size)
 
     def _dom0_cpu(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
-        sel = self._entry_dom0 >= 0
+        """Dom0 CPU per host; the netback thread entries are a part of it, counted once."""
+        sel = (self._entry_dom0 >= 0) & (self._entry_res < self.layout.netback)
         return np.bincount(self._entry_dom0[sel], weights=data[sel] * rate[self._entry_flow[sel]], minlength=self.H)
 
     def _guest_net_cpu(self, rate: np.ndarray) -> np.ndarray:
