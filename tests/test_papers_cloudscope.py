@@ -51,10 +51,12 @@ def test_fig2c_each_vms_throughput_falls_as_co_resident_vms_grow(network):
     assert all(a > b for a, b in pairwise(per_vm))
 
 
-@pytest.mark.xfail(strict=True, reason="Dom0's work follows bytes and packets; netback's rings are not modelled")
-def test_fig2c_dom0_gets_busier_as_co_resident_vms_grow_as_the_paper_says(network):
+def test_fig2c_dom0_gets_busier_as_co_resident_vms_grow_as_one_netback_thread_bounds_a_vif(network):
     dom0 = default(network, lambda s: s["hosts"]["pm"]["dom0_mean"])
-    assert dom0[10] > dom0[1] + 0.05
+    rx = default(network, lambda s: s["network"]["guest_rx_gbps"])
+    assert dom0[1] == pytest.approx(1 / 8, rel=0.02)  # one vif: one of Dom0's 8 vCPUs, and no more
+    assert rx[1] < 0.6 * rx[2]  # so one VM gets about half the port
+    assert all(a <= b for a, b in pairwise(dom0[n] for n in sorted(dom0))) and dom0[10] > dom0[1] + 0.05
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +94,15 @@ def scheduling():
     return {name: run_profile(scenario, name).summary["groups"] for name in ("default", "cloudscope")}
 
 
-def test_fig8_cloudscope_serves_std_net_and_std_disk_better_than_first_fit(scheduling):
+def test_fig8_cloudscope_serves_std_disk_better_than_first_fit(scheduling):
+    base, cloudscope = scheduling["default"], scheduling["cloudscope"]
+    assert cloudscope["std-disk"]["io_bytes_per_s"] > 1.02 * base["std-disk"]["io_bytes_per_s"]
+
+
+@pytest.mark.xfail(strict=True, reason="first fit's Dom0s are quiet once a vif is bounded by its netback thread")
+def test_fig8_cloudscope_serves_std_net_better_than_first_fit_as_the_paper_says(scheduling):
     base, cloudscope = scheduling["default"], scheduling["cloudscope"]
     assert cloudscope["std-net"]["response_mean"] < 0.95 * base["std-net"]["response_mean"]
-    assert cloudscope["std-disk"]["io_bytes_per_s"] > base["std-disk"]["io_bytes_per_s"]
 
 
 @pytest.mark.xfail(strict=True, reason="prime 2000 jobs are slowed on no host: none has 16 busy threads")
@@ -120,6 +127,13 @@ def test_fig9_adaptive_dom0_raises_the_weight_where_the_model_predicts_an_slo_mi
 def test_fig9_a_heavier_dom0_weight_raises_throughput_as_the_paper_says(dom0_weight):
     rx = {w: p["static"]["network"]["guest_rx_gbps"] for w, p in dom0_weight.items()}
     assert rx[512] > 1.1 * rx[256]
+
+
+def test_fig9_on_a_contended_host_dom0_weight_buys_throughput_but_the_papers_condition_keeps_adaptive_idle():
+    runs = sweep("fig9-dom0-weight-shared")
+    rx = {w: p["static"]["network"]["guest_rx_gbps"] for w, p in runs.items()}
+    assert rx[256] < rx[384] < rx[512] and rx[512] > 1.5 * rx[256]  # Dom0 starved at 256, not at 512
+    assert all(p["adaptive"]["actions"]["proposed"] == 0 for p in runs.values())  # Σ pCPU < Σ util · vCPU
 
 
 @pytest.fixture(scope="module")
