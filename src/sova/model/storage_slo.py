@@ -1,0 +1,112 @@
+"""Tenants' storage SLOs, as SASLO's API sets them (the SASLO paper, Table 1): per VM the allowable range
+of its throughput target (IOPS; the lower bound is the reservation, the upper the limit), of its IO size
+limit (bytes), and the acceptable ranges of its SLO compliance rate and performance fluctuation ratio
+(per cent). get_status returns the last SC rate and PF ratio the VM's SLO enforcement measured.
+
+Every setter checks its values first (finite numbers, lower <= upper, rates >= 0, percentages within
+0-100, a known VM) and raises SloError naming what was wrong; on an error nothing changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+
+class SloError(ValueError):
+    """A tenant's SLO call that was refused; the message names the VM, the setting and what was expected."""
+
+
+Range = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class StorageSlo:
+    """One VM's SLO targets and QoS constraints; None: not set (the VM is not under SLO control)."""
+
+    throughput: Range | None = None  # IOPS
+    io_size: Range | None = None  # bytes
+    sc_rate: Range = (0.0, 100.0)  # per cent
+    pf_ratio: Range = (0.0, 100.0)  # per cent
+
+
+@dataclass(frozen=True)
+class SloStatus:
+    sc_rate: float | None = None
+    pf_ratio: float | None = None
+
+
+_LIMITS = {  # setting: (unit, smallest allowed, largest allowed)
+    "throughput": ("IOPS", 0.0, math.inf),
+    "io_size": ("bytes", 512.0, math.inf),
+    "sc_rate": ("%", 0.0, 100.0),
+    "pf_ratio": ("%", 0.0, 100.0),
+}
+
+
+def checked_range(vm: str, setting: str, lower: float, upper: float) -> Range:
+    """(lower, upper) as floats, or SloError saying what is wrong with them."""
+    unit, smallest, largest = _LIMITS[setting]
+    values = []
+    for name, value in (("lower bound", lower), ("upper bound", upper)):
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise SloError(f"VM {vm!r}: {setting} {name} must be a number ({unit}), got {value!r}") from None
+        if not math.isfinite(number):
+            raise SloError(f"VM {vm!r}: {setting} {name} must be a finite number ({unit}), got {value!r}")
+        if not smallest <= number <= largest:
+            span = f">= {smallest:g}" if math.isinf(largest) else f"within {smallest:g}-{largest:g}"
+            raise SloError(f"VM {vm!r}: {setting} {name} must be {span} {unit}, got {number:g}")
+        values.append(number)
+    if values[0] > values[1]:
+        raise SloError(f"VM {vm!r}: {setting} lower bound {values[0]:g} is above the upper bound {values[1]:g}")
+    if setting == "throughput" and values[1] <= 0:
+        raise SloError(f"VM {vm!r}: throughput upper bound must be > 0 IOPS, got {values[1]:g}")
+    return values[0], values[1]
+
+
+class SloBook:
+    """The SLOs of a set of VMs, with Table 1's five calls."""
+
+    def __init__(self, vms: Iterable[str]):
+        self._slos: dict[str, StorageSlo] = {vm: StorageSlo() for vm in vms}
+        self._status: dict[str, SloStatus] = {vm: SloStatus() for vm in self._slos}
+
+    def _known(self, vm: str) -> StorageSlo:
+        if vm not in self._slos:
+            raise SloError(f"unknown VM {vm!r}: SLOs can be set for {', '.join(sorted(self._slos)) or 'no VM'}")
+        return self._slos[vm]
+
+    def _set(self, vm: str, setting: str, lower: float, upper: float) -> None:
+        slo = self._known(vm)
+        self._slos[vm] = replace(slo, **{setting: checked_range(vm, setting, lower, upper)})
+
+    def set_throughput(self, vm: str, lower: float, upper: float) -> None:
+        self._set(vm, "throughput", lower, upper)
+
+    def set_io_size(self, vm: str, lower: float, upper: float) -> None:
+        self._set(vm, "io_size", lower, upper)
+
+    def set_sc(self, vm: str, lower: float, upper: float) -> None:
+        self._set(vm, "sc_rate", lower, upper)
+
+    def set_pf(self, vm: str, lower: float, upper: float) -> None:
+        self._set(vm, "pf_ratio", lower, upper)
+
+    def get_status(self, vm: str) -> SloStatus:
+        self._known(vm)
+        return self._status[vm]
+
+    def slo(self, vm: str) -> StorageSlo:
+        return self._known(vm)
+
+    def record_status(self, vm: str, sc_rate: float, pf_ratio: float) -> None:
+        """What the VM's SLO enforcement measured over its last interval (the engine calls this)."""
+        self._known(vm)
+        self._status[vm] = SloStatus(sc_rate, pf_ratio)
+
+    def under_control(self) -> list[str]:
+        """The VMs with a throughput SLO, in the order they were given."""
+        return [vm for vm, slo in self._slos.items() if slo.throughput is not None]
