@@ -280,8 +280,9 @@ def test_saturated_ssd_shares_device_time_and_latency_rises():
     assert (lat(heavy) > 5 * lat(light)).all()
     util = heavy.gauges["storage_util"][0]
     assert util == pytest.approx(1.0, rel=1e-6)
-    share = heavy.gauges["io"]["served"] * np.array([100e-6 + 4000 / 4e9 * 8, 100e-6 + 64000 / 4e9 * 8])
-    assert share[0] == pytest.approx(share[1], rel=1e-6)  # equal device time
+    ops = heavy.counters["blk_rd_ops"][:2] + heavy.counters["blk_wr_ops"][:2]
+    share = ops * np.array([100e-6 + 4000 / 4e9 * 8, 100e-6 + 64000 / 4e9 * 8])
+    assert share[0] == pytest.approx(share[1], rel=0.02)  # equal device time, up to the completions' variation
 
 
 def test_planetlab_replay_follows_the_trace():
@@ -568,7 +569,8 @@ def test_disk_array_is_slower_and_saturates_sooner_than_ssd():
     ssd_lat, ssd_iops = latency_and_iops("ssd")
     disk_lat, disk_iops = latency_and_iops("disk-array")
     assert ssd_iops == pytest.approx(5000)
-    assert disk_iops == pytest.approx(8 / (8e-3 + 4000 / 1.2e9 * 8 / 8), rel=1e-3)  # 8 disks, saturated
+    # 8 disks, saturated; the device paces its ~10,000 completions, which vary by ~1 % (cv / sqrt(n))
+    assert disk_iops == pytest.approx(8 / (8e-3 + 4000 / 1.2e9 * 8 / 8), rel=0.03)
     assert disk_lat > 50 * ssd_lat
 
 

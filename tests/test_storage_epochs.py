@@ -1,4 +1,7 @@
-"""The storage subsystem on its own clock: 25 ms epochs inside 1 s fabric steps, per-VM queues and limits."""
+"""The storage subsystem on its own clock: 25 ms epochs inside 1 s fabric steps, per-VM queues and limits.
+
+These check the epoch model's mean values exactly, so the scenarios serve each epoch's mean (io_noise off);
+tests/test_device_variability.py checks the completions drawn around it."""
 
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ def fio_scenario(storage_step: float = 0.0, **fio):
         storage=[{"name": "ssd"}],
         vms=[{"name": "db", "host": "h1"}, {"name": "web", "host": "h1"}],
         workloads=[{"kind": "fio", "vm": "db", "size": "4KiB", **fio}, {"kind": "lookbusy", "vm": "web", "util": 0.5}],
-        simulator={"storage_step": storage_step} if storage_step else {},
+        simulator={"io_noise": False} | ({"storage_step": storage_step} if storage_step else {}),
     )
 
 
@@ -126,6 +129,7 @@ def test_a_closed_loop_stream_on_a_busy_device_gets_no_more_than_its_depth_over_
             {"kind": "fio", "vm": "db", "size": "4KiB", "iops": 1e6, "iodepth": 1},
             {"kind": "fio", "vm": "noisy", "size": "4KiB", "iops": 68_000},
         ],
+        simulator={"io_noise": False},
     )
     sim = Simulator(scenario)
     run(sim, 2)
@@ -144,6 +148,7 @@ def test_a_sequential_stream_skips_the_seek_a_random_one_pays(device, random_acc
             storage=[{"name": "st", "device": device}],
             vms=[{"name": "db", "host": "h1"}],
             workloads=[{"kind": "fio", "vm": "db", "size": "64KiB", "iops": 1e6, "iodepth": 1, "pattern": pattern}],
+            simulator={"io_noise": False},
         )
         sim = Simulator(scenario)
         run(sim, 2)

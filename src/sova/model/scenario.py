@@ -69,6 +69,11 @@ class StorageSpec:
     sequential_access_time: float = 20e-6
     bandwidth: float = 4e9
     link_speed: float = 40e9
+    write_access_time: float = 100e-6
+    write_bandwidth: float = 4e9
+    service_cv: float = 1.0  # coefficient of variation of one request's service time
+    variability: float = 0.0  # coefficient of variation of the device's speed over time
+    variability_time: float = 1.0  # s, the correlation time of that variation
 
 
 @dataclass(frozen=True)

@@ -100,6 +100,13 @@ STORAGE_FIELDS = {
         "duration", 0.0, "per-IO time of sequential IO: read-ahead, no seek (0: 20 us SSD, 0.1 ms disk)", lo=0
     ),
     "bandwidth": Field("bandwidth", 0.0, "media transfer rate (0: 4 Gb/s SSD, 1.2 Gb/s per disk)", lo=0),
+    "write_access_time": Field("duration", 0.0, "per-IO access time of a random write (0: as access_time)", lo=0),
+    "write_bandwidth": Field("bandwidth", 0.0, "media transfer rate of writes (0: as bandwidth)", lo=0),
+    "service_cv": Field(
+        "float", 1.0, "coefficient of variation of a request's service time (1: exponential, as M/M/1)", lo=0
+    ),
+    "variability": Field("float", 0.0, "coefficient of variation of the device's speed over time (0: steady)", lo=0),
+    "variability_time": Field("duration", 1.0, "correlation time of the device's speed variation", lo=0, lo_open=True),
     "link_speed": Field("bandwidth", 40e9, "the server's link into the fabric", lo=0, lo_open=True),
 }
 
@@ -364,6 +371,11 @@ SIMULATOR_FIELDS = {
     "grant_page": Field("size", 4096.0, "xen hosts: bytes one grant entry maps", lo=1),
     "grant_stall": Field(
         "duration", 2e-3, "xen hosts: wait of a request per refill of a full grant table (lock and update)", lo=0
+    ),
+    "io_noise": Field(
+        "bool",
+        True,
+        "draw each storage epoch's completions around its mean (false: serve the mean, the fluid model)",
     ),
     "ht_yield": Field(
         "float",

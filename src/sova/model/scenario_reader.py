@@ -209,15 +209,22 @@ def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
         if t["name"] is None:
             continue
         par, acc, seq, bw = _STORAGE_MODELS[t["device"] or "ssd"]
+        access = t["access_time"] or acc
+        bandwidth = t["bandwidth"] or bw * (par if t["device"] == "disk-array" else 1)
         out.append(
             StorageSpec(
                 name=t["name"],
                 device=t["device"],
                 parallelism=t["parallelism"] or par,
-                access_time=t["access_time"] or acc,
+                access_time=access,
                 sequential_access_time=t["sequential_access_time"] or seq,
-                bandwidth=t["bandwidth"] or bw * (par if t["device"] == "disk-array" else 1),
+                bandwidth=bandwidth,
                 link_speed=t["link_speed"],
+                write_access_time=t["write_access_time"] or access,
+                write_bandwidth=t["write_bandwidth"] or bandwidth,
+                service_cv=t["service_cv"],
+                variability=t["variability"],
+                variability_time=t["variability_time"],
             )
         )
     _unique(r, [s.name for s in out], "[[storage]]", "storage server")

@@ -71,7 +71,10 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)
         self.host_xen = host_xen = np.array([h.hypervisor == "xen" for h in hosts])
         blkback = BlkbackParams.from_params(self.params)
-        self.storage = StorageEpochs(len(scenario.vms), scenario.storage, host_xen, blkback)
+        storage_rng = np.random.default_rng([scenario.seed if seed is None else seed, 0x5707])  # its own stream
+        self.storage = StorageEpochs(
+            len(scenario.vms), scenario.storage, host_xen, blkback, storage_rng, self.params["io_noise"]
+        )
         self.netback_cpu = self.blkback_cpu = np.zeros(self.H)  # Dom0 cores of the last step, per host
         self._io_parts: dict[str, slice] = {}  # each kind's rows among the step's IO streams
         self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds

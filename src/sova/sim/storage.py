@@ -4,7 +4,9 @@ A device has ``parallelism`` units; an IO of size s occupies one unit for its ac
 the access time a random IO's seek (``access_time``) or a sequential stream's next block from read-ahead
 (``sequential_access_time``).
 Streams share a saturated device max-min fairly in device time (as CFQ/BFQ share disk time), and
-latency is the service time plus an M/M/1 queueing delay at the device's utilisation.
+latency is the service time plus an M/G/1 queueing delay at the device's utilisation (Pollaczek-Khinchine:
+the wait grows with (1 + cv²) / 2, cv the service time's coefficient of variation; cv = 1 is M/M/1), so
+large requests, whose service is long, delay the small ones queued behind them.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ RHO_MAX = 0.98
 
 
 def serve_io(
-    server: np.ndarray, iops: np.ndarray, service: np.ndarray, parallelism: np.ndarray
+    server: np.ndarray, iops: np.ndarray, service: np.ndarray, parallelism: np.ndarray, cv: np.ndarray | float = 1.0
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Served IOPS and mean latency (s) per stream, and utilisation per server; service: the seconds one
-    IO of the stream holds a unit of its server (access time and transfer)."""
+    IO of the stream holds a unit of its server (access time and transfer); cv: per stream, its
+    server's service-time coefficient of variation."""
     n_servers = len(parallelism)
     if len(server) == 0:
         return np.zeros(0), np.zeros(0), np.zeros(n_servers)
@@ -32,5 +35,5 @@ def serve_io(
     served = occupied / share
     rho = np.bincount(server, weights=occupied, minlength=n_servers)
     r = np.minimum(rho, RHO_MAX)[server]
-    latency = service + share * r / (1 - r)
+    latency = service + share * r / (1 - r) * (1 + np.square(cv)) / 2
     return served, latency, rho

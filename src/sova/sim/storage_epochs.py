@@ -14,21 +14,28 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
 - on Xen hosts the host's path adds Dom0's blkback work and the grant table (``sim/blkback.py``): a
   request costs Dom0 CPU and waits while a full table is refilled; the host's IO is bounded by the Dom0
   CPU its network work leaves;
-- the device serves what passed (``storage.serve_io``: shared in device time, M/M/1 latency).
+- the device serves what passed (``storage.serve_io``: shared in device time, M/G/1 latency with the
+  server's ``service_cv``), at its speed of the epoch (``sim/device_variability.py``: a server with
+  ``variability`` speeds up and slows down over time). A stream the device holds back (it serves less
+  than passed the limiter) completes a random number of requests around that mean, the renewal count
+  of requests with that service-time variation; a stream paced by its own rate or its limiter completes
+  at that pace.
 
-Each epoch is a steady state of its own (mean-value analysis): what carries from one epoch to the next is
-what changed between them, a limit a controller set or the rates the workloads state at each fabric step.
+Each epoch is a steady state of its own (mean-value analysis) around which its completions vary: what
+carries from one epoch to the next is what changed between them, a limit a controller set, the device's
+speed, or the rates the workloads state at each fabric step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
+from sova.sim.device_variability import CapacityProcess, completions
 from sova.sim.sensors import BLOCK_ROWS
 from sova.sim.storage import RHO_MAX, serve_io
 from sova.sim.workload_kinds.base import IOStreams
@@ -48,15 +55,29 @@ class EpochServed:
 
 
 class StorageEpochs:
-    def __init__(self, n_vms: int, servers: Sequence[StorageSpec], host_xen: np.ndarray, blkback: BlkbackParams):
+    def __init__(
+        self,
+        n_vms: int,
+        servers: Sequence[StorageSpec],
+        host_xen: np.ndarray,
+        blkback: BlkbackParams,
+        rng: np.random.Generator,
+        noise: bool = True,
+    ):
         self.n_vms = n_vms
 
         def per_server(name: str) -> np.ndarray:
             return np.array([getattr(s, name) for s in servers], dtype=float)
 
         self.parallelism, self.access_time = per_server("parallelism"), per_server("access_time")
+        self.write_access_time = per_server("write_access_time")
         self.sequential_access_time = per_server("sequential_access_time")
         self.bandwidth = per_server("bandwidth") / 8  # bytes/s
+        self.write_bandwidth = per_server("write_bandwidth") / 8
+        self.service_cv = per_server("service_cv")
+        self.speed = CapacityProcess(per_server("variability"), per_server("variability_time"), rng)
+        self.rng = rng
+        self.noise = noise
         self.host_xen, self.blkback = host_xen, blkback
         self.streams: IOStreams | None = None
         self.server = np.zeros(0, dtype=np.int64)
@@ -78,27 +99,42 @@ class StorageEpochs:
         self.streams, self.server, self.host = streams, server, host
         self._last = None
 
-    def epoch(self, limit: np.ndarray, dom0_free: np.ndarray) -> EpochServed:
-        """Serve one epoch; limit: IOPS per VM (0: none); dom0_free: Dom0 cores per host left for
-        blkback. Rates are per second, so the epoch's length does not enter: it only says how often
-        limits may change."""
-        key = limit.tobytes() + dom0_free.tobytes()
+    def epoch(self, limit: np.ndarray, dom0_free: np.ndarray, length: float) -> EpochServed:
+        """Serve one epoch of `length` seconds; limit: IOPS per VM (0: none); dom0_free: Dom0 cores per
+        host left for blkback. Rates are per second: the length sets how many requests an epoch
+        completes, so how much that count varies."""
+        speed = self.speed.advance(length)
+        mean = self._mean_epoch(limit, dom0_free, speed)
+        if not (self.noise and self._paced_cv.any()):
+            return mean
+        served = completions(mean.iops, length, self._paced_cv, self.rng)
+        # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
+        latency = np.where(self._full, self.streams.depth / np.maximum(served, 1e-300), mean.latency)
+        dom0_cpu = np.bincount(self.host, weights=served * self._cpu_per_request, minlength=len(dom0_free))
+        return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
+
+    def _mean_epoch(self, limit: np.ndarray, dom0_free: np.ndarray, speed: np.ndarray) -> EpochServed:
+        """The epoch's steady state: what each stream is served on average, and at what latency."""
+        key = limit.tobytes() + dom0_free.tobytes() + (speed.tobytes() if self.speed.active else b"")
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         io, host, bb = self.streams, self.host, self.blkback
         closed = io.depth > 0
-        access = np.where(io.sequential, self.sequential_access_time[self.server], self.access_time[self.server])
-        service = access + io.size / self.bandwidth[self.server]
+        srv = self.server
+        random_access = io.read * self.access_time[srv] + (1 - io.read) * self.write_access_time[srv]
+        access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
+        transfer = io.size * (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv])
+        service = (access + transfer) / speed[srv]
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
-        cpu_per_request = np.where(xen, bb.cpu_per_request(io.size), 0.0)
+        cpu_per_request = self._cpu_per_request = np.where(xen, bb.cpu_per_request(io.size), 0.0)
         outstanding = np.where(closed, io.depth, io.iops * service) * xen
         path = cpu_per_request + grant_wait(host, outstanding, io.size, len(dom0_free), bb)
         # a closed loop cannot push more than its depth through an idle device; the device shares the rest
         offered = np.where(closed, np.minimum(io.iops, io.depth / (service + path)), io.iops)
         passed = self._limit(offered, limit)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
-        served, latency, rho = serve_io(self.server, passed, service, self.parallelism)
+        served, latency, rho = serve_io(self.server, passed, service, self.parallelism, self.service_cv[srv])
         latency = latency + path
         # a closed stream keeps at most its depth outstanding: an IO takes its own time plus the queueing
         # the open streams cause at the device (closed streams queue behind each other only through their
@@ -109,9 +145,12 @@ class StorageEpochs:
         # (a mean-value model).
         occupied = passed * service / self.parallelism[self.server]
         open_rho = np.minimum(np.bincount(self.server, weights=occupied * ~closed, minlength=len(rho)), RHO_MAX)
-        alone = service + path + service / self.parallelism[self.server] * (open_rho / (1 - open_rho))[self.server]
+        wait = (open_rho / (1 - open_rho))[srv] * (1 + np.square(self.service_cv[srv])) / 2
+        alone = service + path + service / self.parallelism[srv] * wait
         served = np.where(closed, np.minimum(served, io.depth / alone), served)
-        full = closed & (served < io.iops * (1 - 1e-9))
+        full = self._full = closed & (served < io.iops * (1 - 1e-9))
+        # the device, not the workload's own pace or a limiter, sets when these streams' requests complete
+        self._paced_cv = np.where(served < passed * (1 - 1e-9), self.service_cv[srv], 0.0)
         held = np.where(full, io.depth / np.maximum(served, 1e-300), np.where(closed, alone, latency))
         self.queue = np.where(full, np.maximum(io.depth - served * (service + path), 0.0), 0.0)
         dom0_cpu = np.bincount(host, weights=served * cpu_per_request, minlength=len(dom0_free))
@@ -169,7 +208,7 @@ class StorageSubsystem:
             return
         # Dom0's CPU left for blkback; only Xen hosts have blkback (a constant elsewhere keeps the epoch cached)
         dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
-        served = self.storage.epoch(self.vm_io_limit, dom0_free)
+        served = self.storage.epoch(self.vm_io_limit, dom0_free, self.dt)
         self.blkback_cpu = served.dom0_cpu
         self.gauges["storage_util"] = served.utilisation
         self.gauges["io"] = {"vm": io.vm, "served": served.iops, "offered": io.iops, "latency": served.latency}
