@@ -91,6 +91,16 @@ def test_io_and_network_limits_go_to_every_disk_and_the_vnic():
     assert ("bandwidth", "vnet0", {"outbound.average": 100, "inbound.average": 100}) in d.calls
 
 
+def test_a_request_merge_limit_is_refused_with_why_and_touches_nothing():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    drv.observe()
+    calls = list(d.calls)
+    out = drv.apply(A.SetIoSize(vm="vm1", size=16384))
+    assert out.status == A.FAILED and "max_sectors_kb" in out.message and d.calls == calls
+
+
 def test_sriov_attach_uses_free_vfs_in_order_and_sets_the_rate_on_the_pf():
     c = Cluster()
     d1, d2, d3 = (c.add("fake://a", f"vm{i}") for i in (1, 2, 3))

@@ -156,3 +156,33 @@ def test_a_sequential_stream_skips_the_seek_a_random_one_pays(device, random_acc
 
     transfer = latency("random") - random_access
     assert latency("sequential") == pytest.approx(sequential_access + transfer, rel=1e-9)
+
+
+def test_a_merge_limit_splits_each_io_into_the_fewest_equal_requests_within_it():
+    scenario = make_scenario(
+        scenario={"duration": 10},
+        storage=[{"name": "ssd"}],
+        vms=[{"name": "db", "host": "h1"}],
+        workloads=[{"kind": "fio", "vm": "db", "size": "16KiB", "iops": 100, "read": 1.0}],
+        simulator={"io_noise": False},
+    )
+    sim = Simulator(scenario)
+    SimDriver(sim).apply(A.SetIoSize("db", 12 * 1024))  # 16 KiB -> 2 requests of 8 KiB
+    run(sim, 2)
+    assert sim.counters["blk_rd_ops"][0] == pytest.approx(400)  # 2 s x 100 IOs x 2 requests
+    assert sim.counters["blk_rd_bytes"][0] == pytest.approx(2 * 100 * 16 * 1024)  # the same bytes
+    assert sim.io_served("fio")[0] == pytest.approx(100)  # the workload sees its own IOs
+    SimDriver(sim).apply(A.SetIoSize("db", 0))
+    run(sim, 1)
+    assert sim.counters["blk_rd_ops"][0] == pytest.approx(500)
+
+
+def test_a_closed_stream_split_by_a_merge_limit_keeps_every_piece_outstanding():
+    def depth_seen(merge: float) -> float:
+        sim = Simulator(fio_scenario(iops=1e6, iodepth=4, size="64KiB"))
+        sim.vm_io_size_limit[0] = merge
+        run(sim, 1)
+        io = sim.gauges["io"]
+        return float(io["served"][0] * io["latency"][0])  # Little's law: requests outstanding
+
+    assert depth_seen(0) == pytest.approx(4.0) and depth_seen(16 * 1024) == pytest.approx(16.0)

@@ -426,6 +426,9 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         elif isinstance(action, A.SetIoLimit):
             for disk in re.findall(r"<target dev='(\w+)' bus=", self._xml(dom)):
                 dom.setBlockIoTune(disk, {"total_iops_sec": round(action.iops)}, live)
+        elif isinstance(action, A.SetIoSize):
+            why = "libvirt has no request-merge limit for a disk (the guest's queue/max_sectors_kb sets one)"
+            return A.Outcome(A.FAILED, why, now, now)
         elif isinstance(action, A.SetNetLimit):
             kib = max(1, round(action.rate / 8 / 1024)) if action.rate > 0 else 0
             for dev in self._vnic_devices(dom, vm):

@@ -151,6 +151,8 @@ class SimDriver:
                     s.vm_cap[vm] = action.cap
             elif isinstance(action, A.SetIoLimit):
                 s.vm_io_limit[self._vm_index(action.vm)] = action.iops
+            elif isinstance(action, A.SetIoSize):
+                s.vm_io_size_limit[self._vm_index(action.vm)] = action.size
             elif isinstance(action, A.SetNetLimit):
                 s.vm_net_limit[self._vm_index(action.vm)] = action.rate
             elif isinstance(action, A.SetDom0Weight):

@@ -69,6 +69,12 @@ class SetIoLimit(Action):
 
 
 @dataclass(frozen=True)
+class SetIoSize(Action):
+    vm: str
+    size: float  # bytes: the request-merge limit (IOs above it are split); 0 removes it
+
+
+@dataclass(frozen=True)
 class SetNetLimit(Action):
     vm: str
     rate: float  # bit/s on the vNIC; 0 removes the limit
@@ -95,6 +101,7 @@ _KIND_NAMES = {
     SetVFRate: "set-vf-rate",
     SetCpu: "set-cpu",
     SetIoLimit: "set-io-limit",
+    SetIoSize: "set-io-size",
     SetNetLimit: "set-net-limit",
     SetDom0Weight: "set-dom0-weight",
     CreateVM: "create-vm",

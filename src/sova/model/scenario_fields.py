@@ -17,6 +17,7 @@ WORKLOAD_KINDS = (
     "web",
     "mapreduce",
     "fio",
+    "filebench",
     "transfer",
     "batch",
     "sysbench",
@@ -220,6 +221,17 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "iodepth": Field(
             "int", 0, "IOs kept outstanding, as fio's iodepth (0: open loop: IOs not served at once are dropped)", lo=0
         ),
+    },
+    "filebench": {
+        "personality": Field(
+            "str",
+            "webserver",
+            "the SASLO paper's Table 3: webserver, fileserver or varmail (the mail server)",
+            choices=("webserver", "fileserver", "varmail"),
+        ),
+        "threads": Field("int", 0, "threads, each with one IO outstanding (0: Table 3's: 100, 50, 16)", lo=0),
+        "filesize": Field("size", 0.0, "mean file size (0: Table 3's: 16 KB, 128 KB, 16 KB)", lo=0),
+        "iosize": Field("size", 0.0, "IO size (0: Table 3's: 512 KB, 1 MB, 16 KB)", lo=0),
     },
     "transfer": {
         "size": Field("size", 1e9, "bytes to copy, once (scp of a file)", lo=1),

@@ -8,9 +8,13 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
   no more than its depth can push through the device at the device's latency (Little's law); when the
   limiter or the device holds it back, its whole depth is outstanding, an IO takes depth / served, and
   the part of that beyond the device's own latency is spent queued (``queue``: IOs waiting, per stream);
-- a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit through in each epoch (a token
-  bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion to what
-  they offer;
+- a VM's request-merge limit (``SetIoSize``, bytes) splits each IO larger than it into the fewest equal
+  requests within it (as the block layer's max segments per request do), so the device, the limiter
+  and the counters see more, smaller requests; a closed stream keeps all the pieces of its IOs
+  outstanding;
+- a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit of requests through in each epoch
+  (a token bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion
+  to what they offer;
 - on Xen hosts the host's path adds Dom0's blkback work and the grant table (``sim/blkback.py``): a
   request costs Dom0 CPU and waits while a full table is refilled; the host's IO is bounded by the Dom0
   CPU its network work leaves;
@@ -45,10 +49,11 @@ _STREAM_FIELDS = ("vm", "iops", "size", "read", "depth", "sequential")
 
 @dataclass(frozen=True)
 class EpochServed:
-    """What one epoch served, per stream: IOPS over the epoch and mean latency (s); per server: use; per
-    host: the Dom0 CPU (cores) its blkback used."""
+    """What one epoch served, per stream: requests per second over the epoch, their size (bytes) and mean
+    latency (s); per server: use; per host: the Dom0 CPU (cores) its blkback used."""
 
     iops: np.ndarray
+    size: np.ndarray
     latency: np.ndarray
     utilisation: np.ndarray
     dom0_cpu: np.ndarray
@@ -99,39 +104,47 @@ class StorageEpochs:
         self.streams, self.server, self.host = streams, server, host
         self._last = None
 
-    def epoch(self, limit: np.ndarray, dom0_free: np.ndarray, length: float) -> EpochServed:
-        """Serve one epoch of `length` seconds; limit: IOPS per VM (0: none); dom0_free: Dom0 cores per
-        host left for blkback. Rates are per second: the length sets how many requests an epoch
-        completes, so how much that count varies."""
+    def epoch(self, limit: np.ndarray, size_limit: np.ndarray, dom0_free: np.ndarray, length: float) -> EpochServed:
+        """Serve one epoch of `length` seconds; limit: IOPS per VM (0: none); size_limit: the request-merge
+        limit per VM (bytes; 0: none); dom0_free: Dom0 cores per host left for blkback. Rates are per
+        second: the length sets how many requests an epoch completes, so how much that count varies."""
         speed = self.speed.advance(length)
-        mean = self._mean_epoch(limit, dom0_free, speed)
+        mean = self._mean_epoch(limit, size_limit, dom0_free, speed)
         if not (self.noise and self._paced_cv.any()):
             return mean
         served = completions(mean.iops, length, self._paced_cv, self.rng)
         # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
-        latency = np.where(self._full, self.streams.depth / np.maximum(served, 1e-300), mean.latency)
+        latency = np.where(self._full, self._depth / np.maximum(served, 1e-300), mean.latency)
         dom0_cpu = np.bincount(self.host, weights=served * self._cpu_per_request, minlength=len(dom0_free))
         return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
 
-    def _mean_epoch(self, limit: np.ndarray, dom0_free: np.ndarray, speed: np.ndarray) -> EpochServed:
+    def _mean_epoch(
+        self, limit: np.ndarray, size_limit: np.ndarray, dom0_free: np.ndarray, speed: np.ndarray
+    ) -> EpochServed:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
-        key = limit.tobytes() + dom0_free.tobytes() + (speed.tobytes() if self.speed.active else b"")
+        key = limit.tobytes() + size_limit.tobytes() + dom0_free.tobytes()
+        key += speed.tobytes() if self.speed.active else b""
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         io, host, bb = self.streams, self.host, self.blkback
         closed = io.depth > 0
         srv = self.server
+        # in requests from here on: an IO above its VM's merge limit is that many requests of that size
+        merge = size_limit[io.vm]
+        pieces = np.where((merge > 0) & (io.size > merge), np.ceil(io.size / np.maximum(merge, 1.0)), 1.0)
+        size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
+        self._depth = depth
         random_access = io.read * self.access_time[srv] + (1 - io.read) * self.write_access_time[srv]
         access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
-        transfer = io.size * (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv])
+        transfer = size * (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv])
         service = (access + transfer) / speed[srv]
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
-        cpu_per_request = self._cpu_per_request = np.where(xen, bb.cpu_per_request(io.size), 0.0)
-        outstanding = np.where(closed, io.depth, io.iops * service) * xen
-        path = cpu_per_request + grant_wait(host, outstanding, io.size, len(dom0_free), bb)
+        cpu_per_request = self._cpu_per_request = np.where(xen, bb.cpu_per_request(size), 0.0)
+        outstanding = np.where(closed, depth, iops * service) * xen
+        path = cpu_per_request + grant_wait(host, outstanding, size, len(dom0_free), bb)
         # a closed loop cannot push more than its depth through an idle device; the device shares the rest
-        offered = np.where(closed, np.minimum(io.iops, io.depth / (service + path)), io.iops)
+        offered = np.where(closed, np.minimum(iops, depth / (service + path)), iops)
         passed = self._limit(offered, limit)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
         served, latency, rho = serve_io(self.server, passed, service, self.parallelism, self.service_cv[srv])
@@ -147,14 +160,14 @@ class StorageEpochs:
         open_rho = np.minimum(np.bincount(self.server, weights=occupied * ~closed, minlength=len(rho)), RHO_MAX)
         wait = (open_rho / (1 - open_rho))[srv] * (1 + np.square(self.service_cv[srv])) / 2
         alone = service + path + service / self.parallelism[srv] * wait
-        served = np.where(closed, np.minimum(served, io.depth / alone), served)
-        full = self._full = closed & (served < io.iops * (1 - 1e-9))
+        served = np.where(closed, np.minimum(served, depth / alone), served)
+        full = self._full = closed & (served < iops * (1 - 1e-9))
         # the device, not the workload's own pace or a limiter, sets when these streams' requests complete
         self._paced_cv = np.where(served < passed * (1 - 1e-9), self.service_cv[srv], 0.0)
-        held = np.where(full, io.depth / np.maximum(served, 1e-300), np.where(closed, alone, latency))
-        self.queue = np.where(full, np.maximum(io.depth - served * (service + path), 0.0), 0.0)
+        held = np.where(full, depth / np.maximum(served, 1e-300), np.where(closed, alone, latency))
+        self.queue = np.where(full, np.maximum(depth - served * (service + path), 0.0), 0.0)
         dom0_cpu = np.bincount(host, weights=served * cpu_per_request, minlength=len(dom0_free))
-        result = EpochServed(served, held, rho, dom0_cpu)
+        result = EpochServed(served, size, held, rho, dom0_cpu)
         self._last = (key, result)
         return result
 
@@ -194,10 +207,11 @@ class StorageSubsystem:
         return IOStreams(vm, iops * run[vm], size, read, depth, sequential)
 
     def io_served(self, kind: str) -> np.ndarray | None:
-        """The IOPS the last epoch served each of a kind's streams, in the order it offered them."""
+        """The IOs per second (as the kind issued them, before any split) the last epoch served each of a
+        kind's streams, in the order it offered them."""
         part = self._io_parts.get(kind)
         io = self.gauges.get("io")
-        return None if part is None or io is None else io["served"][part]
+        return None if part is None or io is None else io["served_ios"][part]
 
     def _storage_epoch(self, demand: np.ndarray | None = None) -> None:
         """One epoch of the storage subsystem: its block counters; at a fabric step (`demand` given) the
@@ -208,18 +222,24 @@ class StorageSubsystem:
             return
         # Dom0's CPU left for blkback; only Xen hosts have blkback (a constant elsewhere keeps the epoch cached)
         dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
-        served = self.storage.epoch(self.vm_io_limit, dom0_free, self.dt)
+        served = self.storage.epoch(self.vm_io_limit, self.vm_io_size_limit, dom0_free, self.dt)
         self.blkback_cpu = served.dom0_cpu
         self.gauges["storage_util"] = served.utilisation
-        self.gauges["io"] = {"vm": io.vm, "served": served.iops, "offered": io.iops, "latency": served.latency}
+        self.gauges["io"] = {
+            "vm": io.vm,
+            "served": served.iops,  # requests/s, after any split
+            "served_ios": served.iops * served.size / io.size,
+            "offered": io.iops,
+            "latency": served.latency,
+        }
         if served is not self._epoch_counted:  # a new steady state: count what one of its epochs does
             vm, ops = io.vm, served.iops * self.dt
             self._epoch_counts = np.stack(
                 [
                     np.bincount(vm, weights=ops * io.read, minlength=self.V),
                     np.bincount(vm, weights=ops * (1 - io.read), minlength=self.V),
-                    np.bincount(vm, weights=ops * io.read * io.size, minlength=self.V),
-                    np.bincount(vm, weights=ops * (1 - io.read) * io.size, minlength=self.V),
+                    np.bincount(vm, weights=ops * io.read * served.size, minlength=self.V),
+                    np.bincount(vm, weights=ops * (1 - io.read) * served.size, minlength=self.V),
                     np.bincount(vm, weights=ops * served.latency, minlength=self.V),
                 ]
             )
@@ -227,7 +247,7 @@ class StorageSubsystem:
         self._vm_counts[BLOCK_ROWS] += self._epoch_counts
         if demand is None:
             return
-        bytes_s = served.iops * io.size
+        bytes_s = served.iops * served.size
         read = np.bincount(io.vm, weights=bytes_s * io.read, minlength=self.V)
         write = np.bincount(io.vm, weights=bytes_s * (1 - io.read), minlength=self.V)
         has = self.io_flow_read >= 0
