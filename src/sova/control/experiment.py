@@ -23,7 +23,9 @@ from sova.control.vm_groups import vm_groups
 from sova.drivers.sim import SimDriver
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
+from sova.model.slo_reader import slo_book
 from sova.plan.dsriov import VF_PARAMS
+from sova.plan.storage.io_control import IoController
 from sova.sim.engine import Simulator
 from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
 from sova.sim.records import LifecycleRecord, MigrationRecord
@@ -85,6 +87,7 @@ def run_profile(
 ) -> ProfileResult:
     prof = scenario.profiles[name]
     policies = build_policies(scenario, prof)
+    controllers = bind_controllers(policies, scenario)
     sim = Simulator(scenario, seed)
     initial_vfs = frozenset(sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf & sim.vm_present))
     driver = SimDriver(sim)
@@ -117,9 +120,22 @@ def run_profile(
         summary["groups"] = vm_groups(sim, rec, services, scenario.outputs.groups)
     if scenario.outputs.interference:
         summary["interference"] = predicted_interference(runtime.knowledge, scenario.outputs.interference)
+    if scenario.slos:
+        summary["slo"] = {vm: s for c in controllers for vm, s in c.slo_summary().items()}
     return ProfileResult(
         name, summary, rec.series(), list(sim.migration_log), runtime.audit, services, list(sim.vf_log), initial_vfs
     )
+
+
+def bind_controllers(policies: list, scenario: Scenario) -> list[IoController]:
+    """Give the profile's IO controllers the scenario's storage SLOs and each VM's storage server."""
+    controllers = [p for p in policies if isinstance(p, IoController)]
+    if controllers:
+        names = [v.name for v in scenario.vms]
+        server_of = {v.name: v.storage for v in scenario.vms}
+        for c in controllers:
+            c.bind(slo_book(names, scenario.slos), server_of)
+    return controllers
 
 
 def _services(sim: Simulator, rec: Recorder) -> list[dict]:

@@ -14,11 +14,13 @@ from sova.control.admission import Admission
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor
 from sova.drivers.base import Driver
+from sova.model.actions import OK, Outcome
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.admission import AdmissionPolicy
 from sova.plan.base import Policy
 from sova.plan.first_fit import FirstFit
+from sova.plan.storage.io_control import IoController
 
 
 class Runtime:
@@ -52,8 +54,22 @@ class Runtime:
         for i, pol in enumerate(self.policies):
             if now + 1e-9 >= self._next_run[i]:
                 self._next_run[i] += pol.period * max(1, int((now - self._next_run[i]) // pol.period) + 1)
-                if len(self.knowledge):
+                if isinstance(pol, IoController):
+                    self._control(pol)
+                elif len(self.knowledge):
                     findings = analysis.findings(pol.analyses())
                     self.executor.submit(pol.plan(self.knowledge, findings), self.knowledge, findings)
         if len(self.knowledge):
             self.executor.tick(self.knowledge)
+
+    def _control(self, controller: IoController) -> None:
+        """One epoch of an IO controller: its VMs' counters in, their throttles out, its events audited."""
+        if not getattr(controller, "vms", ()):
+            return  # not bound, or no VM under an SLO
+        throttle = controller.control(self.driver.io_sample(controller.vms))
+        if throttle is not None:
+            self.driver.set_io_throttle(throttle)
+        now = self.driver.now()
+        for action in controller.events:
+            self.audit.record(now, 0, "applied", action, Outcome(OK, "applied by the controller", now, now))
+        controller.events.clear()

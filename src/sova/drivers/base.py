@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 from sova.model.actions import Action, Outcome
+from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmRequest
 
 
@@ -33,4 +35,12 @@ class Driver(Protocol):
 
     def cancel(self, action: Action) -> Outcome:
         """Abort a running action, leaving the VM where and as it was."""
+        ...
+
+    def io_sample(self, vms: Sequence[str]) -> IoSample:
+        """The named VMs' cumulative block counters, for a fast IO control loop."""
+        ...
+
+    def set_io_throttle(self, throttle: IoThrottle) -> None:
+        """Set each named VM's IO throttle at once (a controller's output; not an audited action)."""
         ...

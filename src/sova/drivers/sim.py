@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.model import actions as A
+from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 from sova.sim.datapath import VM
 from sova.sim.engine import Simulator
@@ -58,6 +59,29 @@ class SimDriver:
 
     def now(self) -> float:
         return self.sim.t
+
+    def _indices(self, vms) -> np.ndarray:
+        key = tuple(vms)
+        if getattr(self, "_io_key", None) != key:
+            self._io_key, self._io_index = (
+                key,
+                np.array([self._vm_index(v, present=False) for v in key], dtype=np.int64),
+            )
+        return self._io_index
+
+    def io_sample(self, vms) -> IoSample:
+        c, idx = self.sim.counters, self._indices(vms)
+        return IoSample(
+            self.sim.t,
+            c["blk_rd_ops"][idx] + c["blk_wr_ops"][idx],
+            c["blk_rd_bytes"][idx] + c["blk_wr_bytes"][idx],
+            c["blk_time"][idx].copy(),
+        )
+
+    def set_io_throttle(self, throttle: IoThrottle) -> None:
+        idx = self._indices(throttle.vms)
+        self.sim.vm_io_limit[idx] = throttle.iops
+        self.sim.vm_io_size_limit[idx] = throttle.size
 
     def observe(self) -> Snapshot:
         s = self.sim

@@ -75,6 +75,15 @@ class SetIoSize(Action):
 
 
 @dataclass(frozen=True)
+class SetIoTarget(Action):
+    """The throughput target (and IO size limit) an IO controller holds a VM to, as its optimizer set it."""
+
+    vm: str
+    iops: float
+    size: float = 0.0  # bytes; 0: no IO size limit
+
+
+@dataclass(frozen=True)
 class SetNetLimit(Action):
     vm: str
     rate: float  # bit/s on the vNIC; 0 removes the limit
@@ -102,6 +111,7 @@ _KIND_NAMES = {
     SetCpu: "set-cpu",
     SetIoLimit: "set-io-limit",
     SetIoSize: "set-io-size",
+    SetIoTarget: "set-io-target",
     SetNetLimit: "set-net-limit",
     SetDom0Weight: "set-dom0-weight",
     CreateVM: "create-vm",

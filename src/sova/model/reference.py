@@ -25,6 +25,7 @@ def scenario_reference() -> str:
         ("`[profiles.NAME]`", S.PROFILE_FIELDS),
         ("`[control]`: the executor's safety rails", S.CONTROL_FIELDS),
         ("`[outputs]`", S.OUTPUT_FIELDS),
+        ("`[[slos]]`: tenants' storage SLOs (SASLO's Table 1; docs/storage-slo.md)", S.SLO_FIELDS),
         ("`[trials]`: Virtue's method, many Random placements re-placed by each profile", S.TRIALS_FIELDS),
         ("`[simulator]`: model parameters (every experiment shares the defaults)", S.SIMULATOR_FIELDS),
     ]

@@ -15,6 +15,7 @@ from typing import Any
 
 from sova.model.scenario_fields import SIMULATOR_FIELDS
 from sova.model.schema import Reader
+from sova.model.storage_slo import StorageSlo
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,7 @@ class Scenario:
     outputs: OutputSpec = field(default_factory=OutputSpec)
     simulator: dict[str, Any] = field(default_factory=dict)
     trials: TrialsSpec | None = None
+    slos: tuple[tuple[str, StorageSlo], ...] = ()  # (VM, its storage SLO), from [[slos]]
     source: str = "<scenario>"
     base_dir: Path = field(default_factory=Path.cwd)
 

@@ -358,6 +358,14 @@ OUTPUT_FIELDS = {
     ),
 }
 
+SLO_FIELDS = {
+    "vm": Field("str", REQUIRED, "the VM (a name or a glob such as 'web*')"),
+    "throughput": Field("any", None, "[lower, upper] IOPS of the throughput target (reservation, limit)"),
+    "io_size": Field("any", None, "[lower, upper] of the request-merge limit, sizes such as '12KB'"),
+    "sc_rate": Field("any", [0.0, 100.0], "[lower, upper] per cent of the acceptable SLO compliance rate"),
+    "pf_ratio": Field("any", [0.0, 100.0], "[lower, upper] per cent of the acceptable performance fluctuation"),
+}
+
 TRIALS_FIELDS = {
     "count": Field("int", 25, "random initial placements, each a trial (the paper: 25 or 50)", lo=1),
     "slots": Field("int", 4, "VMs a host may hold in the Random placements (the paper: 4)", lo=1),

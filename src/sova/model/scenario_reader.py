@@ -49,6 +49,7 @@ from sova.model.scenario_fields import (
     WORKLOAD_PARAMS,
 )
 from sova.model.schema import REQUIRED, Field, InputError, Reader
+from sova.model.slo_reader import read_slos
 
 # the top-level tables of a scenario file, as each is written
 TABLES = {
@@ -64,6 +65,7 @@ TABLES = {
     "outputs": "[outputs]",
     "simulator": "[simulator]",
     "trials": "[trials]",
+    "slos": "[[slos]]",
     "sweep": "[sweep]",
 }
 
@@ -102,6 +104,7 @@ def scenario_from_dict(
     control = ControlSpec(**r.table(raw.get("control", {}), CONTROL_FIELDS, "[control]"))
     outputs = OutputSpec(**r.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
     _check_groups(r, outputs.groups, NameMatcher([v.name for v in vms]))
+    slos = read_slos(r, raw.get("slos", []), [v.name for v in vms])
     simulator = r.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")
     trials = TrialsSpec(**r.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
     if trials is not None and head.get("duration") is not None and trials.warmup >= head["duration"]:
@@ -129,6 +132,7 @@ def scenario_from_dict(
         outputs=outputs,
         simulator=simulator,
         trials=trials,
+        slos=slos,
         source=source,
         base_dir=base_dir or Path.cwd(),
     )

@@ -95,6 +95,11 @@ class SloBook:
     def set_pf(self, vm: str, lower: float, upper: float) -> None:
         self._set(vm, "pf_ratio", lower, upper)
 
+    def set_slo(self, vm: str, slo: StorageSlo) -> None:
+        """A whole SLO at once, already checked (a scenario's [[slos]] entry)."""
+        self._known(vm)
+        self._slos[vm] = slo
+
     def get_status(self, vm: str) -> SloStatus:
         self._known(vm)
         return self._status[vm]

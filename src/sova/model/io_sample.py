@@ -1,0 +1,32 @@
+"""What a fast IO control loop reads and sets, apart from the Snapshot: the block counters of the VMs it
+controls, and each VM's IO throttle (requests per second and request-merge limit).
+
+A storage SLO controller runs every 25 ms; building a whole Snapshot that often would cost more than the
+control itself, so drivers offer this narrow pair: one read of cumulative block counters, as libvirt's
+blockStats and the simulator's sensors count them, and one write of throttles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class IoSample:
+    """Cumulative block IO counters of some VMs at `time` (one entry per VM, in the order asked)."""
+
+    time: float
+    requests: np.ndarray  # reads and writes
+    bytes: np.ndarray
+    busy: np.ndarray  # seconds the VM's requests spent in flight, summed over requests
+
+
+@dataclass(frozen=True)
+class IoThrottle:
+    """Throttles to set, one entry per VM: requests per second (0: none) and merge limit (bytes; 0: none)."""
+
+    vms: tuple[str, ...]
+    iops: np.ndarray
+    size: np.ndarray

@@ -1,0 +1,126 @@
+"""SASLO's SLO enforcement engine (SEE) with its optimizer (AOT), as one IO controller per host: every
+25 ms epoch, per VM under SLO, the PI controller moves the VM's IO rate limit (Eq. 5-13) and the IO split
+controller its request-merge limit; every T_R the throughput targets of the VMs on each storage server
+are coordinated (Algorithm 1) and every T_S their IO size limits (Algorithm 2), from the SC rates and PF
+ratios of their per-second throughput over the last T_R.
+
+The limit moves by the PI output each epoch, r(k+1) = r(k) + u(k) (u is "the variation in r(k)"), kept
+between 1 IOPS and `headroom` times the VM's throughput upper bound; while it is held at a bound the
+integral term does not grow (conditional integration), so a target the device cannot give does not
+wind the controller up.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.model.actions import SetIoTarget
+from sova.model.io_sample import IoThrottle
+from sova.model.schema import Field
+from sova.plan.base import register
+from sova.plan.storage import io_split, pi_controller
+from sova.plan.storage.coordination import coordinate, throughput_step
+from sova.plan.storage.io_control import IoController, window_status
+
+SIZE_STEP = 4096.0  # Δ_S: a memory page
+
+
+@register
+class SloEnforcement(IoController):
+    name = "see"
+    summary = "SASLO: a PI controller per VM holds its IO throughput to its target; AOT coordinates the targets"
+    params = {
+        "period": Field("duration", 0.025, "the control epoch", lo=0, lo_open=True),
+        "settling": Field("float", 5.0, "settling time S_t the gains are placed for, epochs", lo=0, lo_open=True),
+        "overshoot": Field("float", 0.1, "maximum overshoot M_o the gains are placed for", lo=0, lo_open=True, hi=1),
+        "criterion": Field("float", 2.0, "convergence criterion c, per cent", lo=0, lo_open=True, hi=100),
+        "split_latency_rise": Field("float", 0.3, "latency rise over two epochs that splits requests", lo=0),
+        "optimize": Field("bool", True, "run the AOT (Algorithms 1 and 2); off: targets stay at their lower bounds"),
+        "t_r": Field("duration", 30.0, "T_R: throughput target coordination period", lo=1),
+        "t_s": Field("duration", 300.0, "T_S: IO size limit coordination period", lo=1),
+        "headroom": Field("float", 4.0, "the IO limit stays below this times the throughput upper bound", lo=1),
+    }
+
+    def start(self, n: int) -> None:
+        p = self.settings
+        self.design = pi_controller.PiDesign(p["settling"], p["overshoot"], p["criterion"])
+        slos = [self.slos.slo(vm) for vm in self.vms]
+        self.low = np.array([s.throughput[0] for s in slos])
+        self.high = np.array([s.throughput[1] for s in slos])
+        sizes = [s.io_size or (0.0, 0.0) for s in slos]
+        self.size_low, self.size_high = np.array([s[0] for s in sizes]), np.array([s[1] for s in sizes])
+        self.sc_range = (np.array([s.sc_rate[0] for s in slos]), np.array([s.sc_rate[1] for s in slos]))
+        self.pf_range = (np.array([s.pf_ratio[0] for s in slos]), np.array([s.pf_ratio[1] for s in slos]))
+        self.target = self.low.copy()  # Algorithms 1 and 2 start from the lower bounds
+        self.size_target = self.size_low.copy()
+        self.limit = self.target.copy()
+        self.pi = pi_controller.PiState.fresh(n, *self.design.poles())
+        self.split = io_split.SplitState.fresh(self.size_target)
+        self.server = np.array([self.server_of.get(vm, "") for vm in self.vms])
+        self._seconds_seen = 0
+
+    def targets(self) -> np.ndarray:
+        return self.target
+
+    def step(self, now, span, throughput, latency) -> IoThrottle:
+        before = self.pi.integral.copy()
+        change = pi_controller.step(self.pi, throughput, self.target, self.design)
+        ceiling = self.settings["headroom"] * self.high
+        wanted = self.limit + change
+        self.limit = np.clip(wanted, 1.0, ceiling)
+        held = wanted != self.limit
+        self.pi.integral = np.where(held, before, self.pi.integral)  # no wind-up against a bound
+        sized = self.size_target > 0
+        size = io_split.step(
+            self.split,
+            latency,
+            throughput,
+            self.target,
+            self.pi.integral,
+            self.size_low,
+            self.size_target,
+            self.settings["split_latency_rise"],
+        )
+        return IoThrottle(self.vms, self.limit.copy(), np.where(sized, size, 0.0))
+
+    def each_second(self, now: float) -> None:
+        self._seconds_seen += 1
+        p = self.settings
+        t_r, t_s = round(p["t_r"]), round(p["t_s"])
+        if self._seconds_seen % t_r:
+            return
+        sc, pf = window_status(self.seconds, self.target, t_r)
+        for i, vm in enumerate(self.vms):
+            self.slos.record_status(vm, float(sc[i]), float(pf[i]))
+        if not p["optimize"]:
+            return
+        self._coordinate(now, sc, pf, self.target, self.low, self.high, throughput_step(self.low, self.high))
+        if self._seconds_seen % t_s == 0:
+            self._coordinate(
+                now, sc, pf, self.size_target, self.size_low, self.size_high, np.full(len(self.vms), SIZE_STEP)
+            )
+
+    def _coordinate(self, now, sc, pf, setting, low, high, step) -> None:
+        """Algorithm 1 or 2 on each storage server's VMs, in place on `setting`; audit what moved."""
+        sizes = setting is self.size_target
+        for server in np.unique(self.server):
+            on = np.flatnonzero((self.server == server) & ((high > 0) if sizes else True))
+            if not len(on):
+                continue
+            sc_range = (self.sc_range[0][on], self.sc_range[1][on])
+            pf_range = (self.pf_range[0][on], self.pf_range[1][on])
+            out = coordinate(setting[on], low[on], high[on], step[on], sc[on], sc_range, pf[on], pf_range)
+            setting[on] = out.setting
+            what = "IO size limit" if sizes else "throughput target"
+            for j in np.flatnonzero(out.moved):
+                i = on[j]
+                why = f"{what} {'raised' if out.moved[j] > 0 else 'lowered'}: SC {sc[i]:.1f} %, PF {pf[i]:.1f} %"
+                self.events.append(self._target_action(i, why))
+            if out.warning:
+                why = f"storage server {server!r}: a VM misses its QoS and no {what} can be lowered"
+                self.events.append(self._target_action(int(on[np.argmin(sc[on])]), why))
+            if sizes:
+                self.split.limit[on] = np.minimum(self.split.limit[on], setting[on])
+
+    def _target_action(self, i: int, why: str) -> SetIoTarget:
+        return SetIoTarget(self.vms[i], float(self.target[i]), float(self.size_target[i]), reason=why, policy=self.name)

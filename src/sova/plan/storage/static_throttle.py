@@ -1,0 +1,28 @@
+"""The baseline every hypervisor has: a fixed IO rate limit per VM at its throughput target, as QEMU's
+`total_iops_sec` throttle sets it once and leaves it (the SASLO paper's RClock: one time stamp per
+request at the target rate, Eq. 4, with nothing adjusting the rate)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.model.io_sample import IoThrottle
+from sova.model.schema import Field
+from sova.plan.base import register
+from sova.plan.storage.io_control import IoController
+
+
+@register
+class StaticThrottle(IoController):
+    name = "static-throttle"
+    summary = "a fixed IO rate limit per VM at the lower bound of its throughput SLO (QEMU's throttle)"
+    params = {"period": Field("duration", 1.0, "how often the limits are re-applied", lo=0, lo_open=True)}
+
+    def start(self, n: int) -> None:
+        self.target = np.array([self.slos.slo(vm).throughput[0] for vm in self.vms])
+
+    def targets(self) -> np.ndarray:
+        return self.target
+
+    def step(self, now, span, throughput, latency) -> IoThrottle:
+        return IoThrottle(self.vms, self.target.copy(), np.zeros(len(self.vms)))

@@ -1,0 +1,69 @@
+"""SASLO's SEE as an IO controller in the loop: it holds each VM to its target through the driver's
+throttle every 25 ms, its optimizer raises targets the QoS allows and audits each change, and the
+scenario's [[slos]] are read and checked with their places named."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import make_scenario
+from sova.control.experiment import run_profile
+from sova.model.schema import InputError
+
+
+def scenario(slo: dict, profile: str = "see", **see_params):
+    return make_scenario(
+        scenario={"duration": 100},
+        simulator={"storage_step": 0.025},
+        storage=[{"name": "ssd"}],
+        vms=[{"name": "db", "host": "h1", "storage": "ssd"}],
+        workloads=[{"kind": "filebench", "vm": "db", "personality": "varmail"}],
+        slos=[{"vm": "db", **slo}],
+        profiles={profile: {"policies": [profile], "params": {profile: see_params} if see_params else {}}},
+    )
+
+
+def test_a_fixed_target_is_held_every_second():
+    result = run_profile(scenario({"throughput": [500, 500]}), "see")
+    slo = result.summary["slo"]["db"]
+    assert slo["target_mean"] == 500 and slo["throughput_mean"] == pytest.approx(500, rel=0.01)
+    assert slo["sc_rate"] == pytest.approx(100) and slo["avpe"] < 1
+
+
+def test_the_optimizer_raises_a_target_the_qos_allows_by_a_tenth_of_its_range_every_t_r_and_audits_it():
+    # an SSD serves the mail server far above 600 IOPS: every SC rate is 100 %, every PF ratio near 0
+    result = run_profile(scenario({"throughput": [400, 600], "sc_rate": [80, 90], "pf_ratio": [5, 10]}), "see")
+    raised = [e for e in result.audit.entries if e.action.startswith("set-io-target")]
+    assert [round(float(e.action.split("iops=")[1].split()[0])) for e in raised] == [420, 440, 460]  # at 30, 60, 90 s
+    assert all("throughput target raised" in e.reason and e.policy == "see" for e in raised)
+    assert result.summary["slo"]["db"]["throughput_mean"] == pytest.approx(
+        (400 * 30 + 420 * 30 + 440 * 30 + 460 * 10) / 100, rel=0.02
+    )
+
+
+def test_without_the_optimizer_targets_stay_at_their_lower_bounds():
+    result = run_profile(scenario({"throughput": [400, 600]}, optimize=False), "see")
+    assert not [e for e in result.audit.entries if e.action.startswith("set-io-target")]
+    assert result.summary["slo"]["db"]["target_mean"] == 400
+
+
+def test_a_static_throttle_holds_the_lower_bound():
+    result = run_profile(scenario({"throughput": [300, 600]}, profile="static-throttle"), "static-throttle")
+    assert result.summary["slo"]["db"]["throughput_mean"] == pytest.approx(300, rel=0.01)
+
+
+@pytest.mark.parametrize(
+    ("slo", "where", "message"),
+    [
+        ({"throughput": [600, 400]}, "[[slos]] #1.throughput", "lower bound 600 is above the upper bound 400"),
+        ({"throughput": [400]}, "[[slos]] #1.throughput", "expected [lower, upper]"),
+        ({"throughput": [400, 600], "io_size": ["1KB", "lots"]}, "[[slos]] #1.io_size", ""),
+        ({"throughput": [400, 600], "sc_rate": [80, 101]}, "[[slos]] #1.sc_rate", "within 0-100 %"),
+        ({"sc_rate": [80, 90]}, "[[slos]] #1.throughput", "needs a throughput range"),
+        ({"vm": "nobody*", "throughput": [1, 2]}, "[[slos]] #1.vm", "matches no VM"),
+    ],
+)
+def test_a_bad_slo_entry_is_refused_naming_its_place(slo, where, message):
+    with pytest.raises(InputError) as err:
+        scenario(slo)
+    assert where in str(err.value) and message in str(err.value)
