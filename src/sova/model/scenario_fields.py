@@ -364,6 +364,14 @@ SLO_FIELDS = {
     "io_size": Field("any", None, "[lower, upper] of the request-merge limit, sizes such as '12KB'"),
     "sc_rate": Field("any", [0.0, 100.0], "[lower, upper] per cent of the acceptable SLO compliance rate"),
     "pf_ratio": Field("any", [0.0, 100.0], "[lower, upper] per cent of the acceptable performance fluctuation"),
+    "ramp_step": Field(
+        "float",
+        0.0,
+        "raise the throughput target by this many IOPS every ramp_every, from its lower bound (0: no ramp)",
+        lo=0,
+    ),
+    "ramp_every": Field("duration", 3.0, "how often the ramp raises the target", lo=0, lo_open=True),
+    "ramp_repeat": Field("bool", False, "once the target reaches the upper bound, start again from the lower"),
 }
 
 TRIALS_FIELDS = {

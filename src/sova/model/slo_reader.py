@@ -19,7 +19,9 @@ from sova.model import units
 from sova.model.name_match import NameMatcher
 from sova.model.scenario_fields import SLO_FIELDS
 from sova.model.schema import Reader
-from sova.model.storage_slo import Range, SloBook, SloError, StorageSlo, checked_range
+from sova.model.storage_slo import Ramp, Range, SloBook, SloError, StorageSlo, checked_range
+
+RANGES = ("throughput", "io_size", "sc_rate", "pf_ratio")
 
 
 def _range(r: Reader, where: str, vm: str, setting: str, raw: Any) -> Range | None:
@@ -53,10 +55,13 @@ def read_slos(r: Reader, raw: Any, vm_names: list[str]) -> tuple[tuple[str, Stor
         if not vms:
             r.error(f"{where}.vm", f"{pattern!r} matches no VM of the scenario")
             continue
-        ranges = {key: _range(r, f"{where}.{key}", pattern, key, t[key]) for key in SLO_FIELDS if key != "vm"}
+        ranges = {key: _range(r, f"{where}.{key}", pattern, key, t[key]) for key in RANGES}
         if ranges["throughput"] is None and t["throughput"] is None:
             r.error(f"{where}.throughput", "an SLO needs a throughput range, e.g. [400, 600]")
-        slo = StorageSlo(**{k: v for k, v in ranges.items() if v is not None})
+        ramp = None
+        if t["ramp_step"] and ranges["throughput"] is not None:
+            ramp = Ramp(t["ramp_step"], t["ramp_every"], ranges["throughput"][1], bool(t["ramp_repeat"]))
+        slo = StorageSlo(**{k: v for k, v in ranges.items() if v is not None}, ramp=ramp)
         out.update((vm, slo) for vm in vms)
     return tuple(out.items())
 

@@ -22,6 +22,23 @@ Range = tuple[float, float]
 
 
 @dataclass(frozen=True)
+class Ramp:
+    """A tenant raising its throughput target in steps: from the range's lower bound by `step` IOPS every
+    `every` seconds up to `top`, then held there or, with `repeat`, started again (the SASLO paper's
+    settling-time experiment)."""
+
+    step: float
+    every: float
+    top: float
+    repeat: bool = False
+
+    def target(self, low: float, t: float) -> float:
+        levels = int((self.top - low) // self.step) + 1
+        k = int(t // self.every)
+        return low + self.step * (k % levels if self.repeat else min(k, levels - 1))
+
+
+@dataclass(frozen=True)
 class StorageSlo:
     """One VM's SLO targets and QoS constraints; None: not set (the VM is not under SLO control)."""
 
@@ -29,6 +46,7 @@ class StorageSlo:
     io_size: Range | None = None  # bytes
     sc_rate: Range = (0.0, 100.0)  # per cent
     pf_ratio: Range = (0.0, 100.0)  # per cent
+    ramp: Ramp | None = None  # the target follows this schedule instead of the optimizer
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from sova.model.scenario import ProfileCheck, Scenario
 from sova.model.scenario_reader import scenario_from_dict
 from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader, read_toml
 
-SWEEP_TABLES = ("workloads", "vms", "hosts", "topology", "simulator")
+SWEEP_TABLES = ("workloads", "vms", "hosts", "storage", "slos", "topology", "simulator")
+ENTRY_TABLES = {"workloads": "vm", "vms": "name", "hosts": "name", "storage": "name", "slos": "vm"}  # key naming each
 SWEEP_FIELDS = {
     "table": Field("str", REQUIRED, "where the swept key lives", choices=SWEEP_TABLES),
     "key": Field("str", REQUIRED, "the key to set, e.g. rate, page, duty or count"),
@@ -85,8 +86,8 @@ def _read_sweep(r: Reader, raw: Any, scenario: dict, where: str) -> Sweep:
     values = t["values"]
     if t["values"] is not None and (not isinstance(values, list) or not values):
         r.error(f"{where}.values", f"expected a non-empty list of values, got {values!r}")
-    if not r.problems and t["table"] in ("workloads", "vms", "hosts"):
-        field = "vm" if t["table"] == "workloads" else "name"
+    if not r.problems and t["table"] in ENTRY_TABLES:
+        field = ENTRY_TABLES[t["table"]]
         entries = scenario.get(t["table"], [])
         hits = [e for e in entries if isinstance(e, dict) and _matches(e, field, t["match"], t["kind"])]
         if not hits:
@@ -106,7 +107,7 @@ def _apply(raw: dict, sweep: Sweep, value: Any) -> None:
     if sweep.table in ("topology", "simulator"):
         raw.setdefault(sweep.table, {})[sweep.key] = value
         return
-    field = "vm" if sweep.table == "workloads" else "name"
+    field = ENTRY_TABLES[sweep.table]
     for entry in raw.get(sweep.table, []):
         if isinstance(entry, dict) and _matches(entry, field, sweep.match, sweep.kind):
             entry[sweep.key] = value

@@ -39,6 +39,13 @@ class IoController(Policy):
         self.seconds: list[np.ndarray] = []  # IOPS of each VM, per whole second
         self.second_targets: list[np.ndarray] = []
         self.start(len(self.vms))
+        slo = [slos.slo(vm) for vm in self.vms]
+        self._ramps = [(i, s.ramp, s.throughput[0]) for i, s in enumerate(slo) if s.ramp is not None]
+        self.ramped = np.zeros(len(self.vms), dtype=bool)
+        self.ramped[[i for i, _, _ in self._ramps]] = True
+        self._since_change = np.full(len(self.vms), -1)  # epochs since the target changed, -1: complied since
+        self._last_targets: np.ndarray | None = None
+        self.settling: list[list[int]] = [[] for _ in self.vms]  # epochs to first compliance, per change
 
     def start(self, n: int) -> None:
         """Set up per-VM state for n VMs (after bind)."""
@@ -49,6 +56,9 @@ class IoController(Policy):
     def control(self, sample: IoSample) -> IoThrottle | None:
         """One epoch: the throughput each VM got since the last and the throttles to set now."""
         last, self._last = self._last, sample
+        targets = self.targets()
+        for i, ramp, low in self._ramps:  # tenants that move their targets on a schedule
+            targets[i] = ramp.target(low, sample.time)
         if self._second_start is None:
             self._second_start = sample
         if last is None:  # the throttles start at once, before anything was measured
@@ -61,6 +71,7 @@ class IoController(Policy):
         throughput = requests / span
         with np.errstate(invalid="ignore", divide="ignore"):
             latency = np.where(requests > 0, (sample.busy - last.busy) / requests, np.nan)
+        self._track_settling(throughput)
         if sample.time - self._second_start.time >= 1.0 - 1e-9:
             start, self._second_start = self._second_start, sample
             self.seconds.append((sample.requests - start.requests) / (sample.time - start.time))
@@ -69,8 +80,22 @@ class IoController(Policy):
         return self.step(sample.time, span, throughput, latency)
 
     def targets(self) -> np.ndarray:
-        """Each VM's throughput target now (IOPS)."""
+        """Each VM's throughput target now (IOPS); the array itself, so a schedule can move it."""
         raise NotImplementedError
+
+    def _track_settling(self, throughput: np.ndarray) -> None:
+        """Epochs from each change of a VM's target to the first epoch within ±10 % of it (the paper's
+        settling measure: from the epoch the SLO was updated to its first compliance)."""
+        targets = self.targets()
+        waiting = self._since_change >= 0
+        self._since_change[waiting] += 1
+        complied = waiting & (np.abs(throughput - targets) <= 0.1 * targets)
+        for i in np.flatnonzero(complied):
+            self.settling[i].append(int(self._since_change[i]))
+        self._since_change[complied] = -1
+        if self._last_targets is not None:
+            self._since_change[targets != self._last_targets] = 0
+        self._last_targets = targets.copy()
 
     def step(self, now: float, span: float, throughput: np.ndarray, latency: np.ndarray) -> IoThrottle | None:
         """The throttles after an epoch of `span` seconds with these measurements."""
@@ -97,6 +122,9 @@ class IoController(Policy):
                 "pf_ratio": float(pf_ratio(got[i], mean_target[i])),
                 "avpe": float(avpe(got[i], mean_target[i])),
             }
+            if self.settling[i]:
+                out[vm]["settling_epochs"] = float(np.mean(self.settling[i]))
+                out[vm]["target_changes"] = len(self.settling[i])
         return out
 
 

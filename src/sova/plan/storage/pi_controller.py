@@ -3,7 +3,8 @@
 The plant is the ARMA model of Eq. 5, Th(k+1) = a Th(k) + b u(k): u(k) is the change the controller makes
 to the VM's IO rate limit, Th the throughput measured in the epoch. Ideally a = b = 1 (the VM gets what
 the limiter lets through); a and b are fitted online by least squares over the VM's own epochs, with
-exponential forgetting so that a changed device is learned again.
+exponential forgetting so that a changed device is learned again. Only epochs where the limit moved
+(EXCITATION) and held the VM back enter the fit, and only a plausible fit (A_RANGE, B_RANGE) is used.
 
 The controller (Eq. 6-8) is u(k) = C_P e(k) + u_I(k), u_I(k) = u_I(k-1) + C_I e(k), e = target - Th.
 C_P and C_I are placed by poles (Eq. 9-13): with the closed loop's characteristic polynomial
@@ -29,6 +30,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 MIN_GAIN = 1e-3  # |b| below this is no usable model: the VM's throughput does not follow its limit
+# What the paper leaves open about the fit: an epoch enters it only if the limit moved by at least
+# EXCITATION of the throughput, and a fitted model is taken only if it is plausible for a VM that follows
+# its limit (ideally a = b = 1); otherwise the VM keeps the model it had.
+EXCITATION = 0.01
+A_RANGE = (0.0, 2.0)
+B_RANGE = (0.1, 10.0)
 
 
 def pole_radius_angle(settling_epochs: float, overshoot: float, criterion: float) -> tuple[float, float]:
@@ -91,10 +98,13 @@ class PiDesign:
         return pole_radius_angle(self.settling_epochs, self.overshoot, self.criterion)
 
 
-def fit_arma(state: PiState, throughput: np.ndarray, forgetting: float) -> None:
+def fit_arma(state: PiState, throughput: np.ndarray, forgetting: float, active: np.ndarray | bool = True) -> None:
     """Add the epoch (Th(k-1), u(k-1)) -> Th(k) to each VM's least-squares sums and solve for a and b
-    where the 2x2 normal equations are well conditioned; elsewhere a and b stay as they were."""
-    seen = ~np.isnan(state.last_throughput) & ~np.isnan(throughput)
+    where the 2x2 normal equations are well conditioned; elsewhere a and b stay as they were. Epochs where
+    the limit did not hold the VM back (not `active`) say nothing of how it follows its limit: skipped."""
+    # an epoch whose limit hardly moved says nothing of b (no excitation): the fit would diverge on noise
+    moved = np.abs(state.last_input) >= EXCITATION * np.abs(np.nan_to_num(state.last_throughput))
+    seen = ~np.isnan(state.last_throughput) & ~np.isnan(throughput) & active & moved
     x1 = np.where(seen, state.last_throughput, 0.0)
     x2 = np.where(seen, state.last_input, 0.0)
     y = np.where(seen, throughput, 0.0)
@@ -107,14 +117,21 @@ def fit_arma(state: PiState, throughput: np.ndarray, forgetting: float) -> None:
     with np.errstate(invalid="ignore", divide="ignore"):
         a = (s22 * s1y - s12 * s2y) / det
         b = (s11 * s2y - s12 * s1y) / det
-    state.a = np.where(solvable, a, state.a)
-    state.b = np.where(solvable, b, state.b)
+    plausible = solvable & (a >= A_RANGE[0]) & (a <= A_RANGE[1]) & (b >= B_RANGE[0]) & (b <= B_RANGE[1])
+    state.a = np.where(plausible, a, state.a)
+    state.b = np.where(plausible, b, state.b)
 
 
-def step(state: PiState, throughput: np.ndarray, target: np.ndarray, design: PiDesign) -> np.ndarray:
+def step(
+    state: PiState, throughput: np.ndarray, target: np.ndarray, design: PiDesign, active: np.ndarray | bool = True
+) -> np.ndarray:
     """One epoch for every VM: learn the model from the epoch just measured, place the gains where the
-    model allows, and return u(k), the change to make to each VM's IO rate limit (IOPS)."""
-    fit_arma(state, throughput, design.forgetting)
+    model allows, and return u(k), the change to make to each VM's IO rate limit (IOPS).
+
+    `active`: per VM, whether its limit is what held it back in the epoch. Where it was not (the device
+    or the workload did), raising the limit does nothing: the integral holds and the VM gets no more
+    limit (anti-windup; a lower target may still lower it)."""
+    fit_arma(state, throughput, design.forgetting, active)
     r, theta = design.poles()
     usable = np.abs(state.b) >= MIN_GAIN
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -123,8 +140,9 @@ def step(state: PiState, throughput: np.ndarray, target: np.ndarray, design: PiD
     state.cp = np.where(ok, cp, state.cp)
     state.ci = np.where(ok, ci, state.ci)
     error = np.where(np.isnan(throughput), 0.0, target - throughput)  # no measurement: hold
-    state.integral = state.integral + state.ci * error
-    control = state.cp * error + state.integral
+    stuck = ~np.asarray(active) & (error > 0)  # wants more than a limit can give it
+    state.integral = np.where(stuck, state.integral, state.integral + state.ci * error)
+    control = np.where(stuck, 0.0, state.cp * error + state.integral)
     state.last_throughput = throughput.astype(float, copy=True)
     state.last_input = control
     return control

@@ -5,9 +5,11 @@ are coordinated (Algorithm 1) and every T_S their IO size limits (Algorithm 2), 
 ratios of their per-second throughput over the last T_R.
 
 The limit moves by the PI output each epoch, r(k+1) = r(k) + u(k) (u is "the variation in r(k)"), kept
-between 1 IOPS and `headroom` times the VM's throughput upper bound; while it is held at a bound the
-integral term does not grow (conditional integration), so a target the device cannot give does not
-wind the controller up.
+between 1 IOPS and `headroom` times the VM's throughput upper bound. Anti-windup, which the paper does
+not describe: while the limit is held at a bound, or a VM got less than `binding` (0.9) of its limit (the
+device or the workload, not the limit, held it back), the integral does not grow, the limit is not raised
+and the epoch is not used to fit the model. So a target the device cannot give for a while does not
+wind the controller up, and the fit learns only how the VM follows its limit.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ class SloEnforcement(IoController):
         "t_r": Field("duration", 30.0, "T_R: throughput target coordination period", lo=1),
         "t_s": Field("duration", 300.0, "T_S: IO size limit coordination period", lo=1),
         "headroom": Field("float", 4.0, "the IO limit stays below this times the throughput upper bound", lo=1),
+        "binding": Field(
+            "float",
+            0.9,
+            "a VM that got at least this share of its limit was held back by it (else: anti-windup)",
+            lo=0,
+            lo_open=True,
+            hi=1,
+        ),
     }
 
     def start(self, n: int) -> None:
@@ -64,7 +74,9 @@ class SloEnforcement(IoController):
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         before = self.pi.integral.copy()
-        change = pi_controller.step(self.pi, throughput, self.target, self.design)
+        # the limit held the VM back in the epoch just measured if it got (nearly) all of it
+        active = throughput >= self.settings["binding"] * self.limit
+        change = pi_controller.step(self.pi, throughput, self.target, self.design, active)
         ceiling = self.settings["headroom"] * self.high
         wanted = self.limit + change
         self.limit = np.clip(wanted, 1.0, ceiling)
@@ -104,7 +116,7 @@ class SloEnforcement(IoController):
         """Algorithm 1 or 2 on each storage server's VMs, in place on `setting`; audit what moved."""
         sizes = setting is self.size_target
         for server in np.unique(self.server):
-            on = np.flatnonzero((self.server == server) & ((high > 0) if sizes else True))
+            on = np.flatnonzero((self.server == server) & ~self.ramped & ((high > 0) if sizes else True))
             if not len(on):
                 continue
             sc_range = (self.sc_range[0][on], self.sc_range[1][on])
