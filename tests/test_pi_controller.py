@@ -90,3 +90,21 @@ def test_bad_designs_are_refused():
         pole_radius_angle(5, 1.5, 2)
     with pytest.raises(ValueError, match="criterion"):
         pole_radius_angle(5, 0.1, float("nan"))
+
+
+def test_a_vm_its_limit_does_not_hold_back_gets_no_more_limit_and_its_integral_holds():
+    design = PiDesign()
+    state = PiState.fresh(2, *design.poles())
+    state.integral[:] = 5.0
+    control = step(state, np.array([300.0, 300.0]), np.array([400.0, 200.0]), design, np.array([False, False]))
+    assert control[0] == 0 and state.integral[0] == 5.0  # wants more: nothing a limit can give
+    assert control[1] < 0  # above its target: the limit still comes down
+
+
+def test_the_fit_ignores_epochs_whose_limit_hardly_moved_and_refuses_implausible_models():
+    design = PiDesign()
+    state = PiState.fresh(1, *design.poles())
+    rng = np.random.default_rng(4)
+    for _ in range(200):  # on target: u ~ 0, the throughput only jitters
+        step(state, np.array([500.0 + rng.normal(0, 0.5)]), np.array([500.0]), design)
+    assert state.a[0] == 1.0 and state.b[0] == 1.0  # no excitation, no fit: the ideal model stays
