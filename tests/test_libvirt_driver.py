@@ -14,6 +14,7 @@ from sova.drivers.guest_agent import parse_report
 from sova.drivers.libvirt_driver import DriverError, LibvirtDriver
 from sova.drivers.vf import EmulatedVfs, SriovHost, pci_parts
 from sova.model import actions as A
+from sova.model.io_sample import IoThrottle
 
 
 def run_to_end(drv: LibvirtDriver, action: A.Action) -> A.Outcome:
@@ -393,3 +394,27 @@ def test_a_vms_disk_counts_as_local_when_every_disk_is_a_file_or_block_device_of
     snap = make(c).observe()
     local = dict(zip(snap.vms, snap.vm_disk_local.tolist(), strict=True))
     assert local == {"local": True, "iscsi": False}
+
+
+def test_io_sample_sums_each_vms_disks_and_a_vm_not_running_reads_as_unknown():
+    c = Cluster()
+    c.add("fake://a", "vm1", **{"block.count": 2, "block.1.rd.reqs": 5, "block.1.rd.bytes": 100, "block.1.rd.times": 0})
+    drv = make(c)
+    drv.observe()
+    sample = drv.io_sample(["vm1", "gone"])
+    assert sample.requests[0] == 7 + 3 + 5 and sample.bytes[0] == 4096 + 512 + 100
+    assert sample.busy[0] == pytest.approx(3e-3)
+    assert np.isnan(sample.requests[1]) and np.isnan(sample.busy[1])
+
+
+def test_io_throttles_are_written_rounded_only_when_they_change_and_a_vanished_vm_is_skipped():
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    c.add("fake://b", "vm2")
+    drv = make(c)
+    drv.observe()
+    del c.conns["fake://b"].doms["vm2"]
+    throttle = IoThrottle(("vm1", "vm2"), np.array([199.6, 300.0]), np.zeros(2))
+    drv.set_io_throttle(throttle)
+    drv.set_io_throttle(throttle)  # unchanged: nothing written again
+    assert [call for call in d.calls if call[0] == "iotune"] == [("iotune", "vda", {"total_iops_sec": 200})]

@@ -35,10 +35,12 @@ from sova.drivers.libvirt_common import (
     quota_is_unlimited,
 )
 from sova.drivers.libvirt_dom0 import DOM0_NAME, is_xen, read_dom0_weight, set_dom0_weight
+from sova.drivers.libvirt_io import LibvirtIo
 from sova.drivers.libvirt_migration import MigrationJobs
 from sova.drivers.libvirt_vfs import VfOperations
 from sova.drivers.vf import EmulatedVfs, SriovHost, vf_mac
 from sova.model import actions as A
+from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 
 _DISK_TYPE_RE = re.compile(r"<disk type='(\w+)' device='disk'")  # a disk's backend: file, block, network, ...
@@ -82,6 +84,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         self.dirty_rate_every = dirty_rate_every
         self._conns: dict[str, Any] = {}
         self._t0 = time.monotonic()
+        self._io = LibvirtIo(self)
         self._vm: dict[str, _VmState] = {}
         self._where: dict[str, str] = {}  # VM -> host, from the newest observation
         self._dirty: dict[str, tuple[float, float]] = {}  # VM -> (bytes/s, when the calculation started)
@@ -127,6 +130,12 @@ class LibvirtDriver(VfOperations, MigrationJobs):
 
     def now(self) -> float:
         return time.monotonic() - self._t0
+
+    def io_sample(self, vms) -> IoSample:
+        return self._io.sample(vms)
+
+    def set_io_throttle(self, throttle: IoThrottle) -> None:
+        self._io.throttle(throttle)
 
     def guest_report(self, vm: str) -> GuestReport | None:
         """The newest report of a VM's guest agent, as of the last observe()."""
