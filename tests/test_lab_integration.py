@@ -30,6 +30,7 @@ from sova.lab.domain import CONTROL_CHANNEL
 from sova.lab.errors import LabError
 from sova.lab.lab import Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for
 from sova.model import actions as A
+from sova.model.io_sample import IoThrottle
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 
@@ -185,6 +186,32 @@ def test_io_limits_hold_the_guests_iops_and_follow_changes(lab, driver):
     assert driver.apply(A.SetIoLimit(vm="vm2", iops=0)).status == A.OK
     _, _, ops, _ = measured_until(driver, lambda s, c, ops, t: ops[v] > 200, 4.0)
     assert ops[v] > 200
+
+
+def blkdeviotune_iops(state, host: str, vm: str) -> int:
+    """`virsh blkdeviotune` of a guest's disk, read by the command-line client (not the driver's binding)."""
+    uri = state.host(host).uri
+    out = subprocess.run(["virsh", "-c", uri, "blkdeviotune", vm, "vda"], capture_output=True, text=True, check=True)
+    fields = {k.strip(): v.strip() for k, _, v in (line.partition(":") for line in out.stdout.splitlines())}
+    return int(fields["total_iops_sec"])
+
+
+def test_an_io_controller_reads_real_block_counters_and_sets_qemus_throttle(lab, driver):
+    lab_, state = lab
+    lab_.load("vm2", ["disk=max"])
+    snap = driver.observe()
+    host = snap.hosts[snap.vm_host[snap.vms.index("vm2")]]
+    before = driver.io_sample(["vm2", "nobody"])
+    assert np.isnan(before.requests[1])  # a VM that is not running anywhere reads as unknown
+    wait_until(lambda: driver.io_sample(["vm2"]).requests[0] > before.requests[0] + 50, "vm2's reads to count")
+    after = driver.io_sample(["vm2"])
+    assert after.bytes[0] > before.bytes[0] and after.busy[0] > before.busy[0]
+    driver.set_io_throttle(IoThrottle(("vm2",), np.array([77.4]), np.zeros(1)))
+    assert blkdeviotune_iops(state, host, "vm2") == 77
+    _, _, ops, _ = measured_until(driver, lambda s, c, ops, t: ops[s.vms.index("vm2")] < 77 * 1.15, 4.0)
+    assert ops[snap.vms.index("vm2")] < 77 * 1.15  # QEMU holds it (it overshoots by a few %)
+    driver.set_io_throttle(IoThrottle(("vm2",), np.zeros(1), np.zeros(1)))
+    assert blkdeviotune_iops(state, host, "vm2") == 0
 
 
 def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
