@@ -5,21 +5,28 @@ Every `epoch` the Runtime hands a controller the cumulative block counters of th
 (``IoSample``, not a whole Snapshot) and applies the throttles it returns (``IoThrottle``) through the
 driver. A throttle step is the controller's own mechanism, like a thermostat's, so it is not audited;
 what a person would want to see, a changed target or a warning, the controller reports as actions (with
-their reasons) that the Runtime writes to the audit log as applied. A controller learns which VMs it controls, their SLOs and storage
-servers from ``bind`` before the run.
+their reasons) that the Runtime writes to the audit log as applied. A controller learns which VMs it
+controls, their SLOs and storage servers from ``bind`` before the run.
+
+Memory stays bounded over long runs: the last RECENT seconds are kept for the slower loops, and the run's
+SLO statistics are running sums.
 """
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 from sova.analyze.findings import Findings
-from sova.analyze.slo_stats import avpe, pf_ratio, sc_rate
+from sova.analyze.slo_stats import DELTA_DEFAULT, pf_ratio, sc_rate
 from sova.model.actions import Action
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.knowledge import Knowledge
 from sova.model.storage_slo import SloBook
 from sova.plan.base import Policy
+
+RECENT = 300  # seconds of per-second throughput kept (T_S, the slowest of SASLO's loops)
 
 
 class IoController(Policy):
@@ -36,8 +43,8 @@ class IoController(Policy):
         self.events: list[Action] = []  # for the audit log, each with its reason
         self._last: IoSample | None = None
         self._second_start: IoSample | None = None
-        self.seconds: list[np.ndarray] = []  # IOPS of each VM, per whole second
-        self.second_targets: list[np.ndarray] = []
+        self.seconds: deque[np.ndarray] = deque(maxlen=RECENT)  # IOPS of each VM, per whole second
+        self._sums = np.zeros((5, len(self.vms)))  # seconds measured, Σ IOPS, Σ IOPS², Σ target, compliant
         self.start(len(self.vms))
         slo = [slos.slo(vm) for vm in self.vms]
         self._ramps = [(i, s.ramp, s.throughput[0]) for i, s in enumerate(slo) if s.ramp is not None]
@@ -45,7 +52,7 @@ class IoController(Policy):
         self.ramped[[i for i, _, _ in self._ramps]] = True
         self._since_change = np.full(len(self.vms), -1)  # epochs since the target changed, -1: complied since
         self._last_targets: np.ndarray | None = None
-        self.settling: list[list[int]] = [[] for _ in self.vms]  # epochs to first compliance, per change
+        self._settled = np.zeros((2, len(self.vms)))  # changes settled, Σ epochs each took to comply
 
     def start(self, n: int) -> None:
         """Set up per-VM state for n VMs (after bind)."""
@@ -74,8 +81,7 @@ class IoController(Policy):
         self._track_settling(throughput)
         if sample.time - self._second_start.time >= 1.0 - 1e-9:
             start, self._second_start = self._second_start, sample
-            self.seconds.append((sample.requests - start.requests) / (sample.time - start.time))
-            self.second_targets.append(self.targets().copy())
+            self._add_second((sample.requests - start.requests) / (sample.time - start.time))
             self.each_second(sample.time)
         return self.step(sample.time, span, throughput, latency)
 
@@ -90,8 +96,7 @@ class IoController(Policy):
         waiting = self._since_change >= 0
         self._since_change[waiting] += 1
         complied = waiting & (np.abs(throughput - targets) <= 0.1 * targets)
-        for i in np.flatnonzero(complied):
-            self.settling[i].append(int(self._since_change[i]))
+        self._settled += np.stack([complied, np.where(complied, self._since_change, 0)])
         self._since_change[complied] = -1
         if self._last_targets is not None:
             self._since_change[targets != self._last_targets] = 0
@@ -104,31 +109,40 @@ class IoController(Policy):
     def each_second(self, now: float) -> None:
         """Called once a second, after the second's throughput was recorded (for slower loops)."""
 
+    def _add_second(self, iops: np.ndarray) -> None:
+        """One whole second of every VM: kept for the slower loops, and added to the run's sums."""
+        self.seconds.append(iops)
+        target = self.targets()
+        known = ~np.isnan(iops)
+        got = np.where(known, iops, 0.0)
+        inside = known & (np.abs(iops - target) <= DELTA_DEFAULT / 100 * target)
+        self._sums += np.stack([known, got, got * got, np.where(known, target, 0.0), inside])
+
     def slo_summary(self) -> dict:
-        """Per VM over the run: SC rate, PF ratio and AVPE of its per-second throughput against the
-        target of each second, and the means of both."""
-        if not self.seconds:
-            return {}
-        got = np.array(self.seconds).T  # VMs x seconds
-        wanted = np.array(self.second_targets).T
-        sc = sc_rate(got, wanted)  # each second against the target it had
-        mean_target = wanted.mean(axis=1)
+        """Per VM over the run: the SC rate of its per-second throughput (each second against the target
+        it had), its PF ratio and AVPE against its mean target (Eq. 2, 3), and the means of both."""
+        n, total, squares, targets, inside = self._sums
         out = {}
         for i, vm in enumerate(self.vms):
+            if not n[i]:
+                continue
+            mean, target = total[i] / n[i], targets[i] / n[i]
+            spread = np.sqrt(max(squares[i] / n[i] - mean * mean, 0.0))
             out[vm] = {
-                "throughput_mean": float(got[i].mean()),
-                "target_mean": float(mean_target[i]),
-                "sc_rate": float(sc[i]),
-                "pf_ratio": float(pf_ratio(got[i], mean_target[i])),
-                "avpe": float(avpe(got[i], mean_target[i])),
+                "throughput_mean": float(mean),
+                "target_mean": float(target),
+                "sc_rate": float(100.0 * inside[i] / n[i]),
+                "pf_ratio": float(100.0 * spread / target),
+                "avpe": float(100.0 * abs(mean - target) / target),
             }
-            if self.settling[i]:
-                out[vm]["settling_epochs"] = float(np.mean(self.settling[i]))
-                out[vm]["target_changes"] = len(self.settling[i])
+            changes, epochs = self._settled[:, i]
+            if changes:
+                out[vm]["settling_epochs"] = float(epochs / changes)
+                out[vm]["target_changes"] = int(changes)
         return out
 
 
-def window_status(seconds: list[np.ndarray], targets: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
+def window_status(seconds: deque, targets: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
     """(SC rate, PF ratio) per VM over its last `window` per-second samples."""
-    recent = np.array(seconds[-window:]).T
+    recent = np.array(list(seconds)[-window:]).T
     return sc_rate(recent, targets), pf_ratio(recent, targets)
