@@ -23,6 +23,11 @@ def test_fig6_a_steady_array_lets_both_hold_every_target_and_a_varying_one_costs
         assert fig6_sweep[0.3][profile]["mail"]["sc_rate"] < 97  # the array's dips hold the mail server back
 
 
+def test_fig6_integral_control_fluctuates_more_than_see_on_a_varying_array_as_the_paper_says(fig6_sweep):
+    for vm in ("file", "mail"):
+        assert fig6_sweep[0.3]["integral"][vm]["pf_ratio"] > fig6_sweep[0.3]["see"][vm]["pf_ratio"]
+
+
 @pytest.mark.xfail(
     strict=True, reason="a limiter-paced VM gets its rate exactly; when the device binds, no limit helps"
 )

@@ -67,3 +67,9 @@ def test_a_bad_slo_entry_is_refused_naming_its_place(slo, where, message):
     with pytest.raises(InputError) as err:
         scenario(slo)
     assert where in str(err.value) and message in str(err.value)
+
+
+def test_integral_control_reaches_a_target_with_its_placed_gain():
+    result = run_profile(scenario({"throughput": [450, 450]}, profile="integral"), "integral")
+    slo = result.summary["slo"]["db"]
+    assert slo["throughput_mean"] == pytest.approx(450, rel=0.01) and slo["sc_rate"] > 98
