@@ -7,8 +7,12 @@ from __future__ import annotations
 import pytest
 
 from helpers import make_scenario
-from sova.control.experiment import run_profile
+from sova.control.experiment import bind_controllers, run_profile
+from sova.control.profiles import build_policies
+from sova.control.runtime import Runtime
+from sova.drivers.sim import SimDriver
 from sova.model.schema import InputError
+from sova.sim.engine import Simulator
 
 
 def scenario(slo: dict, profile: str = "see", **see_params):
@@ -73,3 +77,21 @@ def test_integral_control_reaches_a_target_with_its_placed_gain():
     result = run_profile(scenario({"throughput": [450, 450]}, profile="integral"), "integral")
     slo = result.summary["slo"]["db"]
     assert slo["throughput_mean"] == pytest.approx(450, rel=0.01) and slo["sc_rate"] > 98
+
+
+def test_the_optimizer_raises_an_io_size_limit_by_4_kb_every_t_s_and_the_merge_limit_follows():
+    slo = {"throughput": [400, 600], "io_size": ["12KiB", "24KiB"], "sc_rate": [80, 90], "pf_ratio": [5, 10]}
+    sc = scenario(slo, t_s=30)
+    policies = build_policies(sc, sc.profiles["see"])
+    bind_controllers(policies, sc)
+    sim = Simulator(sc)
+    runtime = Runtime(SimDriver(sim), policies, sc.control)
+    runtime.tick()
+    merge = []
+    for _ in range(round(65 / sim.dt)):
+        sim.step()
+        runtime.tick()
+        merge.append(sim.vm_io_size_limit[0])
+    raised = [e for e in runtime.audit.entries if "IO size limit raised" in e.reason]
+    assert [e.action.split("size=")[1] for e in raised] == ["16384", "20480"]  # at 30 and 60 s, 4 KiB a time
+    assert merge[round(29 / sim.dt)] == 12288 and merge[-1] == 20480  # the simulator's merge limit follows

@@ -131,8 +131,9 @@ class SloEnforcement(IoController):
             if out.warning:
                 why = f"storage server {server!r}: a VM misses its QoS and no {what} can be lowered"
                 self.events.append(self._target_action(int(on[np.argmin(sc[on])]), why))
-            if sizes:
-                self.split.limit[on] = np.minimum(self.split.limit[on], setting[on])
+            if sizes:  # the merge limit follows a raised IO size limit, and stays under a lowered one
+                raised = out.moved > 0
+                self.split.limit[on] = np.where(raised, setting[on], np.minimum(self.split.limit[on], setting[on]))
 
     def _target_action(self, i: int, why: str) -> SetIoTarget:
         return SetIoTarget(self.vms[i], float(self.target[i]), float(self.size_target[i]), reason=why, policy=self.name)
