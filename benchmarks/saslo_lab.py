@@ -1,8 +1,8 @@
 """SASLO's SLO enforcement against real QEMU disks (the lab): three guests on one libvirt host of this
 machine read their (written) disks as fast as they go (`disk=max`, 4 KiB O_DIRECT reads), so they
 compete for the machine's disk; each has a throughput SLO. The same run is made with each IO
-controller: `static-throttle` (QEMU's total_iops_sec fixed at the target) and `see` (the PI controller
-moving it every epoch), with the Runtime ticking on the wall clock and the libvirt driver's io_sample /
+controller: `static-throttle` (QEMU's total_iops_sec fixed at the target), and at each period asked
+`see` (the PI controller moving it every epoch) or `integral` (the paper's Integral baseline), with the Runtime ticking on the wall clock and the libvirt driver's io_sample /
 set_io_throttle.
 
 Reported per controller and VM, from the controller's per-second throughput: mean, SC rate, PF ratio,
@@ -12,7 +12,7 @@ the loop achieved: the requested period, the mean and 95th percentile of the tim
 calls, and what one call (io_sample and set_io_throttle) took. Needs root (it starts a `sova lab` of one
 host and three guests, and takes it down). Usage:
     sudo .venv/bin/python benchmarks/saslo_lab.py [--seconds 60] [--periods 0.025 0.05 0.1]
-        [--targets 60 90 120]
+        [--targets 60 90 120] [--controllers see integral]
 """
 
 from __future__ import annotations
@@ -67,6 +67,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=60.0, help="length of each run (default 60)")
     ap.add_argument("--periods", type=float, nargs="+", default=[0.025, 0.05, 0.1], help="SEE epochs to try (s)")
     ap.add_argument("--targets", type=float, nargs=3, default=[60.0, 90.0, 120.0], help="IOPS of the three SLOs")
+    ap.add_argument(
+        "--controllers", nargs="+", default=["see"], help="IO controllers to run at each period (see, integral)"
+    )
     args = ap.parse_args()
     lab = Lab(Path(tempfile.mkdtemp(prefix="sova-saslo-lab-")), say=lambda _: None)
     print(time.strftime("%Y-%m-%d %H:%M"), f"{args.seconds:g} s runs, targets {args.targets}", flush=True)
@@ -89,7 +92,7 @@ def main() -> None:
                 ("none", "static-throttle", 1.0, unlimited),
                 ("static-throttle", "static-throttle", 1.0, args.targets),
             ]
-            runs += [("see", "see", p, args.targets) for p in args.periods]
+            runs += [(name, name, p, args.targets) for name in args.controllers for p in args.periods]
             for label, controller, period, targets in runs:
                 summary, gaps, took = run(driver, names, targets, controller, period, args.seconds)
                 epoch = f"{gaps.mean() * 1e3:.1f} / {np.percentile(gaps, 95) * 1e3:.1f}"
