@@ -114,31 +114,40 @@ def _row(n: int, measured: float, w: Window, chosen: np.ndarray, extra: str = ""
     return row, error
 
 
-def cpu_series(bench: Bench) -> list[float]:
+def _series(bench: Bench, load: str, measure, columns: int) -> list[float]:
+    """One row per count of busy guests (1 to GUESTS); measure(window, chosen) gives (measured slowdown,
+    the row's extra cells). Prints the mean error under `columns` columns."""
     names = bench.names
+    errors = []
+    for busy in range(1, GUESTS + 1):
+        w = bench.observe({vm: LOADS[load] for vm in names[:busy]})
+        chosen = w.index(names[:busy])
+        measured, extra = measure(w, chosen, names[:busy])
+        row, err = _row(busy, measured, w, chosen, extra)
+        errors.append(err)
+        print(row, flush=True)
+    print(f"| mean | | | {np.mean(errors):.1%} |" + " |" * (columns - 4))
+    return errors
+
+
+def cpu_series(bench: Bench) -> list[float]:
     print("\ncpu series: busy guests run cpu=100; measured = 1 core asked / cores got")
     print(
         "| busy guests | measured slowdown | predicted δ | error | got (cores) | β busy (cpu, disk, net) | γ | outside |"
     )
     print("|---:|---:|---:|---:|---:|---|---|---:|")
-    errors = []
-    for busy in range(1, GUESTS + 1):
-        w = bench.observe({vm: LOADS["cpu"] for vm in names[:busy]})
-        chosen = w.index(names[:busy])
+
+    def measure(w: Window, chosen: np.ndarray, busy: list[str]) -> tuple[float, str]:
         got = w.usage.cpu[chosen] / w.usage.snapshot.vm_vcpus[chosen]
-        measured = float(np.mean(1.0 / np.maximum(got, 1e-9)))
-        row, err = _row(busy, measured, w, chosen, f"{np.mean(got):.2f} | ")
-        errors.append(err)
-        print(row, flush=True)
-    print(f"| mean | | | {np.mean(errors):.1%} | | | | |")
-    return errors
+        return float(np.mean(1.0 / np.maximum(got, 1e-9))), f"{np.mean(got):.2f} | "
+
+    return _series(bench, "cpu", measure, 8)
 
 
 def disk_series(bench: Bench) -> list[float]:
-    names = bench.names
     print("\ndisk series: busy guests run disk=max; measured = read ops/s alone / read ops/s with n busy")
     alone = {}
-    for vm in names:
+    for vm in bench.names:
         w = bench.observe({vm: LOADS["disk"]})
         v = w.index([vm])[0]
         alone[vm] = float(w.usage.disk_ops[v])
@@ -153,19 +162,14 @@ def disk_series(bench: Bench) -> list[float]:
         "| β busy (cpu, disk, net) | γ | outside |"
     )
     print("|---:|---:|---:|---:|---:|---:|---|---|---:|")
-    errors = []
-    for busy in range(1, GUESTS + 1):
-        w = bench.observe({vm: LOADS["disk"] for vm in names[:busy]})
-        chosen = w.index(names[:busy])
+
+    def measure(w: Window, chosen: np.ndarray, busy: list[str]) -> tuple[float, str]:
         ops = w.usage.disk_ops[chosen]
-        reference = np.array([alone[vm] for vm in names[:busy]])
-        measured = float(np.mean(reference / np.maximum(ops, 1e-9)))
+        reference = np.array([alone[vm] for vm in busy])
         cores = np.mean(w.usage.cpu[chosen])
-        row, err = _row(busy, measured, w, chosen, f"{np.mean(ops):.0f} | {cores:.2f} | ")
-        errors.append(err)
-        print(row, flush=True)
-    print(f"| mean | | | {np.mean(errors):.1%} | | | | | |")
-    return errors
+        return float(np.mean(reference / np.maximum(ops, 1e-9))), f"{np.mean(ops):.0f} | {cores:.2f} | "
+
+    return _series(bench, "disk", measure, 9)
 
 
 def main() -> None:

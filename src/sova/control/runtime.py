@@ -64,7 +64,7 @@ class Runtime:
 
     def _control(self, controller: IoController) -> None:
         """One epoch of an IO controller: its VMs' counters in, their throttles out, its events audited."""
-        if not getattr(controller, "vms", ()):
+        if not controller.vms:
             return  # not bound, or no VM under an SLO
         throttle = controller.control(self.driver.io_sample(controller.vms))
         if throttle is not None:

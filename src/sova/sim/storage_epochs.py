@@ -59,6 +59,19 @@ class EpochServed:
     dom0_cpu: np.ndarray
 
 
+@dataclass(frozen=True)
+class _Steady:
+    """An epoch's steady state with what the epoch's completions are drawn around: per stream, its requests
+    kept outstanding, whether all of them were (its latency is then depth / served), blkback's CPU per
+    request, and the service-time CV of the streams the device paces (0 for the others)."""
+
+    served: EpochServed
+    depth: np.ndarray
+    full: np.ndarray
+    cpu_per_request: np.ndarray
+    paced_cv: np.ndarray
+
+
 class StorageEpochs:
     def __init__(
         self,
@@ -88,7 +101,7 @@ class StorageEpochs:
         self.server = np.zeros(0, dtype=np.int64)
         self.host = np.zeros(0, dtype=np.int64)
         self.queue = np.zeros(0)  # IOs waiting (queued behind the limiter or the device), per stream
-        self._last: tuple[bytes, EpochServed] | None = None  # an epoch is a steady state: same inputs, same result
+        self._last: tuple[bytes, _Steady] | None = None  # an epoch is a steady state: same inputs, same result
 
     def offer(self, streams: IOStreams, server: np.ndarray, host: np.ndarray) -> None:
         """The streams of the coming fabric step (their rates change at its pace); queues carry over."""
@@ -109,18 +122,17 @@ class StorageEpochs:
         limit per VM (bytes; 0: none); dom0_free: Dom0 cores per host left for blkback. Rates are per
         second: the length sets how many requests an epoch completes, so how much that count varies."""
         speed = self.speed.advance(length)
-        mean = self._mean_epoch(limit, size_limit, dom0_free, speed)
-        if not (self.noise and self._paced_cv.any()):
+        steady = self._steady(limit, size_limit, dom0_free, speed)
+        mean = steady.served
+        if not (self.noise and steady.paced_cv.any()):
             return mean
-        served = completions(mean.iops, length, self._paced_cv, self.rng)
+        served = completions(mean.iops, length, steady.paced_cv, self.rng)
         # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
-        latency = np.where(self._full, self._depth / np.maximum(served, 1e-300), mean.latency)
-        dom0_cpu = np.bincount(self.host, weights=served * self._cpu_per_request, minlength=len(dom0_free))
+        latency = np.where(steady.full, steady.depth / np.maximum(served, 1e-300), mean.latency)
+        dom0_cpu = np.bincount(self.host, weights=served * steady.cpu_per_request, minlength=len(dom0_free))
         return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
 
-    def _mean_epoch(
-        self, limit: np.ndarray, size_limit: np.ndarray, dom0_free: np.ndarray, speed: np.ndarray
-    ) -> EpochServed:
+    def _steady(self, limit: np.ndarray, size_limit: np.ndarray, dom0_free: np.ndarray, speed: np.ndarray) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
         key = limit.tobytes() + size_limit.tobytes() + dom0_free.tobytes()
         key += speed.tobytes() if self.speed.active else b""
@@ -133,21 +145,21 @@ class StorageEpochs:
         merge = size_limit[io.vm]
         pieces = np.where((merge > 0) & (io.size > merge), np.ceil(io.size / np.maximum(merge, 1.0)), 1.0)
         size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
-        self._depth = depth
+        cv = self.service_cv[srv]
         random_access = io.read * self.access_time[srv] + (1 - io.read) * self.write_access_time[srv]
         access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
         transfer = size * (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv])
         service = (access + transfer) / speed[srv]
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
-        cpu_per_request = self._cpu_per_request = np.where(xen, bb.cpu_per_request(size), 0.0)
+        cpu_per_request = np.where(xen, bb.cpu_per_request(size), 0.0)
         outstanding = np.where(closed, depth, iops * service) * xen
         path = cpu_per_request + grant_wait(host, outstanding, size, len(dom0_free), bb)
         # a closed loop cannot push more than its depth through an idle device; the device shares the rest
         offered = np.where(closed, np.minimum(iops, depth / (service + path)), iops)
         passed = self._limit(offered, limit)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
-        served, latency, rho = serve_io(self.server, passed, service, self.parallelism, self.service_cv[srv])
+        served, latency, rho = serve_io(self.server, passed, service, self.parallelism, cv)
         latency = latency + path
         # a closed stream keeps at most its depth outstanding: an IO takes its own time plus the queueing
         # the open streams cause at the device (closed streams queue behind each other only through their
@@ -156,23 +168,25 @@ class StorageEpochs:
         # outstanding and an IO takes depth / served (Little's law), the part beyond its own time spent
         # queued. What a closed stream cannot use of its share is not handed to the others in this epoch
         # (a mean-value model).
-        occupied = passed * service / self.parallelism[self.server]
+        occupied = passed * service / self.parallelism[srv]
         open_rho = np.minimum(np.bincount(self.server, weights=occupied * ~closed, minlength=len(rho)), RHO_MAX)
-        wait = (open_rho / (1 - open_rho))[srv] * (1 + np.square(self.service_cv[srv])) / 2
+        wait = (open_rho / (1 - open_rho))[srv] * (1 + np.square(cv)) / 2
         alone = service + path + service / self.parallelism[srv] * wait
         served = np.where(closed, np.minimum(served, depth / alone), served)
-        full = self._full = closed & (served < iops * (1 - 1e-9))
+        full = closed & (served < iops * (1 - 1e-9))
         # the device, not the workload's own pace or a limiter, sets when these streams' requests complete
-        self._paced_cv = np.where(served < passed * (1 - 1e-9), self.service_cv[srv], 0.0)
+        paced_cv = np.where(served < passed * (1 - 1e-9), cv, 0.0)
         held = np.where(full, depth / np.maximum(served, 1e-300), np.where(closed, alone, latency))
         self.queue = np.where(full, np.maximum(depth - served * (service + path), 0.0), 0.0)
         dom0_cpu = np.bincount(host, weights=served * cpu_per_request, minlength=len(dom0_free))
-        result = EpochServed(served, size, held, rho, dom0_cpu)
-        self._last = (key, result)
-        return result
+        steady = _Steady(EpochServed(served, size, held, rho, dom0_cpu), depth, full, cpu_per_request, paced_cv)
+        self._last = (key, steady)
+        return steady
 
     def _limit(self, offered: np.ndarray, limit: np.ndarray) -> np.ndarray:
-        """What each stream's VM limiter lets through, in IOPS."""
+        """What each stream's VM limiter lets through, in IOPS: the fluid form of SASLO's time-stamp limiter
+        (plan/storage/rate_limiter.py), whose stamps let a backlogged VM through at its rate and save no
+        credit for an idle one."""
         vm = self.streams.vm
         if not (limit[vm] > 0).any():
             return offered

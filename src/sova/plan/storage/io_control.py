@@ -14,6 +14,7 @@ SLO statistics are running sums.
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections import deque
 
 import numpy as np
@@ -23,10 +24,19 @@ from sova.analyze.slo_stats import DELTA_DEFAULT, pf_ratio, sc_rate
 from sova.model.actions import Action
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.knowledge import Knowledge
+from sova.model.schema import Field
 from sova.model.storage_slo import SloBook
 from sova.plan.base import Policy
 
 RECENT = 300  # seconds of per-second throughput kept (T_S, the slowest of SASLO's loops)
+
+# the parameters of a feedback controller on the IO rate limit (SEE's and the Integral baseline's)
+FEEDBACK_PARAMS = {
+    "period": Field("duration", 0.025, "the control epoch", lo=0, lo_open=True),
+    "settling": Field("float", 5.0, "settling time S_t the controller is placed for, epochs", lo=0, lo_open=True),
+    "criterion": Field("float", 2.0, "convergence criterion c, per cent", lo=0, lo_open=True, hi=100),
+    "headroom": Field("float", 4.0, "the IO limit stays below this times the throughput upper bound", lo=1),
+}
 
 
 class IoController(Policy):
@@ -34,12 +44,18 @@ class IoController(Policy):
     statistics of the run (SC rate, PF ratio, AVPE against the target of each second)."""
 
     loop = "local"
+    vms: tuple[str, ...] = ()  # the VMs under SLO control, once bound
 
     def bind(self, slos: SloBook, server_of: dict[str, str]) -> None:
-        """The VMs under SLO control, their SLOs, and the storage server behind each."""
+        """The VMs under SLO control, their SLOs, and the storage server behind each. Every VM's throughput
+        target starts at the lower bound of its range (where SASLO's Algorithm 1 starts)."""
         self.slos = slos
         self.vms = tuple(slos.under_control())
         self.server_of = server_of
+        throughput = [slos.slo(vm).throughput for vm in self.vms]
+        self.low = np.array([r[0] for r in throughput], dtype=float)
+        self.high = np.array([r[1] for r in throughput], dtype=float)
+        self.target = self.low.copy()
         self.events: list[Action] = []  # for the audit log, each with its reason
         self._last: IoSample | None = None
         self._second_start: IoSample | None = None
@@ -87,7 +103,7 @@ class IoController(Policy):
 
     def targets(self) -> np.ndarray:
         """Each VM's throughput target now (IOPS); the array itself, so a schedule can move it."""
-        raise NotImplementedError
+        return self.target
 
     def _track_settling(self, throughput: np.ndarray) -> None:
         """Epochs from each change of a VM's target to the first epoch within ±10 % of it (the paper's
@@ -102,9 +118,9 @@ class IoController(Policy):
             self._since_change[targets != self._last_targets] = 0
         self._last_targets = targets.copy()
 
+    @abstractmethod
     def step(self, now: float, span: float, throughput: np.ndarray, latency: np.ndarray) -> IoThrottle | None:
-        """The throttles after an epoch of `span` seconds with these measurements."""
-        raise NotImplementedError
+        """The throttles after an epoch of `span` seconds with these measurements (NaN: not measured)."""
 
     def each_second(self, now: float) -> None:
         """Called once a second, after the second's throughput was recorded (for slower loops)."""

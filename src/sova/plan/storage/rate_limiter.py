@@ -2,6 +2,9 @@
 and a request is dispatched once the clock reaches its stamp, so a backlogged VM gets `rate` requests a
 second and an idle one cannot save up credit beyond its next arrival (mClock's limit tag alone).
 
+The simulator, a fluid model, applies the same rule per epoch (sim/storage_epochs.py); this form stamps
+single requests, as a hypervisor's IO scheduler does.
+
 The recurrence unrolls to T_q = q/rate + max(T_prev + 1/rate, max_(j<=q) (arrival_j - j/rate)), a
 running maximum, so a whole epoch's requests are stamped at once.
 """

@@ -22,7 +22,7 @@ from sova.model.schema import Field
 from sova.plan.base import register
 from sova.plan.storage import io_split, pi_controller
 from sova.plan.storage.coordination import coordinate, throughput_step
-from sova.plan.storage.io_control import IoController, window_status
+from sova.plan.storage.io_control import FEEDBACK_PARAMS, IoController, window_status
 
 SIZE_STEP = 4096.0  # Δ_S: a memory page
 
@@ -32,15 +32,12 @@ class SloEnforcement(IoController):
     name = "see"
     summary = "SASLO: a PI controller per VM holds its IO throughput to its target; AOT coordinates the targets"
     params = {
-        "period": Field("duration", 0.025, "the control epoch", lo=0, lo_open=True),
-        "settling": Field("float", 5.0, "settling time S_t the gains are placed for, epochs", lo=0, lo_open=True),
+        **FEEDBACK_PARAMS,
         "overshoot": Field("float", 0.1, "maximum overshoot M_o the gains are placed for", lo=0, lo_open=True, hi=1),
-        "criterion": Field("float", 2.0, "convergence criterion c, per cent", lo=0, lo_open=True, hi=100),
         "split_latency_rise": Field("float", 0.3, "latency rise over two epochs that splits requests", lo=0),
         "optimize": Field("bool", True, "run the AOT (Algorithms 1 and 2); off: targets stay at their lower bounds"),
         "t_r": Field("duration", 30.0, "T_R: throughput target coordination period", lo=1),
         "t_s": Field("duration", 300.0, "T_S: IO size limit coordination period", lo=1),
-        "headroom": Field("float", 4.0, "the IO limit stays below this times the throughput upper bound", lo=1),
         "binding": Field(
             "float",
             0.9,
@@ -55,31 +52,25 @@ class SloEnforcement(IoController):
         p = self.settings
         self.design = pi_controller.PiDesign(p["settling"], p["overshoot"], p["criterion"])
         slos = [self.slos.slo(vm) for vm in self.vms]
-        self.low = np.array([s.throughput[0] for s in slos])
-        self.high = np.array([s.throughput[1] for s in slos])
         sizes = [s.io_size or (0.0, 0.0) for s in slos]
         self.size_low, self.size_high = np.array([s[0] for s in sizes]), np.array([s[1] for s in sizes])
         self.sc_range = (np.array([s.sc_rate[0] for s in slos]), np.array([s.sc_rate[1] for s in slos]))
         self.pf_range = (np.array([s.pf_ratio[0] for s in slos]), np.array([s.pf_ratio[1] for s in slos]))
-        self.target = self.low.copy()  # Algorithms 1 and 2 start from the lower bounds
-        self.size_target = self.size_low.copy()
+        self.size_target = self.size_low.copy()  # Algorithms 1 and 2 start from the lower bounds
         self.limit = self.target.copy()
+        self.ceiling = p["headroom"] * self.high
         self.pi = pi_controller.PiState.fresh(n, *self.design.poles())
         self.split = io_split.SplitState.fresh(self.size_target)
         self.server = np.array([self.server_of.get(vm, "") for vm in self.vms])
         self._seconds_seen = 0
-
-    def targets(self) -> np.ndarray:
-        return self.target
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         before = self.pi.integral.copy()
         # the limit held the VM back in the epoch just measured if it got (nearly) all of it
         active = throughput >= self.settings["binding"] * self.limit
         change = pi_controller.step(self.pi, throughput, self.target, self.design, active)
-        ceiling = self.settings["headroom"] * self.high
         wanted = self.limit + change
-        self.limit = np.clip(wanted, 1.0, ceiling)
+        self.limit = np.clip(wanted, 1.0, self.ceiling)
         held = wanted != self.limit
         self.pi.integral = np.where(held, before, self.pi.integral)  # no wind-up against a bound
         sized = self.size_target > 0

@@ -18,11 +18,5 @@ class StaticThrottle(IoController):
     summary = "a fixed IO rate limit per VM at the lower bound of its throughput SLO (QEMU's throttle)"
     params = {"period": Field("duration", 1.0, "how often the limits are re-applied", lo=0, lo_open=True)}
 
-    def start(self, n: int) -> None:
-        self.target = np.array([self.slos.slo(vm).throughput[0] for vm in self.vms])
-
-    def targets(self) -> np.ndarray:
-        return self.target
-
     def step(self, now, span, throughput, latency) -> IoThrottle:
         return IoThrottle(self.vms, self.target.copy(), np.zeros(len(self.vms)))
