@@ -418,3 +418,19 @@ def test_io_throttles_are_written_rounded_only_when_they_change_and_a_vanished_v
     drv.set_io_throttle(throttle)
     drv.set_io_throttle(throttle)  # unchanged: nothing written again
     assert [call for call in d.calls if call[0] == "iotune"] == [("iotune", "vda", {"total_iops_sec": 200})]
+
+
+def test_scheduler_tags_are_not_applied_on_libvirt_said_once_and_the_limits_still_are(caplog):
+    c = Cluster()
+    d = c.add("fake://a", "vm1")
+    drv = make(c)
+    drv.observe()
+    tagged = IoThrottle(("vm1",), np.array([150.0]), np.zeros(1), reservation=np.array([100.0]), weight=np.ones(1))
+    with caplog.at_level("WARNING"):
+        drv.set_io_throttle(tagged)
+        drv.set_io_throttle(tagged)
+    assert [r.message for r in caplog.records].count(
+        "libvirt has no reservation or weight scheduler shared by several VMs' disks (mClock, DRR): "
+        "only their IO rate limits are applied"
+    ) == 1
+    assert [call for call in d.calls if call[0] == "iotune"] == [("iotune", "vda", {"total_iops_sec": 150})]

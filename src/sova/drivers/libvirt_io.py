@@ -5,8 +5,8 @@ takes whole requests per second).
 
 A VM that is not running anywhere reads as NaN (its controller holds); a VM that cannot be throttled
 (vanished mid-way, host unreachable) is skipped and retried at the next epoch. QEMU has no per-disk
-request-merge limit (a guest's queue/max_sectors_kb sets one), so a throttle's size is not applied: the
-first one asked for is logged once.
+request-merge limit (a guest's queue/max_sectors_kb sets one), so a throttle's size is not applied, nor
+are a scheduler's tags (QEMU throttles each disk on its own): the first one asked for is logged once.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ class LibvirtIo:
         self._set: dict[str, int] = {}  # the total_iops_sec last written per VM
         self._disks: dict[str, list[str]] = {}
         self._size_noted = False
+        self._tags_noted = False
 
     def sample(self, vms: Sequence[str]) -> IoSample:
         d = self.driver
@@ -64,6 +65,12 @@ class LibvirtIo:
         if not self._size_noted and np.any(throttle.size > 0):
             self._size_noted = True
             log.warning("libvirt has no request-merge limit for a disk: IO size limits are not applied")
+        if not self._tags_noted and (throttle.reservation is not None or throttle.weight is not None):
+            self._tags_noted = True
+            log.warning(
+                "libvirt has no reservation or weight scheduler shared by several VMs' disks (mClock, DRR): "
+                "only their IO rate limits are applied"
+            )
         live = d._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
         for vm, iops in zip(throttle.vms, throttle.iops, strict=True):
             value = max(1, round(float(iops))) if iops > 0 else 0

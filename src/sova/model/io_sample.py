@@ -25,8 +25,14 @@ class IoSample:
 
 @dataclass(frozen=True)
 class IoThrottle:
-    """Throttles to set, one entry per VM: requests per second (0: none) and merge limit (bytes; 0: none)."""
+    """Throttles to set, one entry per VM: requests per second (0: none) and merge limit (bytes; 0: none);
+    optionally the tags of the storage server's scheduler (mClock's reservation in requests per second
+    and weight; DRR's quantum as a weight on bytes). Without tags the server shares its device as it
+    does by default."""
 
     vms: tuple[str, ...]
     iops: np.ndarray
     size: np.ndarray
+    reservation: np.ndarray | None = None
+    weight: np.ndarray | None = None
+    weight_on_bytes: bool = False  # the weights share bytes (DRR's quanta), not requests (mClock's)

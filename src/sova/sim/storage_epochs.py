@@ -18,8 +18,9 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
 - on Xen hosts the host's path adds Dom0's blkback work and the grant table (``sim/blkback.py``): a
   request costs Dom0 CPU and waits while a full table is refilled; the host's IO is bounded by the Dom0
   CPU its network work leaves;
-- the device serves what passed (``storage.serve_io``: shared in device time, M/G/1 latency with the
-  server's ``service_cv``), at its speed of the epoch (``sim/device_variability.py``: a server with
+- the device serves what passed (``storage.serve_io``: shared in device time, or by the tags of its
+  scheduler where a controller set them, ``sim/io_scheduler.py``; M/G/1 latency with the server's
+  ``service_cv``), at its speed of the epoch (``sim/device_variability.py``: a server with
   ``variability`` speeds up and slows down over time). A stream the device holds back (it serves less
   than passed the limiter) completes a random number of requests around that mean, the renewal count
   of requests with that service-time variation; a stream paced by its own rate or its limiter completes
@@ -117,12 +118,15 @@ class StorageEpochs:
         self.streams, self.server, self.host = streams, server, host
         self._last = None
 
-    def epoch(self, limit: np.ndarray, size_limit: np.ndarray, dom0_free: np.ndarray, length: float) -> EpochServed:
+    def epoch(
+        self, limit: np.ndarray, size_limit: np.ndarray, tags: np.ndarray, dom0_free: np.ndarray, length: float
+    ) -> EpochServed:
         """Serve one epoch of `length` seconds; limit: IOPS per VM (0: none); size_limit: the request-merge
-        limit per VM (bytes; 0: none); dom0_free: Dom0 cores per host left for blkback. Rates are per
-        second: the length sets how many requests an epoch completes, so how much that count varies."""
+        limit per VM (bytes; 0: none); tags: per VM, rows reservation (requests/s), weight and whether the
+        weight is on bytes (all 0: no tags); dom0_free: Dom0 cores per host left for blkback. Rates are
+        per second: the length sets how many requests an epoch completes, so how much that count varies."""
         speed = self.speed.advance(length)
-        steady = self._steady(limit, size_limit, dom0_free, speed)
+        steady = self._steady(limit, size_limit, tags, dom0_free, speed)
         mean = steady.served
         if not (self.noise and steady.paced_cv.any()):
             return mean
@@ -132,9 +136,11 @@ class StorageEpochs:
         dom0_cpu = np.bincount(self.host, weights=served * steady.cpu_per_request, minlength=len(dom0_free))
         return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
 
-    def _steady(self, limit: np.ndarray, size_limit: np.ndarray, dom0_free: np.ndarray, speed: np.ndarray) -> _Steady:
+    def _steady(
+        self, limit: np.ndarray, size_limit: np.ndarray, tags: np.ndarray, dom0_free: np.ndarray, speed: np.ndarray
+    ) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
-        key = limit.tobytes() + size_limit.tobytes() + dom0_free.tobytes()
+        key = limit.tobytes() + size_limit.tobytes() + tags.tobytes() + dom0_free.tobytes()
         key += speed.tobytes() if self.speed.active else b""
         if self._last is not None and self._last[0] == key:
             return self._last[1]
@@ -159,7 +165,9 @@ class StorageEpochs:
         offered = np.where(closed, np.minimum(iops, depth / (service + path)), iops)
         passed = self._limit(offered, limit)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
-        served, latency, rho = serve_io(self.server, passed, service, self.parallelism, cv)
+        served, latency, rho = serve_io(
+            self.server, passed, service, self.parallelism, cv, self._tags(tags, passed, size)
+        )
         latency = latency + path
         # a closed stream keeps at most its depth outstanding: an IO takes its own time plus the queueing
         # the open streams cause at the device (closed streams queue behind each other only through their
@@ -182,6 +190,18 @@ class StorageEpochs:
         steady = _Steady(EpochServed(served, size, held, rho, dom0_cpu), depth, full, cpu_per_request, paced_cv)
         self._last = (key, steady)
         return steady
+
+    def _tags(self, tags: np.ndarray, passed: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Per stream, the scheduler's reservation and weight per request: a VM's split among its streams
+        in proportion to what they pass to the device; a weight on bytes shares bytes (per request:
+        weight / size)."""
+        if not tags[:2].any():
+            return None
+        vm = self.streams.vm
+        total = np.bincount(vm, weights=passed, minlength=self.n_vms)[vm]
+        part = np.where(total > 0, passed / np.maximum(total, 1e-300), 0.0)
+        reservation, weight, on_bytes = tags[:, vm]
+        return reservation * part, weight * part / np.where(on_bytes > 0, size, 1.0)
 
     def _limit(self, offered: np.ndarray, limit: np.ndarray) -> np.ndarray:
         """What each stream's VM limiter lets through, in IOPS: the fluid form of SASLO's time-stamp limiter
@@ -236,7 +256,7 @@ class StorageSubsystem:
             return
         # Dom0's CPU left for blkback; only Xen hosts have blkback (a constant elsewhere keeps the epoch cached)
         dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
-        served = self.storage.epoch(self.vm_io_limit, self.vm_io_size_limit, dom0_free, self.dt)
+        served = self.storage.epoch(self.vm_io_limit, self.vm_io_size_limit, self.vm_io_tags, dom0_free, self.dt)
         self.blkback_cpu = served.dom0_cpu
         self.gauges["storage_util"] = served.utilisation
         self.gauges["io"] = {
