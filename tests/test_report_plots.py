@@ -89,3 +89,25 @@ def test_smoothing_removes_a_duty_cycle_and_the_raw_samples_draw_as_a_band():
 def test_smoothing_skips_steps_without_a_value():
     values = np.array([1.0, np.nan, 1.0, 1.0, np.nan, 1.0])
     assert np.allclose(smooth(values, 3), 1.0)
+
+
+def test_a_run_with_storage_slos_plots_each_vms_scores_and_each_scheduled_target(tmp_path):
+    scenario = scenario_from_dict(
+        {
+            "scenario": {"name": "slo", "duration": 60, "seed": 1},
+            "simulator": {"storage_step": 0.025},
+            "hosts": [{"name": "h1"}],
+            "storage": [{"name": "ssd"}],
+            "vms": [{"name": "db", "host": "h1"}, {"name": "web", "host": "h1"}],
+            "workloads": [{"vm": vm, "kind": "filebench", "personality": "varmail"} for vm in ("db", "web")],
+            "slos": [
+                {"vm": "db", "throughput": [300, 500], "ramp_step": 100, "ramp_every": "20s"},
+                {"vm": "web", "throughput": [200, 200]},
+            ],
+            "profiles": {"see": {"policies": ["see"]}, "static": {"policies": ["static-throttle"]}},
+        }
+    )
+    written = plots.make_plots(run_scenario(scenario), tmp_path)
+    names = {path.name for _, path in written}
+    assert {"slo_scores.png", "slo_levels-see.png", "slo_levels-static.png"} <= names
+    assert all(path.exists() and path.stat().st_size > 0 for _, path in written)

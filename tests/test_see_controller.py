@@ -95,3 +95,20 @@ def test_the_optimizer_raises_an_io_size_limit_by_4_kb_every_t_s_and_the_merge_l
     raised = [e for e in runtime.audit.entries if "IO size limit raised" in e.reason]
     assert [e.action.split("size=")[1] for e in raised] == ["16384", "20480"]  # at 30 and 60 s, 4 KiB a time
     assert merge[round(29 / sim.dt)] == 12288 and merge[-1] == 20480  # the simulator's merge limit follows
+
+
+def test_a_scheduled_tenant_gets_the_statistics_of_each_target_it_had():
+    slo = {"throughput": [300, 500], "ramp_step": 100, "ramp_every": "30s"}
+    result = run_profile(scenario(slo, optimize=False), "see")
+    levels = result.summary["slo"]["db"]["levels"]
+    assert [level["target"] for level in levels] == [300, 400, 500]
+    assert [level["seconds"] for level in levels] == pytest.approx([30, 30, 40], abs=1)  # whole seconds
+    for level in levels:
+        assert level["throughput_mean"] == pytest.approx(level["target"], rel=0.02)
+        assert level["sc_rate"] > 90 and level["avpe"] < 2
+
+
+def test_a_target_of_zero_has_no_scores_rather_than_a_division_by_zero():
+    slo = run_profile(scenario({"throughput": [0, 100]}, profile="static-throttle"), "static-throttle").summary["slo"]
+    assert slo["db"]["target_mean"] == 0 and "sc_rate" not in slo["db"]
+    assert slo["db"]["throughput_mean"] <= 1.01  # held at the limiter's floor, 1 IOPS, not left unthrottled

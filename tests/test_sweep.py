@@ -103,3 +103,51 @@ def test_lockstep_entries_need_as_many_values(tmp_path):
     )
     with pytest.raises(InputError, match="as many values as the first"):
         load_runs(write(tmp_path, text))
+
+
+def test_a_sweep_over_ranges_is_plotted_with_each_range_as_a_tick(tmp_path):
+    p = write(
+        tmp_path,
+        """
+[scenario]
+name = "sizes"
+duration = 5
+
+[simulator]
+storage_step = 0.025
+
+[[hosts]]
+name = "h1"
+
+[[storage]]
+name = "ssd"
+
+[[vms]]
+name = "db"
+host = "h1"
+
+[[workloads]]
+vm = "db"
+kind = "fio"
+size = "64KiB"
+iops = 500
+
+[[slos]]
+vm = "db"
+throughput = [300, 300]
+
+[profiles.see]
+policies = ["see"]
+
+[sweep]
+table = "slos"
+key = "io_size"
+values = [["4KiB", "4KiB"], ["16KiB", "32KiB"]]
+""",
+    )
+    out = tmp_path / "res"
+    assert main(["run", str(p), "--out", str(out), "--quiet"]) == 0
+    doc = json.loads((out / "summary.json").read_text())
+    assert [r["value"] for r in doc["runs"]] == [["4KiB", "4KiB"], ["16KiB", "32KiB"]]
+    assert [r["profiles"]["see"]["slo"]["db"]["io_size_mean"] for r in doc["runs"]] == pytest.approx([4096, 16384])
+    assert {"sweep_slo_sc_rate.png", "sweep_slo_io_size_mean.png"} <= {f.name for f in out.iterdir()}

@@ -25,6 +25,7 @@ from sova.report.plot_style import (
     set_value_axis,
     time_axis,
 )
+from sova.report.slo_plots import slo_plots
 
 SERVICE_BARS_MAX = 20  # more web services are drawn as distributions (CDFs), not one bar each
 VM_LABELS_MAX = 40  # more VMs in the intensity plot are drawn without a tick label each
@@ -82,7 +83,7 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
     with_services = [r for r in results if r.services]
     if with_services:
         plots.append(_services(with_services, out / "services.png"))
-    return plots
+    return plots + slo_plots(results, out)
 
 
 def _network(results, path: Path) -> Path:

@@ -92,21 +92,15 @@ def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d
 
 def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
     out = []
-    xs = [run.value for run in runs]
-    numeric = all(isinstance(x, int | float) for x in xs)
+    values = [run.value for run in runs]
     for label, path, scale, unit in metrics:
         fig, (ax,) = figure(width=7.0)
+        xs = _x_axis(ax, values)
         every = []
         for k, p in enumerate(profiles):
             ys = [_scaled(metric_value(_result(run, p).summary, path), scale) for run in runs]
             every += ys
-            ax.plot(
-                xs if numeric else range(len(xs)), ys, marker="o", ms=3, lw=1.2, label=truncate(p, 24), color=f"C{k}"
-            )
-        if not numeric:
-            ax.set_xticks(range(len(xs)), [truncate(str(x), 12) for x in xs])
-        elif min(xs) > 0 and max(xs) >= 100 * min(xs):  # block sizes from 1 KB to 4 MB: a log axis
-            ax.set_xscale("log", base=2)
+            ax.plot(xs, ys, marker="o", ms=3, lw=1.2, label=truncate(p, 24), color=f"C{k}")
         ax.set_xlabel(sweep.axis)
         set_value_axis(ax, f"{label} ({unit})" if unit else label, every)
         ax.set_title(f"{label} against {sweep.axis}: {profile_list(profiles)}", fontsize=11)
@@ -115,6 +109,26 @@ def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
         name = save(fig, d / f"sweep_{path.replace('.', '_')}.png")
         out.append((f"{label} for each value of {sweep.axis}, one line per profile.", name))
     return out
+
+
+def _x_axis(ax, values: list) -> list:
+    """Where each swept value sits on the x axis: numbers at themselves (on a log axis when they span two
+    orders of magnitude, as block sizes from 1 KB to 4 MB do), anything else (names, ranges) at evenly
+    spaced ticks labelled with the value."""
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in values):
+        ax.set_xticks(range(len(values)), [truncate(_value_label(x), 12) for x in values])
+        return list(range(len(values)))
+    if min(values) > 0 and max(values) >= 100 * min(values):
+        ax.set_xscale("log", base=2)
+    return values
+
+
+def _value_label(value) -> str:
+    """A swept value as a tick label: a list (a range) as 'a-b', or 'a' when both ends are equal."""
+    if isinstance(value, list | tuple):
+        ends = [str(x) for x in value]
+        return ends[0] if len(set(ends)) == 1 else "-".join(ends)
+    return str(value)
 
 
 def _scaled(value, scale: float) -> float:
@@ -127,7 +141,8 @@ def _result(run: SweepRun, profile: str):
 
 
 def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
-    """Response time by page size (the Sova paper's Fig. 9) and NIC utilisation per host (its Fig. 8)."""
+    """Response time by page size (the Sova paper's Fig. 9), NIC utilisation per host (its Fig. 8), and each
+    VM's SLO statistics (SASLO's Figs. 5 and 6)."""
     out = []
     first = runs[0].results[0]
     if first.services:
@@ -167,7 +182,25 @@ def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
             ylim=(0, 105),
         )
         out.append(("Mean NIC transmit utilisation of each host, per profile.", path))
+    if "slo" in first.summary:
+        labels = {vm: vm for vm in first.summary["slo"]}
+        for key, ylabel in SLO_PANELS:
+
+            def of_vm(result, vm, key=key):
+                return result.summary.get("slo", {}).get(vm, {}).get(key, np.nan)
+
+            path = _panels(sweep, runs, profiles, labels, of_vm, ylabel, d / f"sweep_slo_{key}.png")
+            out.append((f"{ylabel} of each VM under an SLO, per profile.", path))
     return out
+
+
+SLO_PANELS = (
+    ("sc_rate", "SC rate (%)"),
+    ("pf_ratio", "PF ratio (%)"),
+    ("avpe", "AVPE (%)"),
+    ("throughput_mean", "throughput (IOPS)"),
+    ("io_size_mean", "request size (bytes)"),
+)
 
 
 def _panels(sweep, runs, profiles, groups: dict, value, ylabel: str, path: Path, log=False, ylim=None) -> Path:
@@ -177,9 +210,9 @@ def _panels(sweep, runs, profiles, groups: dict, value, ylabel: str, path: Path,
     groups), which stays readable where one line per host would not. `log` allows a log axis where the
     values need one (report.plot_style.set_value_axis).
     """
-    xs = [run.value for run in runs]
     fig, axes = figure(len(profiles), width=3.6 * len(profiles), height=3.4)
     for ax, p in zip(axes, profiles, strict=True):
+        xs = _x_axis(ax, [run.value for run in runs])
         table = np.array([[value(_result(run, p), g) for run in runs] for g in groups], dtype=float)
         if len(groups) <= LINES_MAX:
             for k, label in enumerate(groups.values()):

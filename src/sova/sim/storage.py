@@ -5,8 +5,9 @@ the access time a random IO's seek (``access_time``) or a sequential stream's ne
 (``sequential_access_time``).
 Streams share a saturated device max-min fairly in device time (as CFQ/BFQ share disk time), and
 latency is the service time plus an M/G/1 queueing delay at the device's utilisation (Pollaczek-Khinchine:
-the wait grows with (1 + cv²) / 2, cv the service time's coefficient of variation; cv = 1 is M/M/1), so
-large requests, whose service is long, delay the small ones queued behind them. A server whose VMs have
+the wait grows with (1 + cv²) / 2, cv the service time's coefficient of variation; cv = 1 is M/M/1). Each
+stream waits its own service time times ρ / (1 − ρ): a stream of large requests waits longer, but holds
+up the others only through the utilisation it adds, not through its requests' size. A server whose VMs have
 scheduler tags (a reservation or a weight) shares its device by them instead (``sim/io_scheduler.py``).
 """
 

@@ -64,6 +64,7 @@ class IoController(Policy):
         self.start(len(self.vms))
         slo = [slos.slo(vm) for vm in self.vms]
         self._ramps = [(i, s.ramp, s.throughput[0]) for i, s in enumerate(slo) if s.ramp is not None]
+        self._levels: dict[int, dict[float, np.ndarray]] = {i: {} for i, _, _ in self._ramps}  # sums per target
         self.ramped = np.zeros(len(self.vms), dtype=bool)
         self.ramped[[i for i, _, _ in self._ramps]] = True
         self._since_change = np.full(len(self.vms), -1)  # epochs since the target changed, -1: complied since
@@ -83,7 +84,7 @@ class IoController(Policy):
         for i, ramp, low in self._ramps:  # tenants that move their targets on a schedule
             targets[i] = ramp.target(low, sample.time)
         if self._second_start is None:
-            self._second_start = sample
+            self._second_start = self._first = sample
         if last is None:  # the throttles start at once, before anything was measured
             unknown = np.full(len(self.vms), np.nan)
             return self.step(sample.time, 0.0, unknown, unknown)
@@ -132,30 +133,49 @@ class IoController(Policy):
         known = ~np.isnan(iops)
         got = np.where(known, iops, 0.0)
         inside = known & (np.abs(iops - target) <= DELTA_DEFAULT / 100 * target)
-        self._sums += np.stack([known, got, got * got, np.where(known, target, 0.0), inside])
+        seconds = np.stack([known, got, got * got, np.where(known, target, 0.0), inside])
+        self._sums += seconds
+        for i, _, _ in self._ramps:  # a tenant's schedule: each of its targets on its own too
+            level = self._levels[i].setdefault(float(target[i]), np.zeros(5))
+            level += seconds[:, i]
 
     def slo_summary(self) -> dict:
         """Per VM over the run: the SC rate of its per-second throughput (each second against the target
-        it had), its PF ratio and AVPE against its mean target (Eq. 2, 3), and the means of both."""
-        n, total, squares, targets, inside = self._sums
+        it had), its PF ratio and AVPE against its mean target (Eq. 2, 3), and the means of both; for a
+        VM whose tenant moves its target on a schedule, the same for each target it had (`levels`)."""
         out = {}
         for i, vm in enumerate(self.vms):
-            if not n[i]:
+            if not self._sums[0, i]:
                 continue
-            mean, target = total[i] / n[i], targets[i] / n[i]
-            spread = np.sqrt(max(squares[i] / n[i] - mean * mean, 0.0))
-            out[vm] = {
-                "throughput_mean": float(mean),
-                "target_mean": float(target),
-                "sc_rate": float(100.0 * inside[i] / n[i]),
-                "pf_ratio": float(100.0 * spread / target),
-                "avpe": float(100.0 * abs(mean - target) / target),
-            }
+            out[vm] = _statistics(self._sums[:, i])
+            requests = self._last.requests[i] - self._first.requests[i]
+            if requests > 0:
+                out[vm]["io_size_mean"] = float((self._last.bytes[i] - self._first.bytes[i]) / requests)
             changes, epochs = self._settled[:, i]
             if changes:
                 out[vm]["settling_epochs"] = float(epochs / changes)
                 out[vm]["target_changes"] = int(changes)
+            if i in self._levels:
+                out[vm]["levels"] = [
+                    {"target": target, "seconds": int(sums[0]), **_statistics(sums)}
+                    for target, sums in sorted(self._levels[i].items())
+                    if sums[0]
+                ]
         return out
+
+
+def _statistics(sums: np.ndarray) -> dict:
+    """Throughput mean, target mean, SC rate, PF ratio and AVPE from one VM's per-second sums (seconds
+    measured, Σ IOPS, Σ IOPS², Σ target, seconds compliant); a target of 0 has no scores."""
+    n, total, squares, targets, inside = sums
+    mean, target = total / n, targets / n
+    out = {"throughput_mean": float(mean), "target_mean": float(target)}
+    if target > 0:
+        spread = np.sqrt(max(squares / n - mean * mean, 0.0))
+        out["sc_rate"] = float(100.0 * inside / n)
+        out["pf_ratio"] = float(100.0 * spread / target)
+        out["avpe"] = float(100.0 * abs(mean - target) / target)
+    return out
 
 
 def window_status(seconds: deque, targets: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:

@@ -35,5 +35,5 @@ class LeakyBucket(IoController):
         used = np.where(np.isnan(throughput), target, throughput) * span
         depth = self.settings["burst"] * target
         self.credit = np.clip(self.credit + target * span - used, 0.0, depth)
-        limit = target + self.credit / self.settings["period"]
+        limit = np.maximum(target + self.credit / self.settings["period"], 1.0)  # 0 would mean no limit
         return IoThrottle(self.vms, limit, np.zeros(len(self.vms)))

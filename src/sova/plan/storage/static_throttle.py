@@ -19,4 +19,5 @@ class StaticThrottle(IoController):
     params = {"period": Field("duration", 1.0, "how often the limits are re-applied", lo=0, lo_open=True)}
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
-        return IoThrottle(self.vms, self.target.copy(), np.zeros(len(self.vms)))
+        # a target of 0 still throttles, at 1 IOPS (as SEE's floor): a limit of 0 would mean none
+        return IoThrottle(self.vms, np.maximum(self.target, 1.0), np.zeros(len(self.vms)))
