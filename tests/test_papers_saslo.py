@@ -110,3 +110,19 @@ def test_fig5_the_actual_io_size_follows_the_limit_and_the_error_stays_small(fig
 def test_fig5_smaller_io_size_limits_give_steadier_throughput_as_the_paper_says(fig5_sweep):
     for vm in ("file", "mail"):
         assert fig5_sweep["4KiB"][vm]["pf_ratio"] < fig5_sweep["1MiB"][vm]["pf_ratio"] - 1
+
+
+def test_aot_meets_each_configurations_qos_and_the_looser_one_gets_more_throughput_as_table_6_says():
+    slo, ranges = {}, {}
+    for n in (1, 2):
+        _, runs = load_runs(PAPER / f"aot-config{n}-disk-array.toml", check_profile)
+        slo[n] = slo_by_profile(runs[0])["see"]
+        ranges[n] = dict(runs[0].slos)
+    for n in (1, 2):
+        for vm, s in slo[n].items():
+            wanted = ranges[n][vm]
+            assert wanted.throughput[0] <= s["throughput_mean"] <= wanted.throughput[1]
+            assert s["sc_rate"] >= wanted.sc_rate[0] and s["pf_ratio"] <= wanted.pf_ratio[1]
+    for vm in ("web", "file", "mail"):
+        assert slo[2][vm]["throughput_mean"] > slo[1][vm]["throughput_mean"]
+        assert slo[2][vm]["sc_rate"] < slo[1][vm]["sc_rate"] and slo[2][vm]["pf_ratio"] > slo[1][vm]["pf_ratio"]

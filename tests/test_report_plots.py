@@ -1,6 +1,8 @@
 """The plot conventions: labelled axes, one legend below the panels, black migration markers, smoothing,
 log axes only where needed and then labelled."""
 
+import csv
+
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
@@ -10,6 +12,7 @@ import sova.report.plots as plots
 from sova.control.experiment import run_scenario
 from sova.model.scenario_reader import scenario_from_dict
 from sova.report.plot_style import MIGRATION_LABEL, looks_like_band, needs_log_scale, smooth, smoothing_window
+from sova.report.writer import write_results
 
 HOTSPOT = {
     "scenario": {"name": "hotspot", "duration": 300, "seed": 1},
@@ -107,7 +110,16 @@ def test_a_run_with_storage_slos_plots_each_vms_scores_and_each_scheduled_target
             "profiles": {"see": {"policies": ["see"]}, "static": {"policies": ["static-throttle"]}},
         }
     )
-    written = plots.make_plots(run_scenario(scenario), tmp_path)
+    results = run_scenario(scenario)
+    written = plots.make_plots(results, tmp_path)
     names = {path.name for _, path in written}
-    assert {"slo_scores.png", "slo_levels-see.png", "slo_levels-static.png"} <= names
+    assert {"slo_scores.png", "slo_levels-see.png", "slo_levels-static.png", "slo_intervals-see.png"} <= names
     assert all(path.exists() and path.stat().st_size > 0 for _, path in written)
+    write_results(scenario, results, tmp_path)
+    with (tmp_path / "slo-see.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [(round(float(row["time"])), row["vm"], float(row["target"])) for row in rows] == [
+        (30, "db", 400),
+        (30, "web", 200),
+    ]
+    assert rows[0]["io_size_limit"] == ""  # no IO size limit: an empty cell

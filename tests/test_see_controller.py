@@ -112,3 +112,13 @@ def test_a_target_of_zero_has_no_scores_rather_than_a_division_by_zero():
     slo = run_profile(scenario({"throughput": [0, 100]}, profile="static-throttle"), "static-throttle").summary["slo"]
     assert slo["db"]["target_mean"] == 0 and "sc_rate" not in slo["db"]
     assert slo["db"]["throughput_mean"] <= 1.01  # held at the limiter's floor, 1 IOPS, not left unthrottled
+
+
+def test_every_30_s_each_vm_gets_a_row_of_its_target_throughput_compliance_and_io_size():
+    result = run_profile(scenario({"throughput": [400, 600], "io_size": ["8KiB", "16KiB"]}, optimize=False), "see")
+    rows = result.slo_intervals
+    assert [row["time"] for row in rows] == pytest.approx([30, 60, 90], abs=0.05)
+    for row in rows:
+        assert row["vm"] == "db" and row["target"] == 400 and row["io_size_limit"] == 8192
+        assert row["throughput"] == pytest.approx(400, rel=0.02) and row["sc_rate"] > 90
+        assert row["io_size"] == pytest.approx(8192, rel=1e-6)  # varmail's 16 KiB requests, split in two

@@ -43,6 +43,7 @@ class ProfileResult:
     services: list[dict] = field(default_factory=list)
     vf_events: list[tuple[float, str, str, str]] = field(default_factory=list)
     initial_vfs: frozenset[str] = frozenset()
+    slo_intervals: list[dict] = field(default_factory=list)  # IO controllers' rows per VM and 30 s
 
     def vf_holders(self, t: float) -> list[str]:
         """VMs holding a VF at time t (after the events up to t)."""
@@ -122,8 +123,17 @@ def run_profile(
         summary["interference"] = predicted_interference(runtime.knowledge, scenario.outputs.interference)
     if scenario.slos:
         summary["slo"] = {vm: s for c in controllers for vm, s in c.slo_summary().items()}
+    intervals = [row for c in controllers for row in c.intervals]
     return ProfileResult(
-        name, summary, rec.series(), list(sim.migration_log), runtime.audit, services, list(sim.vf_log), initial_vfs
+        name,
+        summary,
+        rec.series(),
+        list(sim.migration_log),
+        runtime.audit,
+        services,
+        list(sim.vf_log),
+        initial_vfs,
+        sorted(intervals, key=lambda row: row["time"]),
     )
 
 

@@ -48,8 +48,18 @@ def _write_all(scenario: Scenario, results: list[ProfileResult], d: Path) -> Non
     for r in results:
         _write_csv(d / f"metrics-{r.profile}.csv", r.series)
         r.audit.write_jsonl(d / f"audit-{r.profile}.jsonl")
+        if r.slo_intervals:
+            _write_rows(d / f"slo-{r.profile}.csv", r.slo_intervals)
     plots = make_plots(results, d) if scenario.outputs.plots else []
     (d / "report.html").write_text(render_report(doc, results, plots, scenario), encoding="utf-8")
+
+
+def _write_rows(path: Path, rows: list[dict]) -> None:
+    """Rows of the same keys as a CSV file, a missing value as an empty cell."""
+    with path.open("w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows({k: ("" if v is None else v) for k, v in row.items()} for row in rows)
 
 
 def _write_csv(path: Path, series: dict[str, np.ndarray]) -> None:

@@ -29,6 +29,8 @@ from sova.model.storage_slo import SloBook
 from sova.plan.base import Policy
 
 RECENT = 300  # seconds of per-second throughput kept (T_S, the slowest of SASLO's loops)
+INTERVAL = 30  # seconds per row of the per-interval statistics (SASLO's T_R, its Figs. 9-11)
+INTERVAL_VMS_MAX = 64  # controllers of more VMs keep the run's statistics only, not a row per interval
 
 # the parameters of a feedback controller on the IO rate limit (SEE's and the Integral baseline's)
 FEEDBACK_PARAMS = {
@@ -70,6 +72,9 @@ class IoController(Policy):
         self._since_change = np.full(len(self.vms), -1)  # epochs since the target changed, -1: complied since
         self._last_targets: np.ndarray | None = None
         self._settled = np.zeros((2, len(self.vms)))  # changes settled, Σ epochs each took to comply
+        self.intervals: list[dict] = []  # per VM and INTERVAL: target, throughput, SC, PF, sizes
+        self.seconds_done = 0  # whole seconds measured
+        self._interval_start: IoSample | None = None
 
     def start(self, n: int) -> None:
         """Set up per-VM state for n VMs (after bind)."""
@@ -84,7 +89,7 @@ class IoController(Policy):
         for i, ramp, low in self._ramps:  # tenants that move their targets on a schedule
             targets[i] = ramp.target(low, sample.time)
         if self._second_start is None:
-            self._second_start = self._first = sample
+            self._second_start = self._first = self._interval_start = sample
         if last is None:  # the throttles start at once, before anything was measured
             unknown = np.full(len(self.vms), np.nan)
             return self.step(sample.time, 0.0, unknown, unknown)
@@ -99,6 +104,9 @@ class IoController(Policy):
         if sample.time - self._second_start.time >= 1.0 - 1e-9:
             start, self._second_start = self._second_start, sample
             self._add_second((sample.requests - start.requests) / (sample.time - start.time))
+            self.seconds_done += 1
+            if self.seconds_done % INTERVAL == 0 and len(self.vms) <= INTERVAL_VMS_MAX:
+                self._record_interval(sample)
             self.each_second(sample.time)
         return self.step(sample.time, span, throughput, latency)
 
@@ -122,6 +130,30 @@ class IoController(Policy):
     @abstractmethod
     def step(self, now: float, span: float, throughput: np.ndarray, latency: np.ndarray) -> IoThrottle | None:
         """The throttles after an epoch of `span` seconds with these measurements (NaN: not measured)."""
+
+    def size_limits(self) -> np.ndarray | None:
+        """Each VM's IO size limit (bytes) as its controller set it, if it sets one (for the records)."""
+        return None
+
+    def _record_interval(self, sample: IoSample) -> None:
+        """A row per VM for the INTERVAL seconds just ended: the target it had, what it got (mean, SC rate,
+        PF ratio of its per-second throughput) and its requests' mean size, with the IO size limit."""
+        start, self._interval_start = self._interval_start, sample
+        targets = self.targets()
+        recent = np.array(list(self.seconds)[-INTERVAL:]).T
+        sc, pf = window_status(self.seconds, targets, INTERVAL)
+        requests = sample.requests - start.requests
+        with np.errstate(invalid="ignore", divide="ignore"):
+            size = np.where(requests > 0, (sample.bytes - start.bytes) / requests, np.nan)
+        limits = self.size_limits()
+        for i, vm in enumerate(self.vms):
+            row = {"time": round(sample.time, 3), "vm": vm, "target": float(targets[i])}
+            row["throughput"] = float(np.nanmean(recent[i])) if np.isfinite(recent[i]).any() else None
+            row["sc_rate"] = float(sc[i]) if np.isfinite(sc[i]) else None
+            row["pf_ratio"] = float(pf[i]) if np.isfinite(pf[i]) else None
+            row["io_size"] = float(size[i]) if np.isfinite(size[i]) else None
+            row["io_size_limit"] = float(limits[i]) if limits is not None and limits[i] > 0 else None
+            self.intervals.append(row)
 
     def each_second(self, now: float) -> None:
         """Called once a second, after the second's throughput was recorded (for slower loops)."""

@@ -62,7 +62,6 @@ class SloEnforcement(IoController):
         self.pi = pi_controller.PiState.fresh(n, *self.design.poles())
         self.split = io_split.SplitState.fresh(self.size_target)
         self.server = np.array([self.server_of.get(vm, "") for vm in self.vms])
-        self._seconds_seen = 0
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         before = self.pi.integral.copy()
@@ -86,11 +85,13 @@ class SloEnforcement(IoController):
         )
         return IoThrottle(self.vms, self.limit.copy(), np.where(sized, size, 0.0))
 
+    def size_limits(self) -> np.ndarray:
+        return self.size_target
+
     def each_second(self, now: float) -> None:
-        self._seconds_seen += 1
         p = self.settings
         t_r, t_s = round(p["t_r"]), round(p["t_s"])
-        if self._seconds_seen % t_r:
+        if self.seconds_done % t_r:
             return
         sc, pf = window_status(self.seconds, self.target, t_r)
         for i, vm in enumerate(self.vms):
@@ -98,7 +99,7 @@ class SloEnforcement(IoController):
         if not p["optimize"]:
             return
         self._coordinate(now, sc, pf, self.target, self.low, self.high, throughput_step(self.low, self.high))
-        if self._seconds_seen % t_s == 0:
+        if self.seconds_done % t_s == 0:
             self._coordinate(
                 now, sc, pf, self.size_target, self.size_low, self.size_high, np.full(len(self.vms), SIZE_STEP)
             )
