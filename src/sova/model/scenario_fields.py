@@ -18,6 +18,7 @@ WORKLOAD_KINDS = (
     "mapreduce",
     "fio",
     "filebench",
+    "block-trace",
     "transfer",
     "batch",
     "sysbench",
@@ -232,6 +233,40 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
         "threads": Field("int", 0, "threads, each with one IO outstanding (0: Table 3's: 100, 50, 16)", lo=0),
         "filesize": Field("size", 0.0, "mean file size (0: Table 3's: 16 KB, 128 KB, 16 KB)", lo=0),
         "iosize": Field("size", 0.0, "IO size (0: Table 3's: 512 KB, 1 MB, 16 KB)", lo=0),
+    },
+    "block-trace": {
+        "file": Field(
+            "str",
+            REQUIRED,
+            "a block-IO trace file (plain, .gz or .bz2; its format: see format); relative to the scenario",
+        ),
+        "format": Field(
+            "str",
+            "auto",
+            "cloudphysics (libCacheSim CSV), msr (MSR Cambridge), systor (SNIA SYSTOR'17), tencent (Tencent CBS), "
+            "or auto: told by the file's first line",
+            choices=("auto", "cloudphysics", "msr", "systor", "tencent"),
+        ),
+        "volume": Field(
+            "int", -1, "the Tencent volume id, SYSTOR LUN or MSR disk number to replay (-1: the busiest)", lo=-1
+        ),
+        "pace": Field(
+            "str",
+            "own",
+            "own: open loop at the trace's arrival times (times speed), looping at its end; fast: a closed "
+            "loop of iodepth requests in the trace's order, as fast as the storage serves them",
+            choices=("own", "fast"),
+        ),
+        "speed": Field(
+            "float", 1.0, "own pace: trace seconds per simulated second (2: twice the rate)", lo=0, lo_open=True
+        ),
+        "iodepth": Field("int", 32, "fast pace: requests kept outstanding", lo=1),
+        "start": Field(
+            "duration",
+            0.0,
+            "where in the trace to begin (s); with stagger, an entry's VMs begin evenly spread over one loop after it",
+            lo=0,
+        ),
     },
     "transfer": {
         "size": Field("size", 1e9, "bytes to copy, once (scp of a file)", lo=1),

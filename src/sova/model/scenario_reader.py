@@ -318,7 +318,7 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
             head = r.table(entry, WORKLOAD_FIELDS, where, extra_ok=tuple(entry))
         if head["kind"] is None:
             continue
-        if head["kind"] in ("fio", "bitbrains") and not has_storage:
+        if head["kind"] in ("fio", "filebench", "bitbrains", "block-trace") and not has_storage:
             r.error(f"{where}.kind", f"{head['kind']} does disk IO; expected a [[storage]] server in the scenario")
         params = r.table({k: v for k, v in entry.items() if k in params_spec}, params_spec, where)
         vm = head["vm"]
