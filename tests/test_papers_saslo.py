@@ -126,3 +126,11 @@ def test_aot_meets_each_configurations_qos_and_the_looser_one_gets_more_throughp
     for vm in ("web", "file", "mail"):
         assert slo[2][vm]["throughput_mean"] > slo[1][vm]["throughput_mean"]
         assert slo[2][vm]["sc_rate"] < slo[1][vm]["sc_rate"] and slo[2][vm]["pf_ratio"] > slo[1][vm]["pf_ratio"]
+
+
+def test_fig7_every_vm_replaying_a_real_trace_holds_its_slo_from_1_to_15_vms():
+    sweep, runs = load_runs(PAPER / "fig7-trace-ssd.toml", check_profile)
+    for count, scenario in zip(sweep.values, runs, strict=True):
+        slo = slo_by_profile(scenario)["see"]
+        assert len(slo) == count
+        assert all(s["sc_rate"] > 90 and s["avpe"] < 0.1 for s in slo.values())  # the paper: > 90 %, < 0.087 %

@@ -21,7 +21,8 @@ where reads and writes move at one bandwidth (the default).
 Which requests a fast replay is about to take is not known before the storage serves them. It takes as
 many as the device time it got in the last step buys at the device's nominal cost per request (access
 time, random or sequential, plus transfer; at first, ``min(iodepth, parallelism)`` units' worth), so a
-stretch of cheap sequential requests is taken whole rather than at the last stretch's count; and its
+stretch of cheap sequential requests is taken whole rather than at the last stretch's count, but no fewer
+than it was served in the last step (a rate limiter, not the device, may be what holds it); and its
 stream is offered at most GROWTH times that many, so that it can speed up by a quarter a step when the
 device frees up but never serves far past the requests whose mix it offered. What the served requests
 held and what the stream was counted with still differ a little: the difference in reads and bytes is
@@ -202,7 +203,7 @@ class BlockTraceReplay(WorkloadKind):
         group.state["position"] = np.zeros(n)  # trace request (unwrapped), fractions carried
         # fast: device time (unit-seconds per second) its requests took last step (0: not served yet),
         # the mix it offers, and the reads and bytes the requests served held beyond what was counted
-        for key in ("busy", "offered_read", "offered_size", "owed_reads", "owed_bytes"):
+        for key in ("busy", "taken", "offered_read", "offered_size", "owed_reads", "owed_bytes"):
             group.state[key] = np.zeros(n)
         for replay, rows in model.rows_by_trace():
             group.state["position"][rows] = replay.index_at(group.state["clock"][rows])
@@ -218,11 +219,12 @@ class BlockTraceReplay(WorkloadKind):
             lo[rows], hi[rows] = replay.index_at(clock), replay.index_at(clock + dt * p["speed"][rows])
             for server, at in _by_server(sim, group, rows[fast[rows]]):
                 r = rows[fast[rows]][at]
-                # fast: the next requests, as many as last step's device time buys (at first: its depth's)
+                # fast: the next requests, as many as last step's device time buys (at first: its depth's),
+                # and at least as many as it served (a limiter, not the device, may have held it back)
                 busy = np.where(state["busy"][r] > 0, state["busy"][r], np.minimum(p["iodepth"][r], server.parallelism))
                 lo[r] = np.floor(state["position"][r])
                 done = replay.device_time(server, lo[r]) + busy * dt
-                hi[r] = np.maximum(replay.index_after(server, done), lo[r] + 1)
+                hi[r] = np.maximum(replay.index_after(server, done), lo[r] + np.maximum(state["taken"][r], 1))
             window[:, rows] = replay.between(lo[rows], hi[rows])
         reads, writes = window[READS], window[WRITES]
         requests, own = reads + writes, ~fast
@@ -269,6 +271,7 @@ class BlockTraceReplay(WorkloadKind):
             owed_reads = state["owed_reads"][rows] + held[READS] - taken * state["offered_read"][rows]
             owed_bytes = state["owed_bytes"][rows] + held[READ_BYTES] + held[WRITE_BYTES]
             owed_bytes -= taken * state["offered_size"][rows]
+            state["taken"][rows] = np.where(f, taken, 0.0)
             state["owed_reads"][rows] = np.where(f, owed_reads, 0.0)
             state["owed_bytes"][rows] = np.where(f, owed_bytes, 0.0)
             for server, at in _by_server(sim, group, rows[f]):
