@@ -420,17 +420,27 @@ def test_io_throttles_are_written_rounded_only_when_they_change_and_a_vanished_v
     assert [call for call in d.calls if call[0] == "iotune"] == [("iotune", "vda", {"total_iops_sec": 200})]
 
 
-def test_scheduler_tags_are_not_applied_on_libvirt_said_once_and_the_limits_still_are(caplog):
+def test_scheduler_tags_and_in_flight_caps_are_not_applied_on_libvirt_said_once_and_limits_still_are(caplog):
     c = Cluster()
     d = c.add("fake://a", "vm1")
     drv = make(c)
     drv.observe()
-    tagged = IoThrottle(("vm1",), np.array([150.0]), np.zeros(1), reservation=np.array([100.0]), weight=np.ones(1))
+    tagged = IoThrottle(
+        ("vm1",),
+        np.array([150.0]),
+        np.zeros(1),
+        reservation=np.array([100.0]),
+        weight=np.ones(1),
+        in_flight=np.array([8.0]),
+    )
     with caplog.at_level("WARNING"):
         drv.set_io_throttle(tagged)
         drv.set_io_throttle(tagged)
     assert [r.message for r in caplog.records].count(
         "libvirt has no reservation or weight scheduler shared by several VMs' disks (mClock, DRR): "
         "only their IO rate limits are applied"
+    ) == 1
+    assert [r.message for r in caplog.records].count(
+        "libvirt cannot cap a running disk's requests in flight: latency controls are not applied"
     ) == 1
     assert [call for call in d.calls if call[0] == "iotune"] == [("iotune", "vda", {"total_iops_sec": 150})]

@@ -65,6 +65,8 @@ def test_a_static_throttle_holds_the_lower_bound():
         ({"throughput": [400, 600], "sc_rate": [80, 101]}, "[[slos]] #1.sc_rate", "within 0-100 %"),
         ({"sc_rate": [80, 90]}, "[[slos]] #1.throughput", "needs a throughput range"),
         ({"vm": "nobody*", "throughput": [1, 2]}, "[[slos]] #1.vm", "matches no VM"),
+        ({"throughput": [400, 600], "latency": "-20ms"}, "[[slos]] #1.latency", ""),
+        ({"throughput": [400, 600], "latency": "soon"}, "[[slos]] #1.latency", ""),
     ],
 )
 def test_a_bad_slo_entry_is_refused_naming_its_place(slo, where, message):
@@ -122,3 +124,16 @@ def test_every_30_s_each_vm_gets_a_row_of_its_target_throughput_compliance_and_i
         assert row["vm"] == "db" and row["target"] == 400 and row["io_size_limit"] == 8192
         assert row["throughput"] == pytest.approx(400, rel=0.02) and row["sc_rate"] > 90
         assert row["io_size"] == pytest.approx(8192, rel=1e-6)  # varmail's 16 KiB requests, split in two
+
+
+def test_facade_holds_a_latency_slo_by_capping_the_requests_in_flight_while_the_throughput_holds():
+    # varmail's 16 threads at 500 IOPS wait 32 ms; a 10 ms SLO lets 5 of them in flight at a time
+    result = run_profile(scenario({"throughput": [500, 500], "latency": "10ms"}, optimize=False), "see")
+    slo = result.summary["slo"]["db"]
+    assert slo["throughput_mean"] == pytest.approx(500, rel=0.01)
+    assert slo["latency_mean"] == pytest.approx(0.010, rel=0.02) and slo["latency_sc_rate"] > 95
+    fixed = run_profile(
+        scenario({"throughput": [500, 500], "latency": "10ms"}, profile="static-throttle"), "static-throttle"
+    )
+    assert fixed.summary["slo"]["db"]["latency_mean"] == pytest.approx(16 / 500, rel=0.02)  # Little's law, uncapped
+    assert fixed.summary["slo"]["db"]["latency_sc_rate"] == 0

@@ -12,6 +12,7 @@ from helpers import make_scenario
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.model import actions as A
+from sova.model.io_sample import IoThrottle
 from sova.model.scenario import ControlSpec
 from sova.model.schema import Field, InputError
 from sova.plan.base import Policy, register
@@ -186,3 +187,16 @@ def test_a_closed_stream_split_by_a_merge_limit_keeps_every_piece_outstanding():
         return float(io["served"][0] * io["latency"][0])  # Little's law: requests outstanding
 
     assert depth_seen(0) == pytest.approx(4.0) and depth_seen(16 * 1024) == pytest.approx(16.0)
+
+
+def test_an_in_flight_cap_makes_an_open_stream_wait_in_the_guest_and_its_latency_follow_littles_law():
+    sim = Simulator(fio_scenario(0.025, iops=5000))  # open loop
+    driver = SimDriver(sim)
+    driver.set_io_throttle(IoThrottle(("db",), np.array([2000.0]), np.zeros(1), in_flight=np.array([4.0])))
+    run(sim, 1.0)
+    before_ops, before_time = io_ops(sim)[0], sim.counters["blk_time"][0]
+    run(sim, 1.0)
+    ops = io_ops(sim)[0] - before_ops
+    assert ops == pytest.approx(2000, rel=1e-6)  # the limiter still paces it
+    latency = (sim.counters["blk_time"][0] - before_time) / ops
+    assert latency == pytest.approx(4 / 2000, rel=1e-6)  # 4 in flight at 2,000 IOPS: 2 ms each

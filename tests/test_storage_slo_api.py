@@ -43,6 +43,10 @@ def test_get_status_returns_what_the_engine_last_measured():
         ("set_io_size", ("vm1", 100, 4096), "io_size lower bound must be >= 512 bytes, got 100"),
         ("set_sc", ("vm1", 80, 120), "sc_rate upper bound must be within 0-100 %, got 120"),
         ("set_pf", ("vm9", 5, 10), "unknown VM 'vm9'"),
+        ("set_latency", ("vm1", 0), "latency must be a finite number of seconds above 0"),
+        ("set_latency", ("vm1", -0.02), "latency must be a finite number of seconds above 0"),
+        ("set_latency", ("vm1", math.nan), "latency must be a finite number of seconds above 0"),
+        ("set_latency", ("vm1", "soon"), "latency must be a number of seconds"),
     ],
 )
 def test_bad_values_get_an_error_naming_them_and_change_nothing(call, args, message):
@@ -54,3 +58,10 @@ def test_bad_values_get_an_error_naming_them_and_change_nothing(call, args, mess
     assert slos.slo("vm1") == before
     with pytest.raises(SloError, match="unknown VM"):
         slos.get_status("nobody")
+
+
+def test_a_latency_slo_is_set_beside_the_throughput_one():
+    slos = book()
+    slos.set_throughput("vm1", 400, 600)
+    slos.set_latency("vm1", 0.02)
+    assert slos.slo("vm1").latency == 0.02 and slos.slo("vm1").throughput == (400, 600)

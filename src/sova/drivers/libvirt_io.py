@@ -6,7 +6,8 @@ takes whole requests per second).
 A VM that is not running anywhere reads as NaN (its controller holds); a VM that cannot be throttled
 (vanished mid-way, host unreachable) is skipped and retried at the next epoch. QEMU has no per-disk
 request-merge limit (a guest's queue/max_sectors_kb sets one), so a throttle's size is not applied, nor
-are a scheduler's tags (QEMU throttles each disk on its own): the first one asked for is logged once.
+are a scheduler's tags (QEMU throttles each disk on its own) or a cap on requests in flight (a disk's
+queue size is fixed at boot): the first one asked for is logged once.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class LibvirtIo:
         self._disks: dict[str, list[str]] = {}
         self._size_noted = False
         self._tags_noted = False
+        self._in_flight_noted = False
 
     def sample(self, vms: Sequence[str]) -> IoSample:
         d = self.driver
@@ -65,6 +67,9 @@ class LibvirtIo:
         if not self._size_noted and np.any(throttle.size > 0):
             self._size_noted = True
             log.warning("libvirt has no request-merge limit for a disk: IO size limits are not applied")
+        if not self._in_flight_noted and throttle.in_flight is not None and np.any(throttle.in_flight > 0):
+            self._in_flight_noted = True
+            log.warning("libvirt cannot cap a running disk's requests in flight: latency controls are not applied")
         if not self._tags_noted and (throttle.reservation is not None or throttle.weight is not None):
             self._tags_noted = True
             log.warning(

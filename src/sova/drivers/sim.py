@@ -88,6 +88,8 @@ class SimDriver:
             tags[0, idx] = none if throttle.reservation is None else throttle.reservation
             tags[1, idx] = none if throttle.weight is None else throttle.weight
             tags[2, idx] = float(throttle.weight_on_bytes)
+        if throttle.in_flight is not None:
+            self.sim.vm_io_in_flight[idx] = throttle.in_flight
 
     def observe(self) -> Snapshot:
         s = self.sim

@@ -27,8 +27,8 @@ class IoSample:
 class IoThrottle:
     """Throttles to set, one entry per VM: requests per second (0: none) and merge limit (bytes; 0: none);
     optionally the tags of the storage server's scheduler (mClock's reservation in requests per second
-    and weight; DRR's quantum as a weight on bytes). Without tags the server shares its device as it
-    does by default."""
+    and weight; DRR's quantum as a weight on bytes; without tags the server shares its device as it does
+    by default) and a cap on the requests each VM keeps in flight (None: left as they are)."""
 
     vms: tuple[str, ...]
     iops: np.ndarray
@@ -36,3 +36,4 @@ class IoThrottle:
     reservation: np.ndarray | None = None
     weight: np.ndarray | None = None
     weight_on_bytes: bool = False  # the weights share bytes (DRR's quanta), not requests (mClock's)
+    in_flight: np.ndarray | None = None  # requests each VM may keep in flight (Façade's queue length; 0: no cap)

@@ -407,6 +407,9 @@ SLO_FIELDS = {
     ),
     "ramp_every": Field("duration", 3.0, "how often the ramp raises the target", lo=0, lo_open=True),
     "ramp_repeat": Field("bool", False, "once the target reaches the upper bound, start again from the lower"),
+    "latency": Field(
+        "duration", 0.0, "mean IO latency each second should stay within (0: none), held by Façade in `see`", lo=0
+    ),
 }
 
 TRIALS_FIELDS = {

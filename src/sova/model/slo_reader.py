@@ -6,6 +6,7 @@
     io_size = ["12KB", "32KB"]     # the range of the request-merge limit
     sc_rate = [80, 90]             # per cent
     pf_ratio = [8, 15]             # per cent
+    latency = "20ms"               # the mean latency of each second (Façade, in `see`)
 
 Every range is checked as the tenant API checks it (model/storage_slo.py), and each problem is reported
 with the entry and key it is in; a pattern that matches no VM is an error.
@@ -19,7 +20,7 @@ from sova.model import units
 from sova.model.name_match import NameMatcher
 from sova.model.scenario_fields import SLO_FIELDS
 from sova.model.schema import Reader
-from sova.model.storage_slo import Ramp, Range, SloBook, SloError, StorageSlo, checked_range
+from sova.model.storage_slo import Ramp, Range, SloBook, SloError, StorageSlo, checked_latency, checked_range
 
 RANGES = ("throughput", "io_size", "sc_rate", "pf_ratio")
 
@@ -61,7 +62,13 @@ def read_slos(r: Reader, raw: Any, vm_names: list[str]) -> tuple[tuple[str, Stor
         ramp = None
         if t["ramp_step"] and ranges["throughput"] is not None:
             ramp = Ramp(t["ramp_step"], t["ramp_every"], ranges["throughput"][1], bool(t["ramp_repeat"]))
-        slo = StorageSlo(**{k: v for k, v in ranges.items() if v is not None}, ramp=ramp)
+        latency = None
+        if t["latency"]:
+            try:
+                latency = checked_latency(pattern, t["latency"])
+            except SloError as exc:
+                r.error(f"{where}.latency", str(exc))
+        slo = StorageSlo(**{k: v for k, v in ranges.items() if v is not None}, ramp=ramp, latency=latency)
         out.update((vm, slo) for vm in vms)
     return tuple(out.items())
 

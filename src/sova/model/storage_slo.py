@@ -47,6 +47,7 @@ class StorageSlo:
     sc_rate: Range = (0.0, 100.0)  # per cent
     pf_ratio: Range = (0.0, 100.0)  # per cent
     ramp: Ramp | None = None  # the target follows this schedule instead of the optimizer
+    latency: float | None = None  # seconds: the mean IO latency each second should stay within
 
 
 @dataclass(frozen=True)
@@ -85,6 +86,17 @@ def checked_range(vm: str, setting: str, lower: float, upper: float) -> Range:
     return values[0], values[1]
 
 
+def checked_latency(vm: str, target: float) -> float:
+    """A latency target as a float of seconds, or SloError saying what is wrong with it."""
+    try:
+        seconds = float(target)
+    except (TypeError, ValueError):
+        raise SloError(f"VM {vm!r}: latency must be a number of seconds, got {target!r}") from None
+    if not (math.isfinite(seconds) and seconds > 0):
+        raise SloError(f"VM {vm!r}: latency must be a finite number of seconds above 0, got {target!r}")
+    return seconds
+
+
 class SloBook:
     """The SLOs of a set of VMs, with Table 1's five calls."""
 
@@ -112,6 +124,12 @@ class SloBook:
 
     def set_pf(self, vm: str, lower: float, upper: float) -> None:
         self._set(vm, "pf_ratio", lower, upper)
+
+    def set_latency(self, vm: str, target: float) -> None:
+        """A latency SLO (seconds; beyond Table 1, for the paper's Fig. 8): the mean latency of each second
+        should stay within it; Façade's control of the requests in flight holds it."""
+        slo = self._known(vm)
+        self._slos[vm] = replace(slo, latency=checked_latency(vm, target))
 
     def set_slo(self, vm: str, slo: StorageSlo) -> None:
         """A whole SLO at once, already checked (a scenario's [[slos]] entry)."""

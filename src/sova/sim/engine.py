@@ -95,6 +95,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.vm_io_limit = np.zeros(self.V)
         self.vm_io_size_limit = np.zeros(self.V)  # request-merge limit, bytes (0: none)
         self.vm_io_tags = np.zeros((3, self.V))  # the storage scheduler's reservation, weight, weight on bytes
+        self.vm_io_in_flight = np.zeros(self.V)  # requests a VM may keep in flight (0: no cap)
         self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT  # until the workloads are known, below
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self.vf_pending: list[tuple[float, int]] = []  # (due time, vm) of each hot-plug under way

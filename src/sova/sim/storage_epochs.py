@@ -12,6 +12,10 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
   requests within it (as the block layer's max segments per request do), so the device, the limiter
   and the counters see more, smaller requests; a closed stream keeps all the pieces of its IOs
   outstanding;
+- a VM's in-flight cap (Façade's queue length, set by a latency controller) bounds the requests its
+  streams keep in flight at once, shared among them in proportion to what each would keep: a closed
+  stream's depth is at most its share, and an open stream becomes a closed one of its share (what it
+  cannot keep in flight waits in the guest, unseen, as a guest's queue behind a full virtio ring);
 - a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit of requests through in each epoch
   (a token bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion
   to what they offer;
@@ -119,14 +123,21 @@ class StorageEpochs:
         self._last = None
 
     def epoch(
-        self, limit: np.ndarray, size_limit: np.ndarray, tags: np.ndarray, dom0_free: np.ndarray, length: float
+        self,
+        limit: np.ndarray,
+        size_limit: np.ndarray,
+        tags: np.ndarray,
+        in_flight: np.ndarray,
+        dom0_free: np.ndarray,
+        length: float,
     ) -> EpochServed:
         """Serve one epoch of `length` seconds; limit: IOPS per VM (0: none); size_limit: the request-merge
         limit per VM (bytes; 0: none); tags: per VM, rows reservation (requests/s), weight and whether the
-        weight is on bytes (all 0: no tags); dom0_free: Dom0 cores per host left for blkback. Rates are
-        per second: the length sets how many requests an epoch completes, so how much that count varies."""
+        weight is on bytes (all 0: no tags); in_flight: requests per VM in flight at most (0: no cap);
+        dom0_free: Dom0 cores per host left for blkback. Rates are per second: the length sets how many
+        requests an epoch completes, so how much that count varies."""
         speed = self.speed.advance(length)
-        steady = self._steady(limit, size_limit, tags, dom0_free, speed)
+        steady = self._steady(limit, size_limit, tags, in_flight, dom0_free, speed)
         mean = steady.served
         if not (self.noise and steady.paced_cv.any()):
             return mean
@@ -137,15 +148,20 @@ class StorageEpochs:
         return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
 
     def _steady(
-        self, limit: np.ndarray, size_limit: np.ndarray, tags: np.ndarray, dom0_free: np.ndarray, speed: np.ndarray
+        self,
+        limit: np.ndarray,
+        size_limit: np.ndarray,
+        tags: np.ndarray,
+        in_flight: np.ndarray,
+        dom0_free: np.ndarray,
+        speed: np.ndarray,
     ) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
-        key = limit.tobytes() + size_limit.tobytes() + tags.tobytes() + dom0_free.tobytes()
+        key = limit.tobytes() + size_limit.tobytes() + tags.tobytes() + in_flight.tobytes() + dom0_free.tobytes()
         key += speed.tobytes() if self.speed.active else b""
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         io, host, bb = self.streams, self.host, self.blkback
-        closed = io.depth > 0
         srv = self.server
         # in requests from here on: an IO above its VM's merge limit is that many requests of that size
         merge = size_limit[io.vm]
@@ -156,6 +172,7 @@ class StorageEpochs:
         access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
         transfer = size * (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv])
         service = (access + transfer) / speed[srv]
+        depth, closed = self._cap_in_flight(in_flight, np.where(io.depth > 0, depth, iops * service), io.depth > 0)
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
         cpu_per_request = np.where(xen, bb.cpu_per_request(size), 0.0)
@@ -190,6 +207,21 @@ class StorageEpochs:
         steady = _Steady(EpochServed(served, size, held, rho, dom0_cpu), depth, full, cpu_per_request, paced_cv)
         self._last = (key, steady)
         return steady
+
+    def _cap_in_flight(
+        self, in_flight: np.ndarray, would_keep: np.ndarray, closed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Each stream's depth and whether it is closed, under its VM's in-flight cap: the cap shared in
+        proportion to what each stream would keep in flight (a closed stream its depth, an open one its
+        rate times its service)."""
+        capped = in_flight[self.streams.vm] > 0
+        if not capped.any():
+            return np.where(closed, would_keep, 0.0), closed
+        vm = self.streams.vm
+        total = np.bincount(vm, weights=would_keep, minlength=self.n_vms)[vm]
+        share = in_flight[vm] * np.where(total > 0, would_keep / np.maximum(total, 1e-300), 0.0)
+        depth = np.where(capped, np.where(closed, np.minimum(would_keep, share), share), would_keep)
+        return np.where(closed | capped, depth, 0.0), closed | capped
 
     def _tags(self, tags: np.ndarray, passed: np.ndarray, size: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         """Per stream, the scheduler's reservation and weight per request: a VM's split among its streams
@@ -256,7 +288,9 @@ class StorageSubsystem:
             return
         # Dom0's CPU left for blkback; only Xen hosts have blkback (a constant elsewhere keeps the epoch cached)
         dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
-        served = self.storage.epoch(self.vm_io_limit, self.vm_io_size_limit, self.vm_io_tags, dom0_free, self.dt)
+        served = self.storage.epoch(
+            self.vm_io_limit, self.vm_io_size_limit, self.vm_io_tags, self.vm_io_in_flight, dom0_free, self.dt
+        )
         self.blkback_cpu = served.dom0_cpu
         self.gauges["storage_util"] = served.utilisation
         self.gauges["io"] = {

@@ -63,10 +63,13 @@ class IoController(Policy):
         self._second_start: IoSample | None = None
         self.seconds: deque[np.ndarray] = deque(maxlen=RECENT)  # IOPS of each VM, per whole second
         self._sums = np.zeros((5, len(self.vms)))  # seconds measured, Σ IOPS, Σ IOPS², Σ target, compliant
-        self.start(len(self.vms))
         slo = [slos.slo(vm) for vm in self.vms]
+        self.latency_target = np.array([s.latency or np.nan for s in slo])  # seconds; NaN: no latency SLO
+        self.start(len(self.vms))
         self._ramps = [(i, s.ramp, s.throughput[0]) for i, s in enumerate(slo) if s.ramp is not None]
         self._levels: dict[int, dict[float, np.ndarray]] = {i: {} for i, _, _ in self._ramps}  # sums per target
+        self.second_latency = np.full(len(self.vms), np.nan)  # each VM's mean latency in the last second
+        self._latency_sums = np.zeros((4, len(self.vms)))  # seconds measured, Σ latency, Σ latency², compliant
         self.ramped = np.zeros(len(self.vms), dtype=bool)
         self.ramped[[i for i, _, _ in self._ramps]] = True
         self._since_change = np.full(len(self.vms), -1)  # epochs since the target changed, -1: complied since
@@ -103,7 +106,10 @@ class IoController(Policy):
         self._track_settling(throughput)
         if sample.time - self._second_start.time >= 1.0 - 1e-9:
             start, self._second_start = self._second_start, sample
-            self._add_second((sample.requests - start.requests) / (sample.time - start.time))
+            requests = sample.requests - start.requests
+            with np.errstate(invalid="ignore", divide="ignore"):
+                self.second_latency = np.where(requests > 0, (sample.busy - start.busy) / requests, np.nan)
+            self._add_second(requests / (sample.time - start.time))
             self.seconds_done += 1
             if self.seconds_done % INTERVAL == 0 and len(self.vms) <= INTERVAL_VMS_MAX:
                 self._record_interval(sample)
@@ -145,6 +151,7 @@ class IoController(Policy):
         requests = sample.requests - start.requests
         with np.errstate(invalid="ignore", divide="ignore"):
             size = np.where(requests > 0, (sample.bytes - start.bytes) / requests, np.nan)
+            latency = np.where(requests > 0, (sample.busy - start.busy) / requests, np.nan)
         limits = self.size_limits()
         for i, vm in enumerate(self.vms):
             row = {"time": round(sample.time, 3), "vm": vm, "target": float(targets[i])}
@@ -152,6 +159,7 @@ class IoController(Policy):
             row["sc_rate"] = float(sc[i]) if np.isfinite(sc[i]) else None
             row["pf_ratio"] = float(pf[i]) if np.isfinite(pf[i]) else None
             row["io_size"] = float(size[i]) if np.isfinite(size[i]) else None
+            row["latency"] = float(latency[i]) if np.isfinite(latency[i]) else None
             row["io_size_limit"] = float(limits[i]) if limits is not None and limits[i] > 0 else None
             self.intervals.append(row)
 
@@ -167,6 +175,11 @@ class IoController(Policy):
         inside = known & (np.abs(iops - target) <= DELTA_DEFAULT / 100 * target)
         seconds = np.stack([known, got, got * got, np.where(known, target, 0.0), inside])
         self._sums += seconds
+        latency, goal = self.second_latency, self.latency_target
+        measured = ~np.isnan(latency) & ~np.isnan(goal)
+        got = np.where(measured, latency, 0.0)
+        within = measured & (got <= (1 + DELTA_DEFAULT / 100) * np.nan_to_num(goal))
+        self._latency_sums += np.stack([measured, got, got * got, within])
         for i, _, _ in self._ramps:  # a tenant's schedule: each of its targets on its own too
             level = self._levels[i].setdefault(float(target[i]), np.zeros(5))
             level += seconds[:, i]
@@ -187,6 +200,13 @@ class IoController(Policy):
             if changes:
                 out[vm]["settling_epochs"] = float(epochs / changes)
                 out[vm]["target_changes"] = int(changes)
+            n, total, squares, within = self._latency_sums[:, i]
+            if n:  # a latency SLO: the mean latency of each second against it (one-sided: lower is fine)
+                mean, goal = total / n, self.latency_target[i]
+                out[vm]["latency_mean"] = float(mean)
+                out[vm]["latency_target"] = float(goal)
+                out[vm]["latency_sc_rate"] = float(100.0 * within / n)
+                out[vm]["latency_pf_ratio"] = float(100.0 * np.sqrt(max(squares / n - mean * mean, 0.0)) / goal)
             if i in self._levels:
                 out[vm]["levels"] = [
                     {"target": target, "seconds": int(sums[0]), **_statistics(sums)}

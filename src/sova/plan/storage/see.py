@@ -10,6 +10,9 @@ not describe: while the limit is held at a bound, or a VM got less than `binding
 device or the workload, not the limit, held it back), the integral does not grow, the limit is not raised
 and the epoch is not used to fit the model. So a target the device cannot give for a while does not
 wind the controller up, and the fit learns only how the VM follows its limit.
+
+A VM with a latency SLO also gets Façade's control of its requests in flight (the paper's §5.2.3): every
+second, the cap that Little's law says gives its target latency at the throughput it got.
 """
 
 from __future__ import annotations
@@ -38,6 +41,9 @@ class SloEnforcement(IoController):
         "optimize": Field("bool", True, "run the AOT (Algorithms 1 and 2); off: targets stay at their lower bounds"),
         "t_r": Field("duration", 30.0, "T_R: throughput target coordination period", lo=1),
         "t_s": Field("duration", 300.0, "T_S: IO size limit coordination period", lo=1),
+        "max_in_flight": Field(
+            "int", 1024, "the most requests Façade lets a VM with a latency SLO keep in flight", lo=1
+        ),
         "binding": Field(
             "float",
             0.9,
@@ -62,6 +68,10 @@ class SloEnforcement(IoController):
         self.pi = pi_controller.PiState.fresh(n, *self.design.poles())
         self.split = io_split.SplitState.fresh(self.size_target)
         self.server = np.array([self.server_of.get(vm, "") for vm in self.vms])
+        # Façade: the requests a VM with a latency SLO may keep in flight, from Little's law at its target
+        self.has_latency = ~np.isnan(self.latency_target)
+        start = np.maximum(self.target * np.nan_to_num(self.latency_target), 1.0)
+        self.in_flight = np.where(self.has_latency, np.minimum(start, p["max_in_flight"]), 0.0)
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         before = self.pi.integral.copy()
@@ -83,12 +93,15 @@ class SloEnforcement(IoController):
             self.size_target,
             self.settings["split_latency_rise"],
         )
-        return IoThrottle(self.vms, self.limit.copy(), np.where(sized, size, 0.0))
+        in_flight = self.in_flight.copy() if self.has_latency.any() else None
+        return IoThrottle(self.vms, self.limit.copy(), np.where(sized, size, 0.0), in_flight=in_flight)
 
     def size_limits(self) -> np.ndarray:
         return self.size_target
 
     def each_second(self, now: float) -> None:
+        if self.has_latency.any():
+            self._facade()
         p = self.settings
         t_r, t_s = round(p["t_r"]), round(p["t_s"])
         if self.seconds_done % t_r:
@@ -103,6 +116,15 @@ class SloEnforcement(IoController):
             self._coordinate(
                 now, sc, pf, self.size_target, self.size_low, self.size_high, np.full(len(self.vms), SIZE_STEP)
             )
+
+    def _facade(self) -> None:
+        """Façade's queue length, every second: by Little's law (Eq. 14) a VM that completes X requests a
+        second with N in flight waits N / X, so N = X * latency target holds its latency at the target at
+        its throughput; X is the last second's (a VM that did nothing keeps its N)."""
+        iops = self.seconds[-1] if self.seconds else np.full(len(self.vms), np.nan)
+        known = self.has_latency & (np.nan_to_num(iops) > 0)
+        wanted = np.clip(np.nan_to_num(iops) * np.nan_to_num(self.latency_target), 1.0, self.settings["max_in_flight"])
+        self.in_flight = np.where(known, wanted, self.in_flight)
 
     def _coordinate(self, now, sc, pf, setting, low, high, step) -> None:
         """Algorithm 1 or 2 on each storage server's VMs, in place on `setting`; audit what moved."""
