@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -22,8 +23,10 @@ import pytest
 
 from sova.analyze.interference import predict
 from sova.analyze.load import host_loads
+from sova.cli import main as cli_main
 from sova.control.manage import manage
 from sova.control.profiles import check_profile
+from sova.control.slo_service import SloService
 from sova.drivers.libvirt_common import LIBVIRT_QUOTA_MAX
 from sova.lab import hosts as lab_hosts
 from sova.lab.domain import CONTROL_CHANNEL
@@ -33,6 +36,7 @@ from sova.model import actions as A
 from sova.model.io_sample import IoThrottle
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
+from sova.model.storage_slo import SloBook
 
 pytestmark = pytest.mark.skipif(
     os.geteuid() != 0 or shutil.which("libvirtd") is None,
@@ -485,3 +489,31 @@ def test_up_after_a_crash_cleans_up_first(lab):
     assert [h.name for h in new.hosts] == ["host1"] and [v.name for v in new.vms] == ["vm1"]
     assert len(_qemu_pids(Path(new.dir))) == 1
     assert not any(p for h in state.hosts[1:] if lab_hosts.pid_alive(p := h.pid))
+
+
+def test_a_tenant_sets_a_storage_slo_in_a_running_manage_and_see_holds_the_real_guest_to_it(lab, driver, tmp_path):
+    lab_, state = lab
+    lab_.load("vm2", ["disk=max"])
+    snap = driver.observe()
+    host = snap.hosts[snap.vm_host[snap.vms.index("vm2")]]
+    r = Reader("test")
+    policies = check_profile(r, ProfileSpec("see", ("see",), "auto", {"see": {"period": 0.25}}))
+    assert not r.problems
+    slos = SloService(SloBook(snap.vms))
+    socket_path = tmp_path / "manage.sock"
+    slos.listen(socket_path)
+    stop = threading.Event()
+    loop = threading.Thread(
+        target=manage, args=(driver, policies, ControlSpec()), kwargs={"slos": slos, "should_stop": stop.is_set}
+    )
+    loop.start()
+    try:
+        assert cli_main(["slo", "set", "vm2", "--throughput", "90", "90", "--socket", str(socket_path)]) == 0
+        wait_until(lambda: blkdeviotune_iops(state, host, "vm2") > 0, "SEE to throttle vm2 through libvirt")
+        v = snap.vms.index("vm2")
+        _, _, ops, _ = measured_until(driver, lambda s, c, ops, t: 0.7 * 90 < ops[v] < 1.3 * 90, 4.0)
+        assert 0.7 * 90 < ops[v] < 1.3 * 90  # unthrottled it reads thousands a second
+    finally:
+        stop.set()
+        loop.join(timeout=30)
+        slos.close()

@@ -1,5 +1,7 @@
-"""SASLO's experiments, run from their scenario files under scenarios/papers/saslo/: what comes out, and
-(as strict expected failures) the paper's directions that do not yet."""
+"""SASLO's experiments, run from their scenario files under scenarios/papers/saslo/ (the long ones cut
+shorter): what comes out, and (as strict expected failures) the paper's directions that do not yet."""
+
+from dataclasses import replace
 
 import pytest
 
@@ -12,15 +14,19 @@ from sova.model.sweep import load_runs
 PAPER = ROOT / "scenarios" / "papers" / "saslo"
 
 
-def slo_by_profile(scenario) -> dict:
-    return {r.profile: r.summary["slo"] for r in run_scenario(scenario)}
+def slo_by_profile(scenario, minutes: float | None = None, profiles: list[str] | None = None) -> dict:
+    """Each profile's slo summary; `minutes`: the scenario cut to that long (the directions tested hold
+    over it; docs/storage-slo.md has the full runs' numbers)."""
+    if minutes is not None:
+        scenario = replace(scenario, duration=60.0 * minutes)
+    return {r.profile: r.summary["slo"] for r in run_scenario(scenario, profiles=profiles)}
 
 
 @pytest.fixture(scope="module")
 def fig6_sweep():
     """The steady array and the most uneven one (the sweep's ends)."""
     sweep, runs = load_runs(PAPER / "fig6-disk-array.toml", check_profile)
-    return {v: slo_by_profile(s) for v, s in zip(sweep.values, runs, strict=True) if v in (0.0, 0.3)}
+    return {v: slo_by_profile(s, minutes=5) for v, s in zip(sweep.values, runs, strict=True) if v in (0.0, 0.3)}
 
 
 def test_fig6_a_steady_array_lets_every_controller_hold_every_target(fig6_sweep):
@@ -81,7 +87,10 @@ def test_reservations_beyond_the_array_mclock_cuts_alike_see_leaves_it_to_the_ar
 
 def test_fig4_see_holds_feasible_targets_and_complies_less_as_they_near_the_arrays_capacity():
     _, runs = load_runs(PAPER / "fig4-disk-array.toml", check_profile)
-    levels = {vm: {lv["target"]: lv for lv in s["levels"]} for vm, s in slo_by_profile(runs[0])["see"].items()}
+    # the targets step every 2 minutes instead of 10
+    slos = tuple((vm, replace(slo, ramp=replace(slo.ramp, every=120.0))) for vm, slo in runs[0].slos)
+    scenario = replace(runs[0], slos=slos)
+    levels = {vm: {lv["target"]: lv for lv in s["levels"]} for vm, s in slo_by_profile(scenario, 18)["see"].items()}
     for by_target in levels.values():
         assert all(by_target[t]["avpe"] < 0.5 and by_target[t]["sc_rate"] > 98 for t in (200, 300, 400, 500))
         sc = [by_target[t]["sc_rate"] for t in sorted(by_target)]
@@ -93,7 +102,7 @@ def test_fig4_see_holds_feasible_targets_and_complies_less_as_they_near_the_arra
 @pytest.fixture(scope="module")
 def fig5_sweep():
     sweep, runs = load_runs(PAPER / "fig5-disk-array.toml", check_profile)
-    return {v[0]: slo_by_profile(s)["see"] for v, s in zip(sweep.values, runs, strict=True)}
+    return {v[0]: slo_by_profile(s, minutes=5)["see"] for v, s in zip(sweep.values, runs, strict=True)}
 
 
 def test_fig5_the_actual_io_size_follows_the_limit_and_the_error_stays_small(fig5_sweep):
@@ -101,7 +110,7 @@ def test_fig5_the_actual_io_size_follows_the_limit_and_the_error_stays_small(fig
     for limit, slo in fig5_sweep.items():
         for vm, s in slo.items():
             assert s["io_size_mean"] == pytest.approx(min(request[vm], units.size_bytes(limit)), rel=1e-6)
-            assert s["avpe"] < 2  # the paper: < 0.2 %
+            assert s["avpe"] < 3  # over 5 minutes (the full 20: under 2 %); the paper: < 0.2 %
 
 
 @pytest.mark.xfail(
@@ -116,7 +125,7 @@ def test_aot_meets_each_configurations_qos_and_the_looser_one_gets_more_throughp
     slo, ranges = {}, {}
     for n in (1, 2):
         _, runs = load_runs(PAPER / f"aot-config{n}-disk-array.toml", check_profile)
-        slo[n] = slo_by_profile(runs[0])["see"]
+        slo[n] = slo_by_profile(runs[0], minutes=40)["see"]
         ranges[n] = dict(runs[0].slos)
     for n in (1, 2):
         for vm, s in slo[n].items():
@@ -131,14 +140,14 @@ def test_aot_meets_each_configurations_qos_and_the_looser_one_gets_more_throughp
 def test_fig7_every_vm_replaying_a_real_trace_holds_its_slo_from_1_to_15_vms():
     sweep, runs = load_runs(PAPER / "fig7-trace-ssd.toml", check_profile)
     for count, scenario in zip(sweep.values, runs, strict=True):
-        slo = slo_by_profile(scenario)["see"]
+        slo = slo_by_profile(scenario, minutes=1)["see"]
         assert len(slo) == count
         assert all(s["sc_rate"] > 90 and s["avpe"] < 0.1 for s in slo.values())  # the paper: > 90 %, < 0.087 %
 
 
 def test_fig8_see_with_facade_holds_throughput_and_latency_slos_together_as_the_paper_says():
     _, runs = load_runs(PAPER / "fig8-latency-disk-array.toml", check_profile)
-    results = {r.profile: r.summary["slo"] for r in run_scenario(runs[0], profiles=["see", "static"])}
+    results = slo_by_profile(runs[0], minutes=20, profiles=["see", "static"])
     for vm, s in results["see"].items():
         assert s["avpe"] < 1 and s["latency_sc_rate"] > 98  # the paper: 99.42-99.92 %
         assert s["latency_mean"] == pytest.approx(s["latency_target"], rel=0.01)

@@ -13,7 +13,7 @@ import signal
 import sys
 
 from sova import __version__
-from sova.cli import check, lab, manage, place, predict, run
+from sova.cli import check, lab, manage, place, predict, run, slo
 from sova.cli.common import Terminated, described, err, error, print_problems
 from sova.drivers.libvirt_driver import DriverError
 from sova.lab.errors import LabError
@@ -38,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
                 "sova policies",
                 "sova lab up --hosts 2 --vms-per-host 2        (root: a real libvirt lab on this machine)",
                 "sova manage --lab /var/lib/sova-lab --profile sova",
+                "sova slo set vm1 --throughput 400 600        (a running manage with --profile see)",
                 "sova lab down",
             ],
             "docs: docs/scenario-format.md (scenario files), docs/outputs.md (result files), "
@@ -52,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     predict.add_parser(sub)
     lab.add_parser(sub)
     manage.add_parser(sub)
+    slo.add_parser(sub)
     return p
 
 
@@ -63,6 +65,7 @@ COMMANDS = {
     "predict": predict.command,
     "lab": lab.command,
     "manage": manage.command,
+    "slo": slo.command,
 }
 
 

@@ -56,6 +56,20 @@ def add_parser(sub) -> None:
         help="stop after this long (default: never)",
     )
     m.add_argument("--audit", type=Path, default=None, metavar="FILE.jsonl", help="append every audit entry here")
+    m.add_argument(
+        "--slos",
+        type=Path,
+        default=None,
+        metavar="FILE.toml",
+        help="storage SLOs to start with: [[slos]] entries as in a scenario (profile see; docs/storage-slo.md)",
+    )
+    m.add_argument(
+        "--control-socket",
+        type=Path,
+        default=None,
+        metavar="PATH",
+        help="with profile see: where `sova slo` reaches this manage (default: the user's runtime directory)",
+    )
 
 
 def command(args) -> int:
@@ -63,10 +77,12 @@ def command(args) -> int:
     from dataclasses import asdict
 
     from sova.control.manage import BUILTIN_PROFILES, manage
+    from sova.control.slo_service import default_socket
     from sova.drivers.libvirt_driver import LibvirtDriver
     from sova.model.scenario import ControlSpec, ProfileSpec
     from sova.model.scenario_fields import CONTROL_FIELDS
     from sova.model.schema import Reader
+    from sova.plan.storage.io_control import IoController
 
     hosts, options = {}, {}
     if args.lab is not None:
@@ -98,11 +114,16 @@ def command(args) -> int:
     control = ControlSpec(**r.table(rails, CONTROL_FIELDS, "--control"))
     if r.problems:
         raise InputError(r.problems)
-    audit = _open_audit(args.audit) if args.audit else None  # before connecting: a bad path fails at once
+    slo_entries = _read_slo_file(args.slos) if args.slos else None  # before connecting: bad input fails at once
+    audit = _open_audit(args.audit) if args.audit else None
     driver = LibvirtDriver(hosts, **options)
+    service = None
     try:
         driver.connect()
+        if any(isinstance(p, IoController) for p in policies):
+            service = _slo_service(driver, slo_entries, args.slos, args.control_socket or default_socket())
     except BaseException:
+        driver.close()
         if audit is not None:
             audit.close()
         raise
@@ -121,14 +142,51 @@ def command(args) -> int:
 
     out.print(f"managing {', '.join(hosts)} with profile {args.profile} ({args.mode}); Ctrl-C stops", markup=False)
     try:
-        manage(driver, policies, control, args.mode, args.duration, on_entry=on_entry, ask=ask)
+        manage(driver, policies, control, args.mode, args.duration, on_entry=on_entry, ask=ask, slos=service)
     except KeyboardInterrupt:
         out.print("stopped", markup=False)
     finally:
+        if service is not None:
+            service.close()
         driver.close()
         if audit is not None:
             audit.close()
     return 0
+
+
+def _read_slo_file(path: Path) -> list:
+    """The [[slos]] entries of a TOML file (checked against the VMs once the hosts are reached)."""
+    from sova.model.schema import read_toml
+
+    raw = read_toml(path, "a TOML file of [[slos]] entries")
+    entries = raw.get("slos", [])
+    unknown = sorted(set(raw) - {"slos"})
+    if unknown or not isinstance(entries, list):
+        raise InputError([Problem(f"--slos {path}", "expected only [[slos]] entries (docs/storage-slo.md)")])
+    return entries
+
+
+def _slo_service(driver, entries: list | None, path_given: Path | None, socket: Path):
+    """The tenants' SLO book over the hosts' VMs, filled from --slos, listening at `socket`."""
+    from sova.control.slo_service import SloService
+    from sova.model.schema import Reader
+    from sova.model.slo_reader import read_slos, slo_book
+    from sova.model.storage_slo import SloError
+
+    vms = list(driver.observe().vms)
+    slos = ()
+    if entries:
+        r = Reader(f"--slos {path_given}")
+        slos = read_slos(r, entries, vms)
+        if r.problems:
+            raise InputError(r.problems)
+    service = SloService(slo_book(vms, slos))
+    try:
+        service.listen(socket)
+    except (SloError, OSError) as exc:
+        raise InputError([Problem(f"--control-socket {socket}", str(exc))]) from None
+    out.print(f"storage SLOs: `sova slo set|get VM --socket {socket}`", markup=False)
+    return service
 
 
 def _open_audit(path: Path):

@@ -5,6 +5,11 @@ differ. In approve mode each plan is shown to a person (the ``ask`` callback), t
 first, who approves or rejects it; plans nobody answers expire as in simulation. Every audit entry
 (findings included) is handed to ``on_entry`` as it is written (the CLI prints it and appends it to a
 JSONL file).
+
+IO controllers (profile `see`) run in the same loop, which then ticks as often as the fastest of them
+asks. They are bound to the VMs the tenants gave SLOs (`--slos`, or `sova slo set` through the SLO
+service), each VM's host standing for its storage server (its local disks); a changed SLO re-binds them
+between ticks, each VM's controller starting again from its SLO's lower bound.
 """
 
 from __future__ import annotations
@@ -14,9 +19,13 @@ from collections.abc import Callable
 
 from sova.control.audit import AuditEntry
 from sova.control.runtime import Runtime
+from sova.control.slo_service import SloService
 from sova.drivers.base import Driver
 from sova.model.scenario import ControlSpec
+from sova.model.snapshot import Snapshot
+from sova.model.storage_slo import SloBook
 from sova.plan.base import Policy
+from sova.plan.storage.io_control import IoController
 
 BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
     "default": (),
@@ -26,7 +35,17 @@ BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
     "sova": ("sova",),
     "cloudscope": ("cloudscope",),  # CloudScope Algorithm 1: move VMs predicted slow
     "cloudscope-dom0": ("cloudscope-dom0",),  # CloudScope Eq. 8: raise Dom0's weight for VMs missing their SLO
+    "see": ("see",),  # SASLO: each VM's storage IO held to its SLO (sova slo set)
 }
+
+
+def bind_to_hosts(policies: list[Policy], book: SloBook, snapshot: Snapshot) -> list[IoController]:
+    """Bind the IO controllers among the policies to the book's SLOs, each VM's host as its storage server."""
+    controllers = [p for p in policies if isinstance(p, IoController)]
+    server_of = {vm: snapshot.hosts[h] for vm, h in zip(snapshot.vms, snapshot.vm_host, strict=True)}
+    for c in controllers:
+        c.bind(book, server_of)
+    return controllers
 
 
 def manage(
@@ -39,15 +58,23 @@ def manage(
     on_entry: Callable[[AuditEntry], None] | None = None,
     ask: Callable[[int, list[str]], bool] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    slos: SloService | None = None,
 ) -> Runtime:
-    """Run until `duration` seconds have passed (None: until interrupted or should_stop())."""
+    """Run until `duration` seconds have passed (None: until interrupted or should_stop()); `slos`: the
+    tenants' SLOs, which the IO controllers among the policies hold (bound here to the hosts' VMs)."""
     rt = Runtime(driver, policies, control, mode)
+    first = driver.observe() if slos is not None else None
+    controllers = bind_to_hosts(policies, slos.book, first) if slos is not None else []
+    if controllers:
+        tick = min(tick, *(c.period for c in controllers))
     start = driver.now()
     seen = 0
     while duration is None or driver.now() - start < duration:
         if should_stop is not None and should_stop():
             break
         t = time.monotonic()
+        if controllers and slos.take_changed():
+            bind_to_hosts(policies, slos.book, rt.knowledge.latest if len(rt.knowledge) else first)
         rt.tick()
         if mode == "approve" and ask is not None:
             for pid, plan in list(rt.executor.pending.items()):

@@ -1,0 +1,174 @@
+"""The storage tenant API of a running `sova manage`: Table 1's calls (set_Throughput, set_IOsize, set_SC,
+set_PF, get_Status; and the latency SLO) over a Unix socket, which `sova slo set|get` speaks.
+
+One JSON object per line each way:
+
+    {"op": "set", "vm": "web", "throughput": [400, 600], "io_size": [12288, 32768], "sc_rate": [80, 90],
+     "pf_ratio": [8, 15], "latency": 0.02}            (any of the settings)
+    {"op": "get", "vm": "web"}
+    -> {"ok": true, "vm": "web", "slo": {...}, "status": {"sc_rate": 93.2, "pf_ratio": 4.1}}
+    -> {"ok": false, "error": "VM 'web': throughput lower bound 600 is above the upper bound 400"}
+
+A set is all or nothing: every setting is checked on a copy of the VM's SLO and the book changes only if
+all of them pass. The manage loop picks changes up between ticks (`take_changed`), so its controllers
+never see a half-applied SLO. The socket is created owner-only (0600): until the service mode's API
+with its tokens and roles, whoever may use the socket is the operator running `sova manage`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import socketserver
+import stat
+import tempfile
+import threading
+from dataclasses import asdict
+from pathlib import Path
+
+from sova.model.storage_slo import SloBook, SloError
+
+SETTERS = {"throughput": "set_throughput", "io_size": "set_io_size", "sc_rate": "set_sc", "pf_ratio": "set_pf"}
+REQUEST_MAX = 64 * 1024  # bytes of one request line
+
+
+def default_socket() -> Path:
+    """Where `sova manage` listens and `sova slo` asks by default: the user's runtime directory."""
+    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
+    return Path(base) / f"sova-manage-{os.getuid()}.sock"
+
+
+class SloService:
+    """A SloBook behind a lock, with the requests of `sova slo` applied to it."""
+
+    def __init__(self, book: SloBook):
+        self.book = book
+        self._lock = threading.Lock()
+        self._changed = False
+        self._server: socketserver.ThreadingUnixStreamServer | None = None
+        self._path: Path | None = None
+
+    def handle(self, request: object) -> dict:
+        """One request's answer; a bad request is answered with what is wrong and changes nothing."""
+        if not isinstance(request, dict):
+            return _refused(f"expected a JSON object, got {type(request).__name__}")
+        op, vm = request.get("op"), request.get("vm")
+        if op not in ("set", "get"):
+            return _refused(f"op: expected 'set' or 'get', got {op!r}")
+        if not isinstance(vm, str) or not vm:
+            return _refused(f"vm: expected a VM name, got {vm!r}")
+        try:
+            with self._lock:
+                if op == "set":
+                    self._set(vm, request)
+                return self._describe(vm)
+        except SloError as exc:
+            return _refused(str(exc))
+
+    def _set(self, vm: str, request: dict) -> None:
+        unknown = sorted(set(request) - {"op", "vm", "latency", *SETTERS})
+        if unknown:
+            raise SloError(f"unknown setting(s) {', '.join(unknown)}; expected {', '.join([*SETTERS, 'latency'])}")
+        scratch = SloBook([vm])
+        scratch.set_slo(vm, self.book.slo(vm))  # an unknown VM is refused here
+        for key, method in SETTERS.items():
+            if key in request:
+                bounds = request[key]
+                if not isinstance(bounds, list) or len(bounds) != 2:
+                    raise SloError(f"VM {vm!r}: {key} must be [lower, upper], got {bounds!r}")
+                getattr(scratch, method)(vm, *bounds)
+        if "latency" in request:
+            scratch.set_latency(vm, request["latency"])
+        self.book.set_slo(vm, scratch.slo(vm))
+        self._changed = True
+
+    def _describe(self, vm: str) -> dict:
+        slo = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.book.slo(vm)).items()}
+        slo.pop("ramp", None)  # a scenario's schedule: not part of the tenant API
+        return {"ok": True, "vm": vm, "slo": slo, "status": asdict(self.book.get_status(vm))}
+
+    def take_changed(self) -> bool:
+        """Whether an SLO changed since the last call (the manage loop then re-binds its controllers)."""
+        with self._lock:
+            changed, self._changed = self._changed, False
+            return changed
+
+    def listen(self, path: Path) -> None:
+        """Serve requests on a Unix socket at `path`, in a background thread, until close()."""
+        _clear_stale_socket(path)
+        service = self
+
+        class Handler(socketserver.StreamRequestHandler):
+            def handle(self) -> None:
+                for line in self.rfile:
+                    if len(line) > REQUEST_MAX:
+                        answer = _refused(f"request longer than {REQUEST_MAX} bytes")
+                    else:
+                        try:
+                            answer = service.handle(json.loads(line))
+                        except json.JSONDecodeError as exc:
+                            answer = _refused(f"not JSON: {exc.msg}")
+                    self.wfile.write((json.dumps(answer, allow_nan=False) + "\n").encode())
+
+        old_mask = os.umask(0o177)  # the socket is born owner-only: no moment where others could connect
+        try:
+            self._server = socketserver.ThreadingUnixStreamServer(str(path), Handler)
+        finally:
+            os.umask(old_mask)
+        self._server.daemon_threads = True
+        self._path = path
+        threading.Thread(target=self._server.serve_forever, name="sova-slo-api", daemon=True).start()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            with contextlib.suppress(FileNotFoundError):
+                self._path.unlink()  # the socket this service made
+            self._server = None
+
+
+def _refused(message: str) -> dict:
+    return {"ok": False, "error": message}
+
+
+def _clear_stale_socket(path: Path) -> None:
+    """Make room for the socket: a socket nobody listens on (a manage that died) is removed; anything else
+    at the path, or a live one, is refused rather than touched."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise SloError(f"{path} exists and is not a socket; choose another --control-socket")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except (ConnectionRefusedError, FileNotFoundError):
+        path.unlink()
+        return
+    finally:
+        probe.close()
+    raise SloError(f"another sova manage is listening at {path}; choose another --control-socket")
+
+
+def ask(path: Path, request: dict, timeout: float = 10.0) -> dict:
+    """Send one request to the `sova manage` listening at `path` and return its answer."""
+    try:
+        payload = json.dumps(request, allow_nan=False) + "\n"
+    except ValueError:
+        return _refused("expected finite numbers, not NaN or infinity")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.settimeout(timeout)
+        try:
+            conn.connect(str(path))
+        except (FileNotFoundError, ConnectionRefusedError):
+            return _refused(f"no sova manage is listening at {path} (start one, or give its --socket)")
+        conn.sendall(payload.encode())
+        with conn.makefile("rb") as answers:
+            line = answers.readline()
+    if not line:
+        return _refused(f"sova manage at {path} closed the connection without answering")
+    return json.loads(line)
