@@ -11,6 +11,9 @@ replay and storage IO. One-second steps. Usage:
     python benchmarks/sim_speed.py --storage-step 0.025 [--loop sova]
                                                    # every VM also does IO (fio, depth 4) and the storage
                                                    # subsystem steps every 25 ms, the loop with it
+    python benchmarks/sim_speed.py --storage-step 0.025 --slos --loop see
+                                                   # and every VM under a storage SLO, SASLO's SEE
+                                                   # moving its IO limit every epoch
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from sova.sim.engine import Simulator
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces" / "planetlab" / "20110303"
 
 
-def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1, storage_step: float = 0.0):
+def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1, storage_step: float = 0.0, slos: bool = False):
     k = 4
     while k**3 // 4 < n_hosts:
         k += 2
@@ -59,12 +62,17 @@ def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1, storage_step: 
     if storage_step:
         raw["simulator"] = {"storage_step": storage_step}
         workloads.append({"vm": "*", "kind": "fio", "iops": 50, "size": "4KB", "iodepth": 4})
+    if slos:  # below what each VM's fio asks, so that every limit binds and moves
+        raw["slos"] = [{"vm": "*", "throughput": [30, 45]}]
     return scenario_from_dict(raw)
 
 
-def measure(n_hosts: int, seconds: int, policies: list[str] | None = None, storage_step: float = 0.0) -> dict:
+def measure(
+    n_hosts: int, seconds: int, policies: list[str] | None = None, storage_step: float = 0.0, slos: bool = False
+) -> dict:
     """Simulated seconds per wall second: the simulator alone, or with `policies` the whole loop as `sova
     run` drives it (step, record, observe every monitor period, Knowledge, the policies, the executor)."""
+    from sova.control.experiment import bind_controllers
     from sova.control.profiles import build_policies
     from sova.control.runtime import Runtime
     from sova.drivers.sim import SimDriver
@@ -72,10 +80,11 @@ def measure(n_hosts: int, seconds: int, policies: list[str] | None = None, stora
     from sova.sim.recorder import PER_HOST_MAX, Recorder
 
     t0 = time.perf_counter()
-    base = scenario(n_hosts, storage_step=storage_step)
+    base = scenario(n_hosts, storage_step=storage_step, slos=slos)
     sim = Simulator(base)
     if policies:
         chosen = build_policies(base, ProfileSpec("bench", tuple(policies)))
+        bind_controllers(chosen, base)
         runtime = Runtime(SimDriver(sim), chosen, base.control, "auto", base.topology)
         recorder = Recorder(sim.host_names, len(sim.host_names) <= PER_HOST_MAX)
         runtime.tick()
@@ -105,11 +114,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=300, help="simulated seconds to time")
     ap.add_argument("--loop", nargs="+", metavar="POLICY", help="time the whole loop with these policies")
     ap.add_argument("--storage-step", type=float, default=0.0, help="storage epochs (s), with IO on every VM")
+    ap.add_argument("--slos", action="store_true", help="every VM under a storage SLO (with --loop see)")
     args = ap.parse_args()
     print("| hosts | VMs | flows | set-up (s) | simulated s / wall s | peak RSS (MiB) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in args.sizes:
-        r = measure(n, args.seconds, args.loop, args.storage_step)
+        r = measure(n, args.seconds, args.loop, args.storage_step, args.slos)
         print(
             f"| {r['hosts']:,} | {r['vms']:,} | {r['flows']:,} | {r['setup_s']:.1f} | "
             f"{r['sim_s_per_wall_s']:,.0f} | {r['peak_rss_mib']:,.0f} |",

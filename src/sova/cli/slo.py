@@ -51,7 +51,10 @@ def add_parser(sub) -> None:
         v = verbs.add_parser(verb, help=f"{verb} a VM's storage SLO")
         v.add_argument("vm", metavar="VM", help="the VM's name, as libvirt knows it")
         v.add_argument(
-            "--socket", type=Path, default=default_socket(), help=f"where sova manage listens (default {default_socket()})"
+            "--socket",
+            type=Path,
+            default=default_socket(),
+            help=f"where sova manage listens (default {default_socket()})",
         )
         v.add_argument("--json", action="store_true", help="print the answer as JSON")
         if verb == "get":
@@ -59,7 +62,9 @@ def add_parser(sub) -> None:
         iops = number("a number of IOPS >= 0", lo=0)
         percent = number("a percentage (0-100)", lo=0, hi=100)
         v.add_argument("--throughput", nargs=2, type=iops, metavar=("LOW", "HIGH"), help="IOPS target range")
-        v.add_argument("--io-size", nargs=2, type=_size, metavar=("LOW", "HIGH"), help="IO size limit range, e.g. 12KiB")
+        v.add_argument(
+            "--io-size", nargs=2, type=_size, metavar=("LOW", "HIGH"), help="IO size limit range, e.g. 12KiB"
+        )
         v.add_argument("--sc", nargs=2, type=percent, metavar=("LOW", "HIGH"), help="SC rate range, per cent")
         v.add_argument("--pf", nargs=2, type=percent, metavar=("LOW", "HIGH"), help="PF ratio range, per cent")
         v.add_argument("--latency", type=_duration, metavar="TIME", help="mean latency target, e.g. 20ms")

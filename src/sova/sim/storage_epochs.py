@@ -65,6 +65,23 @@ class EpochServed:
 
 
 @dataclass(frozen=True)
+class _Offer:
+    """Per stream, in requests (an IO split by its merge limit is several): their size, rate and depth,
+    whether the stream is a closed loop, the device's service time, its CV, blkback's CPU per request,
+    the host path's time, and what the stream offers its limiter."""
+
+    size: np.ndarray
+    iops: np.ndarray
+    depth: np.ndarray
+    closed: np.ndarray
+    service: np.ndarray
+    cv: np.ndarray
+    cpu_per_request: np.ndarray
+    path: np.ndarray
+    offered: np.ndarray
+
+
+@dataclass(frozen=True)
 class _Steady:
     """An epoch's steady state with what the epoch's completions are drawn around: per stream, its requests
     kept outstanding, whether all of them were (its latency is then depth / served), blkback's CPU per
@@ -107,6 +124,7 @@ class StorageEpochs:
         self.host = np.zeros(0, dtype=np.int64)
         self.queue = np.zeros(0)  # IOs waiting (queued behind the limiter or the device), per stream
         self._last: tuple[bytes, _Steady] | None = None  # an epoch is a steady state: same inputs, same result
+        self._offered: tuple[bytes, _Offer] | None = None  # what the streams offer, kept while its inputs hold
 
     def offer(self, streams: IOStreams, server: np.ndarray, host: np.ndarray) -> None:
         """The streams of the coming fabric step (their rates change at its pace); queues carry over."""
@@ -120,7 +138,7 @@ class StorageEpochs:
         ):
             return  # the same streams as the last step (a constant fio): the last epoch still holds
         self.streams, self.server, self.host = streams, server, host
-        self._last = None
+        self._last = self._offered = None
 
     def epoch(
         self,
@@ -161,25 +179,19 @@ class StorageEpochs:
         key += speed.tobytes() if self.speed.active else b""
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        io, host, bb = self.streams, self.host, self.blkback
-        srv = self.server
-        # in requests from here on: an IO above its VM's merge limit is that many requests of that size
-        merge = size_limit[io.vm]
-        pieces = np.where((merge > 0) & (io.size > merge), np.ceil(io.size / np.maximum(merge, 1.0)), 1.0)
-        size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
-        cv = self.service_cv[srv]
-        random_access = io.read * self.access_time[srv] + (1 - io.read) * self.write_access_time[srv]
-        access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
-        transfer = size * (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv])
-        service = (access + transfer) / speed[srv]
-        depth, closed = self._cap_in_flight(in_flight, np.where(io.depth > 0, depth, iops * service), io.depth > 0)
-        # Xen's host path: blkback's work per request, and the wait for a full grant table
-        xen = self.host_xen[host]
-        cpu_per_request = np.where(xen, bb.cpu_per_request(size), 0.0)
-        outstanding = np.where(closed, depth, iops * service) * xen
-        path = cpu_per_request + grant_wait(host, outstanding, size, len(dom0_free), bb)
-        # a closed loop cannot push more than its depth through an idle device; the device shares the rest
-        offered = np.where(closed, np.minimum(iops, depth / (service + path)), iops)
+        host, srv = self.host, self.server
+        o = self._offer(size_limit, in_flight, speed, len(dom0_free))
+        size, iops, depth, closed, service, cv, cpu_per_request, path, offered = (
+            o.size,
+            o.iops,
+            o.depth,
+            o.closed,
+            o.service,
+            o.cv,
+            o.cpu_per_request,
+            o.path,
+            o.offered,
+        )
         passed = self._limit(offered, limit)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
         served, latency, rho = serve_io(
@@ -207,6 +219,34 @@ class StorageEpochs:
         steady = _Steady(EpochServed(served, size, held, rho, dom0_cpu), depth, full, cpu_per_request, paced_cv)
         self._last = (key, steady)
         return steady
+
+    def _offer(self, size_limit: np.ndarray, in_flight: np.ndarray, speed: np.ndarray, n_hosts: int) -> _Offer:
+        """What the streams offer their limiters, in requests, before any rate limit: it changes with the
+        streams, the merge limits, the in-flight caps and the device's speed, not with the rate limits a
+        controller moves every epoch, so it is kept while those inputs hold."""
+        key = size_limit.tobytes() + in_flight.tobytes() + (speed.tobytes() if self.speed.active else b"")
+        if self._offered is not None and self._offered[0] == key:
+            return self._offered[1]
+        io, host, bb, srv = self.streams, self.host, self.blkback, self.server
+        # in requests from here on: an IO above its VM's merge limit is that many requests of that size
+        merge = size_limit[io.vm]
+        pieces = np.where((merge > 0) & (io.size > merge), np.ceil(io.size / np.maximum(merge, 1.0)), 1.0)
+        size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
+        random_access = io.read * self.access_time[srv] + (1 - io.read) * self.write_access_time[srv]
+        access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
+        transfer = size * (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv])
+        service = (access + transfer) / speed[srv]
+        depth, closed = self._cap_in_flight(in_flight, np.where(io.depth > 0, depth, iops * service), io.depth > 0)
+        # Xen's host path: blkback's work per request, and the wait for a full grant table
+        xen = self.host_xen[host]
+        cpu_per_request = np.where(xen, bb.cpu_per_request(size), 0.0)
+        outstanding = np.where(closed, depth, iops * service) * xen
+        path = cpu_per_request + grant_wait(host, outstanding, size, n_hosts, bb)
+        # a closed loop cannot push more than its depth through an idle device; the device shares the rest
+        offered = np.where(closed, np.minimum(iops, depth / (service + path)), iops)
+        offer = _Offer(size, iops, depth, closed, service, self.service_cv[srv], cpu_per_request, path, offered)
+        self._offered = (key, offer)
+        return offer
 
     def _cap_in_flight(
         self, in_flight: np.ndarray, would_keep: np.ndarray, closed: np.ndarray

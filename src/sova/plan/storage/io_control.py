@@ -125,6 +125,8 @@ class IoController(Policy):
         settling measure: from the epoch the SLO was updated to its first compliance)."""
         targets = self.targets()
         waiting = self._since_change >= 0
+        if not waiting.any() and self._last_targets is not None and np.array_equal(targets, self._last_targets):
+            return  # no change to follow (most epochs)
         self._since_change[waiting] += 1
         complied = waiting & (np.abs(throughput - targets) <= 0.1 * targets)
         self._settled += np.stack([complied, np.where(complied, self._since_change, 0)])

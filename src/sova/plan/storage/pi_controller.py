@@ -108,10 +108,13 @@ def fit_arma(state: PiState, throughput: np.ndarray, forgetting: float, active: 
     x1 = np.where(seen, state.last_throughput, 0.0)
     x2 = np.where(seen, state.last_input, 0.0)
     y = np.where(seen, throughput, 0.0)
-    decay = np.where(seen, forgetting, 1.0)
-    state.sums *= decay
-    state.sums += np.stack([x1 * x1, x1 * x2, x2 * x2, x1 * y, x2 * y])
-    s11, s12, s22, s1y, s2y = state.sums
+    if not seen.any():
+        return  # nothing learnt this epoch (a VM the limit does not hold back, or one whose limit held)
+    sums = state.sums
+    sums *= np.where(seen, forgetting, 1.0)
+    for row, term in enumerate((x1 * x1, x1 * x2, x2 * x2, x1 * y, x2 * y)):
+        sums[row] += term
+    s11, s12, s22, s1y, s2y = sums
     det = s11 * s22 - s12 * s12
     solvable = seen & (det > 1e-9 * np.maximum(s11 * s22, 1e-300))
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -83,16 +83,18 @@ class SloEnforcement(IoController):
         held = wanted != self.limit
         self.pi.integral = np.where(held, before, self.pi.integral)  # no wind-up against a bound
         sized = self.size_target > 0
-        size = io_split.step(
-            self.split,
-            latency,
-            throughput,
-            self.target,
-            self.pi.integral,
-            self.size_low,
-            self.size_target,
-            self.settings["split_latency_rise"],
-        )
+        size = np.zeros(len(self.vms))
+        if sized.any():  # the IO split controller, for the VMs with an IO size limit
+            size = io_split.step(
+                self.split,
+                latency,
+                throughput,
+                self.target,
+                self.pi.integral,
+                self.size_low,
+                self.size_target,
+                self.settings["split_latency_rise"],
+            )
         in_flight = self.in_flight.copy() if self.has_latency.any() else None
         return IoThrottle(self.vms, self.limit.copy(), np.where(sized, size, 0.0), in_flight=in_flight)
 
