@@ -218,6 +218,34 @@ def test_an_io_controller_reads_real_block_counters_and_sets_qemus_throttle(lab,
     assert blkdeviotune_iops(state, host, "vm2") == 0
 
 
+def test_a_tenant_sets_a_storage_slo_in_a_running_manage_and_see_holds_the_real_guest_to_it(lab, driver, tmp_path):
+    lab_, state = lab
+    lab_.load("vm2", ["disk=max"])
+    snap = driver.observe()
+    host = snap.hosts[snap.vm_host[snap.vms.index("vm2")]]
+    r = Reader("test")
+    policies = check_profile(r, ProfileSpec("see", ("see",), "auto", {"see": {"period": 0.25}}))
+    assert not r.problems
+    slos = SloService(SloBook(snap.vms))
+    socket_path = tmp_path / "manage.sock"
+    slos.listen(socket_path)
+    stop = threading.Event()
+    loop = threading.Thread(
+        target=manage, args=(driver, policies, ControlSpec()), kwargs={"slos": slos, "should_stop": stop.is_set}
+    )
+    loop.start()
+    try:
+        assert cli_main(["slo", "set", "vm2", "--throughput", "90", "90", "--socket", str(socket_path)]) == 0
+        wait_until(lambda: blkdeviotune_iops(state, host, "vm2") > 0, "SEE to throttle vm2 through libvirt")
+        v = snap.vms.index("vm2")
+        _, _, ops, _ = measured_until(driver, lambda s, c, ops, t: 0.7 * 90 < ops[v] < 1.3 * 90, 4.0)
+        assert 0.7 * 90 < ops[v] < 1.3 * 90  # unthrottled it reads thousands a second
+    finally:
+        stop.set()
+        loop.join(timeout=30)
+        slos.close()
+
+
 def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
     lab_, _ = lab
     lab_.load("vm2", ["cpu=100"])
@@ -489,31 +517,3 @@ def test_up_after_a_crash_cleans_up_first(lab):
     assert [h.name for h in new.hosts] == ["host1"] and [v.name for v in new.vms] == ["vm1"]
     assert len(_qemu_pids(Path(new.dir))) == 1
     assert not any(p for h in state.hosts[1:] if lab_hosts.pid_alive(p := h.pid))
-
-
-def test_a_tenant_sets_a_storage_slo_in_a_running_manage_and_see_holds_the_real_guest_to_it(lab, driver, tmp_path):
-    lab_, state = lab
-    lab_.load("vm2", ["disk=max"])
-    snap = driver.observe()
-    host = snap.hosts[snap.vm_host[snap.vms.index("vm2")]]
-    r = Reader("test")
-    policies = check_profile(r, ProfileSpec("see", ("see",), "auto", {"see": {"period": 0.25}}))
-    assert not r.problems
-    slos = SloService(SloBook(snap.vms))
-    socket_path = tmp_path / "manage.sock"
-    slos.listen(socket_path)
-    stop = threading.Event()
-    loop = threading.Thread(
-        target=manage, args=(driver, policies, ControlSpec()), kwargs={"slos": slos, "should_stop": stop.is_set}
-    )
-    loop.start()
-    try:
-        assert cli_main(["slo", "set", "vm2", "--throughput", "90", "90", "--socket", str(socket_path)]) == 0
-        wait_until(lambda: blkdeviotune_iops(state, host, "vm2") > 0, "SEE to throttle vm2 through libvirt")
-        v = snap.vms.index("vm2")
-        _, _, ops, _ = measured_until(driver, lambda s, c, ops, t: 0.7 * 90 < ops[v] < 1.3 * 90, 4.0)
-        assert 0.7 * 90 < ops[v] < 1.3 * 90  # unthrottled it reads thousands a second
-    finally:
-        stop.set()
-        loop.join(timeout=30)
-        slos.close()

@@ -74,6 +74,7 @@ def test_dry_run_applies_nothing():
         (["--host", "n1=test:///default", "--control", "hold_down=soon"], "--control.hold_down: expected a duration"),
         ([], "at least one host"),
         (["--host", "n1=test:///default", "--profile", "see", "--slos", "/nonexistent/slos.toml"], "no such file"),
+        (["--host", "n1=test:///default", "--slos", "slos.toml"], "profile sova holds no storage SLO"),
     ],
 )
 def test_manage_refuses_bad_arguments_before_it_starts(args, message, capsys):

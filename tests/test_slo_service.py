@@ -73,7 +73,7 @@ def test_over_its_socket_the_service_answers_each_line(listening):
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
         conn.connect(str(path))
         conn.sendall(b"not json\n")
-        assert "not JSON" in json.loads(conn.makefile("rb").readline())["error"]
+        assert "not a JSON request" in json.loads(conn.makefile("rb").readline())["error"]
     assert oct(path.stat().st_mode & 0o777) == "0o600"  # owner-only
 
 
@@ -138,10 +138,16 @@ def test_a_manage_loop_follows_a_target_a_tenant_sets_while_it_runs(tmp_path):
         while "vm1" not in see.vms and time.monotonic() < deadline:
             time.sleep(0.01)
         assert list(see.vms) == ["vm1"] and list(see.target) == [400]
-        assert main(["slo", "set", "vm2", "--throughput", "300", "300", "--socket", str(path)]) == 0
+        assert main(["slo", "set", "vm2", "--throughput", "300", "400", "--socket", str(path)]) == 0
         while "vm2" not in see.vms and time.monotonic() < deadline:
             time.sleep(0.01)
         assert list(see.vms) == ["vm1", "vm2"] and list(see.target) == [400, 300]
+        # a change to a VM already under control restarts only that VM's target
+        see.target[1] = 320.0  # as if the optimizer had moved it
+        assert main(["slo", "set", "vm1", "--throughput", "450", "650", "--socket", str(path)]) == 0
+        while see.low[0] != 450 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert list(see.target) == [450, 320] and list(see.high) == [650, 400]
         throttled = [call for call in c.conns["fake://a"].doms["vm2"].calls if call[0] == "iotune"]
         while not throttled and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -151,3 +157,11 @@ def test_a_manage_loop_follows_a_target_a_tenant_sets_while_it_runs(tmp_path):
         stop.set()
         loop.join(timeout=10)
         slos.close()
+
+
+def test_a_status_that_could_not_be_measured_is_answered_as_none():
+    slos = service()
+    slos.book.record_status("vm1", float("nan"), 4.0)
+    answer = slos.handle({"op": "get", "vm": "vm1"})
+    assert answer["status"] == {"sc_rate": None, "pf_ratio": 4.0}
+    json.dumps(answer, allow_nan=False)  # what goes over the socket

@@ -114,13 +114,17 @@ def command(args) -> int:
     control = ControlSpec(**r.table(rails, CONTROL_FIELDS, "--control"))
     if r.problems:
         raise InputError(r.problems)
+    controlled = any(isinstance(p, IoController) for p in policies)
+    for flag, given in (("--slos", args.slos), ("--control-socket", args.control_socket)):
+        if given is not None and not controlled:
+            raise InputError([Problem(flag, f"profile {args.profile} holds no storage SLO; expected --profile see")])
     slo_entries = _read_slo_file(args.slos) if args.slos else None  # before connecting: bad input fails at once
     audit = _open_audit(args.audit) if args.audit else None
     driver = LibvirtDriver(hosts, **options)
     service = None
     try:
         driver.connect()
-        if any(isinstance(p, IoController) for p in policies):
+        if controlled:
             service = _slo_service(driver, slo_entries, args.slos, args.control_socket or default_socket())
     except BaseException:
         driver.close()
@@ -166,8 +170,8 @@ def _read_slo_file(path: Path) -> list:
     return entries
 
 
-def _slo_service(driver, entries: list | None, path_given: Path | None, socket: Path):
-    """The tenants' SLO book over the hosts' VMs, filled from --slos, listening at `socket`."""
+def _slo_service(driver, entries: list | None, path_given: Path | None, socket_path: Path):
+    """The tenants' SLO book over the hosts' VMs, filled from --slos, listening at `socket_path`."""
     from sova.control.slo_service import SloService
     from sova.model.schema import Reader
     from sova.model.slo_reader import read_slos, slo_book
@@ -182,10 +186,10 @@ def _slo_service(driver, entries: list | None, path_given: Path | None, socket: 
             raise InputError(r.problems)
     service = SloService(slo_book(vms, slos))
     try:
-        service.listen(socket)
+        service.listen(socket_path)
     except (SloError, OSError) as exc:
-        raise InputError([Problem(f"--control-socket {socket}", str(exc))]) from None
-    out.print(f"storage SLOs: `sova slo set|get VM --socket {socket}`", markup=False)
+        raise InputError([Problem(f"--control-socket {socket_path}", str(exc))]) from None
+    out.print(f"storage SLOs: `sova slo set|get VM --socket {socket_path}`", markup=False)
     return service
 
 

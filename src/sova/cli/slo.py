@@ -103,6 +103,8 @@ def _show(answer: dict) -> None:
         return f"{value[0] * scale:g}-{value[1] * scale:g}{unit}"
 
     out.print(f"{answer['vm']}:", markup=False)
+    if slo.get("throughput") is None:
+        out.print("  not under SLO control until it has a throughput range (--throughput)", markup=False)
     out.print(f"  throughput   {span('throughput', ' IOPS')}", markup=False)
     out.print(f"  IO size      {span('io_size', ' KiB', 1 / 1024)}", markup=False)
     out.print(f"  SC rate      {span('sc_rate', ' %')}", markup=False)

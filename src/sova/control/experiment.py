@@ -25,7 +25,7 @@ from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
 from sova.model.slo_reader import slo_book
 from sova.plan.dsriov import VF_PARAMS
-from sova.plan.storage.io_control import IoController
+from sova.plan.storage.io_control import IoController, bind_all
 from sova.sim.engine import Simulator
 from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
 from sova.sim.records import LifecycleRecord, MigrationRecord
@@ -139,13 +139,10 @@ def run_profile(
 
 def bind_controllers(policies: list, scenario: Scenario) -> list[IoController]:
     """Give the profile's IO controllers the scenario's storage SLOs and each VM's storage server."""
-    controllers = [p for p in policies if isinstance(p, IoController)]
-    if controllers:
-        names = [v.name for v in scenario.vms]
-        server_of = {v.name: v.storage for v in scenario.vms}
-        for c in controllers:
-            c.bind(slo_book(names, scenario.slos), server_of)
-    return controllers
+    if not any(isinstance(p, IoController) for p in policies):
+        return []
+    names = [v.name for v in scenario.vms]
+    return bind_all(policies, slo_book(names, scenario.slos), {v.name: v.storage for v in scenario.vms})
 
 
 def _services(sim: Simulator, rec: Recorder) -> list[dict]:

@@ -8,8 +8,9 @@ JSONL file).
 
 IO controllers (profile `see`) run in the same loop, which then ticks as often as the fastest of them
 asks. They are bound to the VMs the tenants gave SLOs (`--slos`, or `sova slo set` through the SLO
-service), each VM's host standing for its storage server (its local disks); a changed SLO re-binds them
-between ticks, each VM's controller starting again from its SLO's lower bound.
+service), each VM's host standing for its storage server (its local disks). A changed SLO is taken up
+between ticks: that VM's target starts again from its new lower bound and the others go on; a VM that
+comes under SLO control (or leaves it) binds the controllers anew, every VM starting again.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from sova.model.scenario import ControlSpec
 from sova.model.snapshot import Snapshot
 from sova.model.storage_slo import SloBook
 from sova.plan.base import Policy
-from sova.plan.storage.io_control import IoController
+from sova.plan.storage.io_control import IoController, bind_all
 
 BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
     "default": (),
@@ -41,11 +42,8 @@ BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
 
 def bind_to_hosts(policies: list[Policy], book: SloBook, snapshot: Snapshot) -> list[IoController]:
     """Bind the IO controllers among the policies to the book's SLOs, each VM's host as its storage server."""
-    controllers = [p for p in policies if isinstance(p, IoController)]
     server_of = {vm: snapshot.hosts[h] for vm, h in zip(snapshot.vms, snapshot.vm_host, strict=True)}
-    for c in controllers:
-        c.bind(book, server_of)
-    return controllers
+    return bind_all(policies, book, server_of)
 
 
 def manage(
@@ -63,8 +61,8 @@ def manage(
     """Run until `duration` seconds have passed (None: until interrupted or should_stop()); `slos`: the
     tenants' SLOs, which the IO controllers among the policies hold (bound here to the hosts' VMs)."""
     rt = Runtime(driver, policies, control, mode)
-    first = driver.observe() if slos is not None else None
-    controllers = bind_to_hosts(policies, slos.book, first) if slos is not None else []
+    layout = driver.observe() if slos is not None else None  # which VM runs on which host
+    controllers = bind_to_hosts(policies, slos.book, layout) if slos is not None else []
     if controllers:
         tick = min(tick, *(c.period for c in controllers))
     start = driver.now()
@@ -73,8 +71,9 @@ def manage(
         if should_stop is not None and should_stop():
             break
         t = time.monotonic()
-        if controllers and slos.take_changed():
-            bind_to_hosts(policies, slos.book, rt.knowledge.latest if len(rt.knowledge) else first)
+        changed = slos.take_changed() if controllers else set()
+        if changed and not all(c.refresh(changed) for c in controllers):  # the VMs under SLO changed
+            bind_to_hosts(policies, slos.book, rt.knowledge.latest if len(rt.knowledge) else layout)
         rt.tick()
         if mode == "approve" and ask is not None:
             for pid, plan in list(rt.executor.pending.items()):

@@ -46,7 +46,7 @@ class SloService:
     def __init__(self, book: SloBook):
         self.book = book
         self._lock = threading.Lock()
-        self._changed = False
+        self._changed: set[str] = set()
         self._server: socketserver.ThreadingUnixStreamServer | None = None
         self._path: Path | None = None
 
@@ -82,17 +82,17 @@ class SloService:
         if "latency" in request:
             scratch.set_latency(vm, request["latency"])
         self.book.set_slo(vm, scratch.slo(vm))
-        self._changed = True
+        self._changed.add(vm)
 
     def _describe(self, vm: str) -> dict:
         slo = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.book.slo(vm)).items()}
         slo.pop("ramp", None)  # a scenario's schedule: not part of the tenant API
         return {"ok": True, "vm": vm, "slo": slo, "status": asdict(self.book.get_status(vm))}
 
-    def take_changed(self) -> bool:
-        """Whether an SLO changed since the last call (the manage loop then re-binds its controllers)."""
+    def take_changed(self) -> set[str]:
+        """The VMs whose SLO changed since the last call (the manage loop then updates its controllers)."""
         with self._lock:
-            changed, self._changed = self._changed, False
+            changed, self._changed = self._changed, set()
             return changed
 
     def listen(self, path: Path) -> None:
@@ -102,14 +102,15 @@ class SloService:
 
         class Handler(socketserver.StreamRequestHandler):
             def handle(self) -> None:
-                for line in self.rfile:
+                while line := self.rfile.readline(REQUEST_MAX + 1):
                     if len(line) > REQUEST_MAX:
                         answer = _refused(f"request longer than {REQUEST_MAX} bytes")
+                        self.rfile.readline()  # the rest of that line
                     else:
                         try:
                             answer = service.handle(json.loads(line))
-                        except json.JSONDecodeError as exc:
-                            answer = _refused(f"not JSON: {exc.msg}")
+                        except ValueError as exc:  # not JSON, not UTF-8
+                            answer = _refused(f"not a JSON request: {exc}")
                     self.wfile.write((json.dumps(answer, allow_nan=False) + "\n").encode())
 
         old_mask = os.umask(0o177)  # the socket is born owner-only: no moment where others could connect
@@ -166,9 +167,15 @@ def ask(path: Path, request: dict, timeout: float = 10.0) -> dict:
             conn.connect(str(path))
         except (FileNotFoundError, ConnectionRefusedError):
             return _refused(f"no sova manage is listening at {path} (start one, or give its --socket)")
-        conn.sendall(payload.encode())
-        with conn.makefile("rb") as answers:
-            line = answers.readline()
-    if not line:
-        return _refused(f"sova manage at {path} closed the connection without answering")
-    return json.loads(line)
+        except OSError as exc:
+            return _refused(f"cannot reach sova manage at {path}: {exc.strerror or exc}")
+        try:
+            conn.sendall(payload.encode())
+            with conn.makefile("rb") as answers:
+                line = answers.readline()
+        except TimeoutError:
+            return _refused(f"sova manage at {path} did not answer within {timeout:g} s")
+    try:
+        return json.loads(line) if line else _refused(f"sova manage at {path} closed the connection unanswered")
+    except ValueError:
+        return _refused(f"sova manage at {path} answered something that is not JSON")

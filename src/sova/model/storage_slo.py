@@ -146,7 +146,8 @@ class SloBook:
     def record_status(self, vm: str, sc_rate: float, pf_ratio: float) -> None:
         """What the VM's SLO enforcement measured over its last interval (the engine calls this)."""
         self._known(vm)
-        self._status[vm] = SloStatus(sc_rate, pf_ratio)
+        finite = [float(x) if x is not None and math.isfinite(x) else None for x in (sc_rate, pf_ratio)]
+        self._status[vm] = SloStatus(*finite)  # not measured (a guest shut off, a target of 0): None
 
     def under_control(self) -> list[str]:
         """The VMs with a throughput SLO, in the order they were given."""

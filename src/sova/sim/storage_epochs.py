@@ -14,8 +14,9 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
   outstanding;
 - a VM's in-flight cap (Façade's queue length, set by a latency controller) bounds the requests its
   streams keep in flight at once, shared among them in proportion to what each would keep: a closed
-  stream's depth is at most its share, and an open stream becomes a closed one of its share (what it
-  cannot keep in flight waits in the guest, unseen, as a guest's queue behind a full virtio ring);
+  stream's depth is at most its share (its other requests wait in the guest, unseen, as behind a full
+  virtio ring), and an open stream becomes a closed one of its share (what that cannot carry is not
+  issued, as what an open stream's limiter does not take);
 - a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit of requests through in each epoch
   (a token bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion
   to what they offer;

@@ -82,6 +82,24 @@ class IoController(Policy):
     def start(self, n: int) -> None:
         """Set up per-VM state for n VMs (after bind)."""
 
+    def refresh(self, changed: set[str]) -> bool:
+        """Take up the changed SLOs of VMs already under control, the others going on as they were: a
+        changed VM's target starts again from its new lower bound, every other target stays (within its
+        range). False when the VMs under control are no longer the same (then bind again)."""
+        if tuple(self.slos.under_control()) != self.vms:
+            return False
+        slo = [self.slos.slo(vm) for vm in self.vms]
+        self.low = np.array([s.throughput[0] for s in slo], dtype=float)
+        self.high = np.array([s.throughput[1] for s in slo], dtype=float)
+        self.latency_target = np.array([s.latency or np.nan for s in slo])
+        moved = np.array([vm in changed for vm in self.vms], dtype=bool)
+        self.target[:] = np.where(moved, self.low, np.clip(self.target, self.low, self.high))
+        self.took_up(moved)
+        return True
+
+    def took_up(self, moved: np.ndarray) -> None:
+        """Per-VM state to follow changed SLOs (after refresh; `moved`: the VMs whose SLO changed)."""
+
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         return []  # a controller acts through its fast loop
 
@@ -230,6 +248,14 @@ def _statistics(sums: np.ndarray) -> dict:
         out["pf_ratio"] = float(100.0 * spread / target)
         out["avpe"] = float(100.0 * abs(mean - target) / target)
     return out
+
+
+def bind_all(policies: list, slos: SloBook, server_of: dict[str, str]) -> list[IoController]:
+    """Bind the IO controllers among a profile's policies to the SLOs; returns them."""
+    controllers = [p for p in policies if isinstance(p, IoController)]
+    for c in controllers:
+        c.bind(slos, server_of)
+    return controllers
 
 
 def window_status(seconds: deque, targets: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:

@@ -1,7 +1,8 @@
 """A leaky bucket per VM as a baseline (Turner's leaky bucket as a meter; QEMU's own throttle is one, with
 a burst): credit fills at the VM's throughput target, up to `burst` seconds of it, and requests take it.
-A VM held back by the device for a while saves credit and spends it when the device recovers, so its
-mean comes nearer its target than a fixed rate's, at the cost of bursts above it. With no burst it is the
+A VM that gets less than its target for a while (held back by the device, or asking less) saves credit
+and spends it when it can, so its mean comes nearer its target than a fixed rate's, at the cost of
+bursts above it. With no burst it is the
 fixed rate (`static-throttle`).
 
 The credit is counted on completed requests (what the counters show), each epoch: the VM may use its

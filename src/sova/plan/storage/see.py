@@ -57,21 +57,38 @@ class SloEnforcement(IoController):
     def start(self, n: int) -> None:
         p = self.settings
         self.design = pi_controller.PiDesign(p["settling"], p["overshoot"], p["criterion"])
+        self._read_ranges()
+        self.size_target = self.size_low.copy()  # Algorithms 1 and 2 start from the lower bounds
+        self.limit = self.target.copy()
+        self.pi = pi_controller.PiState.fresh(n, *self.design.poles())
+        self.split = io_split.SplitState.fresh(self.size_target)
+        self.server = np.array([self.server_of.get(vm, "") for vm in self.vms])
+        self.in_flight = self._first_in_flight()
+
+    def took_up(self, moved: np.ndarray) -> None:
+        """A VM whose SLO changed starts again from its new lower bounds with no integral; the others keep
+        their limits, sizes and caps within their ranges."""
+        self._read_ranges()
+        self.size_target = np.where(moved, self.size_low, np.clip(self.size_target, self.size_low, self.size_high))
+        self.split.limit = np.where(moved, self.size_target, np.minimum(self.split.limit, self.size_target))
+        self.limit = np.where(moved, self.target, np.clip(self.limit, 1.0, self.ceiling))
+        self.pi.integral = np.where(moved, 0.0, self.pi.integral)
+        self.in_flight = np.where(moved | ~self.has_latency, self._first_in_flight(), self.in_flight)
+
+    def _read_ranges(self) -> None:
+        """The tenants' ranges of IO size, SC rate and PF ratio, the limit's ceiling, who has a latency SLO."""
         slos = [self.slos.slo(vm) for vm in self.vms]
         sizes = [s.io_size or (0.0, 0.0) for s in slos]
         self.size_low, self.size_high = np.array([s[0] for s in sizes]), np.array([s[1] for s in sizes])
         self.sc_range = (np.array([s.sc_rate[0] for s in slos]), np.array([s.sc_rate[1] for s in slos]))
         self.pf_range = (np.array([s.pf_ratio[0] for s in slos]), np.array([s.pf_ratio[1] for s in slos]))
-        self.size_target = self.size_low.copy()  # Algorithms 1 and 2 start from the lower bounds
-        self.limit = self.target.copy()
-        self.ceiling = p["headroom"] * self.high
-        self.pi = pi_controller.PiState.fresh(n, *self.design.poles())
-        self.split = io_split.SplitState.fresh(self.size_target)
-        self.server = np.array([self.server_of.get(vm, "") for vm in self.vms])
-        # Façade: the requests a VM with a latency SLO may keep in flight, from Little's law at its target
+        self.ceiling = self.settings["headroom"] * self.high
         self.has_latency = ~np.isnan(self.latency_target)
+
+    def _first_in_flight(self) -> np.ndarray:
+        """Façade's first cap: what Little's law gives at the target and its latency (0: no latency SLO)."""
         start = np.maximum(self.target * np.nan_to_num(self.latency_target), 1.0)
-        self.in_flight = np.where(self.has_latency, np.minimum(start, p["max_in_flight"]), 0.0)
+        return np.where(self.has_latency, np.minimum(start, self.settings["max_in_flight"]), 0.0)
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         before = self.pi.integral.copy()
