@@ -82,11 +82,10 @@ class SimDriver:
         idx = self._indices(throttle.vms)
         self.sim.vm_io_limit[idx] = throttle.iops
         self.sim.vm_io_size_limit[idx] = throttle.size
-        if throttle.reservation is not None or throttle.weight is not None:
-            none = np.zeros(len(idx))
+        if throttle.reservation is not None or throttle.weight is not None:  # rows: reservation, weight, on bytes
             tags = self.sim.vm_io_tags
-            tags[0, idx] = none if throttle.reservation is None else throttle.reservation
-            tags[1, idx] = none if throttle.weight is None else throttle.weight
+            tags[0, idx] = 0.0 if throttle.reservation is None else throttle.reservation
+            tags[1, idx] = 0.0 if throttle.weight is None else throttle.weight
             tags[2, idx] = float(throttle.weight_on_bytes)
         if throttle.in_flight is not None:
             self.sim.vm_io_in_flight[idx] = throttle.in_flight
