@@ -200,3 +200,18 @@ def test_an_in_flight_cap_makes_an_open_stream_wait_in_the_guest_and_its_latency
     assert ops == pytest.approx(2000, rel=1e-6)  # the limiter still paces it
     latency = (sim.counters["blk_time"][0] - before_time) / ops
     assert latency == pytest.approx(4 / 2000, rel=1e-6)  # 4 in flight at 2,000 IOPS: 2 ms each
+
+
+@pytest.mark.parametrize(("pattern", "merged"), [("sequential", 4), ("random", 1)])
+def test_under_a_merge_limit_a_sequential_streams_queued_ios_are_merged_and_a_random_ones_are_not(pattern, merged):
+    sim = Simulator(fio_scenario(0.025, iops=2000, iodepth=8, pattern=pattern))
+    driver = SimDriver(sim)
+    run(sim, 1.0)
+    assert io_ops(sim)[0] == pytest.approx(2000, rel=1e-6)  # no limit: every 4 KiB IO is a request
+    driver.set_io_throttle(IoThrottle(("db",), np.zeros(1), np.array([16384.0])))
+    before_ops, before_bytes = io_ops(sim)[0], sim.counters["blk_rd_bytes"][0] + sim.counters["blk_wr_bytes"][0]
+    run(sim, 1.0)
+    moved = sim.counters["blk_rd_bytes"][0] + sim.counters["blk_wr_bytes"][0] - before_bytes
+    assert moved == pytest.approx(2000 * 4096, rel=1e-6)  # the same data
+    assert io_ops(sim)[0] - before_ops == pytest.approx(2000 / merged, rel=1e-6)  # in 16 KiB requests
+    assert sim.io_served("fio")[0] == pytest.approx(2000, rel=1e-6)  # the workload's own IOs all served

@@ -11,7 +11,9 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
 - a VM's request-merge limit (``SetIoSize``, bytes) splits each IO larger than it into the fewest equal
   requests within it (as the block layer's max segments per request do), so the device, the limiter
   and the counters see more, smaller requests; a closed stream keeps all the pieces of its IOs
-  outstanding;
+  outstanding. Below the limit, a sequential stream's IOs that are queued together are merged into
+  requests of up to the limit (as the block layer merges adjacent requests), as many at a time as the
+  stream keeps queued (its depth, or its rate times its service); without a limit nothing is merged;
 - a VM's in-flight cap (Façade's queue length, set by a latency controller) bounds the requests its
   streams keep in flight at once, shared among them in proportion to what each would keep: a closed
   stream's depth is at most its share (its other requests wait in the guest, unseen, as behind a full
@@ -229,14 +231,23 @@ class StorageEpochs:
         if self._offered is not None and self._offered[0] == key:
             return self._offered[1]
         io, host, bb, srv = self.streams, self.host, self.blkback, self.server
-        # in requests from here on: an IO above its VM's merge limit is that many requests of that size
-        merge = size_limit[io.vm]
-        pieces = np.where((merge > 0) & (io.size > merge), np.ceil(io.size / np.maximum(merge, 1.0)), 1.0)
-        size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
         random_access = io.read * self.access_time[srv] + (1 - io.read) * self.write_access_time[srv]
         access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
-        transfer = size * (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv])
-        service = (access + transfer) / speed[srv]
+        per_byte = (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv]) / speed[srv]
+        access = access / speed[srv]
+        # in requests from here on (pieces: requests per IO): above its VM's merge limit an IO is split into
+        # that many requests; below it, a sequential stream's IOs queued together are merged, up to the limit
+        merge = size_limit[io.vm]
+        limited = merge > 0
+        split = np.where(limited & (io.size > merge), np.ceil(io.size / np.maximum(merge, 1.0)), 1.0)
+        queued = np.where(io.depth > 0, io.depth, io.iops * (access + io.size * per_byte))
+        fits = np.floor(merge / io.size)
+        merged = np.where(
+            limited & io.sequential & (fits >= 2), np.maximum(np.minimum(fits, np.floor(queued)), 1.0), 1.0
+        )
+        pieces = split / merged
+        size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
+        service = access + size * per_byte
         depth, closed = self._cap_in_flight(in_flight, np.where(io.depth > 0, depth, iops * service), io.depth > 0)
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
