@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from pathlib import Path
 
 from sova.model.scenario import Scenario
 from sova.model.scenario_reader import scenario_from_dict
+from sova.model.storage_slo import SloBook
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -50,3 +53,31 @@ def make_scenario(**sections) -> Scenario:
         else:
             raw[key] = value
     return scenario_from_dict(raw)
+
+
+@contextlib.contextmanager
+def managing_see(driver, book: SloBook, socket_path: Path, see_params: dict | None = None):
+    """`sova manage --profile see` in a thread over `driver`, its SLO service listening at `socket_path`;
+    yields the SEE policy, and stops the loop and the service on the way out."""
+    from sova.control.manage import BUILTIN_PROFILES, manage
+    from sova.control.profiles import check_profile
+    from sova.control.slo_service import SloService
+    from sova.model.scenario import ControlSpec, ProfileSpec
+    from sova.model.schema import Reader
+
+    reader = Reader("test")
+    profile = ProfileSpec("see", BUILTIN_PROFILES["see"], "auto", {"see": see_params or {}})
+    policies = check_profile(reader, profile)
+    assert not reader.problems
+    slos = SloService(book)
+    slos.listen(socket_path)
+    stop = threading.Event()
+    kwargs = {"slos": slos, "should_stop": stop.is_set}
+    loop = threading.Thread(target=manage, args=(driver, policies, ControlSpec()), kwargs=kwargs)
+    loop.start()
+    try:
+        yield policies[0]
+    finally:
+        stop.set()
+        loop.join(timeout=30)
+        slos.close()

@@ -14,19 +14,18 @@ import os
 import shutil
 import subprocess
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import managing_see
 from sova.analyze.interference import predict
 from sova.analyze.load import host_loads
 from sova.cli import main as cli_main
 from sova.control.manage import manage
 from sova.control.profiles import check_profile
-from sova.control.slo_service import SloService
 from sova.drivers.libvirt_common import LIBVIRT_QUOTA_MAX
 from sova.lab import hosts as lab_hosts
 from sova.lab.domain import CONTROL_CHANNEL
@@ -223,27 +222,14 @@ def test_a_tenant_sets_a_storage_slo_in_a_running_manage_and_see_holds_the_real_
     lab_.load("vm2", ["disk=max"])
     snap = driver.observe()
     host = snap.hosts[snap.vm_host[snap.vms.index("vm2")]]
-    r = Reader("test")
-    policies = check_profile(r, ProfileSpec("see", ("see",), "auto", {"see": {"period": 0.25}}))
-    assert not r.problems
-    slos = SloService(SloBook(snap.vms))
-    socket_path = tmp_path / "manage.sock"
-    slos.listen(socket_path)
-    stop = threading.Event()
-    loop = threading.Thread(
-        target=manage, args=(driver, policies, ControlSpec()), kwargs={"slos": slos, "should_stop": stop.is_set}
-    )
-    loop.start()
-    try:
-        assert cli_main(["slo", "set", "vm2", "--throughput", "90", "90", "--socket", str(socket_path)]) == 0
+    with managing_see(driver, SloBook(snap.vms), tmp_path / "manage.sock", {"period": 0.25}):
+        assert (
+            cli_main(["slo", "set", "vm2", "--throughput", "90", "90", "--socket", str(tmp_path / "manage.sock")]) == 0
+        )
         wait_until(lambda: blkdeviotune_iops(state, host, "vm2") > 0, "SEE to throttle vm2 through libvirt")
         v = snap.vms.index("vm2")
         _, _, ops, _ = measured_until(driver, lambda s, c, ops, t: 0.7 * 90 < ops[v] < 1.3 * 90, 4.0)
         assert 0.7 * 90 < ops[v] < 1.3 * 90  # unthrottled it reads thousands a second
-    finally:
-        stop.set()
-        loop.join(timeout=30)
-        slos.close()
 
 
 def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
