@@ -9,26 +9,22 @@ from pathlib import Path
 from sova.cli.common import described, error, number, out
 
 
-def _size(text: str) -> float:
-    from sova.model import units
+def _unit(parse):
+    """An argparse type from one of model/units' parsers: a bad value is a usage error with its message."""
 
-    try:
-        return units.size_bytes(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    def typed(text: str) -> float:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
 
-
-def _duration(text: str) -> float:
-    from sova.model import units
-
-    try:
-        return units.duration(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    typed.__name__ = parse.__name__
+    return typed
 
 
 def add_parser(sub) -> None:
     from sova.control.slo_service import default_socket
+    from sova.model import units
 
     s = sub.add_parser(
         "slo",
@@ -63,11 +59,15 @@ def add_parser(sub) -> None:
         percent = number("a percentage (0-100)", lo=0, hi=100)
         v.add_argument("--throughput", nargs=2, type=iops, metavar=("LOW", "HIGH"), help="IOPS target range")
         v.add_argument(
-            "--io-size", nargs=2, type=_size, metavar=("LOW", "HIGH"), help="IO size limit range, e.g. 12KiB"
+            "--io-size",
+            nargs=2,
+            type=_unit(units.size_bytes),
+            metavar=("LOW", "HIGH"),
+            help="IO size limit range, e.g. 12KiB",
         )
         v.add_argument("--sc", nargs=2, type=percent, metavar=("LOW", "HIGH"), help="SC rate range, per cent")
         v.add_argument("--pf", nargs=2, type=percent, metavar=("LOW", "HIGH"), help="PF ratio range, per cent")
-        v.add_argument("--latency", type=_duration, metavar="TIME", help="mean latency target, e.g. 20ms")
+        v.add_argument("--latency", type=_unit(units.duration), metavar="TIME", help="mean latency target, e.g. 20ms")
 
 
 def command(args) -> int:
