@@ -141,3 +141,13 @@ def test_a_manage_loop_follows_a_target_a_tenant_sets_while_it_runs(tmp_path):
         while not throttled() and time.monotonic() < deadline:
             time.sleep(0.01)
         assert throttled()  # SEE throttles vm2 through libvirt
+
+
+def test_an_over_long_request_is_refused_and_the_next_one_answered(listening):
+    _, path = listening
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+        conn.connect(str(path))
+        conn.sendall(b"x" * (200 * 1024) + b"\n" + json.dumps({"op": "get", "vm": "vm1"}).encode() + b"\n")
+        answers = conn.makefile("rb")
+        assert "longer than" in json.loads(answers.readline())["error"]
+        assert json.loads(answers.readline())["slo"]["throughput"] == [400, 600]

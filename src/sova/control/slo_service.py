@@ -105,7 +105,8 @@ class SloService:
                 while line := self.rfile.readline(REQUEST_MAX + 1):
                     if len(line) > REQUEST_MAX:
                         answer = _refused(f"request longer than {REQUEST_MAX} bytes")
-                        self.rfile.readline()  # the rest of that line
+                        while (rest := self.rfile.readline(REQUEST_MAX)) and not rest.endswith(b"\n"):
+                            pass  # the rest of that line, a piece at a time
                     else:
                         try:
                             answer = service.handle(json.loads(line))
