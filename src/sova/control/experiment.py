@@ -125,15 +125,15 @@ def run_profile(
         summary["slo"] = {vm: s for c in controllers for vm, s in c.slo_summary().items()}
     intervals = [row for c in controllers for row in c.intervals]
     return ProfileResult(
-        name,
-        summary,
-        rec.series(),
-        list(sim.migration_log),
-        runtime.audit,
-        services,
-        list(sim.vf_log),
-        initial_vfs,
-        sorted(intervals, key=lambda row: row["time"]),
+        profile=name,
+        summary=summary,
+        series=rec.series(),
+        migrations=list(sim.migration_log),
+        audit=runtime.audit,
+        services=services,
+        vf_events=list(sim.vf_log),
+        initial_vfs=initial_vfs,
+        slo_intervals=sorted(intervals, key=lambda row: row["time"]),
     )
 
 

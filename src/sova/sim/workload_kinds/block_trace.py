@@ -291,3 +291,5 @@ class BlockTraceReplay(WorkloadKind):
             replay = model.by_key.get(key) or load(key, sim.scenario.workloads[group.spec_index[r]].where)
             model.switch(r, key, replay)
             group.state["position"][r] = replay.index_at(group.state["clock"][r : r + 1])[0]
+            for state in ("busy", "taken", "owed_reads", "owed_bytes"):  # measured on the old trace
+                group.state[state][r] = 0.0
