@@ -181,7 +181,7 @@ def test_a_merge_limit_splits_each_io_into_the_fewest_equal_requests_within_it()
 def test_a_closed_stream_split_by_a_merge_limit_keeps_every_piece_outstanding():
     def depth_seen(merge: float) -> float:
         sim = Simulator(fio_scenario(iops=1e6, iodepth=4, size="64KiB"))
-        sim.vm_io_size_limit[0] = merge
+        sim.vm_io.size_limit[0] = merge
         run(sim, 1)
         io = sim.gauges["io"]
         return float(io["served"][0] * io["latency"][0])  # Little's law: requests outstanding

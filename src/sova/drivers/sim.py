@@ -79,16 +79,15 @@ class SimDriver:
         )
 
     def set_io_throttle(self, throttle: IoThrottle) -> None:
-        idx = self._indices(throttle.vms)
-        self.sim.vm_io_limit[idx] = throttle.iops
-        self.sim.vm_io_size_limit[idx] = throttle.size
+        idx, controls = self._indices(throttle.vms), self.sim.vm_io
+        controls.limit[idx] = throttle.iops
+        controls.size_limit[idx] = throttle.size
         if throttle.reservation is not None or throttle.weight is not None:  # rows: reservation, weight, on bytes
-            tags = self.sim.vm_io_tags
-            tags[0, idx] = 0.0 if throttle.reservation is None else throttle.reservation
-            tags[1, idx] = 0.0 if throttle.weight is None else throttle.weight
-            tags[2, idx] = float(throttle.weight_on_bytes)
+            controls.tags[0, idx] = 0.0 if throttle.reservation is None else throttle.reservation
+            controls.tags[1, idx] = 0.0 if throttle.weight is None else throttle.weight
+            controls.tags[2, idx] = float(throttle.weight_on_bytes)
         if throttle.in_flight is not None:
-            self.sim.vm_io_in_flight[idx] = throttle.in_flight
+            controls.in_flight[idx] = throttle.in_flight
 
     def observe(self) -> Snapshot:
         s = self.sim
@@ -181,9 +180,9 @@ class SimDriver:
                 if action.cap >= 0:
                     s.vm_cap[vm] = action.cap
             elif isinstance(action, A.SetIoLimit):
-                s.vm_io_limit[self._vm_index(action.vm)] = action.iops
+                s.vm_io.limit[self._vm_index(action.vm)] = action.iops
             elif isinstance(action, A.SetIoSize):
-                s.vm_io_size_limit[self._vm_index(action.vm)] = action.size
+                s.vm_io.size_limit[self._vm_index(action.vm)] = action.size
             elif isinstance(action, A.SetNetLimit):
                 s.vm_net_limit[self._vm_index(action.vm)] = action.rate
             elif isinstance(action, A.SetDom0Weight):

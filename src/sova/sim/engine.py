@@ -31,7 +31,7 @@ from sova.sim.migration import Migration, migration_config
 from sova.sim.records import Flow, MigrationRecord
 from sova.sim.routing import Routing
 from sova.sim.sensors import Sensors
-from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem
+from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem, VmIoControls
 from sova.sim.vm_lifecycle import VmLifecycle
 from sova.sim.workload_kinds.base import Demand, Progress
 from sova.sim.workloads import Workloads
@@ -92,10 +92,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.vm_vf = np.array([v.nic == "vf" for v in vms], dtype=bool)
         self.vm_vf_rate = np.array([v.vf_rate for v in vms], dtype=float)
         self.vm_net_limit = np.zeros(self.V)
-        self.vm_io_limit = np.zeros(self.V)
-        self.vm_io_size_limit = np.zeros(self.V)  # request-merge limit, bytes (0: none)
-        self.vm_io_tags = np.zeros((3, self.V))  # the storage scheduler's reservation, weight, weight on bytes
-        self.vm_io_in_flight = np.zeros(self.V)  # requests a VM may keep in flight (0: no cap)
+        self.vm_io = VmIoControls.none(self.V)  # rate and merge limits, scheduler tags, in-flight caps
         self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT  # until the workloads are known, below
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self.vf_pending: list[tuple[float, int]] = []  # (due time, vm) of each hot-plug under way

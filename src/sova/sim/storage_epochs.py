@@ -68,6 +68,27 @@ class EpochServed:
 
 
 @dataclass(frozen=True)
+class VmIoControls:
+    """What controllers set on each VM's storage IO (one entry per VM; 0: none): the rate limit (IOPS,
+    ``SetIoLimit``), the request-merge limit (bytes, ``SetIoSize``), the storage scheduler's tags (rows:
+    reservation in requests/s, weight, whether the weight is on bytes; all 0: untagged) and the cap on
+    requests in flight. The arrays are changed in place by the driver."""
+
+    limit: np.ndarray
+    size_limit: np.ndarray
+    tags: np.ndarray
+    in_flight: np.ndarray
+
+    @classmethod
+    def none(cls, n_vms: int) -> VmIoControls:
+        return cls(np.zeros(n_vms), np.zeros(n_vms), np.zeros((3, n_vms)), np.zeros(n_vms))
+
+    def key(self) -> bytes:
+        """The controls as bytes: an epoch whose controls, streams and device are those of the last holds."""
+        return b"".join(a.tobytes() for a in (self.limit, self.size_limit, self.tags, self.in_flight))
+
+
+@dataclass(frozen=True)
 class _Offer:
     """Per stream, in requests (an IO split by its merge limit is several): their size, rate and depth,
     whether the stream is a closed loop, the device's service time, its CV, blkback's CPU per request,
@@ -143,22 +164,12 @@ class StorageEpochs:
         self.streams, self.server, self.host = streams, server, host
         self._last = self._offered = None
 
-    def epoch(
-        self,
-        limit: np.ndarray,
-        size_limit: np.ndarray,
-        tags: np.ndarray,
-        in_flight: np.ndarray,
-        dom0_free: np.ndarray,
-        length: float,
-    ) -> EpochServed:
-        """Serve one epoch of `length` seconds; limit: IOPS per VM (0: none); size_limit: the request-merge
-        limit per VM (bytes; 0: none); tags: per VM, rows reservation (requests/s), weight and whether the
-        weight is on bytes (all 0: no tags); in_flight: requests per VM in flight at most (0: no cap);
-        dom0_free: Dom0 cores per host left for blkback. Rates are per second: the length sets how many
-        requests an epoch completes, so how much that count varies."""
+    def epoch(self, controls: VmIoControls, dom0_free: np.ndarray, length: float) -> EpochServed:
+        """Serve one epoch of `length` seconds under the VMs' IO controls; dom0_free: Dom0 cores per host
+        left for blkback. Rates are per second: the length sets how many requests an epoch completes, so
+        how much that count varies."""
         speed = self.speed.advance(length)
-        steady = self._steady(limit, size_limit, tags, in_flight, dom0_free, speed)
+        steady = self._steady(controls, dom0_free, speed)
         mean = steady.served
         if not (self.noise and steady.paced_cv.any()):
             return mean
@@ -168,37 +179,19 @@ class StorageEpochs:
         dom0_cpu = np.bincount(self.host, weights=served * steady.cpu_per_request, minlength=len(dom0_free))
         return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
 
-    def _steady(
-        self,
-        limit: np.ndarray,
-        size_limit: np.ndarray,
-        tags: np.ndarray,
-        in_flight: np.ndarray,
-        dom0_free: np.ndarray,
-        speed: np.ndarray,
-    ) -> _Steady:
+    def _steady(self, controls: VmIoControls, dom0_free: np.ndarray, speed: np.ndarray) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
-        key = limit.tobytes() + size_limit.tobytes() + tags.tobytes() + in_flight.tobytes() + dom0_free.tobytes()
-        key += speed.tobytes() if self.speed.active else b""
+        key = controls.key() + dom0_free.tobytes() + (speed.tobytes() if self.speed.active else b"")
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         host, srv = self.host, self.server
-        o = self._offer(size_limit, in_flight, speed, len(dom0_free))
-        size, iops, depth, closed, service, cv, cpu_per_request, path, offered = (
-            o.size,
-            o.iops,
-            o.depth,
-            o.closed,
-            o.service,
-            o.cv,
-            o.cpu_per_request,
-            o.path,
-            o.offered,
-        )
-        passed = self._limit(offered, limit)
+        offer = self._offer(controls.size_limit, controls.in_flight, speed, len(dom0_free))
+        size, depth, closed, service, cv = offer.size, offer.depth, offer.closed, offer.service, offer.cv
+        cpu_per_request, path = offer.cpu_per_request, offer.path
+        passed = self._limit(offer.offered, controls.limit)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
         served, latency, rho = serve_io(
-            self.server, passed, service, self.parallelism, cv, self._tags(tags, passed, size)
+            self.server, passed, service, self.parallelism, cv, self._tags(controls.tags, passed, size)
         )
         latency = latency + path
         # a closed stream keeps at most its depth outstanding: an IO takes its own time plus the queueing
@@ -213,7 +206,7 @@ class StorageEpochs:
         wait = (open_rho / (1 - open_rho))[srv] * (1 + np.square(cv)) / 2
         alone = service + path + service / self.parallelism[srv] * wait
         served = np.where(closed, np.minimum(served, depth / alone), served)
-        full = closed & (served < iops * (1 - 1e-9))
+        full = closed & (served < offer.iops * (1 - 1e-9))
         # the device, not the workload's own pace or a limiter, sets when these streams' requests complete
         paced_cv = np.where(served < passed * (1 - 1e-9), cv, 0.0)
         held = np.where(full, depth / np.maximum(served, 1e-300), np.where(closed, alone, latency))
@@ -269,9 +262,7 @@ class StorageEpochs:
         capped = in_flight[self.streams.vm] > 0
         if not capped.any():
             return np.where(closed, would_keep, 0.0), closed
-        vm = self.streams.vm
-        total = np.bincount(vm, weights=would_keep, minlength=self.n_vms)[vm]
-        share = in_flight[vm] * np.where(total > 0, would_keep / np.maximum(total, 1e-300), 0.0)
+        share = in_flight[self.streams.vm] * self._part_of_vm(would_keep)
         depth = np.where(capped, np.where(closed, np.minimum(would_keep, share), share), would_keep)
         return np.where(closed | capped, depth, 0.0), closed | capped
 
@@ -281,11 +272,16 @@ class StorageEpochs:
         weight / size)."""
         if not tags[:2].any():
             return None
-        vm = self.streams.vm
-        total = np.bincount(vm, weights=passed, minlength=self.n_vms)[vm]
-        part = np.where(total > 0, passed / np.maximum(total, 1e-300), 0.0)
-        reservation, weight, on_bytes = tags[:, vm]
+        part = self._part_of_vm(passed)
+        reservation, weight, on_bytes = tags[:, self.streams.vm]
         return reservation * part, weight * part / np.where(on_bytes > 0, size, 1.0)
+
+    def _part_of_vm(self, amount: np.ndarray) -> np.ndarray:
+        """Each stream's part of its VM's total `amount` (0 where the VM has none): how a per-VM setting
+        is shared among the VM's streams."""
+        vm = self.streams.vm
+        total = np.bincount(vm, weights=amount, minlength=self.n_vms)[vm]
+        return np.where(total > 0, amount / np.maximum(total, 1e-300), 0.0)
 
     def _limit(self, offered: np.ndarray, limit: np.ndarray) -> np.ndarray:
         """What each stream's VM limiter lets through, in IOPS: the fluid form of SASLO's time-stamp limiter
@@ -340,9 +336,7 @@ class StorageSubsystem:
             return
         # Dom0's CPU left for blkback; only Xen hosts have blkback (a constant elsewhere keeps the epoch cached)
         dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
-        served = self.storage.epoch(
-            self.vm_io_limit, self.vm_io_size_limit, self.vm_io_tags, self.vm_io_in_flight, dom0_free, self.dt
-        )
+        served = self.storage.epoch(self.vm_io, dom0_free, self.dt)
         self.blkback_cpu = served.dom0_cpu
         self.gauges["storage_util"] = served.utilisation
         self.gauges["io"] = {

@@ -11,7 +11,7 @@ import numpy as np
 
 from sova.model.io_sample import IoThrottle
 from sova.plan.base import register
-from sova.plan.storage.io_control import FEEDBACK_PARAMS, IoController
+from sova.plan.storage.io_control import FEEDBACK_PARAMS, MIN_RATE, IoController
 
 
 @register
@@ -28,5 +28,5 @@ class IntegralControl(IoController):
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         error = np.where(np.isnan(throughput), 0.0, self.target - throughput)
-        self.limit = np.clip(self.limit + self.gain * error, 1.0, self.ceiling)
+        self.limit = np.clip(self.limit + self.gain * error, MIN_RATE, self.ceiling)
         return IoThrottle(self.vms, self.limit.copy(), np.zeros(len(self.vms)))

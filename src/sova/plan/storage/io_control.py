@@ -28,6 +28,7 @@ from sova.model.schema import Field
 from sova.model.storage_slo import SloBook
 from sova.plan.base import Policy
 
+MIN_RATE = 1.0  # IOPS: the lowest rate limit a controller sets (a limit of 0 would mean none)
 RECENT = 300  # seconds of per-second throughput kept (T_S, the slowest of SASLO's loops)
 INTERVAL = 30  # seconds per row of the per-interval statistics (SASLO's T_R, its Figs. 9-11)
 INTERVAL_VMS_MAX = 64  # controllers of more VMs keep the run's statistics only, not a row per interval
@@ -54,17 +55,13 @@ class IoController(Policy):
         self.slos = slos
         self.vms = tuple(slos.under_control())
         self.server_of = server_of
-        throughput = [slos.slo(vm).throughput for vm in self.vms]
-        self.low = np.array([r[0] for r in throughput], dtype=float)
-        self.high = np.array([r[1] for r in throughput], dtype=float)
+        slo = self._read_slos()
         self.target = self.low.copy()
         self.events: list[Action] = []  # for the audit log, each with its reason
         self._last: IoSample | None = None
         self._second_start: IoSample | None = None
         self.seconds: deque[np.ndarray] = deque(maxlen=RECENT)  # IOPS of each VM, per whole second
         self._sums = np.zeros((5, len(self.vms)))  # seconds measured, Σ IOPS, Σ IOPS², Σ target, compliant
-        slo = [slos.slo(vm) for vm in self.vms]
-        self.latency_target = np.array([s.latency or np.nan for s in slo])  # seconds; NaN: no latency SLO
         self.start(len(self.vms))
         self._ramps = [(i, s.ramp, s.throughput[0]) for i, s in enumerate(slo) if s.ramp is not None]
         self._levels: dict[int, dict[float, np.ndarray]] = {i: {} for i, _, _ in self._ramps}  # sums per target
@@ -88,14 +85,19 @@ class IoController(Policy):
         range). False when the VMs under control are no longer the same (then bind again)."""
         if tuple(self.slos.under_control()) != self.vms:
             return False
-        slo = [self.slos.slo(vm) for vm in self.vms]
-        self.low = np.array([s.throughput[0] for s in slo], dtype=float)
-        self.high = np.array([s.throughput[1] for s in slo], dtype=float)
-        self.latency_target = np.array([s.latency or np.nan for s in slo])
+        self._read_slos()
         moved = np.array([vm in changed for vm in self.vms], dtype=bool)
         self.target[:] = np.where(moved, self.low, np.clip(self.target, self.low, self.high))
         self.took_up(moved)
         return True
+
+    def _read_slos(self) -> list:
+        """Each VM's throughput range and latency target (seconds; NaN: none) from the book; its SLOs."""
+        slo = [self.slos.slo(vm) for vm in self.vms]
+        self.low = np.array([s.throughput[0] for s in slo], dtype=float)
+        self.high = np.array([s.throughput[1] for s in slo], dtype=float)
+        self.latency_target = np.array([s.latency or np.nan for s in slo])
+        return slo
 
     def took_up(self, moved: np.ndarray) -> None:
         """Per-VM state to follow changed SLOs (after refresh; `moved`: the VMs whose SLO changed)."""
@@ -117,17 +119,13 @@ class IoController(Policy):
         if sample.time <= last.time:
             return None
         span = sample.time - last.time
-        requests = sample.requests - last.requests
-        throughput = requests / span
-        with np.errstate(invalid="ignore", divide="ignore"):
-            latency = np.where(requests > 0, (sample.busy - last.busy) / requests, np.nan)
+        throughput = (sample.requests - last.requests) / span
+        latency = per_request(sample, last, "busy")
         self._track_settling(throughput)
         if sample.time - self._second_start.time >= 1.0 - 1e-9:
             start, self._second_start = self._second_start, sample
-            requests = sample.requests - start.requests
-            with np.errstate(invalid="ignore", divide="ignore"):
-                self.second_latency = np.where(requests > 0, (sample.busy - start.busy) / requests, np.nan)
-            self._add_second(requests / (sample.time - start.time))
+            self.second_latency = per_request(sample, start, "busy")
+            self._add_second((sample.requests - start.requests) / (sample.time - start.time))
             self.seconds_done += 1
             if self.seconds_done % INTERVAL == 0 and len(self.vms) <= INTERVAL_VMS_MAX:
                 self._record_interval(sample)
@@ -167,11 +165,8 @@ class IoController(Policy):
         start, self._interval_start = self._interval_start, sample
         targets = self.targets()
         recent = np.array(list(self.seconds)[-INTERVAL:]).T
-        sc, pf = window_status(self.seconds, targets, INTERVAL)
-        requests = sample.requests - start.requests
-        with np.errstate(invalid="ignore", divide="ignore"):
-            size = np.where(requests > 0, (sample.bytes - start.bytes) / requests, np.nan)
-            latency = np.where(requests > 0, (sample.busy - start.busy) / requests, np.nan)
+        sc, pf = sc_rate(recent, targets), pf_ratio(recent, targets)
+        size, latency = per_request(sample, start, "bytes"), per_request(sample, start, "busy")
         limits = self.size_limits()
         for i, vm in enumerate(self.vms):
             row = {"time": round(sample.time, 3), "vm": vm, "target": float(targets[i])}
@@ -209,13 +204,13 @@ class IoController(Policy):
         it had), its PF ratio and AVPE against its mean target (Eq. 2, 3), and the means of both; for a
         VM whose tenant moves its target on a schedule, the same for each target it had (`levels`)."""
         out = {}
+        size = per_request(self._last, self._first, "bytes")
         for i, vm in enumerate(self.vms):
             if not self._sums[0, i]:
                 continue
             out[vm] = _statistics(self._sums[:, i])
-            requests = self._last.requests[i] - self._first.requests[i]
-            if requests > 0:
-                out[vm]["io_size_mean"] = float((self._last.bytes[i] - self._first.bytes[i]) / requests)
+            if np.isfinite(size[i]):
+                out[vm]["io_size_mean"] = float(size[i])
             changes, epochs = self._settled[:, i]
             if changes:
                 out[vm]["settling_epochs"] = float(epochs / changes)
@@ -248,6 +243,14 @@ def _statistics(sums: np.ndarray) -> dict:
         out["pf_ratio"] = float(100.0 * spread / target)
         out["avpe"] = float(100.0 * abs(mean - target) / target)
     return out
+
+
+def per_request(later: IoSample, earlier: IoSample, counter: str) -> np.ndarray:
+    """A cumulative counter's growth per request between two samples, per VM (NaN: no request): the
+    mean latency ("busy") or size ("bytes") of the requests in between."""
+    requests = later.requests - earlier.requests
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(requests > 0, (getattr(later, counter) - getattr(earlier, counter)) / requests, np.nan)
 
 
 def bind_all(policies: list, slos: SloBook, server_of: dict[str, str]) -> list[IoController]:

@@ -16,7 +16,7 @@ import numpy as np
 from sova.model.io_sample import IoThrottle
 from sova.model.schema import Field
 from sova.plan.base import register
-from sova.plan.storage.io_control import IoController
+from sova.plan.storage.io_control import MIN_RATE, IoController
 
 
 @register
@@ -36,5 +36,5 @@ class LeakyBucket(IoController):
         used = np.where(np.isnan(throughput), target, throughput) * span
         depth = self.settings["burst"] * target
         self.credit = np.clip(self.credit + target * span - used, 0.0, depth)
-        limit = np.maximum(target + self.credit / self.settings["period"], 1.0)  # 0 would mean no limit
+        limit = np.maximum(target + self.credit / self.settings["period"], MIN_RATE)
         return IoThrottle(self.vms, limit, np.zeros(len(self.vms)))

@@ -25,7 +25,7 @@ from sova.model.schema import Field
 from sova.plan.base import register
 from sova.plan.storage import io_split, pi_controller
 from sova.plan.storage.coordination import coordinate, throughput_step
-from sova.plan.storage.io_control import FEEDBACK_PARAMS, IoController, window_status
+from sova.plan.storage.io_control import FEEDBACK_PARAMS, MIN_RATE, IoController, window_status
 
 SIZE_STEP = 4096.0  # Δ_S: a memory page
 
@@ -71,7 +71,7 @@ class SloEnforcement(IoController):
         self._read_ranges()
         self.size_target = np.where(moved, self.size_low, np.clip(self.size_target, self.size_low, self.size_high))
         self.split.limit = np.where(moved, self.size_target, np.minimum(self.split.limit, self.size_target))
-        self.limit = np.where(moved, self.target, np.clip(self.limit, 1.0, self.ceiling))
+        self.limit = np.where(moved, self.target, np.clip(self.limit, MIN_RATE, self.ceiling))
         self.pi.integral = np.where(moved, 0.0, self.pi.integral)
         self.in_flight = np.where(moved | ~self.has_latency, self._first_in_flight(), self.in_flight)
 
@@ -96,7 +96,7 @@ class SloEnforcement(IoController):
         active = throughput >= self.settings["binding"] * self.limit
         change = pi_controller.step(self.pi, throughput, self.target, self.design, active)
         wanted = self.limit + change
-        self.limit = np.clip(wanted, 1.0, self.ceiling)
+        self.limit = np.clip(wanted, MIN_RATE, self.ceiling)
         held = wanted != self.limit
         self.pi.integral = np.where(held, before, self.pi.integral)  # no wind-up against a bound
         sized = self.size_target > 0

@@ -9,7 +9,7 @@ import numpy as np
 from sova.model.io_sample import IoThrottle
 from sova.model.schema import Field
 from sova.plan.base import register
-from sova.plan.storage.io_control import IoController
+from sova.plan.storage.io_control import MIN_RATE, IoController
 
 
 @register
@@ -19,5 +19,4 @@ class StaticThrottle(IoController):
     params = {"period": Field("duration", 1.0, "how often the limits are re-applied", lo=0, lo_open=True)}
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
-        # a target of 0 still throttles, at 1 IOPS (as SEE's floor): a limit of 0 would mean none
-        return IoThrottle(self.vms, np.maximum(self.target, 1.0), np.zeros(len(self.vms)))
+        return IoThrottle(self.vms, np.maximum(self.target, MIN_RATE), np.zeros(len(self.vms)))
