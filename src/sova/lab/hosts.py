@@ -70,6 +70,12 @@ def host_address(index: int) -> str:
     return f"10.77.0.{index}"
 
 
+def host_mac(index: int) -> str:
+    """A fixed address for a host's bridge: left to itself a bridge takes its lowest port's address, which
+    changes as guests' taps come and go (a migration), leaving the other hosts' ARP entries stale."""
+    return f"02:77:00:00:00:{index:02x}"
+
+
 def make_fabric(fabric_ns: str) -> None:
     run(["ip", "netns", "add", fabric_ns])
     run(["ip", "-n", fabric_ns, "link", "add", "fab0", "type", "bridge"])
@@ -77,7 +83,9 @@ def make_fabric(fabric_ns: str) -> None:
     run(["ip", "-n", fabric_ns, "link", "set", "lo", "up"])
 
 
-def make_host_network(host: Host, fabric_ns: str) -> None:
+def make_host_network(host: Host, fabric_ns: str, n_hosts: int) -> None:
+    """The host's bridge with a fixed address and permanent neighbour entries for every other host, so that
+    hosts reach each other (migration, peer-to-peer libvirt) without ARP, even on a saturated port."""
     ns = host.netns
     run(["ip", "netns", "add", ns])
     port = f"h{host.index}"
@@ -85,12 +93,16 @@ def make_host_network(host: Host, fabric_ns: str) -> None:
     run(["ip", "-n", fabric_ns, "link", "set", port, "master", "fab0", "up"])
     for cmd in (
         ["link", "set", "lo", "up"],
-        ["link", "add", "br0", "type", "bridge"],
+        ["link", "add", "br0", "address", host_mac(host.index), "type", "bridge"],
         ["link", "set", "uplink", "master", "br0", "up"],
         ["addr", "add", f"{host.address}/16", "dev", "br0"],
         ["link", "set", "br0", "up"],
     ):
         run(["ip", "-n", ns, *cmd])
+    for other in range(1, n_hosts + 1):
+        if other != host.index:
+            neighbour = ["neigh", "replace", host_address(other), "lladdr", host_mac(other)]
+            run(["ip", "-n", ns, *neighbour, "dev", "br0", "nud", "permanent"])
     # the host's port has a line rate, both ways, so that a host can be network-hot as in the papers
     for netns, dev in ((ns, "uplink"), (fabric_ns, port)):
         run(

@@ -135,7 +135,7 @@ class Lab:
             state.hosts.append(h)
             state.save()
             h.dir.mkdir(parents=True, exist_ok=True)
-            hosts.make_host_network(h, state.fabric_ns)
+            hosts.make_host_network(h, state.fabric_ns, n_hosts)
             hosts.write_config(h, Path(str(tc)))
             h.pid = hosts.start_daemon(h, state.lab_id)
             state.save()
