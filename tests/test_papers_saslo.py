@@ -114,7 +114,7 @@ def test_fig5_the_actual_io_size_follows_the_limit_and_the_error_stays_small(fig
 
 
 @pytest.mark.xfail(
-    strict=True, reason="a split piece pays its own access on the array; no cross-VM blocking by large requests"
+    strict=True, reason="a split piece pays its own access on the array; a limiter-paced VM completes its rate exactly"
 )
 def test_fig5_smaller_io_size_limits_give_steadier_throughput_as_the_paper_says(fig5_sweep):
     for vm in ("file", "mail"):

@@ -17,6 +17,7 @@ from sova.model.scenario import ControlSpec
 from sova.model.schema import Field, InputError
 from sova.plan.base import Policy, register
 from sova.sim.engine import Simulator
+from sova.sim.storage_epochs import OPEN_QUEUE
 
 
 def fio_scenario(storage_step: float = 0.0, **fio):
@@ -215,3 +216,71 @@ def test_under_a_merge_limit_a_sequential_streams_queued_ios_are_merged_and_a_ra
     assert moved == pytest.approx(2000 * 4096, rel=1e-6)  # the same data
     assert io_ops(sim)[0] - before_ops == pytest.approx(2000 / merged, rel=1e-6)  # in 16 KiB requests
     assert sim.io_served("fio")[0] == pytest.approx(2000, rel=1e-6)  # the workload's own IOs all served
+
+
+def test_an_open_stream_held_back_by_its_limit_queues_what_it_was_not_served_and_serves_it_later():
+    sim = Simulator(fio_scenario(0.025, iops=4000))  # open loop, 100 IOs an epoch
+    driver = SimDriver(sim)
+    driver.apply(A.SetIoLimit(vm="db", iops=2000))
+    run(sim, 0.1)
+    assert sim.storage.queue[0] == pytest.approx(200)  # 4 epochs of 50 IOs not served
+    queued_latency = sim.gauges["io"]["latency"][0]
+    driver.apply(A.SetIoLimit(vm="db", iops=0))
+    run(sim, 0.025)
+    assert sim.gauges["io"]["served"][0] == pytest.approx(4000 + 200 / 0.025)  # the queue drains at once
+    run(sim, 0.875)
+    assert sim.storage.queue[0] == 0
+    assert io_ops(sim)[0] == pytest.approx(4000, rel=1e-9)  # a second's IOs, every one served
+    assert queued_latency > 150 / 2000  # it waited behind 100-200 queued IOs at 2,000 IOPS
+    assert sim.gauges["io"]["latency"][0] < 1e-3  # the queue gone, the device's own latency
+
+
+def test_an_open_stream_above_its_limit_keeps_at_most_the_guests_queue_and_waits_behind_it():
+    sim = Simulator(fio_scenario(0.025, iops=5000))
+    SimDriver(sim).apply(A.SetIoLimit(vm="db", iops=1000))
+    run(sim, 2)
+    assert sim.storage.queue[0] == OPEN_QUEUE
+    assert sim.gauges["io"]["served"][0] == pytest.approx(1000)  # what is beyond the queue is not issued
+    device_latency = 100e-6 + 4096 * 8 / 4e9
+    assert sim.gauges["io"]["latency"][0] == pytest.approx(OPEN_QUEUE / 1000 + device_latency, rel=1e-6)
+
+
+def small_stream_beside(neighbour_size: str, neighbour_iops: float, iodepth: int) -> tuple[float, float]:
+    """Throughput and latency of a VM's 4 KiB reads on a disk array beside a VM of open-loop reads of
+    `neighbour_size` at `neighbour_iops`."""
+    small = {"kind": "fio", "vm": "db", "size": "4KiB", "read": 1.0}
+    small |= {"iops": 1e6, "iodepth": iodepth} if iodepth else {"iops": 300}
+    scenario = make_scenario(
+        storage=[{"name": "array", "device": "disk-array", "parallelism": 4, "bandwidth": "1Gbps"}],
+        vms=[{"name": "db", "host": "h1"}, {"name": "big", "host": "h1"}],
+        workloads=[small, {"kind": "fio", "vm": "big", "size": neighbour_size, "iops": neighbour_iops, "read": 1.0}],
+        simulator={"io_noise": False},
+    )
+    sim = Simulator(scenario)
+    run(sim, 2)
+    return float(sim.gauges["io"]["served"][0]), float(sim.gauges["io"]["latency"][0])
+
+
+@pytest.mark.parametrize("iodepth", [0, 2])
+def test_a_neighbours_large_requests_hold_up_a_vms_small_ones_more_than_small_requests_at_the_same_load(iodepth):
+    # the array: 4 units, 8 ms to reach a request, 1 Gb/s to transfer it, service times exponential (cv 1)
+    def service(size: int) -> float:
+        return 8e-3 + size * 8 / 1e9
+
+    def expected_latency(size: int, neighbour_rate: float, own_rate: float) -> float:
+        """Pollaczek-Khinchine by hand for the device as one server four times faster (E[S²] = 2 s²); a
+        closed stream (own_rate 0) waits only behind its neighbour."""
+        rates, shares = np.array([own_rate, neighbour_rate]), np.array([service(4096), service(size)]) / 4
+        rho = (rates * shares).sum()
+        return service(4096) + rho / (1 - rho) * (rates * shares**2).sum() / (rates * shares).sum()
+
+    load = 0.3 * 4  # the neighbour keeps the array 30 % busy either way
+    latencies = {}
+    for size, label in ((4 * 2**20, "4MiB"), (4096, "4KiB")):
+        served, latency = small_stream_beside(label, load / service(size), iodepth)
+        own = 0.0 if iodepth else 300.0
+        assert latency == pytest.approx(expected_latency(size, load / service(size), own), rel=1e-6)
+        if iodepth:  # a closed stream's throughput is its depth over its latency
+            assert served * latency == pytest.approx(iodepth)
+        latencies[label] = latency
+    assert latencies["4MiB"] > 1.35 * latencies["4KiB"]

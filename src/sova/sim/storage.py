@@ -4,11 +4,14 @@ A device has ``parallelism`` units; an IO of size s occupies one unit for its ac
 the access time a random IO's seek (``access_time``) or a sequential stream's next block from read-ahead
 (``sequential_access_time``).
 Streams share a saturated device max-min fairly in device time (as CFQ/BFQ share disk time), and
-latency is the service time plus an M/G/1 queueing delay at the device's utilisation (Pollaczek-Khinchine:
-the wait grows with (1 + cv²) / 2, cv the service time's coefficient of variation; cv = 1 is M/M/1). Each
-stream waits its own service time times ρ / (1 − ρ): a stream of large requests waits longer, but holds
-up the others only through the utilisation it adds, not through its requests' size. A server whose VMs have
-scheduler tags (a reservation or a weight) shares its device by them instead (``sim/io_scheduler.py``).
+latency is the service time plus the M/G/1 queueing delay of one queue all the server's requests join
+(Pollaczek-Khinchine for a mix of request classes): every request waits ρ / (1 − ρ) times the mean residual
+service of the mix, E[S²] / 2 E[S], each class's second moment S²(1 + cv²), cv the server's service-time
+coefficient of variation (cv = 1 is M/M/1). So a stream of large requests holds up the others' small ones
+by its requests' size, not only by the utilisation it adds, and a single stream waits its own service time
+times ρ / (1 − ρ) (1 + cv²) / 2. The device's ``parallelism`` units act as one server that many times
+faster. A server whose VMs have scheduler tags (a reservation or a weight) shares its device by them
+instead (``sim/io_scheduler.py``); a request in service is not pre-empted, so they wait as in one queue.
 """
 
 from __future__ import annotations
@@ -34,22 +37,88 @@ def serve_io(
     server's service-time coefficient of variation; tags: per stream, the scheduler's reservation
     (requests/s) and weight per request (both 0: untagged, weight 1 on a tagged server)."""
     n_servers = len(parallelism)
-    if len(server) == 0:
-        return np.zeros(0), np.zeros(0), np.zeros(n_servers)
     share = service / parallelism[server]
+    served = share_device(server, iops, share, n_servers, tags)
+    second = share * (1 + np.square(cv)) / 2 * np.ones(len(server))
+    rho, wait = queueing(server, served, share, second, n_servers)
+    return served, service + wait[server], rho
+
+
+def share_device(
+    server: np.ndarray,
+    iops: np.ndarray,
+    share: np.ndarray,
+    n_servers: int,
+    tags: tuple[np.ndarray, np.ndarray] | None = None,
+) -> np.ndarray:
+    """Served IOPS per stream; share: a request's time on the whole device (its unit's time over the
+    server's units): max-min fair in device time, or by the scheduler's tags on a server that has any."""
+    if len(server) == 0:
+        return np.zeros(0)
     # shared in device time: each stream's variable is the fraction of the device it occupies
     wanted = iops * share
     # one resource per stream: max-min fairness is a water-fill per server (equal weights)
     occupied = weighted_share(server, wanted, np.ones(len(server)), np.ones(n_servers))
+    served = occupied / share
     if tags is not None:
         reservation, weight = tags
         tagged = (reservation > 0) | (weight > 0)
         on = (np.bincount(server, weights=tagged, minlength=n_servers) > 0)[server]
         weight = np.where(tagged, weight, 1.0)
-        served = tagged_share(server[on], iops[on], share[on], reservation[on], weight[on], n_servers)
-        occupied[on] = served * share[on]
-    served = occupied / share
+        served[on] = tagged_share(server[on], iops[on], share[on], reservation[on], weight[on], n_servers)
+    return served
+
+
+def queueing(
+    server: np.ndarray, rate: np.ndarray, share: np.ndarray, residual: np.ndarray, n_servers: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per server, the utilisation and the wait of a request in its one queue: ρ / (1 − ρ) times the mean
+    residual service of the mix, E[S²] / 2 E[S] with each stream weighted by its `rate` of requests.
+    share: a request's time on the whole device; residual: its own E[S²] / 2 E[S], share (1 + cv²) / 2."""
+    occupied = rate * share
     rho = np.bincount(server, weights=occupied, minlength=n_servers)
-    r = np.minimum(rho, RHO_MAX)[server]
-    latency = service + share * r / (1 - r) * (1 + np.square(cv)) / 2
-    return served, latency, rho
+    return rho, _wait(rho, np.bincount(server, weights=occupied * residual, minlength=n_servers))
+
+
+def _wait(rho: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """ρ / (1 − ρ) (ρ capped below 1) times the mean residual: `second` is Σ rate · share · residual."""
+    capped = np.minimum(rho, RHO_MAX)
+    return np.where(rho > 1e-12, capped / (1 - capped) * second / np.maximum(rho, 1e-300), 0.0)
+
+
+def closed_loop_bound(
+    server: np.ndarray,
+    served: np.ndarray,
+    share: np.ndarray,
+    residual: np.ndarray,
+    closed: np.ndarray,
+    depth: np.ndarray,
+    alone: np.ndarray,
+    n_servers: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """What each closed stream is served when it keeps at most `depth` requests outstanding, and one
+    request's time: its own time (`alone`: service and host path) plus the wait behind the other streams'
+    requests at the device, at their utilisation and residual service (as `queueing`; their large
+    requests hold it up more). A closed stream does not wait behind its own requests here: when the bound
+    holds it back its whole depth is outstanding, and the caller takes its latency as depth / served
+    (Little's law). `served`: what the device's sharing gives each stream; the others' load is solved
+    with it as a fixed point (a few damped steps), as a saturated device serves its capacity only if its
+    streams' depths fill it. Also `queueing`'s utilisation and wait per server at the served rates."""
+    rate = served
+    for step in range(12):
+        occupied = rate * share
+        weighted = occupied * residual
+        rho = np.bincount(server, weights=occupied, minlength=n_servers)
+        second = np.bincount(server, weights=weighted, minlength=n_servers)
+        others = rho[server] - occupied
+        time = alone + _wait(others, second[server] - weighted)
+        bounded = np.where(closed, np.minimum(served, depth / time), served)
+        if step == 0 and np.array_equal(bounded, served):
+            # no closed stream is held back by its depth: the device's shares stand
+            return served, time, rho, _wait(rho, second)
+        if np.allclose(bounded, rate, rtol=1e-4, atol=1e-9):
+            break
+        rate = bounded if step == 0 else (rate + bounded) / 2
+    # settled, or the last bound, within its depth over the time it was taken at
+    rho, wait = queueing(server, bounded, share, residual, n_servers)
+    return bounded, time, rho, wait

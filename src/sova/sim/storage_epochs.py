@@ -2,8 +2,10 @@
 servers, stepped every epoch (the scenario's step by default; 25 ms for SASLO's enforcement epochs).
 
 Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
-- an open-loop stream (``iodepth`` 0) offers its rate for the epoch; what the limiter or the device does
-  not take in the epoch is not issued (the first-generation model);
+- an open-loop stream (``iodepth`` 0) offers its rate for the epoch and its queue: what the limiter or
+  the device does not take waits in its VM's queue for the next epochs, up to ``OPEN_QUEUE`` requests
+  (beyond that the workload's IOs are not issued, as an application blocks on a full queue); a queued
+  request's latency includes its wait there (the queue over what is served, Little's law);
 - a closed-loop stream keeps at most ``iodepth`` IOs outstanding, as fio does: it offers its rate, but
   no more than its depth can push through the device at the device's latency (Little's law); when the
   limiter or the device holds it back, its whole depth is outstanding, an IO takes depth / served, and
@@ -25,7 +27,7 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
 - on Xen hosts the host's path adds Dom0's blkback work and the grant table (``sim/blkback.py``): a
   request costs Dom0 CPU and waits while a full table is refilled; the host's IO is bounded by the Dom0
   CPU its network work leaves;
-- the device serves what passed (``storage.serve_io``: shared in device time, or by the tags of its
+- the device serves what passed (``storage.share_device``: shared in device time, or by the tags of its
   scheduler where a controller set them, ``sim/io_scheduler.py``; M/G/1 latency with the server's
   ``service_cv``), at its speed of the epoch (``sim/device_variability.py``: a server with
   ``variability`` speeds up and slows down over time). A stream the device holds back (it serves less
@@ -49,10 +51,11 @@ from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.device_variability import CapacityProcess, completions
 from sova.sim.sensors import BLOCK_ROWS
-from sova.sim.storage import RHO_MAX, serve_io
+from sova.sim.storage import closed_loop_bound, share_device
 from sova.sim.workload_kinds.base import IOStreams
 
 _STREAM_FIELDS = ("vm", "iops", "size", "read", "depth", "sequential")
+OPEN_QUEUE = 256  # requests an open stream keeps queued at most: QEMU's virtio-blk queue size (its default)
 
 
 @dataclass(frozen=True)
@@ -91,29 +94,38 @@ class VmIoControls:
 @dataclass(frozen=True)
 class _Offer:
     """Per stream, in requests (an IO split by its merge limit is several): their size, rate and depth,
-    whether the stream is a closed loop, the device's service time, its CV, blkback's CPU per request,
-    the host path's time, and what the stream offers its limiter."""
+    whether the stream is a closed loop, the device's service time, a request's share of the whole device
+    (its service over the units) and mean residual service (share (1 + cv²) / 2), the service time's CV,
+    blkback's CPU per request, the host path's time, what the stream offers its limiter, a request's
+    time on an idle device (service and path), and an open stream's rate (0 for a closed one)."""
 
     size: np.ndarray
     iops: np.ndarray
     depth: np.ndarray
     closed: np.ndarray
     service: np.ndarray
+    share: np.ndarray
+    residual: np.ndarray
     cv: np.ndarray
     cpu_per_request: np.ndarray
     path: np.ndarray
     offered: np.ndarray
+    alone: np.ndarray
+    open_iops: np.ndarray
+    any_open: bool
 
 
 @dataclass(frozen=True)
 class _Steady:
     """An epoch's steady state with what the epoch's completions are drawn around: per stream, its requests
-    kept outstanding, whether all of them were (its latency is then depth / served), blkback's CPU per
-    request, and the service-time CV of the streams the device paces (0 for the others)."""
+    kept outstanding, whether all of them were (its latency is then depth / served), a closed stream's
+    requests waiting behind its limiter or the device, blkback's CPU per request, and the service-time CV
+    of the streams the device paces (0 for the others)."""
 
     served: EpochServed
     depth: np.ndarray
     full: np.ndarray
+    waiting: np.ndarray
     cpu_per_request: np.ndarray
     paced_cv: np.ndarray
 
@@ -167,52 +179,68 @@ class StorageEpochs:
     def epoch(self, controls: VmIoControls, dom0_free: np.ndarray, length: float) -> EpochServed:
         """Serve one epoch of `length` seconds under the VMs' IO controls; dom0_free: Dom0 cores per host
         left for blkback. Rates are per second: the length sets how many requests an epoch completes, so
-        how much that count varies."""
+        how much that count varies, and how fast a queue drains."""
         speed = self.speed.advance(length)
-        steady = self._steady(controls, dom0_free, speed)
-        mean = steady.served
-        if not (self.noise and steady.paced_cv.any()):
-            return mean
-        served = completions(mean.iops, length, steady.paced_cv, self.rng)
-        # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
-        latency = np.where(steady.full, steady.depth / np.maximum(served, 1e-300), mean.latency)
-        dom0_cpu = np.bincount(self.host, weights=served * steady.cpu_per_request, minlength=len(dom0_free))
-        return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
+        offer = self._offer(controls.size_limit, controls.in_flight, speed, len(dom0_free))
+        # an open stream's queue from the last epochs (None: every stream is a closed loop)
+        backlog = np.where(offer.closed, 0.0, self.queue) if offer.any_open else None
+        steady = self._steady(controls, dom0_free, speed, offer, backlog, length)
+        served = mean = steady.served
+        if self.noise and steady.paced_cv.any():
+            iops = completions(mean.iops, length, steady.paced_cv, self.rng)
+            # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
+            latency = np.where(steady.full, steady.depth / np.maximum(iops, 1e-300), mean.latency)
+            dom0_cpu = np.bincount(self.host, weights=iops * steady.cpu_per_request, minlength=len(dom0_free))
+            served = replace(mean, iops=iops, latency=latency, dom0_cpu=dom0_cpu)
+        if backlog is None or not (backlog.any() or (served.iops < offer.open_iops * (1 - 1e-9)).any()):
+            self.queue = steady.waiting
+            return served
+        # what an open stream was not served joins its queue; a served request waited half the queue's way
+        queued = np.clip(backlog + (offer.open_iops - served.iops) * length, 0.0, OPEN_QUEUE)
+        self.queue = np.where(offer.closed, steady.waiting, queued)
+        waited = np.where(served.iops > 0, (backlog + queued) / 2 / np.maximum(served.iops, 1e-300), 0.0)
+        return replace(served, latency=served.latency + np.where(offer.closed, 0.0, waited))
 
-    def _steady(self, controls: VmIoControls, dom0_free: np.ndarray, speed: np.ndarray) -> _Steady:
+    def _steady(
+        self,
+        controls: VmIoControls,
+        dom0_free: np.ndarray,
+        speed: np.ndarray,
+        offer: _Offer,
+        backlog: np.ndarray | None,
+        length: float,
+    ) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
         key = controls.key() + dom0_free.tobytes() + (speed.tobytes() if self.speed.active else b"")
+        offered = offer.offered
+        if backlog is not None and backlog.any():
+            key += backlog.tobytes() + np.float64(length).tobytes()
+            offered = offered + backlog / length
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        host, srv = self.host, self.server
-        offer = self._offer(controls.size_limit, controls.in_flight, speed, len(dom0_free))
-        size, depth, closed, service, cv = offer.size, offer.depth, offer.closed, offer.service, offer.cv
+        host, srv, n_servers = self.host, self.server, len(self.parallelism)
+        size, depth, closed, service, share = offer.size, offer.depth, offer.closed, offer.service, offer.share
         cpu_per_request, path = offer.cpu_per_request, offer.path
-        passed = self._limit(offer.offered, controls.limit)
+        passed = self._limit(offered, controls.limit)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
-        served, latency, rho = serve_io(
-            self.server, passed, service, self.parallelism, cv, self._tags(controls.tags, passed, size)
-        )
-        latency = latency + path
-        # a closed stream keeps at most its depth outstanding: an IO takes its own time plus the queueing
-        # the open streams cause at the device (closed streams queue behind each other only through their
-        # share, so a device saturated by closed streams serves its capacity); it is served at most depth
-        # over that time. Held back (by its limiter, its share or that bound), its whole depth is
-        # outstanding and an IO takes depth / served (Little's law), the part beyond its own time spent
-        # queued. What a closed stream cannot use of its share is not handed to the others in this epoch
-        # (a mean-value model).
-        occupied = passed * service / self.parallelism[srv]
-        open_rho = np.minimum(np.bincount(self.server, weights=occupied * ~closed, minlength=len(rho)), RHO_MAX)
-        wait = (open_rho / (1 - open_rho))[srv] * (1 + np.square(cv)) / 2
-        alone = service + path + service / self.parallelism[srv] * wait
-        served = np.where(closed, np.minimum(served, depth / alone), served)
+        served = share_device(srv, passed, share, n_servers, self._tags(controls.tags, passed, size))
+        # a closed stream keeps at most its depth outstanding, so it is served at most its depth over one
+        # request's time (its own time and the wait behind the other streams' requests); held back (by its
+        # limiter, its share or that bound), its whole depth is outstanding and an IO takes depth / served
+        # (Little's law), the part beyond its own time spent queued. What a closed stream cannot use of its
+        # share is not handed to the others in this epoch (a mean-value model). An open stream's requests
+        # wait in the device's one queue behind everyone's (M/G/1 with the mix's residual service).
+        bound = closed_loop_bound(srv, served, share, offer.residual, closed, depth, offer.alone, n_servers)
+        served, alone, rho, wait = bound
+        latency = service + path + wait[srv]
         full = closed & (served < offer.iops * (1 - 1e-9))
         # the device, not the workload's own pace or a limiter, sets when these streams' requests complete
-        paced_cv = np.where(served < passed * (1 - 1e-9), cv, 0.0)
+        paced_cv = np.where(served < passed * (1 - 1e-9), offer.cv, 0.0)
         held = np.where(full, depth / np.maximum(served, 1e-300), np.where(closed, alone, latency))
-        self.queue = np.where(full, np.maximum(depth - served * (service + path), 0.0), 0.0)
+        waiting = np.where(full, np.maximum(depth - served * (service + path), 0.0), 0.0)
         dom0_cpu = np.bincount(host, weights=served * cpu_per_request, minlength=len(dom0_free))
-        steady = _Steady(EpochServed(served, size, held, rho, dom0_cpu), depth, full, cpu_per_request, paced_cv)
+        served = EpochServed(served, size, held, rho, dom0_cpu)
+        steady = _Steady(served, depth, full, waiting, cpu_per_request, paced_cv)
         self._last = (key, steady)
         return steady
 
@@ -249,7 +277,26 @@ class StorageEpochs:
         path = cpu_per_request + grant_wait(host, outstanding, size, n_hosts, bb)
         # a closed loop cannot push more than its depth through an idle device; the device shares the rest
         offered = np.where(closed, np.minimum(iops, depth / (service + path)), iops)
-        offer = _Offer(size, iops, depth, closed, service, self.service_cv[srv], cpu_per_request, path, offered)
+        cv = self.service_cv[srv]
+        share = service / self.parallelism[srv]
+        residual = share * (1 + np.square(cv)) / 2
+        open_iops = np.where(closed, 0.0, iops)
+        offer = _Offer(
+            size,
+            iops,
+            depth,
+            closed,
+            service,
+            share,
+            residual,
+            cv,
+            cpu_per_request,
+            path,
+            offered,
+            service + path,
+            open_iops,
+            bool(open_iops.any()),
+        )
         self._offered = (key, offer)
         return offer
 
