@@ -59,7 +59,7 @@ def test_a_depth_bound_never_serves_a_stream_more_than_its_share_or_a_server_pas
     closed = depth > 0
     alone = share * 4 + 1e-4  # a unit's own time: a few times its share of the whole device, and a path
     residual = share * (1 + cv**2) / 2
-    bounded, time, _, _ = closed_loop_bound(server, served, share, residual, closed, depth, alone, 3)
+    bounded, time = closed_loop_bound(server, served, share, residual, closed, depth, alone, 3)
     assert np.all(bounded <= served * (1 + 1e-12)) and np.all(bounded >= 0)
     assert np.all(time >= alone)
     assert np.array_equal(bounded[~closed], served[~closed])  # an open stream keeps what the device gave it
@@ -79,7 +79,7 @@ def test_two_deep_closed_streams_of_one_size_still_fill_most_of_the_device():
     service, units = 5.7e-3, 16
     share = np.full(2, service / units)
     served = np.full(2, units / service / 2)
-    bounded, time, _, _ = closed_loop_bound(
+    bounded, time = closed_loop_bound(
         np.zeros(2, dtype=np.int64),
         served,
         share,

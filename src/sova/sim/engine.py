@@ -78,6 +78,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.netback_cpu = self.blkback_cpu = np.zeros(self.H)  # Dom0 cores of the last step, per host
         self._io_parts: dict[str, slice] = {}  # each kind's rows among the step's IO streams
         self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds
+        self._count_rows: tuple[object, np.ndarray] = (None, np.zeros(0, dtype=np.int64))  # streams, their rows
 
         hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}
         self.vm_host = np.array([hidx.get(v.host, 0) for v in vms], dtype=np.int64)  # unplaced: none yet

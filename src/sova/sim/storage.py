@@ -8,9 +8,10 @@ latency is the service time plus the M/G/1 queueing delay of one queue all the s
 (Pollaczek-Khinchine for a mix of request classes): every request waits ρ / (1 − ρ) times the mean residual
 service of the mix, E[S²] / 2 E[S], each class's second moment S²(1 + cv²), cv the server's service-time
 coefficient of variation (cv = 1 is M/M/1). So a stream of large requests holds up the others' small ones
-by its requests' size, not only by the utilisation it adds, and a single stream waits its own service time
-times ρ / (1 − ρ) (1 + cv²) / 2. The device's ``parallelism`` units act as one server that many times
-faster. A server whose VMs have scheduler tags (a reservation or a weight) shares its device by them
+by its requests' size, not only by the utilisation it adds. The device's ``parallelism`` units act as
+one server that many times faster, so a single stream waits its service time over the units times
+ρ / (1 − ρ) (1 + cv²) / 2. A closed loop is served at most its depth over its request's time
+(``closed_loop_bound``). A server whose VMs have scheduler tags (a reservation or a weight) shares its device by them
 instead (``sim/io_scheduler.py``); a request in service is not pre-empted, so they wait as in one queue.
 """
 
@@ -39,8 +40,8 @@ def serve_io(
     n_servers = len(parallelism)
     share = service / parallelism[server]
     served = share_device(server, iops, share, n_servers, tags)
-    second = share * (1 + np.square(cv)) / 2 * np.ones(len(server))
-    rho, wait = queueing(server, served, share, second, n_servers)
+    residual = share * (1 + np.square(cv)) / 2 * np.ones(len(server))
+    rho, wait = queueing(server, served, share, residual, n_servers)
     return served, service + wait[server], rho
 
 
@@ -86,6 +87,17 @@ def _wait(rho: np.ndarray, second: np.ndarray) -> np.ndarray:
     return np.where(rho > 1e-12, capped / (1 - capped) * second / np.maximum(rho, 1e-300), 0.0)
 
 
+def others_wait(
+    server: np.ndarray, rate: np.ndarray, share: np.ndarray, residual: np.ndarray, n_servers: int
+) -> np.ndarray:
+    """Per stream, what a request waits behind the other streams' requests of its server (as `queueing`,
+    without the stream's own)."""
+    occupied = rate * share
+    weighted = occupied * residual
+    others = np.bincount(server, weights=occupied, minlength=n_servers)[server] - occupied
+    return _wait(others, np.bincount(server, weights=weighted, minlength=n_servers)[server] - weighted)
+
+
 def closed_loop_bound(
     server: np.ndarray,
     served: np.ndarray,
@@ -95,30 +107,20 @@ def closed_loop_bound(
     depth: np.ndarray,
     alone: np.ndarray,
     n_servers: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray]:
     """What each closed stream is served when it keeps at most `depth` requests outstanding, and one
     request's time: its own time (`alone`: service and host path) plus the wait behind the other streams'
-    requests at the device, at their utilisation and residual service (as `queueing`; their large
-    requests hold it up more). A closed stream does not wait behind its own requests here: when the bound
-    holds it back its whole depth is outstanding, and the caller takes its latency as depth / served
-    (Little's law). `served`: what the device's sharing gives each stream; the others' load is solved
-    with it as a fixed point (a few damped steps), as a saturated device serves its capacity only if its
-    streams' depths fill it. Also `queueing`'s utilisation and wait per server at the served rates."""
+    requests (`others_wait`; their large requests hold it up more). A closed stream does not wait behind
+    its own requests here: when the bound holds it back its whole depth is outstanding, and the caller
+    takes its latency as depth / served (Little's law). `served`: what the device's sharing gives each
+    stream; the others' load is solved with it as a fixed point (a few damped steps), as a saturated
+    device serves its capacity only if its streams' depths fill it."""
     rate = served
     for step in range(12):
-        occupied = rate * share
-        weighted = occupied * residual
-        rho = np.bincount(server, weights=occupied, minlength=n_servers)
-        second = np.bincount(server, weights=weighted, minlength=n_servers)
-        others = rho[server] - occupied
-        time = alone + _wait(others, second[server] - weighted)
+        time = alone + others_wait(server, rate, share, residual, n_servers)
         bounded = np.where(closed, np.minimum(served, depth / time), served)
-        if step == 0 and np.array_equal(bounded, served):
-            # no closed stream is held back by its depth: the device's shares stand
-            return served, time, rho, _wait(rho, second)
         if np.allclose(bounded, rate, rtol=1e-4, atol=1e-9):
             break
         rate = bounded if step == 0 else (rate + bounded) / 2
     # settled, or the last bound, within its depth over the time it was taken at
-    rho, wait = queueing(server, bounded, share, residual, n_servers)
-    return bounded, time, rho, wait
+    return bounded, time

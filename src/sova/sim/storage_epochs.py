@@ -51,7 +51,7 @@ from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.device_variability import CapacityProcess, completions
 from sova.sim.sensors import BLOCK_ROWS
-from sova.sim.storage import closed_loop_bound, share_device
+from sova.sim.storage import RHO_MAX, closed_loop_bound, others_wait, queueing, share_device
 from sova.sim.workload_kinds.base import IOStreams
 
 _STREAM_FIELDS = ("vm", "iops", "size", "read", "depth", "sequential")
@@ -86,9 +86,9 @@ class VmIoControls:
     def none(cls, n_vms: int) -> VmIoControls:
         return cls(np.zeros(n_vms), np.zeros(n_vms), np.zeros((3, n_vms)), np.zeros(n_vms))
 
-    def key(self) -> bytes:
-        """The controls as bytes: an epoch whose controls, streams and device are those of the last holds."""
-        return b"".join(a.tobytes() for a in (self.limit, self.size_limit, self.tags, self.in_flight))
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The controls' arrays: an epoch whose controls, streams and device are those of the last holds."""
+        return (self.limit, self.size_limit, self.tags, self.in_flight)
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,8 @@ class _Offer:
     whether the stream is a closed loop, the device's service time, a request's share of the whole device
     (its service over the units) and mean residual service (share (1 + cv²) / 2), the service time's CV,
     blkback's CPU per request, the host path's time, what the stream offers its limiter, a request's
-    time on an idle device (service and path), and an open stream's rate (0 for a closed one)."""
+    time on an idle device (service and path) and at most (behind the largest requests at the highest
+    utilisation), and an open stream's rate (0 for a closed one)."""
 
     size: np.ndarray
     iops: np.ndarray
@@ -111,6 +112,7 @@ class _Offer:
     path: np.ndarray
     offered: np.ndarray
     alone: np.ndarray
+    longest: np.ndarray
     open_iops: np.ndarray
     any_open: bool
 
@@ -118,14 +120,14 @@ class _Offer:
 @dataclass(frozen=True)
 class _Steady:
     """An epoch's steady state with what the epoch's completions are drawn around: per stream, its requests
-    kept outstanding, whether all of them were (its latency is then depth / served), a closed stream's
-    requests waiting behind its limiter or the device, blkback's CPU per request, and the service-time CV
-    of the streams the device paces (0 for the others)."""
+    kept outstanding, whether all of them were (its latency is then depth / served), the requests waiting
+    behind its limiter or the device when the epoch ends (an open stream's queue carries over), blkback's
+    CPU per request, and the service-time CV of the streams the device paces (0 for the others)."""
 
     served: EpochServed
     depth: np.ndarray
     full: np.ndarray
-    waiting: np.ndarray
+    queue: np.ndarray
     cpu_per_request: np.ndarray
     paced_cv: np.ndarray
 
@@ -185,21 +187,15 @@ class StorageEpochs:
         # an open stream's queue from the last epochs (None: every stream is a closed loop)
         backlog = np.where(offer.closed, 0.0, self.queue) if offer.any_open else None
         steady = self._steady(controls, dom0_free, speed, offer, backlog, length)
-        served = mean = steady.served
-        if self.noise and steady.paced_cv.any():
-            iops = completions(mean.iops, length, steady.paced_cv, self.rng)
-            # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
-            latency = np.where(steady.full, steady.depth / np.maximum(iops, 1e-300), mean.latency)
-            dom0_cpu = np.bincount(self.host, weights=iops * steady.cpu_per_request, minlength=len(dom0_free))
-            served = replace(mean, iops=iops, latency=latency, dom0_cpu=dom0_cpu)
-        if backlog is None or not (backlog.any() or (served.iops < offer.open_iops * (1 - 1e-9)).any()):
-            self.queue = steady.waiting
-            return served
-        # what an open stream was not served joins its queue; a served request waited half the queue's way
-        queued = np.clip(backlog + (offer.open_iops - served.iops) * length, 0.0, OPEN_QUEUE)
-        self.queue = np.where(offer.closed, steady.waiting, queued)
-        waited = np.where(served.iops > 0, (backlog + queued) / 2 / np.maximum(served.iops, 1e-300), 0.0)
-        return replace(served, latency=served.latency + np.where(offer.closed, 0.0, waited))
+        self.queue = steady.queue
+        mean = steady.served
+        if not (self.noise and steady.paced_cv.any()):
+            return mean
+        served = completions(mean.iops, length, steady.paced_cv, self.rng)
+        # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
+        latency = np.where(steady.full, steady.depth / np.maximum(served, 1e-300), mean.latency)
+        dom0_cpu = np.bincount(self.host, weights=served * steady.cpu_per_request, minlength=len(dom0_free))
+        return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
 
     def _steady(
         self,
@@ -211,11 +207,12 @@ class StorageEpochs:
         length: float,
     ) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
-        key = controls.key() + dom0_free.tobytes() + (speed.tobytes() if self.speed.active else b"")
+        inputs = [*controls.arrays(), dom0_free, np.float64(length)] + ([speed] if self.speed.active else [])
         offered = offer.offered
         if backlog is not None and backlog.any():
-            key += backlog.tobytes() + np.float64(length).tobytes()
+            inputs.append(backlog)
             offered = offered + backlog / length
+        key = b"".join(a.tobytes() for a in inputs)  # one copy of every input
         if self._last is not None and self._last[0] == key:
             return self._last[1]
         host, srv, n_servers = self.host, self.server, len(self.parallelism)
@@ -230,17 +227,29 @@ class StorageEpochs:
         # (Little's law), the part beyond its own time spent queued. What a closed stream cannot use of its
         # share is not handed to the others in this epoch (a mean-value model). An open stream's requests
         # wait in the device's one queue behind everyone's (M/G/1 with the mix's residual service).
-        bound = closed_loop_bound(srv, served, share, offer.residual, closed, depth, offer.alone, n_servers)
-        served, alone, rho, wait = bound
-        latency = service + path + wait[srv]
+        residual, alone = offer.residual, offer.alone
+        # no wait is longer than at the highest utilisation behind the largest requests: a closed stream
+        # whose depth carries what it was given even then cannot be held back by its depth
+        if (closed & (depth < served * offer.longest)).any():
+            served, alone = closed_loop_bound(srv, served, share, residual, closed, depth, alone, n_servers)
         full = closed & (served < offer.iops * (1 - 1e-9))
+        if alone is offer.alone and (closed & ~full).any():  # their latency is their own time and that wait
+            alone = alone + others_wait(srv, served, share, residual, n_servers)
+        rho, wait = queueing(srv, served, share, residual, n_servers)
+        latency = service + path + wait[srv]
         # the device, not the workload's own pace or a limiter, sets when these streams' requests complete
         paced_cv = np.where(served < passed * (1 - 1e-9), offer.cv, 0.0)
         held = np.where(full, depth / np.maximum(served, 1e-300), np.where(closed, alone, latency))
-        waiting = np.where(full, np.maximum(depth - served * (service + path), 0.0), 0.0)
+        queue = np.where(full, np.maximum(depth - served * (service + path), 0.0), 0.0)
+        if backlog is not None and (backlog.any() or (served < offer.open_iops * (1 - 1e-9)).any()):
+            # what an open stream was not served joins its queue (its completions vary around this steady
+            # state, which is what carries over); a served request waited half the queue's way
+            queued = np.clip(backlog + (offer.open_iops - served) * length, 0.0, OPEN_QUEUE)
+            held = held + np.where(served > 0, (backlog + queued) / 2 / np.maximum(served, 1e-300), 0.0)
+            queue = np.where(closed, queue, queued)
         dom0_cpu = np.bincount(host, weights=served * cpu_per_request, minlength=len(dom0_free))
         served = EpochServed(served, size, held, rho, dom0_cpu)
-        steady = _Steady(served, depth, full, waiting, cpu_per_request, paced_cv)
+        steady = _Steady(served, depth, full, queue, cpu_per_request, paced_cv)
         self._last = (key, steady)
         return steady
 
@@ -280,23 +289,10 @@ class StorageEpochs:
         cv = self.service_cv[srv]
         share = service / self.parallelism[srv]
         residual = share * (1 + np.square(cv)) / 2
-        open_iops = np.where(closed, 0.0, iops)
-        offer = _Offer(
-            size,
-            iops,
-            depth,
-            closed,
-            service,
-            share,
-            residual,
-            cv,
-            cpu_per_request,
-            path,
-            offered,
-            service + path,
-            open_iops,
-            bool(open_iops.any()),
-        )
+        open_iops, alone = np.where(closed, 0.0, iops), service + path
+        longest = alone + RHO_MAX / (1 - RHO_MAX) * (residual.max() if len(residual) else 0.0)
+        fields = (size, iops, depth, closed, service, share, residual, cv, cpu_per_request, path, offered, alone)
+        offer = _Offer(*fields, longest, open_iops, bool(open_iops.any()))
         self._offered = (key, offer)
         return offer
 
@@ -394,16 +390,14 @@ class StorageSubsystem:
             "latency": served.latency,
         }
         if served is not self._epoch_counted:  # a new steady state: count what one of its epochs does
-            vm, ops = io.vm, served.iops * self.dt
-            self._epoch_counts = np.stack(
-                [
-                    np.bincount(vm, weights=ops * io.read, minlength=self.V),
-                    np.bincount(vm, weights=ops * (1 - io.read), minlength=self.V),
-                    np.bincount(vm, weights=ops * io.read * served.size, minlength=self.V),
-                    np.bincount(vm, weights=ops * (1 - io.read) * served.size, minlength=self.V),
-                    np.bincount(vm, weights=ops * served.latency, minlength=self.V),
-                ]
-            )
+            # the five block counters per VM in one bincount: row r of VM v at r * V + v
+            if self._count_rows[0] is not io:
+                self._count_rows = (io, (io.vm + self.V * np.arange(5)[:, None]).ravel())
+            ops = served.iops * self.dt
+            reads, writes = ops * io.read, ops * (1 - io.read)
+            rows = (reads, writes, reads * served.size, writes * served.size, ops * served.latency)
+            counts = np.bincount(self._count_rows[1], weights=np.concatenate(rows), minlength=5 * self.V)
+            self._epoch_counts = counts.reshape(5, self.V)
             self._epoch_counted = served
         self._vm_counts[BLOCK_ROWS] += self._epoch_counts
         if demand is None:
