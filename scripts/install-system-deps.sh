@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages for the libvirt driver and `sova lab` (no systemd: the lab notes), plus the headers
-# the libvirt Python binding builds against. Run by `make` as root; elsewhere it says what it needs.
+# the libvirt Python binding builds against, and nats-server for the service mode (its tests start their
+# own). Run by `make` as root; elsewhere it says what it needs.
 set -euo pipefail
 PKGS=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils busybox-static
-      libvirt-dev pkg-config iproute2)
+      libvirt-dev pkg-config iproute2 nats-server)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -12,12 +13,17 @@ if [ ${#missing[@]} -eq 0 ]; then
     exit 0
 fi
 if [ "$(id -u)" -ne 0 ] || ! command -v apt-get >/dev/null; then
-    echo "note: the libvirt driver and sova lab need these Debian packages (as root):" >&2
+    echo "note: the libvirt driver, sova lab and the service mode need these Debian packages (as root):" >&2
     echo "  apt-get install --no-install-recommends ${missing[*]}" >&2
-    echo "the simulator works without them; the lab's tests will say they cannot run" >&2
+    echo "the simulator works without them; the lab's and the bus's tests will say they cannot run" >&2
     exit 0
 fi
 echo "installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Debian enables a system-wide nats-server on port 4222; Sova starts its own, so one it just installed
+# is stopped and disabled where systemd runs (a nats-server that was there before is left alone)
+if [[ " ${missing[*]} " == *" nats-server "* ]] && [ -d /run/systemd/system ]; then
+    systemctl disable --now nats-server >/dev/null 2>&1 || true
+fi

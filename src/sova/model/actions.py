@@ -117,6 +117,8 @@ _KIND_NAMES = {
     CreateVM: "create-vm",
 }
 
+ACTION_KINDS: dict[str, type[Action]] = {name: cls for cls, name in _KIND_NAMES.items()}  # kind -> class
+
 # Outcome statuses
 OK, RUNNING, FAILED, REJECTED, TIMEOUT, CANCELLED, PENDING, DRY_RUN, EXPIRED = (
     "ok",

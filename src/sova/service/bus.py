@@ -1,0 +1,103 @@
+"""The bus between agents and the manager: NATS, with JetStream for what must not be lost.
+
+Two file-stored streams: SOVA_ACTIONS (``sova.action.HOST``, the manager's actions for a host's agent) and
+SOVA_OUTCOMES (``sova.outcome.HOST``, what came of them). Every message carries its action's id as
+JetStream's message id, so a message sent twice within the duplicate window (a sender that restarted and
+sent again) is stored once. Each agent reads its host's actions through a durable consumer of its own,
+the manager all outcomes through one: what a reader has not acknowledged is delivered again after it,
+or the bus, restarts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from dataclasses import dataclass
+
+import nats
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+
+ACTIONS, OUTCOMES = "SOVA_ACTIONS", "SOVA_OUTCOMES"
+DUPLICATE_WINDOW = 3600.0  # s: a re-sent action or outcome within an hour is stored once
+_HOST_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+class BusError(RuntimeError):
+    """The bus cannot be reached, or a name cannot be a subject."""
+
+
+def host_token(host: str) -> str:
+    """A host name as one subject token: letters, digits, '-' and '_' only (no '.', '*', '>' or spaces)."""
+    if not _HOST_TOKEN.match(host):
+        raise BusError(f"host name {host!r} cannot be a bus subject: use letters, digits, '-' and '_'")
+    return host
+
+
+def action_subject(host: str) -> str:
+    return f"sova.action.{host_token(host)}"
+
+
+def outcome_subject(host: str) -> str:
+    return f"sova.outcome.{host_token(host)}"
+
+
+@dataclass
+class Bus:
+    """A connection to NATS with the JetStream streams in place."""
+
+    client: Client
+    js: JetStreamContext
+
+    @classmethod
+    async def connect(
+        cls, url: str, user: str | None = None, password: str | None = None, name: str = "sova", timeout: float = 10.0
+    ) -> Bus:
+        """Connect (reconnecting for ever after a bus restart) and create the streams if missing."""
+        connecting = nats.connect(
+            url,
+            user=user,
+            password=password,
+            name=name,
+            connect_timeout=5,
+            reconnect_time_wait=0.2,
+            max_reconnect_attempts=-1,
+            allow_reconnect=True,
+        )
+        try:  # the first connection has a deadline: with reconnects for ever nats-py would retry it for ever
+            client = await asyncio.wait_for(connecting, timeout)
+        except Exception as err:  # nats-py raises several unrelated types for one cause
+            raise BusError(f"cannot connect to the bus at {url}: {err or type(err).__name__}") from None
+        bus = cls(client, client.jetstream())
+        await bus._ensure_streams()
+        return bus
+
+    async def _ensure_streams(self) -> None:
+        for name, subjects in ((ACTIONS, ["sova.action.*"]), (OUTCOMES, ["sova.outcome.*"])):
+            config = StreamConfig(
+                name=name, subjects=subjects, storage=StorageType.FILE, duplicate_window=DUPLICATE_WINDOW
+            )
+            await self.js.add_stream(config)  # the same configuration again is accepted as is
+
+    async def publish(self, subject: str, message_id: str, payload: bytes) -> bool:
+        """Store a message once per id; False when the bus had it already (a duplicate)."""
+        ack = await self.js.publish(subject, payload, headers={"Nats-Msg-Id": message_id}, timeout=10)
+        return not ack.duplicate
+
+    async def reader(self, subject: str, durable: str, ack_wait: float = 30.0) -> JetStreamContext.PullSubscription:
+        """A durable pull consumer of `subject`: unacknowledged messages come again after `ack_wait`."""
+        config = ConsumerConfig(
+            durable_name=durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            deliver_policy=DeliverPolicy.ALL,
+            ack_wait=ack_wait,
+            filter_subject=subject,
+        )
+        stream = ACTIONS if subject.startswith("sova.action.") else OUTCOMES
+        return await self.js.pull_subscribe(subject, durable=durable, stream=stream, config=config)
+
+    async def close(self) -> None:
+        """Close the connection; every publish was acknowledged by JetStream already, so nothing is lost."""
+        if not self.client.is_closed:
+            await self.client.close()

@@ -1,0 +1,90 @@
+"""A nats-server with JetStream, started and stopped by PID: for the tests and `sova serve`.
+
+Its configuration and JetStream store live in a directory of its own; clients authenticate with a user
+and password written there. A restart on the same directory keeps what JetStream stored.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class NatsServerError(RuntimeError):
+    """nats-server is missing, or did not start or stop."""
+
+
+def binary() -> str | None:
+    """nats-server's path (Debian puts it in /usr/sbin, which a user's PATH may not hold), or None."""
+    return shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class NatsServer:
+    """One nats-server on 127.0.0.1 with JetStream stored under `directory`."""
+
+    directory: Path
+    port: int = field(default_factory=free_port)
+    user: str = "sova"
+    password: str = field(default_factory=lambda: secrets.token_hex(16))
+    process: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> NatsServer:
+        path = binary()
+        if path is None:
+            raise NatsServerError("nats-server is not installed (Debian: apt-get install nats-server)")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        config = self.directory / "nats.conf"
+        config.write_text(
+            f'listen: "127.0.0.1:{self.port}"\n'
+            f'jetstream {{ store_dir: "{self.directory / "jetstream"}" }}\n'
+            f'authorization {{ user: "{self.user}", password: "{self.password}" }}\n'
+        )
+        config.chmod(0o600)
+        log = (self.directory / "nats.log").open("ab")
+        self.process = subprocess.Popen([path, "-c", str(config)], stdout=log, stderr=log)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise NatsServerError(
+                    f"nats-server exited ({self.process.returncode}); see {self.directory / 'nats.log'}"
+                )
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return self
+            time.sleep(0.05)  # polling for the port, not waiting a fixed time
+        self.stop()
+        raise NatsServerError(f"nats-server did not listen on {self.port} within {timeout:g} s")
+
+    def stop(self, kill: bool = False, timeout: float = 10.0) -> None:
+        """Stop it (SIGTERM, or SIGKILL with `kill`: a crash) and wait until its process is gone."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout)
+
+    def __enter__(self) -> NatsServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,283 @@
+"""Actions over the bus, against a real nats-server with JetStream started by the tests: each action id is
+applied at most once and its outcome reaches the manager, across restarts of the agent, the manager and
+the bus itself."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+
+from helpers import make_scenario
+from sova.drivers.sim import SimDriver
+from sova.model import actions as A
+from sova.service import natsd
+from sova.service.agent_actions import INTERRUPTED, ActionAgent
+from sova.service.bus import Bus, BusError, action_subject
+from sova.service.dispatch import ActionDispatch
+from sova.service.ledger import Ledger
+from sova.service.natsd import NatsServer
+from sova.service.wire import encode_action
+from sova.sim.engine import Simulator
+
+
+@pytest.fixture
+def nats_server(tmp_path):
+    if natsd.binary() is None:
+        pytest.skip("needs nats-server (as root, `make` installs it)")
+    server = NatsServer(tmp_path / "nats").start()
+    yield server
+    server.stop()
+    assert server.process.poll() is not None  # stopped by its PID, nothing left running
+
+
+def sim_driver() -> SimDriver:
+    scenario = make_scenario(vms=[{"name": "vm1", "host": "h1"}, {"name": "vm2", "host": "h1"}])
+    return SimDriver(Simulator(scenario))
+
+
+async def connect(server: NatsServer, name: str) -> Bus:
+    return await Bus.connect(server.url, server.user, server.password, name=name)
+
+
+async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
+    """Run `condition` (which itself waits on the bus) until it holds."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("the condition did not hold in time")
+
+
+async def agent_on(
+    server: NatsServer, driver: SimDriver, ledger_path: Path, ack_wait: float = 30.0
+) -> tuple[Bus, ActionAgent]:
+    bus = await connect(server, "agent-h1")
+    agent = ActionAgent(bus, "h1", driver, Ledger(ledger_path), ack_wait)
+    await agent.start()
+    return bus, agent
+
+
+async def manager_on(server: NatsServer) -> tuple[Bus, ActionDispatch]:
+    bus = await connect(server, "manager")
+    dispatch = ActionDispatch(bus)
+    await dispatch.start()
+    return bus, dispatch
+
+
+def test_an_action_sent_to_a_host_is_applied_by_its_agent_and_its_outcome_comes_back(nats_server, tmp_path):
+    driver = sim_driver()
+
+    async def scenario():
+        manager_bus, dispatch = await manager_on(nats_server)
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
+        action_id = await dispatch.send("h1", A.SetCpu(vm="vm2", weight=512, cap=1.5, reason="test"))
+
+        async def answered():
+            await agent.step(0.2)
+            await dispatch.collect(0.2)
+            return action_id in dispatch.outcomes
+
+        await until(answered)
+        await agent_bus.close()
+        await manager_bus.close()
+        return dispatch.outcomes[action_id], agent.applied
+
+    outcome, applied = asyncio.run(scenario())
+    assert outcome.status == A.OK and applied == 1
+    snap = driver.observe()
+    assert snap.vm_weight[snap.vms.index("vm2")] == 512
+
+
+def test_an_action_sent_twice_with_one_id_is_applied_once_and_answered_once(nats_server, tmp_path):
+    driver = sim_driver()
+
+    async def scenario():
+        manager_bus, dispatch = await manager_on(nats_server)
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
+        action = A.SetIoLimit(vm="vm1", iops=300)
+        action_id = await dispatch.send("h1", action)
+        assert await dispatch.send("h1", action, action_id) == action_id  # a manager that sends again
+        # and the same id once more, past the bus's duplicate check (as after a long outage)
+        await agent.bus.js.publish(action_subject("h1"), encode_action(action_id, action))
+        outcomes = []
+
+        async def settled():
+            await agent.step(0.2)
+            outcomes.extend(await dispatch.collect(0.2))
+            return len(outcomes) >= 1 and agent.applied == 1 and not (await agent.step(0.2))
+
+        await until(settled)
+        outcomes.extend(await dispatch.collect(0.5))
+        await agent_bus.close()
+        await manager_bus.close()
+        return outcomes, agent.applied
+
+    outcomes, applied = asyncio.run(scenario())
+    assert applied == 1
+    assert [o.status for _, o in outcomes] == [A.OK]  # the re-sent outcome is one the bus already stored
+
+
+def test_an_agent_that_stopped_while_applying_does_not_apply_again_and_says_so(nats_server, tmp_path):
+    """The agent recorded the action and stopped before acknowledging it (or while the driver applied
+    it): the bus delivers it again to the restarted agent, which must not apply it a second time."""
+    driver = sim_driver()
+    ledger_path = tmp_path / "ledger.db"
+
+    async def scenario():
+        manager_bus, dispatch = await manager_on(nats_server)
+        action_id = await dispatch.send("h1", A.SetIoLimit(vm="vm1", iops=300))
+        # the first agent's life: the action fetched and recorded, then the agent is gone
+        first_bus = await connect(nats_server, "agent-h1")
+        reader = await first_bus.reader(action_subject("h1"), durable="agent-h1", ack_wait=1.0)
+        (message,) = await reader.fetch(batch=1, timeout=10)
+        Ledger(ledger_path).begin(action_id, message.data)
+        await first_bus.client.close()
+        # the restarted agent
+        agent_bus, agent = await agent_on(nats_server, driver, ledger_path)
+
+        async def answered():
+            await agent.step(0.3)
+            await dispatch.collect(0.2)
+            return action_id in dispatch.outcomes
+
+        await until(answered)
+        redelivered = []
+
+        async def taken_again():  # after its 1 s ack wait the action comes again; it applies nothing
+            redelivered.append(await agent.step(0.3))
+            return sum(redelivered) >= 1
+
+        await until(taken_again)
+        late = await dispatch.collect(0.5)
+        await agent_bus.close()
+        await manager_bus.close()
+        return dispatch.outcomes[action_id], agent.applied, late
+
+    outcome, applied, late = asyncio.run(scenario())
+    assert applied == 0 and outcome.status == A.FAILED and outcome.message == INTERRUPTED
+    assert late == []  # its outcome was sent again, and the bus kept the one it had
+    assert driver.sim.vm_io.limit[0] == 0  # vm1's limit: never applied
+
+
+def test_an_outcome_sent_while_the_manager_was_down_reaches_it_when_it_returns(nats_server, tmp_path):
+    driver = sim_driver()
+
+    async def scenario():
+        manager_bus, dispatch = await manager_on(nats_server)
+        action_id = await dispatch.send("h1", A.SetCpu(vm="vm1", weight=256, cap=0.0))
+        await manager_bus.close()  # the manager goes away with the action sent
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
+
+        async def applied():
+            await agent.step(0.2)
+            return agent.applied == 1 and not agent.ledger.unpublished()
+
+        await until(applied)
+        returned_bus, returned = await manager_on(nats_server)  # the same durable reader as before
+
+        async def answered():
+            await returned.collect(0.3)
+            return action_id in returned.outcomes
+
+        await until(answered)
+        await agent_bus.close()
+        await returned_bus.close()
+        return returned.outcomes[action_id]
+
+    assert asyncio.run(scenario()).status == A.OK
+
+
+def test_an_action_stored_before_the_bus_crashed_is_applied_after_it_restarts(nats_server, tmp_path):
+    driver = sim_driver()
+
+    async def scenario():
+        manager_bus, dispatch = await manager_on(nats_server)
+        action_id = await dispatch.send("h1", A.SetIoLimit(vm="vm2", iops=120))
+        nats_server.stop(kill=True)  # SIGKILL: what JetStream acknowledged is on disk
+        nats_server.start()  # the same port and store; both clients reconnect by themselves
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
+
+        async def answered():
+            await agent.step(0.3)
+            await dispatch.collect(0.3)
+            return action_id in dispatch.outcomes
+
+        await until(answered, timeout=40)
+        await agent_bus.close()
+        await manager_bus.close()
+        return dispatch.outcomes[action_id]
+
+    assert asyncio.run(scenario()).status == A.OK
+    assert driver.sim.vm_io.limit[1] == 120  # vm2's
+
+
+def test_a_host_name_that_cannot_be_a_subject_is_refused_by_name():
+    with pytest.raises(BusError, match=r"host name 'rack1\.h1' cannot be a bus subject"):
+        action_subject("rack1.h1")
+
+
+def test_connecting_to_a_bus_that_is_not_there_says_where():
+    async def scenario():
+        await Bus.connect("nats://127.0.0.1:1", name="nobody", timeout=1.0)
+
+    with pytest.raises(BusError, match=r"cannot connect to the bus at nats://127\.0\.0\.1:1"):
+        asyncio.run(scenario())
+
+
+def test_a_migration_is_polled_until_it_ends_and_then_answered(nats_server, tmp_path):
+    scenario = make_scenario(
+        hosts=[{"name": "h1"}, {"name": "h2"}],
+        vms=[{"name": "vm1", "host": "h1", "memory": "1GiB"}],
+    )
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+
+    async def scenario_run():
+        manager_bus, dispatch = await manager_on(nats_server)
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
+        action_id = await dispatch.send("h1", A.Migrate(vm="vm1", dst="h2"))
+        seen_running = []
+
+        async def answered():
+            await agent.step(0.1)
+            seen_running.append(bool(agent.running))
+            sim.step()  # the simulated clock moves between the agent's steps
+            await dispatch.collect(0.1)
+            return action_id in dispatch.outcomes
+
+        await until(answered, timeout=60)
+        await agent_bus.close()
+        await manager_bus.close()
+        return dispatch.outcomes[action_id], any(seen_running), agent.ledger.unfinished("running")
+
+    outcome, was_running, left = asyncio.run(scenario_run())
+    assert outcome.status == A.OK and was_running and left == []
+    snap = driver.observe()
+    assert snap.hosts[snap.vm_host[snap.vms.index("vm1")]] == "h2"
+
+
+def test_a_malformed_action_is_answered_as_rejected_and_never_delivered_again(nats_server, tmp_path):
+    driver = sim_driver()
+
+    async def scenario():
+        manager_bus, dispatch = await manager_on(nats_server)
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db", ack_wait=0.5)
+        bad = b'{"id": "bad1", "kind": "set-cpu", "vm": "vm1", "weight": "heavy", "cap": 0}'
+        await manager_bus.publish(action_subject("h1"), "bad1", bad)
+
+        async def answered():
+            await agent.step(0.2)
+            await dispatch.collect(0.2)
+            return "bad1" in dispatch.outcomes
+
+        await until(answered)
+        again = await agent.step(1.5)  # three times its ack wait: an unsettled message would be back
+        await agent_bus.close()
+        await manager_bus.close()
+        return dispatch.outcomes["bad1"], agent.applied, again
+
+    outcome, applied, again = asyncio.run(scenario())
+    assert outcome.status == A.REJECTED and "weight: expected a whole number" in outcome.message
+    assert applied == 0 and again == 0
