@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers import make_scenario
@@ -19,6 +20,7 @@ from sova.service.bus import Bus, BusError, action_subject
 from sova.service.dispatch import ActionDispatch
 from sova.service.ledger import Ledger
 from sova.service.natsd import NatsServer
+from sova.service.reporting import ReportCollector, publish_report
 from sova.service.wire import encode_action
 from sova.sim.engine import Simulator
 
@@ -281,3 +283,38 @@ def test_a_malformed_action_is_answered_as_rejected_and_never_delivered_again(na
     outcome, applied, again = asyncio.run(scenario())
     assert outcome.status == A.REJECTED and "weight: expected a whole number" in outcome.message
     assert applied == 0 and again == 0
+
+
+def test_the_managers_merge_of_the_agents_reports_is_the_clusters_observation(nats_server):
+    scenario = make_scenario(
+        hosts=[{"name": "h1"}, {"name": "h2"}],
+        vms=[{"name": "a", "host": "h1"}, {"name": "b", "host": "h2"}],
+        workloads=[{"vm": "a", "kind": "netperf", "peer": "b", "rate": "1Gbps"}],
+    )
+    driver = SimDriver(Simulator(scenario))
+    for _ in range(3):
+        driver.sim.step()
+
+    async def scenario_run():
+        manager_bus = await connect(nats_server, "manager")
+        collector = ReportCollector(manager_bus)
+        await collector.start()
+        agents = [await connect(nats_server, f"agent-{host}") for host in ("h1", "h2")]
+        sizes = [await publish_report(bus, driver, host) for bus, host in zip(agents, ("h1", "h2"), strict=True)]
+        await manager_bus.client.publish("sova.report.h2", b"garbage")  # refused, the good report stays
+
+        async def both():
+            await asyncio.sleep(0)  # let the subscription's callbacks run
+            await manager_bus.client.flush()
+            return len(collector.latest) == 2 and collector.refused == 1
+
+        await until(both)
+        for bus in [*agents, manager_bus]:
+            await bus.close()
+        return collector.snapshot(), sizes
+
+    merged, sizes = asyncio.run(scenario_run())
+    snap = driver.observe()
+    assert merged.hosts == snap.hosts and merged.vms == snap.vms and all(s < 1500 for s in sizes)
+    assert list(merged.flow_src) == list(snap.flow_src) and list(merged.flow_dst) == list(snap.flow_dst)
+    np.testing.assert_array_equal(merged.counters.cpu_time, snap.counters.cpu_time)

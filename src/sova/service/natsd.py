@@ -7,6 +7,7 @@ and password written there. A restart on the same directory keeps what JetStream
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import shutil
 import signal
@@ -52,14 +53,16 @@ class NatsServer:
             raise NatsServerError("nats-server is not installed (Debian: apt-get install nats-server)")
         self.directory.mkdir(parents=True, exist_ok=True)
         config = self.directory / "nats.conf"
-        config.write_text(
+        text = (
             f'listen: "127.0.0.1:{self.port}"\n'
             f'jetstream {{ store_dir: "{self.directory / "jetstream"}" }}\n'
             f'authorization {{ user: "{self.user}", password: "{self.password}" }}\n'
         )
-        config.chmod(0o600)
-        log = (self.directory / "nats.log").open("ab")
-        self.process = subprocess.Popen([path, "-c", str(config)], stdout=log, stderr=log)
+        # owner-only from its creation: it holds the password
+        with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+            out.write(text)
+        with (self.directory / "nats.log").open("ab") as log:
+            self.process = subprocess.Popen([path, "-c", str(config)], stdout=log, stderr=log)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
