@@ -21,6 +21,7 @@ from sova.service.dispatch import ActionDispatch
 from sova.service.ledger import Ledger
 from sova.service.natsd import NatsServer
 from sova.service.reporting import ReportCollector, publish_report
+from sova.service.state import StateStore
 from sova.service.wire import encode_action
 from sova.sim.engine import Simulator
 
@@ -318,3 +319,42 @@ def test_the_managers_merge_of_the_agents_reports_is_the_clusters_observation(na
     assert merged.hosts == snap.hosts and merged.vms == snap.vms and all(s < 1500 for s in sizes)
     assert list(merged.flow_src) == list(snap.flow_src) and list(merged.flow_dst) == list(snap.flow_dst)
     np.testing.assert_array_equal(merged.counters.cpu_time, snap.counters.cpu_time)
+
+
+def test_a_restarted_manager_knows_what_awaits_an_outcome_and_sends_it_again_once(nats_server, tmp_path):
+    """The manager recorded an action and stopped before it reached the bus; another reached the bus and
+    its outcome came while the manager was down. The restarted manager, on the same state, gets both
+    outcomes, and sending the second again applies nothing twice."""
+    driver = sim_driver()
+    url = f"sqlite:///{tmp_path / 'manager.db'}"
+
+    async def scenario():
+        bus = await connect(nats_server, "manager")
+        first = ActionDispatch(bus, StateStore(url))
+        await first.start()
+        reached = await first.send("h1", A.SetCpu(vm="vm1", weight=300, cap=0.0))
+        lost = A.SetIoLimit(vm="vm2", iops=77)
+        first.store.record_sent("lost1", "h1", lost.kind, encode_action("lost1", lost))  # then it stopped
+        await bus.close()
+
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
+        bus = await connect(nats_server, "manager")
+        second = ActionDispatch(bus, StateStore(url))
+        await second.start()
+        assert {s.action_id for s in second.store.unanswered()} == {reached, "lost1"}
+        assert await second.send_unanswered() == 2
+
+        async def answered():
+            await agent.step(0.2)
+            await second.collect(0.2)
+            return not second.store.unanswered()
+
+        await until(answered)
+        await agent_bus.close()
+        await bus.close()
+        return second, agent.applied, reached
+
+    second, applied, reached = asyncio.run(scenario())
+    assert applied == 2  # each once, though `reached` was sent twice
+    assert second.store.outcome(reached)[0] == A.OK and second.store.outcome("lost1")[0] == A.OK
+    assert driver.sim.vm_io.limit[1] == 77

@@ -1,7 +1,8 @@
 """The manager's side of actions: send each with an id to its host's agent, and collect every outcome.
 
 Outcomes are read through the manager's durable consumer and acknowledged once recorded, so an outcome
-sent while the manager was down reaches it when it returns. Sending an id again (after a restart of the
+sent while the manager was down reaches it when it returns. With a state store, each action is recorded
+before it is sent, so a restarted manager knows which await an outcome and sends those again. Sending an id again (after a restart of the
 manager, not knowing whether the bus stored it) is stored once by the bus and applied once by the agent.
 """
 
@@ -12,14 +13,17 @@ import uuid
 
 from sova.model import actions as A
 from sova.service.bus import Bus, action_subject
+from sova.service.state import StateStore
 from sova.service.wire import WireError, decode_outcome, encode_action
 
 log = logging.getLogger(__name__)
 
 
 class ActionDispatch:
-    def __init__(self, bus: Bus, durable: str = "manager"):
-        self.bus, self.durable = bus, durable
+    def __init__(self, bus: Bus, store: StateStore | None = None, durable: str = "manager"):
+        """store: where each action is recorded before it is sent and each outcome before it is
+        acknowledged, so that a restarted manager knows what awaits an outcome (None: in memory only)."""
+        self.bus, self.store, self.durable = bus, store, durable
         self.outcomes: dict[str, A.Outcome] = {}  # what came of each action, by id
         self.reader = None
 
@@ -29,8 +33,19 @@ class ActionDispatch:
     async def send(self, host: str, action: A.Action, action_id: str | None = None) -> str:
         """Send an action to a host's agent; its id (a new one unless given: give the same to send again)."""
         action_id = action_id or uuid.uuid4().hex
-        await self.bus.publish(action_subject(host), action_id, encode_action(action_id, action))
+        payload = encode_action(action_id, action)
+        if self.store is not None:
+            self.store.record_sent(action_id, host, action.kind, payload)
+        await self.bus.publish(action_subject(host), action_id, payload)
         return action_id
+
+    async def send_unanswered(self) -> int:
+        """Send again, under their ids, the recorded actions no outcome has answered (after a restart the
+        manager cannot tell which reached the bus); how many."""
+        unanswered = self.store.unanswered() if self.store is not None else []
+        for sent in unanswered:
+            await self.bus.publish(action_subject(sent.host), sent.action_id, sent.action)
+        return len(unanswered)
 
     async def collect(self, wait: float = 0.5) -> list[tuple[str, A.Outcome]]:
         """The outcomes that arrive within `wait` seconds, recorded before they are acknowledged."""
@@ -46,6 +61,8 @@ class ActionDispatch:
                 log.warning("dropped a malformed outcome on %s: %s", message.subject, err)
                 await message.term()
                 continue
+            if self.store is not None and not self.store.record_outcome(action_id, outcome.status, message.data):
+                log.warning("an outcome for %s, which this manager did not send, on %s", action_id, message.subject)
             self.outcomes[action_id] = outcome
             arrived.append((action_id, outcome))
             await message.ack()
