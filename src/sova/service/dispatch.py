@@ -2,8 +2,8 @@
 
 Outcomes are read through the manager's durable consumer and acknowledged once recorded, so an outcome
 sent while the manager was down reaches it when it returns. With a state store, each action is recorded
-before it is sent, so a restarted manager knows which await an outcome and sends those again. Sending an id again (after a restart of the
-manager, not knowing whether the bus stored it) is stored once by the bus and applied once by the agent.
+before it is sent, so a restarted manager knows which await an outcome and sends those again: an id sent
+again is stored once by the bus and applied once by the agent.
 """
 
 from __future__ import annotations
