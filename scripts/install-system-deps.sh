@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Debian packages for the libvirt driver and `sova lab` (no systemd: the lab notes), plus the headers
-# the libvirt Python binding builds against, and nats-server for the service mode (its tests start their
-# own). Run by `make` as root; elsewhere it says what it needs.
+# the libvirt Python binding builds against, and nats-server and PostgreSQL for the service mode (its
+# tests start their own). Run by `make` as root; elsewhere it says what it needs.
 set -euo pipefail
 PKGS=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils busybox-static
-      libvirt-dev pkg-config iproute2 nats-server)
+      libvirt-dev pkg-config iproute2 nats-server postgresql)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -22,8 +22,15 @@ echo "installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian enables a system-wide nats-server on port 4222; Sova starts its own, so one it just installed
-# is stopped and disabled where systemd runs (a nats-server that was there before is left alone)
-if [[ " ${missing[*]} " == *" nats-server "* ]] && [ -d /run/systemd/system ]; then
-    systemctl disable --now nats-server >/dev/null 2>&1 || true
-fi
+# Debian starts a system-wide nats-server (port 4222) and PostgreSQL cluster (5432); Sova's tests start
+# their own, so a service this script just installed is stopped, and disabled where systemd runs (one
+# that was there before is left alone)
+for service in nats-server postgresql; do
+    if [[ " ${missing[*]} " == *" $service "* ]]; then
+        if [ -d /run/systemd/system ]; then
+            systemctl disable --now "$service" >/dev/null 2>&1 || true
+        else
+            service "$service" stop >/dev/null 2>&1 || true
+        fi
+    fi
+done

@@ -1,27 +1,64 @@
-"""The manager's state store: its schema by Alembic, and what it keeps of the actions sent."""
+"""The manager's state store: its schema by Alembic, and what it keeps of the actions sent, on SQLite and
+on a real PostgreSQL server that the tests start."""
 
 from __future__ import annotations
 
+import itertools
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
 import sqlalchemy as sa
 
+from postgres_server import PostgresServer, binaries
 from sova.service.state import StateStore
 
+_databases = itertools.count()
 
-def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_nothing(tmp_path):
-    url = f"sqlite:///{tmp_path / 'manager.db'}"
-    store = StateStore(url)
+
+@pytest.fixture(scope="module")
+def postgres():
+    if binaries() is None:
+        pytest.skip("needs PostgreSQL (as root, `make` installs it)")
+    # under /tmp itself: the server runs as the postgres user, who cannot enter pytest's root-only dirs
+    server = PostgresServer(Path(tempfile.mkdtemp(prefix="sova-pg-"))).start()
+    yield server
+    server.stop()
+    pid_file = server.data / "postmaster.pid"
+    assert not pid_file.exists()  # the server is gone, by its own account
+    server.remove()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path):
+    """A new, empty database on each engine."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'manager.db'}"
+    server = request.getfixturevalue("postgres")
+    name = f"manager_{os.getpid()}_{next(_databases)}"
+    engine = sa.create_engine(server.url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return server.url.rsplit("/", 1)[0] + f"/{name}"
+
+
+def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_nothing(database_url):
+    store = StateStore(database_url)
     assert store.revision() == "0001"
     store.record_sent("a1", "h1", "set-cpu", b'{"id": "a1"}')
     store.close()
-    again = StateStore(url)  # the upgrade finds the schema there and keeps the rows
+    again = StateStore(database_url)  # the upgrade finds the schema there and keeps the rows
     assert again.revision() == "0001" and [s.action_id for s in again.unanswered()] == ["a1"]
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
+    again.close()
     assert tables == {"actions", "alembic_version"}
 
 
-def test_an_action_awaits_its_outcome_until_one_is_recorded(tmp_path):
-    store = StateStore(f"sqlite:///{tmp_path / 'manager.db'}")
+def test_an_action_awaits_its_outcome_until_one_is_recorded(database_url):
+    store = StateStore(database_url)
     store.record_sent("a1", "h1", "migrate", b'{"id": "a1", "kind": "migrate"}')
     store.record_sent("a2", "h2", "set-cpu", b'{"id": "a2", "kind": "set-cpu"}')
     store.record_sent("a1", "h1", "migrate", b"sent again")  # the first record stands
@@ -33,3 +70,4 @@ def test_an_action_awaits_its_outcome_until_one_is_recorded(tmp_path):
     assert not store.record_outcome("zz", "ok", b"{}")  # never sent by this manager: kept nowhere
     assert [s.action_id for s in store.unanswered()] == ["a2"]
     assert store.outcome("a1") == ("ok", b'{"id": "a1", "status": "ok"}') and store.outcome("a2") is None
+    store.close()
