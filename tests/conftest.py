@@ -7,6 +7,8 @@ import pytest
 from hypothesis import settings
 
 from helpers import SMALL
+from sova.service import natsd
+from sova.service.natsd import NatsServer
 
 settings.register_profile("sova", deadline=None, derandomize=True, max_examples=60)
 settings.load_profile("sova")
@@ -18,3 +20,14 @@ def small(tmp_path: Path) -> Path:
     path = tmp_path / "small.toml"
     path.write_text(SMALL)
     return path
+
+
+@pytest.fixture
+def nats_server(tmp_path):
+    """A real nats-server with JetStream, on a free port, stopped by its PID after the test."""
+    if natsd.binary() is None:
+        pytest.skip("needs nats-server (as root, `make` installs it)")
+    server = NatsServer(tmp_path / "nats").start()
+    yield server
+    server.stop()
+    assert server.process.poll() is not None  # stopped by its PID, nothing left running

@@ -5,16 +5,15 @@ the bus itself."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bus_helpers import connect, until
 from helpers import make_scenario
 from sova.drivers.sim import SimDriver
 from sova.model import actions as A
-from sova.service import natsd
 from sova.service.agent_actions import INTERRUPTED, ActionAgent
 from sova.service.bus import Bus, BusError, action_subject
 from sova.service.dispatch import ActionDispatch
@@ -26,31 +25,9 @@ from sova.service.wire import encode_action
 from sova.sim.engine import Simulator
 
 
-@pytest.fixture
-def nats_server(tmp_path):
-    if natsd.binary() is None:
-        pytest.skip("needs nats-server (as root, `make` installs it)")
-    server = NatsServer(tmp_path / "nats").start()
-    yield server
-    server.stop()
-    assert server.process.poll() is not None  # stopped by its PID, nothing left running
-
-
 def sim_driver() -> SimDriver:
     scenario = make_scenario(vms=[{"name": "vm1", "host": "h1"}, {"name": "vm2", "host": "h1"}])
     return SimDriver(Simulator(scenario))
-
-
-async def connect(server: NatsServer, name: str) -> Bus:
-    return await Bus.connect(server.url, server.user, server.password, name=name)
-
-
-async def until(condition: Callable[[], Awaitable[bool]], timeout: float = 20.0) -> None:
-    """Run `condition` (which itself waits on the bus) until it holds."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await condition():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("the condition did not hold in time")
 
 
 async def agent_on(
@@ -301,7 +278,9 @@ def test_the_managers_merge_of_the_agents_reports_is_the_clusters_observation(na
         collector = ReportCollector(manager_bus)
         await collector.start()
         agents = [await connect(nats_server, f"agent-{host}") for host in ("h1", "h2")]
-        sizes = [await publish_report(bus, driver, host) for bus, host in zip(agents, ("h1", "h2"), strict=True)]
+        sizes = [
+            await publish_report(bus, driver.observe(), host) for bus, host in zip(agents, ("h1", "h2"), strict=True)
+        ]
         await manager_bus.client.publish("sova.report.h2", b"garbage")  # refused, the good report stays
 
         async def both():

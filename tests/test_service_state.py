@@ -46,15 +46,37 @@ def database_url(request, tmp_path):
 
 def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_nothing(database_url):
     store = StateStore(database_url)
-    assert store.revision() == "0001"
+    assert store.revision() == "0002"
     store.record_sent("a1", "h1", "set-cpu", b'{"id": "a1"}')
     store.close()
     again = StateStore(database_url)  # the upgrade finds the schema there and keeps the rows
-    assert again.revision() == "0001" and [s.action_id for s in again.unanswered()] == ["a1"]
+    assert again.revision() == "0002" and [s.action_id for s in again.unanswered()] == ["a1"]
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
     again.close()
-    assert tables == {"actions", "alembic_version"}
+    assert tables == {"actions", "plans", "audit", "tokens", "alembic_version"}
+
+
+def test_a_store_of_the_first_revision_is_upgraded_in_place_and_keeps_its_actions(database_url):
+    from alembic import command
+    from alembic.config import Config
+
+    from sova.service.state import MIGRATIONS
+
+    engine = sa.create_engine(database_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0001")
+        connection.execute(
+            sa.text("INSERT INTO actions (id, host, kind, action, sent_at) VALUES ('a1', 'h1', 'migrate', '{}', 1)")
+        )
+    engine.dispose()
+    store = StateStore(database_url)
+    assert store.revision() == "0002"
+    assert [(s.action_id, s.host, s.plan) for s in store.unanswered()] == [("a1", "h1", None)]
+    store.close()
 
 
 def test_an_action_awaits_its_outcome_until_one_is_recorded(database_url):

@@ -85,6 +85,35 @@ class Executor:
             self._start_ready(knowledge)
         return self._seq
 
+    def resume(self, plan_id: int, action: A.Action, running: bool) -> None:
+        """Take on an action of a plan a previous executor left (a restarted manager): `running` if it was
+        started (it is polled until it ends), else queued (the rails check it again before it starts)."""
+        self._seq = max(self._seq, plan_id)
+        job = _Job(plan_id, action, self.driver.now())
+        (self.running if running else self.queued).append(job)
+
+    def restore_pending(self, plan: PendingPlan) -> None:
+        """Take on a plan that waits for approval (a restarted manager's, from its state)."""
+        self._seq = max(self._seq, plan.id)
+        self.pending[plan.id] = plan
+
+    def continue_from(self, plan_id: int) -> None:
+        """Number the next plan after `plan_id` (the last a previous executor gave out)."""
+        self._seq = max(self._seq, plan_id)
+
+    def open_plans(self) -> set[int]:
+        """Plans with an action queued or running."""
+        return {job.plan for job in self.queued} | {job.plan for job in self.running}
+
+    def drop_queued(self, plan_id: int, why: str) -> int:
+        """Drop a plan's actions that have not started (recorded as rejected); how many."""
+        now = self.driver.now()
+        dropped = [job for job in self.queued if job.plan == plan_id]
+        self.queued = [job for job in self.queued if job.plan != plan_id]
+        for job in dropped:
+            self.audit.record(now, plan_id, "rejected", job.action, A.Outcome(A.REJECTED, why, now, now))
+        return len(dropped)
+
     def approve(self, plan_id: int, knowledge: Knowledge) -> None:
         plan = self._take_pending(plan_id)
         now = self.driver.now()

@@ -10,6 +10,7 @@ runs once), then its plan on their findings; the executor advances running actio
 from __future__ import annotations
 
 from sova.analyze.base import AnalyzeStage
+from sova.analyze.findings import Findings
 from sova.control.admission import Admission
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor
@@ -32,12 +33,14 @@ class Runtime:
         mode: str = "auto",
         topology: TopologySpec | None = None,
         admission: AdmissionPolicy | None = None,
+        audit: AuditLog | None = None,
     ):
         self.driver = driver
         self.policies = policies
         self.control = control
         self.knowledge = Knowledge(control.history, topology)
-        self.audit = AuditLog()
+        self.audit = audit or AuditLog()
+        self.findings: dict[str, Findings] = {}  # each policy's findings at its latest round, by policy name
         self.executor = Executor(driver, control, mode, self.audit)
         self.admission = Admission(driver, admission or FirstFit(), self.audit)
         start = driver.now()
@@ -58,6 +61,7 @@ class Runtime:
                     self._control(pol)
                 elif len(self.knowledge):
                     findings = analysis.findings(pol.analyses())
+                    self.findings[pol.name] = findings
                     self.executor.submit(pol.plan(self.knowledge, findings), self.knowledge, findings)
         if len(self.knowledge):
             self.executor.tick(self.knowledge)

@@ -30,12 +30,12 @@ class ActionDispatch:
     async def start(self) -> None:
         self.reader = await self.bus.reader("sova.outcome.*", durable=self.durable)
 
-    async def send(self, host: str, action: A.Action, action_id: str | None = None) -> str:
+    async def send(self, host: str, action: A.Action, action_id: str | None = None, plan: int | None = None) -> str:
         """Send an action to a host's agent; its id (a new one unless given: give the same to send again)."""
         action_id = action_id or uuid.uuid4().hex
         payload = encode_action(action_id, action)
         if self.store is not None:
-            self.store.record_sent(action_id, host, action.kind, payload)
+            self.store.record_sent(action_id, host, action.kind, payload, plan)
         await self.bus.publish(action_subject(host), action_id, payload)
         return action_id
 

@@ -1,37 +1,55 @@
 """Host reports over the bus: each agent publishes its host's report every period on plain NATS
 (``sova.report.HOST``: a lost report is superseded by the next, so none is stored), and the manager keeps
-the latest of each host and merges them into the Snapshot its global loops observe."""
+the latest of each host and merges the fresh ones into the Snapshot its global loops observe.
+
+A report carries its wall-clock send time in the ``Sova-Sent`` header, so the manager can tell the bus's
+lag (across machines this relies on their clocks being synchronised, as NTP keeps them).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 
-from sova.drivers.base import Driver
 from sova.model.snapshot import Snapshot
 from sova.service.bus import Bus, host_token
 from sova.service.host_report import ReportError, decode, encode, merge
 
 log = logging.getLogger(__name__)
+SENT = "Sova-Sent"
 
 
-async def publish_report(bus: Bus, driver: Driver, host: str) -> int:
-    """Observe the host through its driver and publish its report; the report's size in bytes."""
-    payload = encode(driver.observe(), host)
-    await bus.client.publish(f"sova.report.{host_token(host)}", payload)
+async def publish_report(bus: Bus, snapshot: Snapshot, host: str) -> int:
+    """Publish a host's report, from a snapshot that holds it; the report's size in bytes."""
+    payload = encode(snapshot, host)
+    await bus.client.publish(f"sova.report.{host_token(host)}", payload, headers={SENT: repr(time.time())})
     return len(payload)
 
 
 class ReportCollector:
-    """The manager's view: the latest report of every host that has reported."""
+    """The manager's view: the latest report of every host that has reported, and when it came."""
 
-    def __init__(self, bus: Bus):
+    def __init__(self, bus: Bus, stale_after: float = 30.0):
+        """stale_after: wall seconds after which a host that has not reported is left out of the view."""
         self.bus = bus
+        self.stale_after = stale_after
         self.latest: dict[str, tuple[Snapshot, list[str]]] = {}
+        self.received: dict[str, float] = {}  # host -> monotonic time its latest report came
+        self.received_count = 0
         self.refused = 0
+        self.lag: list[float] = []  # seconds from send to receipt, of the reports since it was last emptied
+        self.version = 0  # grows with every report taken
         self.subscription = None
+        self._merged: tuple[tuple, Snapshot] | None = None
 
     async def start(self) -> None:
         self.subscription = await self.bus.client.subscribe("sova.report.*", cb=self._take)
+
+    async def stop(self) -> None:
+        if self.subscription is not None:
+            await self.subscription.unsubscribe()
+            self.subscription = None
 
     async def _take(self, message) -> None:
         host = message.subject.rsplit(".", 1)[-1]
@@ -45,12 +63,28 @@ class ReportCollector:
             self.refused += 1
             log.warning("refused a report on %s: it is %s's", message.subject, part.hosts[0])
             return
+        self.received_count += 1
+        sent = (message.headers or {}).get(SENT)
+        if sent is not None:
+            with contextlib.suppress(ValueError):
+                self.lag.append(max(0.0, time.time() - float(sent)))
         before = self.latest.get(host)
         if before is None or part.time >= before[0].time:  # an older report arriving late changes nothing
             self.latest[host] = (part, destinations)
+            self.received[host] = time.monotonic()
+            self.version += 1
+
+    def fresh(self) -> list[str]:
+        """The hosts whose latest report is at most `stale_after` old, in name order."""
+        oldest = time.monotonic() - self.stale_after
+        return sorted(h for h, at in self.received.items() if at >= oldest)
 
     def snapshot(self) -> Snapshot | None:
-        """The merged view of every host's latest report (hosts in name order), or None before any."""
-        if not self.latest:
+        """The merged view of the fresh hosts' latest reports (hosts in name order), or None if none is."""
+        hosts = tuple(self.fresh())
+        if not hosts:
             return None
-        return merge([self.latest[host] for host in sorted(self.latest)])
+        key = (self.version, hosts)
+        if self._merged is None or self._merged[0] != key:
+            self._merged = (key, merge([self.latest[host] for host in hosts]))
+        return self._merged[1]

@@ -2,13 +2,16 @@
 host (any SQLAlchemy URL). Its schema is Alembic's (``service/migrations``), brought to the newest
 revision when the store opens.
 
-Held so far: every action the manager sent, recorded before it goes on the bus, and its outcome, recorded
-before the outcome is acknowledged. So a restarted manager knows which actions await an outcome, and can
-send them again under the same ids (stored once by the bus, applied once by the agent).
+Held: every action the manager sent (recorded before it goes on the bus) with its plan and its outcome
+(recorded before the outcome is acknowledged), so a restarted manager, or its standby, knows which
+actions await an outcome and sends them again under the same ids (stored once by the bus, applied once
+by the agent); every plan and its state (pending, approved, rejected, expired, queued, dry-run); the
+audit trail; and the API's tokens (hashes only).
 """
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,9 +32,51 @@ actions = sa.Table(
     sa.Column("status", sa.String(32)),  # the outcome's status; NULL while none came
     sa.Column("outcome", sa.Text),
     sa.Column("answered_at", sa.Float),
+    sa.Column("plan", sa.Integer),
     sa.Index("actions_unanswered", "status", "sent_at"),
 )
+plans = sa.Table(
+    "plans",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("created", sa.Float, nullable=False),
+    sa.Column("nonce", sa.String(16), nullable=False),  # makes its actions' ids unique across stores
+    sa.Column("policy", sa.String(64), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("actions", sa.Text, nullable=False),  # JSON list of wire actions
+    sa.Column("findings", sa.Text, nullable=False),  # JSON list of the findings it rests on
+    sa.Column("decided_at", sa.Float),
+    sa.Column("decided_by", sa.String(255)),
+    sa.Index("plans_state", "state"),
+)
+audit = sa.Table(
+    "audit",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("time", sa.Float, nullable=False),
+    sa.Column("plan", sa.Integer, nullable=False),
+    sa.Column("event", sa.String(16), nullable=False),
+    sa.Column("policy", sa.String(64), nullable=False),
+    sa.Column("action", sa.Text, nullable=False),
+    sa.Column("target", sa.String(255), nullable=False),
+    sa.Column("reason", sa.Text, nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("details", sa.Text, nullable=False),
+    sa.Index("audit_plan", "plan"),
+    sa.Index("audit_target", "target"),
+)
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("hash", sa.String(128), nullable=False, unique=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("vms", sa.Text, nullable=False),  # JSON list: the VMs a tenant token may see and set
+    sa.Column("created", sa.Float, nullable=False),
+)
 MIGRATIONS = Path(__file__).with_name("migrations")
+AUDIT_FIELDS = ("time", "plan", "event", "policy", "action", "target", "reason", "status", "message")
 
 
 @dataclass(frozen=True)
@@ -39,6 +84,20 @@ class Sent:
     action_id: str
     host: str
     action: bytes
+    plan: int | None = None
+
+
+@dataclass(frozen=True)
+class PlanRow:
+    id: int
+    created: float
+    nonce: str
+    policy: str
+    state: str
+    actions: list[dict]
+    findings: list[dict]
+    decided_at: float | None
+    decided_by: str | None
 
 
 class StateStore:
@@ -59,12 +118,13 @@ class StateStore:
         with self.engine.connect() as connection:
             return connection.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
 
-    def record_sent(self, action_id: str, host: str, kind: str, action: bytes) -> None:
+    # ------------------------------------------------------------------ actions
+    def record_sent(self, action_id: str, host: str, kind: str, action: bytes, plan: int | None = None) -> None:
         row = {"id": action_id, "host": host, "kind": kind, "action": action.decode(), "sent_at": time.time()}
         with self.engine.begin() as connection:
             exists = connection.execute(sa.select(actions.c.id).where(actions.c.id == action_id)).first()
             if exists is None:  # sent again under its id: the first record stands
-                connection.execute(actions.insert().values(**row))
+                connection.execute(actions.insert().values(**row, plan=plan))
 
     def record_outcome(self, action_id: str, status: str, outcome: bytes) -> bool:
         """Record an outcome; False for an id this manager never sent (it is kept nowhere)."""
@@ -75,10 +135,11 @@ class StateStore:
 
     def unanswered(self) -> list[Sent]:
         """The actions sent that no outcome has answered yet, oldest first."""
-        query = sa.select(actions.c.id, actions.c.host, actions.c.action).where(actions.c.status.is_(None))
+        columns = (actions.c.id, actions.c.host, actions.c.action, actions.c.plan)
+        query = sa.select(*columns).where(actions.c.status.is_(None)).order_by(actions.c.sent_at)
         with self.engine.connect() as connection:
-            rows = connection.execute(query.order_by(actions.c.sent_at)).all()
-        return [Sent(r.id, r.host, r.action.encode()) for r in rows]
+            rows = connection.execute(query).all()
+        return [Sent(r.id, r.host, r.action.encode(), r.plan) for r in rows]
 
     def outcome(self, action_id: str) -> tuple[str, bytes] | None:
         """The status and outcome of an answered action, or None."""
@@ -87,5 +148,124 @@ class StateStore:
             row = connection.execute(query).first()
         return None if row is None or row.status is None else (row.status, row.outcome.encode())
 
+    def record_unsent(self, action_id: str, plan: int, kind: str, action: bytes, status: str, outcome: bytes) -> None:
+        """An action of a plan the manager decided not to send (its rails refused it, or its plan was
+        cancelled): recorded as answered, so a restarted manager does not take it up again."""
+        row = {"id": action_id, "host": "", "kind": kind, "action": action.decode(), "sent_at": time.time()}
+        answer = {"status": status, "outcome": outcome.decode(), "answered_at": time.time(), "plan": plan}
+        with self.engine.begin() as connection:
+            exists = connection.execute(sa.select(actions.c.id).where(actions.c.id == action_id)).first()
+            if exists is None:
+                connection.execute(actions.insert().values(**row, **answer))
+
+    def action_states(self, action_ids: list[str]) -> dict[str, str]:
+        """The recorded actions among `action_ids`: their outcome's status, '' while unanswered."""
+        query = sa.select(actions.c.id, actions.c.status).where(actions.c.id.in_(action_ids))
+        with self.engine.connect() as connection:
+            return {r.id: r.status or "" for r in connection.execute(query)}
+
+    def action_counts(self) -> dict[tuple[str, str], int]:
+        """How many actions of each (kind, status) the manager sent ('' for those awaiting an outcome)."""
+        query = sa.select(actions.c.kind, actions.c.status, sa.func.count()).group_by(actions.c.kind, actions.c.status)
+        with self.engine.connect() as connection:
+            return {(kind, status or ""): n for kind, status, n in connection.execute(query)}
+
+    # ------------------------------------------------------------------ plans
+    def record_plan(
+        self,
+        plan_id: int,
+        created: float,
+        nonce: str,
+        policy: str,
+        state: str,
+        wire_actions: list[dict],
+        findings: list[dict],
+    ) -> None:
+        row = {
+            "id": plan_id,
+            "created": created,
+            "nonce": nonce,
+            "policy": policy,
+            "state": state,
+            "actions": json.dumps(wire_actions, allow_nan=False),
+            "findings": json.dumps(findings, default=float),
+        }
+        with self.engine.begin() as connection:
+            connection.execute(plans.insert().values(**row))
+
+    def set_plan_state(self, plan_id: int, state: str, decided_at: float | None = None, by: str | None = None) -> None:
+        """A plan's new state; `decided_at` (and `by`) when it is an approval, rejection or expiry."""
+        values = {"state": state} | ({"decided_at": decided_at, "decided_by": by} if decided_at is not None else {})
+        with self.engine.begin() as connection:
+            connection.execute(plans.update().where(plans.c.id == plan_id).values(**values))
+
+    def plans(self, state: str | None = None, offset: int = 0, limit: int = 100) -> tuple[list[PlanRow], int]:
+        """Plans, newest first, with the number that match."""
+        where = [] if state is None else [plans.c.state == state]
+        return self._page(plans, where, plans.c.id.desc(), offset, limit, _plan_row)
+
+    def plan(self, plan_id: int) -> PlanRow | None:
+        with self.engine.connect() as connection:
+            row = connection.execute(sa.select(plans).where(plans.c.id == plan_id)).first()
+        return None if row is None else _plan_row(row)
+
+    def last_plan_id(self) -> int:
+        with self.engine.connect() as connection:
+            return connection.execute(sa.select(sa.func.max(plans.c.id))).scalar() or 0
+
+    # ------------------------------------------------------------------ audit
+    def append_audit(self, entries: list) -> None:
+        """Append audit entries (control.audit.AuditEntry) in their order."""
+        if not entries:
+            return
+        rows = [
+            {k: getattr(e, k) for k in AUDIT_FIELDS} | {"details": json.dumps(e.details, default=float)}
+            for e in entries
+        ]
+        with self.engine.begin() as connection:
+            connection.execute(audit.insert(), rows)
+
+    def audit(
+        self,
+        offset: int = 0,
+        limit: int = 100,
+        event: str | None = None,
+        target: str | None = None,
+        plan: int | None = None,
+        targets: list[str] | None = None,
+    ) -> tuple[list[dict], int]:
+        """Audit entries, oldest first, filtered, with the number that match (`targets`: only these)."""
+        where = []
+        for column, value in ((audit.c.event, event), (audit.c.target, target), (audit.c.plan, plan)):
+            if value is not None:
+                where.append(column == value)
+        if targets is not None:
+            where.append(audit.c.target.in_(targets))
+        return self._page(audit, where, audit.c.id, offset, limit, _audit_row)
+
+    def _page(self, table, where, order, offset: int, limit: int, row_of) -> tuple[list, int]:
+        with self.engine.connect() as connection:
+            total = connection.execute(sa.select(sa.func.count()).select_from(table).where(*where)).scalar()
+            rows = connection.execute(sa.select(table).where(*where).order_by(order).offset(offset).limit(limit))
+            return [row_of(r) for r in rows], total
+
     def close(self) -> None:
         self.engine.dispose()
+
+
+def _plan_row(row) -> PlanRow:
+    return PlanRow(
+        row.id,
+        row.created,
+        row.nonce,
+        row.policy,
+        row.state,
+        json.loads(row.actions),
+        json.loads(row.findings),
+        row.decided_at,
+        row.decided_by,
+    )
+
+
+def _audit_row(row) -> dict:
+    return {"id": row.id, **{k: getattr(row, k) for k in AUDIT_FIELDS}, "details": json.loads(row.details)}

@@ -1,0 +1,114 @@
+"""`sova agent`: one per hypervisor host. Every period it observes its host and publishes the host's
+report; between reports it takes the manager's actions (each id applied at most once, ``ActionAgent``)
+and sends their outcomes.
+
+``SimCluster`` stands in for a cluster of hosts on this machine: the simulator on the wall clock (times a
+speed-up), and one agent per simulated host, all in one process and on one bus connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from pathlib import Path
+
+from sova.drivers.base import Driver
+from sova.drivers.sim import SimDriver
+from sova.model.scenario import Scenario
+from sova.model.snapshot import Snapshot
+from sova.service.agent_actions import ActionAgent
+from sova.service.bus import Bus
+from sova.service.ledger import Ledger
+from sova.service.reporting import publish_report
+from sova.sim.engine import Simulator
+
+log = logging.getLogger(__name__)
+
+
+class HostAgent:
+    """One host's side of the bus: its reports out, its actions in."""
+
+    def __init__(self, bus: Bus, host: str, driver: Driver, ledger: Ledger, ack_wait: float = 30.0):
+        self.bus, self.host = bus, host
+        self.actions = ActionAgent(bus, host, driver, ledger, ack_wait)
+        self.reports = 0
+        self.report_bytes = 0
+
+    async def start(self) -> None:
+        await self.actions.start()
+
+    async def report(self, snapshot: Snapshot) -> None:
+        self.report_bytes += await publish_report(self.bus, snapshot, self.host)
+        self.reports += 1
+
+
+async def run_host_agent(agent: HostAgent, driver: Driver, period: float, stop: asyncio.Event) -> None:
+    """Report every `period` wall seconds and take actions in between, until `stop`; a bus fault costs a
+    report or a step, never the agent (the connection comes back by itself)."""
+    await agent.start()
+    next_report = time.monotonic()
+    while not stop.is_set():
+        if time.monotonic() >= next_report:
+            next_report += period * max(1, int((time.monotonic() - next_report) // period) + 1)
+            try:
+                await agent.report(driver.observe())
+            except Exception as err:
+                log.warning("report not sent: %s", err or type(err).__name__)
+        try:
+            await agent.actions.step(wait=max(0.01, min(0.5, next_report - time.monotonic())))
+        except Exception as err:
+            log.warning("action step failed: %s", err or type(err).__name__)
+            await _pause(stop, 0.5)
+
+
+class SimCluster:
+    """The simulator on the wall clock, times `speed`, behind one agent per simulated host."""
+
+    def __init__(self, bus: Bus, scenario: Scenario, ledgers: Path, speed: float = 1.0, seed: int | None = None):
+        self.bus, self.speed = bus, speed
+        self.sim = Simulator(scenario, seed)
+        self.driver = SimDriver(self.sim)
+        self.period = scenario.control.monitor_period  # simulated seconds between reports
+        self.agents = [
+            HostAgent(bus, host, self.driver, Ledger(ledgers / f"{host}.db")) for host in self.sim.host_names
+        ]
+        self.behind = 0.0  # simulated seconds the simulator lags the wall clock by (it could not keep up)
+
+    async def run(self, stop: asyncio.Event, max_steps: int = 100) -> None:
+        """Step the simulator with the wall clock, report every period, take actions, until `stop`."""
+        for agent in self.agents:
+            await agent.start()
+        began = time.monotonic()
+        next_report = self.sim.t
+        while not stop.is_set():
+            target = self.speed * (time.monotonic() - began)
+            for _ in range(max_steps):  # not all at once: actions and reports go on while it catches up
+                if self.sim.t + self.sim.dt > target:
+                    break
+                self.sim.step()
+            self.behind = max(0.0, target - self.sim.t)
+            if self.sim.t >= next_report and self.sim.step_ended:
+                snapshot = self.driver.observe()
+                try:
+                    for agent in self.agents:
+                        await agent.report(snapshot)
+                except Exception as err:
+                    log.warning("reports not sent: %s", err or type(err).__name__)
+                next_report = self.sim.t + self.period
+            wait = max(0.01, min(0.2, (next_report - self.sim.t) / self.speed))
+            try:
+                await asyncio.gather(*(agent.actions.step(wait=wait) for agent in self.agents))
+            except Exception as err:
+                log.warning("action step failed: %s", err or type(err).__name__)
+                await _pause(stop, 0.5)
+
+    def close(self) -> None:
+        for agent in self.agents:
+            agent.actions.ledger.close()
+
+
+async def _pause(stop: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(stop.wait(), seconds)

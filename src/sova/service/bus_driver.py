@@ -1,0 +1,98 @@
+"""The manager's driver: the cluster as the agents report it, and actions sent to them over the bus.
+
+``observe`` is the merge of the fresh host reports; ``now`` is the cluster's clock (the newest report's
+time, never going back); ``apply`` puts an action, under its plan's id, in the outbox that the manager
+sends after each round (recorded in the state store first) and says it is running; ``poll`` says how it
+ended once the agent's outcome came. A sent action cannot be called back: ``cancel`` leaves it running
+(the executor keeps polling), since only the agent knows whether it was applied. IO control is an agent's
+local loop, so the manager has no IO sample to give.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sova.model import actions as A
+from sova.model.io_sample import IoSample, IoThrottle
+from sova.model.snapshot import Snapshot, VmRequest
+from sova.service.dispatch import ActionDispatch
+from sova.service.plan_book import PlanBook
+from sova.service.reporting import ReportCollector
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    action_id: str
+    host: str
+    action: A.Action
+    plan: int | None
+
+
+class BusDriver:
+    def __init__(self, collector: ReportCollector, book: PlanBook, dispatch: ActionDispatch):
+        self.collector, self.book, self.dispatch = collector, book, dispatch
+        self.outbox: list[Outgoing] = []
+        self._clock = 0.0
+
+    def now(self) -> float:
+        snap = self.collector.snapshot()
+        if snap is not None:
+            self._clock = max(self._clock, snap.time)
+        return self._clock
+
+    def observe(self) -> Snapshot:
+        snap = self.collector.snapshot()
+        if snap is None:
+            raise RuntimeError("no host has reported yet")
+        return replace(snap, time=self.now())  # a host gone stale must not take the clock back
+
+    def requests(self) -> list[VmRequest]:
+        return []  # VMs are created on the hosts, not through the manager (yet)
+
+    def apply(self, action: A.Action) -> A.Outcome:
+        now = self.now()
+        host = self._host_of(action)
+        if host is None:
+            return A.Outcome(A.FAILED, f"no fresh report holds {action.target!r}; not sent", now, now)
+        known = self.book.action_id(action)
+        if known is None:
+            return A.Outcome(A.FAILED, "an action outside any plan of this manager; not sent", now, now)
+        self.outbox.append(Outgoing(known[0], host, action, known[1]))
+        return A.Outcome(A.RUNNING, f"sent to {host}'s agent", now)
+
+    def poll(self, action: A.Action) -> A.Outcome:
+        known = self.book.action_id(action)
+        outcome = None if known is None else self.dispatch.outcomes.pop(known[0], None)
+        return outcome or A.Outcome(A.RUNNING, "waiting for the agent's outcome")
+
+    def cancel(self, action: A.Action) -> A.Outcome:
+        return A.Outcome(A.RUNNING, "sent to an agent: only its outcome can end it")
+
+    def io_sample(self, vms) -> IoSample:
+        raise RuntimeError("IO control runs in the agents, next to the hypervisor, not in the manager")
+
+    def set_io_throttle(self, throttle: IoThrottle) -> None:
+        raise RuntimeError("IO control runs in the agents, next to the hypervisor, not in the manager")
+
+    async def send(self) -> int:
+        """Send what the outbox holds (each recorded before it goes); how many. What the bus did not take
+        stays in the outbox for the next call (an id sent twice is stored once)."""
+        sent = 0
+        while self.outbox:
+            item = self.outbox[0]
+            await self.dispatch.send(item.host, item.action, item.action_id, item.plan)
+            self.outbox.pop(0)
+            sent += 1
+        return sent
+
+    def _host_of(self, action: A.Action) -> str | None:
+        """The host whose agent carries out the action: the VM's (a migration's source) or the one named."""
+        snap = self.collector.snapshot()
+        if snap is None:
+            return None
+        vm = getattr(action, "vm", None)
+        if vm is not None:
+            position = snap.vm_position.get(vm)
+            return None if position is None else snap.hosts[snap.vm_host[position]]
+        host = getattr(action, "host", None)
+        return host if host in snap.host_position else None

@@ -1,0 +1,168 @@
+"""`sova manager`: the global loops over the bus. The agents' reports make its Knowledge; its policies'
+plans go through the same executor, rails and approvals as in `sova manage`; their actions go to the
+agents under ids, each recorded in the state store before it is sent, and their outcomes come back.
+
+A round (every `tick` wall seconds): take the outcomes that came, run the MAPE-K loop on the merged
+reports (if any host is fresh), write plans and audit entries to the store, send the actions. With a
+lease (``service.lease``), only the leader runs rounds; a manager that becomes leader first takes up the
+plans the store holds where they stood (``PlanBook.resume``) and sends again what awaits an outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sova.control.runtime import Runtime
+from sova.model.scenario import ControlSpec, TopologySpec
+from sova.plan.base import Policy
+from sova.plan.storage.io_control import IoController
+from sova.service.bus import Bus
+from sova.service.bus_driver import BusDriver
+from sova.service.dispatch import ActionDispatch
+from sova.service.plan_book import PlanBook
+from sova.service.reporting import ReportCollector
+from sova.service.state import StateStore
+
+log = logging.getLogger(__name__)
+
+
+class ManagerError(RuntimeError):
+    """A request the manager cannot carry out (unknown plan, not the leader, ...)."""
+
+
+@dataclass
+class RoundStats:
+    """What the rounds cost, for /metrics."""
+
+    durations: list[float] = field(default_factory=list)  # decision rounds not yet read, seconds
+    rounds: int = 0
+    sent: int = 0
+
+
+class Manager:
+    def __init__(
+        self,
+        bus: Bus,
+        store: StateStore,
+        policies: list[Policy],
+        control: ControlSpec,
+        mode: str = "auto",
+        profile: str = "",
+        tick: float = 1.0,
+        stale_after: float = 30.0,
+        topology: TopologySpec | None = None,
+        is_leader: Callable[[], bool] | None = None,
+    ):
+        """is_leader: whether this manager holds the lease now (None: it is the only one)."""
+        if any(isinstance(p, IoController) for p in policies):
+            raise ManagerError("IO controllers (profile see) run in the agents, not in the manager")
+        self.bus, self.store, self.tick, self.mode, self.profile = bus, store, tick, mode, profile
+        self.policies, self.control, self.topology = policies, control, topology
+        self.collector = ReportCollector(bus, stale_after)
+        self.dispatch = ActionDispatch(bus, store)
+        self.is_leader = is_leader or (lambda: True)
+        self.leading = False
+        self.stats = RoundStats()
+        self.started = time.time()
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """A new loop and plan book: what a manager that is to lead starts from (the store has the rest)."""
+        self.book = PlanBook(self.store)
+        self.driver = BusDriver(self.collector, self.book, self.dispatch)
+        self.runtime = Runtime(self.driver, self.policies, self.control, self.mode, self.topology, audit=self.book)
+
+    @property
+    def executor(self):
+        return self.runtime.executor
+
+    async def start(self) -> None:
+        await self.collector.start()
+
+    async def stop(self) -> None:
+        await self.collector.stop()
+
+    async def _take_lead(self) -> None:
+        """Become the one that decides: take up the stored plans and send again what awaits an outcome."""
+        if self.dispatch.reader is None:
+            await self.dispatch.start()
+        self._fresh()  # a take-up that failed half-way must not leave its half behind
+        taken = self.book.resume(self.executor)
+        resent = await self.dispatch.send_unanswered()
+        self.leading = True
+        log.info("leading: took up %d plan(s), sent %d unanswered action(s) again", taken, resent)
+
+    async def round(self) -> None:
+        """One round of the manager (nothing but watching the reports unless it leads)."""
+        if not self.is_leader():
+            if self.leading:  # lost the lease: what this manager held, the new leader takes from the store
+                log.warning("no longer the leader; standing by")
+                self.leading = False
+                self._fresh()
+            return
+        if not self.leading:
+            await self._take_lead()
+        await self.dispatch.collect(wait=0.01)
+        if self.collector.snapshot() is not None:
+            began = time.perf_counter()
+            self.runtime.tick()
+            self.stats.durations.append(time.perf_counter() - began)
+            self.stats.rounds += 1
+        self.book.flush()
+        if self.is_leader():  # a manager that lost its lease during the round sends nothing
+            self.stats.sent += await self.driver.send()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Rounds every `tick` seconds until `stop` is set; a bus fault fails a round, not the manager."""
+        await self.start()
+        try:
+            while not stop.is_set():
+                began = time.monotonic()
+                try:
+                    await self.round()
+                except Exception as err:  # the bus or the store away: the next round tries again
+                    log.warning("round failed: %s", err or type(err).__name__)
+                remaining = self.tick - (time.monotonic() - began)
+                if remaining > 0:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), remaining)
+        finally:
+            await self.stop()
+
+    # ------------------------------------------------------------------ operators' decisions
+    async def decide(self, plan_id: int, verdict: str, by: str) -> dict:
+        """Approve, reject or cancel a plan on behalf of `by`; what became of it. A cancelled plan drops its
+        actions that have not been sent; those sent run to their end (only the agent can end them)."""
+        if not self.leading:
+            raise ManagerError("this manager is not the leader; ask the leader")
+        pending = plan_id in self.executor.pending
+        if verdict == "approve":
+            if not pending:
+                raise ManagerError(self._not_pending(plan_id))
+            self.book.decided_by[plan_id] = by
+            self.executor.approve(plan_id, self.runtime.knowledge)
+            dropped = 0
+        elif pending:  # reject, or cancel before it was approved
+            self.book.decided_by[plan_id] = by
+            self.executor.reject(plan_id, f"{'rejected' if verdict == 'reject' else 'cancelled'} by {by}")
+            dropped = 0
+        elif verdict == "cancel" and plan_id in self.executor.open_plans():
+            self.book.decided_by[plan_id] = by
+            dropped = self.executor.drop_queued(plan_id, f"cancelled by {by}")
+        else:
+            raise ManagerError(self._not_pending(plan_id))
+        self.book.flush()
+        await self.driver.send()
+        row = self.store.plan(plan_id)
+        return {"plan": plan_id, "state": row.state if row else "", "dropped": dropped}
+
+    def _not_pending(self, plan_id: int) -> str:
+        row = self.store.plan(plan_id)
+        if row is None:
+            return f"no plan {plan_id}"
+        return f"plan {plan_id} is {row.state}, not waiting for approval"
