@@ -209,6 +209,11 @@ class StateStore:
             row = connection.execute(sa.select(plans).where(plans.c.id == plan_id)).first()
         return None if row is None else _plan_row(row)
 
+    def plan_counts(self) -> dict[str, int]:
+        query = sa.select(plans.c.state, sa.func.count()).group_by(plans.c.state)
+        with self.engine.connect() as connection:
+            return dict(connection.execute(query).all())
+
     def last_plan_id(self) -> int:
         with self.engine.connect() as connection:
             return connection.execute(sa.select(sa.func.max(plans.c.id))).scalar() or 0

@@ -1,0 +1,186 @@
+"""The manager's REST API (FastAPI; its OpenAPI schema at /openapi.json, the reference at /docs).
+
+Every path but /healthz wants a bearer token (``Authorization: Bearer sova_...``, or the dashboard's
+cookie): viewers read, operators also decide plans, admins everything, tenants only their VMs' SLOs.
+Handlers run on the manager's event loop (``async def``), between its rounds, so what they read is
+consistent. Bad input is a 4xx whose message names the field (FastAPI's 422 for parameters).
+No `from __future__ import annotations` here: FastAPI reads the handlers' annotations, some of them local.
+"""
+
+import math
+import time
+from typing import Annotated, Literal
+
+from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from sova.plan.base import registry
+from sova.service import api_models as M
+from sova.service import views
+from sova.service.manager import Manager, ManagerError
+from sova.service.metrics import CONTENT_TYPE, ManagerMetrics
+from sova.service.tokens import Token, TokenBook
+
+COOKIE = "sova_token"
+READERS = ("admin", "operator", "viewer")
+DECIDERS = ("admin", "operator")
+PlanId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the plan's number")]
+Text = Annotated[str | None, Query(max_length=255, pattern=r"^[^\x00-\x1f]*$")]
+_bearer = HTTPBearer(auto_error=False, description="a token from `sova token add`")
+
+
+def make_app(manager: Manager, tokens: TokenBook, profiles: dict[str, tuple[str, ...]]) -> FastAPI:
+    app = FastAPI(
+        title="Sova manager",
+        version="1",
+        description="Hosts, VMs, VFs, findings, plans and their approval, the audit trail, and metrics.",
+        responses={401: {"model": M.Problem}, 403: {"model": M.Problem}},
+    )
+    metrics = ManagerMetrics(manager)
+    app.state.manager, app.state.tokens, app.state.metrics = manager, tokens, metrics
+
+    def caller(*roles: str):
+        async def check(
+            request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+        ) -> Token:
+            secret = credentials.credentials if credentials is not None else request.cookies.get(COOKIE)
+            if not secret:
+                raise HTTPException(401, "a bearer token is required", headers={"WWW-Authenticate": "Bearer"})
+            token = tokens.verify(secret)
+            if token is None:
+                raise HTTPException(401, "unknown or revoked token", headers={"WWW-Authenticate": "Bearer"})
+            if token.role not in roles:
+                raise HTTPException(403, f"a {token.role} token may not do this (needs {' or '.join(roles)})")
+            return token
+
+        return check
+
+    Reader = Annotated[Token, Depends(caller(*READERS))]
+    Decider = Annotated[Token, Depends(caller(*DECIDERS))]
+
+    @app.get("/healthz", response_model=M.Health, tags=["service"])
+    async def healthz() -> dict:
+        """Alive, whether it leads, how many hosts report (no token needed)."""
+        hosts = len(manager.collector.fresh())
+        return {"status": "ok", "leader": manager.leading, "hosts_reporting": hosts, "uptime_s": _uptime(manager)}
+
+    @app.get("/metrics", tags=["service"], response_class=Response)
+    async def prometheus(_: Reader) -> Response:
+        """Prometheus exposition (text format 0.0.4)."""
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
+
+    @app.get("/api/v1/hosts", response_model=list[M.Host], tags=["cluster"])
+    async def hosts(_: Reader) -> list[dict]:
+        return views.hosts(manager.runtime.knowledge, manager.collector.received)
+
+    @app.get("/api/v1/hosts/series", response_model=M.Series, tags=["cluster"])
+    async def host_series(
+        _: Reader, seconds: Annotated[float, Query(gt=0, le=86400, description="how far back")] = 600.0
+    ) -> dict:
+        """Each host's CPU utilisation over time (at most 120 points)."""
+        return views.host_series(manager.runtime.knowledge, seconds)
+
+    @app.get("/api/v1/vms", response_model=list[M.Vm], tags=["cluster"])
+    async def vms(_: Reader) -> list[dict]:
+        return views.vms(manager.runtime.knowledge)
+
+    @app.get("/api/v1/vfs", response_model=list[M.Vfs], tags=["cluster"])
+    async def vfs(_: Reader) -> list[dict]:
+        return views.vfs(manager.runtime.knowledge)
+
+    @app.get("/api/v1/findings", response_model=list[M.FindingRow], tags=["cluster"])
+    async def findings(_: Reader) -> list[dict]:
+        """What each policy found at its latest round (hotspots, slow VMs, ...)."""
+        return views.findings(manager.runtime.findings)
+
+    @app.get("/api/v1/plans", response_model=M.PlanPage, tags=["plans"])
+    async def plans(
+        _: Reader,
+        state: M.PlanState | None = None,
+        offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    ) -> dict:
+        """Plans, newest first."""
+        rows, total = manager.store.plans(state, offset, limit)
+        return {"total": total, "items": [_plan(r) for r in rows]}
+
+    @app.get("/api/v1/plans/{plan_id}", response_model=M.Plan, tags=["plans"], responses={404: {"model": M.Problem}})
+    async def plan(_: Reader, plan_id: PlanId) -> dict:
+        row = manager.store.plan(plan_id)
+        if row is None:
+            raise HTTPException(404, f"no plan {plan_id}")
+        return _plan(row)
+
+    @app.post(
+        "/api/v1/plans/{plan_id}/{verdict}",
+        response_model=M.Decision,
+        tags=["plans"],
+        responses={404: {"model": M.Problem}, 409: {"model": M.Problem}, 503: {"model": M.Problem}},
+    )
+    async def decide(token: Decider, plan_id: PlanId, verdict: Literal["approve", "reject", "cancel"]) -> dict:
+        """Approve or reject a pending plan, or cancel one (its actions not yet sent are dropped)."""
+        if not manager.leading:
+            raise HTTPException(503, "this manager is the standby; send decisions to the leader")
+        if manager.store.plan(plan_id) is None:
+            raise HTTPException(404, f"no plan {plan_id}")
+        try:
+            return await manager.decide(plan_id, verdict, by=token.name)
+        except ManagerError as err:
+            raise HTTPException(409, str(err)) from None
+
+    @app.get("/api/v1/audit", response_model=M.AuditPage, tags=["audit"])
+    async def audit(
+        _: Reader,
+        offset: Annotated[int, Query(ge=0, le=2**31 - 1)] = 0,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+        event: M.AuditEvent | None = None,
+        target: Text = None,
+        plan: Annotated[int | None, Query(ge=0, le=2**31 - 1)] = None,
+    ) -> dict:
+        """The audit trail, oldest first, filtered by event, target (VM or host) or plan."""
+        rows, total = manager.store.audit(offset, limit, event, target, plan)
+        return {"total": total, "items": rows}
+
+    @app.get("/api/v1/profiles", response_model=M.Profiles, tags=["policies"])
+    async def profile_list(_: Reader) -> dict:
+        """The profile this manager runs, the built-in profiles, and every policy's parameters."""
+        policies = [
+            {
+                "name": name,
+                "params": [
+                    {"name": key, "kind": f.kind, "default": _default(f.default), "help": f.doc}
+                    for key, f in cls.params.items()
+                ],
+            }
+            for name, cls in sorted(registry().items())
+        ]
+        builtin = {name: list(names) for name, names in profiles.items()}
+        return {"running": manager.profile, "mode": manager.mode, "builtin": builtin, "policies": policies}
+
+    return app
+
+
+def _plan(row) -> dict:
+    return {
+        "id": row.id,
+        "created": row.created,
+        "policy": row.policy,
+        "state": row.state,
+        "actions": row.actions,
+        "findings": row.findings,
+        "decided_at": row.decided_at,
+        "decided_by": row.decided_by,
+    }
+
+
+def _default(value):
+    """A parameter's default as JSON can hold it (a required one, or an infinite one, has none)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, tuple):
+        return list(value)
+    return value if isinstance(value, str | int | float | bool | list | type(None)) else None
+
+
+def _uptime(manager: Manager) -> float:
+    return round(time.time() - manager.started, 3)

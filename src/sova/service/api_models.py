@@ -1,0 +1,136 @@
+"""The REST API's bodies, as pydantic models: they make its OpenAPI schema (which the fuzz tests read)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+PlanState = Literal["pending", "executing", "done", "rejected", "expired", "dry-run"]
+AuditEvent = Literal[
+    "finding",
+    "proposed",
+    "rejected",
+    "applied",
+    "failed",
+    "finished",
+    "dry-run",
+    "pending",
+    "approved",
+    "expired",
+    "waiting",
+]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+    leader: bool
+    hosts_reporting: int
+    uptime_s: float
+
+
+class Host(BaseModel):
+    name: str
+    cores: float
+    memory_mib: float
+    cpu_utilization: float | None = Field(description="CPU busy / hardware threads over the last 10 s")
+    vms: int
+    vfs_used: int
+    vfs_total: int
+    report_age_s: float | None = Field(description="seconds since its agent's latest report")
+
+
+class Vm(BaseModel):
+    name: str
+    host: str
+    vcpus: float
+    memory_mib: float
+    cpu_cores: float | None = Field(description="CPU cores used over the last 10 s")
+    nic: str = Field(description="vnic (para-virtual) or the VF it holds")
+    migrating: bool
+
+
+class Vfs(BaseModel):
+    host: str
+    total: int
+    used: int
+    holders: list[str]
+
+
+class FindingRow(BaseModel):
+    policy: str
+    time: float
+    kind: str
+    host: str
+    notable: bool
+    text: str
+    fields: dict[str, Any]
+
+
+class Series(BaseModel):
+    times: list[float]
+    hosts: dict[str, list[float | None]]
+
+
+class Plan(BaseModel):
+    id: int
+    created: float
+    policy: str
+    state: PlanState
+    actions: list[dict[str, Any]]
+    findings: list[dict[str, Any]]
+    decided_at: float | None
+    decided_by: str | None
+
+
+class PlanPage(BaseModel):
+    total: int
+    items: list[Plan]
+
+
+class Decision(BaseModel):
+    plan: int
+    state: str
+    dropped: int = Field(description="actions not yet sent that a cancel dropped")
+
+
+class AuditRow(BaseModel):
+    id: int
+    time: float
+    plan: int
+    event: str
+    policy: str
+    action: str
+    target: str
+    reason: str
+    status: str
+    message: str
+    details: dict[str, Any]
+
+
+class AuditPage(BaseModel):
+    total: int
+    items: list[AuditRow]
+
+
+class PolicyParam(BaseModel):
+    name: str
+    kind: str
+    default: Any
+    help: str
+
+
+class Policy(BaseModel):
+    name: str
+    params: list[PolicyParam]
+
+
+class Profiles(BaseModel):
+    running: str = Field(description="the profile this manager runs")
+    mode: str
+    builtin: dict[str, list[str]]
+    policies: list[Policy]
+
+
+class Problem(BaseModel):
+    detail: str

@@ -1,0 +1,43 @@
+"""The API served by uvicorn on the manager's own event loop, over TLS when given a certificate."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import uvicorn
+from fastapi import FastAPI
+
+
+class ApiServer:
+    def __init__(self, app: FastAPI, host: str, port: int, certificate: Path | None = None, key: Path | None = None):
+        config = uvicorn.Config(
+            app,
+            host=host,
+            port=port,
+            log_level="warning",
+            lifespan="off",
+            ssl_certfile=str(certificate) if certificate else None,
+            ssl_keyfile=str(key) if key else None,
+        )
+        self.server = uvicorn.Server(config)
+        self.task: asyncio.Task | None = None
+
+    async def start(self, timeout: float = 20.0) -> None:
+        """Serve in the background; returns once it listens (an error if it cannot)."""
+        self.task = asyncio.create_task(self.server.serve())
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not self.server.started:
+            if self.task.done():  # uvicorn exits (SystemExit) when it cannot listen
+                error = self.task.exception() if not self.task.cancelled() else None
+                config = self.server.config
+                raise OSError(f"the API cannot listen on {config.host}:{config.port}: {error or 'stopped'}")
+            if asyncio.get_running_loop().time() > deadline:
+                raise OSError(f"the API server did not listen within {timeout:g} s")
+            await asyncio.sleep(0.02)
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.server.should_exit = True
+            await asyncio.gather(self.task, return_exceptions=True)
+            self.task = None

@@ -1,0 +1,94 @@
+"""The manager's Prometheus metrics (prometheus-client, its naming conventions: base units, ``_total``
+for counters, ``_seconds`` for durations), read from the manager's state when Prometheus scrapes.
+
+- ``sova_host_cpu_utilization{host}``, ``sova_vm_cpu_cores{vm,host}``: load over the last 10 s
+- ``sova_host_vfs{host}``, ``sova_host_vfs_used{host}``, ``sova_vf_holder{host,vm}``: VFs and who holds them
+- ``sova_hosts_reporting``, ``sova_reports_received_total``, ``sova_reports_refused_total``
+- ``sova_actions_total{kind,outcome}``, ``sova_migrations_total{outcome}``: actions sent, by outcome
+  (``awaiting`` while none came)
+- ``sova_plans{state}``: plans by state
+- ``sova_decision_round_seconds``: the MAPE-K round's duration (histogram)
+- ``sova_bus_report_lag_seconds``: from an agent's send to the manager's receipt (histogram)
+- ``sova_manager_leader``: 1 while this manager leads
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from sova.service import views
+from sova.service.manager import Manager
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class ManagerMetrics:
+    def __init__(self, manager: Manager):
+        self.manager = manager
+        self.registry = CollectorRegistry()
+        self.rounds = Histogram(
+            "sova_decision_round_seconds",
+            "Duration of the manager's MAPE-K round (analyze, plan, execute)",
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=self.registry,
+        )
+        self.lag = Histogram(
+            "sova_bus_report_lag_seconds",
+            "Seconds from an agent's sending a host report to the manager's receiving it",
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=self.registry,
+        )
+        self.registry.register(self)
+
+    def exposition(self) -> bytes:
+        """The metrics in Prometheus' text format, the histograms first brought up to date."""
+        stats, collector = self.manager.stats, self.manager.collector
+        for seconds in stats.durations:
+            self.rounds.observe(seconds)
+        stats.durations.clear()
+        for seconds in collector.lag:
+            self.lag.observe(seconds)
+        collector.lag.clear()
+        return generate_latest(self.registry)
+
+    def describe(self):
+        return []  # the families are read at each scrape (nothing to read when registering)
+
+    def collect(self):
+        """The metrics read from the manager's state (called by the registry at each scrape)."""
+        manager = self.manager
+        knowledge = manager.runtime.knowledge
+        host_util = GaugeMetricFamily("sova_host_cpu_utilization", "Host CPU busy / hardware threads", labels=["host"])
+        vfs_total = GaugeMetricFamily("sova_host_vfs", "SR-IOV virtual functions of the host", labels=["host"])
+        vfs_used = GaugeMetricFamily("sova_host_vfs_used", "Virtual functions in use", labels=["host"])
+        for row in views.hosts(knowledge, {}):
+            if row["cpu_utilization"] is not None:
+                host_util.add_metric([row["name"]], row["cpu_utilization"])
+            vfs_total.add_metric([row["name"]], row["vfs_total"])
+            vfs_used.add_metric([row["name"]], row["vfs_used"])
+        vm_cores = GaugeMetricFamily("sova_vm_cpu_cores", "CPU cores a VM uses", labels=["vm", "host"])
+        for row in views.vms(knowledge):
+            if row["cpu_cores"] is not None:
+                vm_cores.add_metric([row["name"], row["host"]], row["cpu_cores"])
+        holders = GaugeMetricFamily("sova_vf_holder", "1 for each VM that holds a VF", labels=["host", "vm"])
+        for row in views.vfs(knowledge):
+            for vm in row["holders"]:
+                holders.add_metric([row["host"], vm], 1)
+        yield from (host_util, vfs_total, vfs_used, vm_cores, holders)
+        collector = manager.collector
+        yield GaugeMetricFamily("sova_hosts_reporting", "Hosts whose latest report is fresh", len(collector.fresh()))
+        yield CounterMetricFamily("sova_reports_received", "Host reports taken", collector.received_count)
+        yield CounterMetricFamily("sova_reports_refused", "Host reports refused as malformed", collector.refused)
+        actions = CounterMetricFamily("sova_actions", "Actions sent to agents", labels=["kind", "outcome"])
+        migrations = CounterMetricFamily("sova_migrations", "Live migrations sent to agents", labels=["outcome"])
+        for (kind, status), count in sorted(manager.store.action_counts().items()):
+            actions.add_metric([kind, status or "awaiting"], count)
+            if kind == "migrate":
+                migrations.add_metric([status or "awaiting"], count)
+        yield from (actions, migrations)
+        plans = GaugeMetricFamily("sova_plans", "Plans by state", labels=["state"])
+        for state, count in sorted(manager.store.plan_counts().items()):
+            plans.add_metric([state], count)
+        yield plans
+        yield GaugeMetricFamily("sova_manager_leader", "1 while this manager leads", 1 if manager.leading else 0)

@@ -1,0 +1,117 @@
+"""What the manager knows, as plain rows for the API, the dashboard and /metrics: hosts, VMs, VFs and
+who holds them, findings, and each host's CPU over time, all from the agents' reports (the Knowledge)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from sova.model.knowledge import Knowledge
+
+LOAD_WINDOW = 10.0  # s over which a utilisation is averaged
+
+
+def _latest(knowledge: Knowledge):
+    return knowledge.latest if len(knowledge) else None
+
+
+def hosts(knowledge: Knowledge, received: dict[str, float]) -> list[dict]:
+    """Every host in the newest observation, with its load and when its agent last reported."""
+    snap = _latest(knowledge)
+    if snap is None:
+        return []
+    util = knowledge.host_cpu_util(LOAD_WINDOW)
+    counts = np.bincount(snap.vm_host, minlength=len(snap.hosts))
+    now = time.monotonic()
+    return [
+        {
+            "name": name,
+            "cores": float(snap.host_cores[h]),
+            "memory_mib": float(snap.host_memory[h]),
+            "cpu_utilization": None if util is None else round(float(util[h]), 4),
+            "vms": int(counts[h]),
+            "vfs_used": int(snap.vfs_used[h]),
+            "vfs_total": int(snap.vfs_total[h]),
+            "report_age_s": round(now - received[name], 3) if name in received else None,
+        }
+        for h, name in enumerate(snap.hosts)
+    ]
+
+
+def vms(knowledge: Knowledge, only: set[str] | None = None) -> list[dict]:
+    """Every VM in the newest observation (or those in `only`), with its host and CPU use."""
+    snap = _latest(knowledge)
+    if snap is None:
+        return []
+    cores = knowledge.vm_cpu_cores(LOAD_WINDOW)
+    return [
+        {
+            "name": name,
+            "host": snap.hosts[snap.vm_host[v]],
+            "vcpus": float(snap.vm_vcpus[v]),
+            "memory_mib": float(snap.vm_memory[v]),
+            "cpu_cores": None if cores is None else round(float(cores[v]), 4),
+            "nic": snap.vm_nic[v],
+            "migrating": bool(snap.vm_migrating[v]),
+        }
+        for v, name in enumerate(snap.vms)
+        if only is None or name in only
+    ]
+
+
+def vfs(knowledge: Knowledge) -> list[dict]:
+    """Each host's VFs: how many, and the VMs holding one (a NIC other than the para-virtual vNIC)."""
+    snap = _latest(knowledge)
+    if snap is None:
+        return []
+    holders: dict[int, list[str]] = {}
+    for v, nic in enumerate(snap.vm_nic):
+        if nic != "vnic":
+            holders.setdefault(int(snap.vm_host[v]), []).append(snap.vms[v])
+    return [
+        {"host": name, "total": int(snap.vfs_total[h]), "used": int(snap.vfs_used[h]), "holders": holders.get(h, [])}
+        for h, name in enumerate(snap.hosts)
+    ]
+
+
+def findings(latest: dict) -> list[dict]:
+    """The findings each policy planned from at its latest round (``Runtime.findings``)."""
+    rows = []
+    for policy, found in latest.items():
+        for finding in found:
+            rows.append(
+                {
+                    "policy": policy,
+                    "time": found.time,
+                    "kind": finding.kind,
+                    "host": finding.host,
+                    "notable": finding.notable,
+                    "text": finding.describe(),
+                    "fields": finding.to_dict(),
+                }
+            )
+    return rows
+
+
+def host_series(knowledge: Knowledge, seconds: float, points: int = 120) -> dict:
+    """Each host's CPU utilisation over the last `seconds` (at most `points` samples, each the mean
+    since the one before), for the dashboard's chart."""
+    snap = _latest(knowledge)
+    if snap is None or len(knowledge) < 2:
+        return {"times": [], "hosts": {}}
+    first = max(knowledge.snapshots[0].time, snap.time - seconds)
+    step = max((snap.time - first) / points, 1e-9)
+    times, series = [], {name: [] for name in snap.hosts}
+    end = first + step
+    while end <= snap.time + 1e-9:
+        util = knowledge.host_cpu_util(step, end=end)
+        at = knowledge.at_or_before(end)
+        if util is not None and at is not None:
+            times.append(round(end, 3))
+            values = dict(zip(at.hosts, util, strict=True))
+            for name in series:
+                value = values.get(name)
+                series[name].append(None if value is None else round(float(value), 4))
+        end += step
+    return {"times": times, "hosts": series}

@@ -1,0 +1,115 @@
+"""A service stack for tests: a simulated cluster's agents and a manager (and its API) on a real
+nats-server, each on its own bus connection, as tasks of the test's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bus_helpers import connect
+from helpers import make_scenario
+from sova.control.manage import BUILTIN_PROFILES
+from sova.control.profiles import check_profile
+from sova.model.scenario import ControlSpec, ProfileSpec
+from sova.model.schema import Reader
+from sova.service.agent import SimCluster
+from sova.service.api import make_app
+from sova.service.api_server import ApiServer
+from sova.service.manager import Manager
+from sova.service.natsd import free_port
+from sova.service.state import StateStore
+from sova.service.tokens import TokenBook
+
+SPEED = 20.0  # simulated seconds per wall second
+
+
+def hotspot_scenario():
+    """Two 4-core hosts; four busy VMs on h1 (a hotspot from the start), h2 empty."""
+    return make_scenario(
+        scenario={"duration": 3600},
+        hosts=[{"name": "h{i}", "count": 2, "cores": 4}],
+        vms=[{"name": "v{i}", "count": 4, "host": "h1"}],
+        workloads=[{"vm": "v*", "kind": "lookbusy", "duty": 1.0, "util": 1.0}],
+    )
+
+
+def threshold_policies(period: float = 10.0):
+    reader = Reader("test")
+    params = {"threshold-migration": {"period": period, "window": 5.0}}
+    policies = check_profile(reader, ProfileSpec("threshold", ("threshold-migration",), params=params))
+    assert not reader.problems
+    return policies
+
+
+async def wait_for(condition, timeout: float = 60.0) -> None:
+    """Poll a plain condition while the stack runs in the same event loop."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("the condition did not hold in time")
+        await asyncio.sleep(0.05)
+
+
+class Stack:
+    """A simulated cluster's agents and one manager, each on its own bus connection, as tasks."""
+
+    def __init__(self, server, tmp_path, mode: str = "auto"):
+        self.server, self.tmp_path, self.mode = server, tmp_path, mode
+        self.url = f"sqlite:///{tmp_path / 'manager.db'}"
+        self.tasks: dict[str, tuple[asyncio.Event, asyncio.Task]] = {}
+
+    async def start_cluster(self) -> SimCluster:
+        self.cluster_bus = await connect(self.server, "agents")
+        self.cluster = SimCluster(self.cluster_bus, hotspot_scenario(), self.tmp_path / "ledgers", speed=SPEED)
+        self._spawn("cluster", self.cluster.run)
+        return self.cluster
+
+    async def start_manager(self) -> Manager:
+        self.manager_bus = await connect(self.server, "manager")
+        self.store = StateStore(self.url)
+        control = ControlSpec(hold_down=60.0)
+        self.manager = Manager(self.manager_bus, self.store, threshold_policies(), control, self.mode, tick=0.1)
+        self._spawn("manager", self.manager.run)
+        return self.manager
+
+    async def start_api(self) -> str:
+        """The manager's API on a free port; its base URL. Tokens of each role are in `self.secrets`."""
+        book = TokenBook(self.store)
+        self.secrets = {role: book.create(role, role) for role in ("admin", "operator", "viewer")}
+        self.secrets["tenant"] = book.create("tenant", "tenant", ("v1",))
+        port = free_port()
+        self.api = ApiServer(make_app(self.manager, book, BUILTIN_PROFILES), "127.0.0.1", port)
+        await self.api.start()
+        return f"http://127.0.0.1:{port}"
+
+    def headers(self, role: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.secrets[role]}"}
+
+    def _spawn(self, name, run) -> None:
+        stop = asyncio.Event()
+        self.tasks[name] = (stop, asyncio.create_task(run(stop)))
+
+    async def stop(self, name: str, crash: bool = False) -> None:
+        """Stop a part: cleanly, or at once (its task cancelled wherever it was)."""
+        stop, task = self.tasks.pop(name)
+        if crash:
+            task.cancel()
+        else:
+            stop.set()
+        await asyncio.gather(task, return_exceptions=True)
+        if name == "manager":
+            await self.manager_bus.close()
+            self.store.close()
+        else:
+            await self.cluster_bus.close()
+            self.cluster.close()
+
+    async def stop_all(self) -> None:
+        if getattr(self, "api", None) is not None:
+            await self.api.stop()
+        for name in list(self.tasks):
+            await self.stop(name)
+
+
+def vm_hosts(cluster: SimCluster) -> dict[str, str]:
+    sim = cluster.sim
+    return {sim.vm_names[v]: sim.host_names[sim.vm_host[v]] for v in range(len(sim.vm_names))}

@@ -1,0 +1,125 @@
+"""The manager's REST API on a real uvicorn, in front of a manager and a simulated cluster's agents on a
+real nats-server: tokens and roles, the cluster's state, plans approved through the API, the audit
+trail, and Prometheus' exposition."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from service_stack import Stack, wait_for
+
+
+def run_with_api(tmp_path, nats_server, body, mode: str = "approve"):
+    async def run():
+        stack = Stack(nats_server, tmp_path, mode=mode)
+        await stack.start_cluster()
+        await stack.start_manager()
+        base = await stack.start_api()
+        try:
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                return await body(stack, client)
+        finally:
+            await stack.stop_all()
+
+    return asyncio.run(run())
+
+
+def test_only_healthz_answers_without_a_token_and_each_role_reaches_what_it_may(nats_server, tmp_path):
+    async def body(stack, client):
+        await wait_for(lambda: stack.manager.leading)
+        health = await client.get("/healthz")
+        anonymous = [(await client.get(path)).status_code for path in ("/metrics", "/api/v1/hosts", "/api/v1/plans")]
+        forged = await client.get("/api/v1/hosts", headers={"Authorization": "Bearer sova_not-a-token"})
+        viewer = await client.get("/api/v1/hosts", headers=stack.headers("viewer"))
+        viewer_decides = await client.post("/api/v1/plans/1/approve", headers=stack.headers("viewer"))
+        tenant = await client.get("/api/v1/plans", headers=stack.headers("tenant"))
+        return health, anonymous, forged, viewer, viewer_decides, tenant
+
+    health, anonymous, forged, viewer, viewer_decides, tenant = run_with_api(tmp_path, nats_server, body)
+    assert health.status_code == 200 and health.json()["leader"] is True
+    assert anonymous == [401, 401, 401] and forged.status_code == 401
+    assert viewer.status_code == 200
+    assert viewer_decides.status_code == 403 and "needs admin or operator" in viewer_decides.json()["detail"]
+    assert tenant.status_code == 403
+
+
+def test_the_api_shows_the_cluster_the_agents_report(nats_server, tmp_path):
+    async def body(stack, client):
+        viewer = stack.headers("viewer")
+        await wait_for(lambda: len(stack.manager.runtime.knowledge) >= 12)
+        hosts = (await client.get("/api/v1/hosts", headers=viewer)).json()
+        vms = (await client.get("/api/v1/vms", headers=viewer)).json()
+        vfs = (await client.get("/api/v1/vfs", headers=viewer)).json()
+        series = (await client.get("/api/v1/hosts/series", params={"seconds": 60}, headers=viewer)).json()
+        found = stack.manager.runtime.findings
+        await wait_for(lambda: any(f.notable for policy in list(found.values()) for f in policy))
+        findings = (await client.get("/api/v1/findings", headers=viewer)).json()
+        return hosts, vms, vfs, series, findings
+
+    hosts, vms, vfs, series, findings = run_with_api(tmp_path, nats_server, body)
+    by_name = {h["name"]: h for h in hosts}
+    assert set(by_name) == {"h1", "h2"} and by_name["h1"]["vms"] == 4 and by_name["h2"]["vms"] == 0
+    assert by_name["h1"]["cpu_utilization"] > 0.9 > by_name["h2"]["cpu_utilization"]  # four busy VMs on 4 cores
+    assert sorted(v["name"] for v in vms) == ["v1", "v2", "v3", "v4"] and all(v["cpu_cores"] > 0.5 for v in vms)
+    assert [row["host"] for row in vfs] == ["h1", "h2"]
+    assert len(series["times"]) >= 5 and series["hosts"]["h1"][-1] > 0.9
+    assert any(f["kind"] == "hotspot" and f["host"] == "h1" and f["notable"] for f in findings)
+
+
+def test_a_plan_is_approved_through_the_api_and_its_audit_trail_and_metrics_show_it(nats_server, tmp_path):
+    async def body(stack, client):
+        operator, viewer = stack.headers("operator"), stack.headers("viewer")
+        await wait_for(lambda: stack.manager.store.plans(state="pending")[1] >= 1)
+        pending = (await client.get("/api/v1/plans", params={"state": "pending"}, headers=viewer)).json()
+        plan = pending["items"][-1]["id"]
+        approved = await client.post(f"/api/v1/plans/{plan}/approve", headers=operator)
+        again = await client.post(f"/api/v1/plans/{plan}/approve", headers=operator)
+        missing = await client.post("/api/v1/plans/999999/approve", headers=operator)
+        await wait_for(lambda: stack.manager.store.plan(plan).state == "done")
+        row = (await client.get(f"/api/v1/plans/{plan}", headers=viewer)).json()
+        trail = (await client.get("/api/v1/audit", params={"plan": plan, "limit": 50}, headers=viewer)).json()
+        metrics = await client.get("/metrics", headers=viewer)
+        return approved, again, missing, row, trail, metrics
+
+    approved, again, missing, row, trail, metrics = run_with_api(tmp_path, nats_server, body)
+    assert approved.status_code == 200 and approved.json()["state"] == "executing"
+    assert again.status_code == 409 and "not waiting for approval" in again.json()["detail"]
+    assert missing.status_code == 404
+    assert row["state"] == "done" and row["decided_by"] == "operator"
+    events = [e["event"] for e in trail["items"]]
+    assert events[0] == "finding" and "pending" in events and "approved" in events and events[-1] == "finished"
+    assert trail["items"][-1]["status"] == "ok"
+    families = {f.name: f for f in text_string_to_metric_families(metrics.text)}
+    migrations = {
+        s.labels["outcome"]: s.value for s in families["sova_migrations"].samples if s.name.endswith("_total")
+    }
+    assert migrations.get("ok") == 1
+    assert families["sova_decision_round_seconds"].samples[-1].value > 0  # the histogram's count
+    assert {s.labels["state"] for s in families["sova_plans"].samples} >= {"done"}
+    utilization = {s.labels["host"]: s.value for s in families["sova_host_cpu_utilization"].samples}
+    assert set(utilization) == {"h1", "h2"}
+
+
+def test_bad_parameters_are_refused_with_the_field_named_and_change_nothing(nats_server, tmp_path):
+    async def body(stack, client):
+        operator = stack.headers("operator")
+        await wait_for(lambda: stack.manager.leading)
+        before = stack.manager.store.plan_counts()
+        answers = [
+            await client.get("/api/v1/plans", params={"limit": 0}, headers=operator),
+            await client.get("/api/v1/plans", params={"state": "nonsense"}, headers=operator),
+            await client.get("/api/v1/audit", params={"offset": -1}, headers=operator),
+            await client.post("/api/v1/plans/0/approve", headers=operator),
+            await client.post("/api/v1/plans/1/explode", headers=operator),
+            await client.post(f"/api/v1/plans/{2**40}/approve", headers=operator),
+        ]
+        return answers, before, stack.manager.store.plan_counts()
+
+    answers, before, after = run_with_api(tmp_path, nats_server, body, mode="dry-run")
+    assert [a.status_code for a in answers] == [422] * 6
+    fields = [a.json()["detail"][0]["loc"][-1] for a in answers]
+    assert fields == ["limit", "state", "offset", "plan_id", "verdict", "plan_id"]
+    assert set(before) <= set(after)  # nothing was decided (dry-run plans may have come meanwhile)
