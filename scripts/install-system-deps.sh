@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Debian packages for the libvirt driver and `sova lab` (no systemd: the lab notes), plus the headers
 # the libvirt Python binding builds against, and nats-server and PostgreSQL for the service mode (its
-# tests start their own). Run by `make` as root; elsewhere it says what it needs.
+# tests start their own), and Chromium with its WebDriver, in which the dashboard's tests run. Run by
+# `make` as root; elsewhere it says what it needs.
 set -euo pipefail
 PKGS=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils busybox-static
-      libvirt-dev pkg-config iproute2 nats-server postgresql)
+      libvirt-dev pkg-config iproute2 nats-server postgresql chromium chromium-driver)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

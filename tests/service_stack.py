@@ -113,3 +113,32 @@ class Stack:
 def vm_hosts(cluster: SimCluster) -> dict[str, str]:
     sim = cluster.sim
     return {sim.vm_names[v]: sim.host_names[sim.vm_host[v]] for v in range(len(sim.vm_names))}
+
+
+class StackThread:
+    """A Stack on an event loop of its own thread, for tests that block (a browser driven by Selenium)."""
+
+    def __init__(self, server, tmp_path, mode: str = "approve"):
+        import threading
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.stack = Stack(server, tmp_path, mode=mode)
+
+    def call(self, coroutine, timeout: float = 60.0):
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
+
+    def start(self) -> str:
+        async def up():
+            await self.stack.start_cluster()
+            await self.stack.start_manager()
+            return await self.stack.start_api()
+
+        return self.call(up())
+
+    def stop(self) -> None:
+        self.call(self.stack.stop_all())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()

@@ -13,7 +13,7 @@ import signal
 import sys
 
 from sova import __version__
-from sova.cli import check, lab, manage, place, predict, run, slo
+from sova.cli import check, lab, manage, place, predict, run, serve, service, slo
 from sova.cli.common import Terminated, described, err, error, print_problems
 from sova.drivers.libvirt_driver import DriverError
 from sova.lab.errors import LabError
@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
                 "sova lab up --hosts 2 --vms-per-host 2        (root: a real libvirt lab on this machine)",
                 "sova manage --lab /var/lib/sova-lab --profile sova",
                 "sova slo set vm1 --throughput 400 600        (a running manage with --profile see)",
+                "sova serve --sim scenarios/quickstart.toml  (the service: manager, agents, API, dashboard)",
                 "sova lab down",
             ],
             "docs: docs/scenario-format.md (scenario files), docs/outputs.md (result files), "
@@ -54,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     lab.add_parser(sub)
     manage.add_parser(sub)
     slo.add_parser(sub)
+    service.add_parsers(sub)
+    serve.add_parser(sub)
     return p
 
 
@@ -66,6 +69,10 @@ COMMANDS = {
     "lab": lab.command,
     "manage": manage.command,
     "slo": slo.command,
+    "manager": service.manager_command,
+    "agent": service.agent_command,
+    "token": service.token_command,
+    "serve": serve.command,
 }
 
 

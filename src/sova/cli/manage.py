@@ -40,14 +40,7 @@ def add_parser(sub) -> None:
         help="hosts, URIs and SR-IOV settings (docs/libvirt.md)",
     )
     m.add_argument("--lab", type=Path, default=None, metavar="DIR", help="manage the lab in DIR (hosts, VFs, agents)")
-    m.add_argument("--profile", default="sova", choices=sorted(BUILTIN_PROFILES), help="policies to run (default sova)")
-    m.add_argument(
-        "--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or only log plans"
-    )
-    m.add_argument("--param", action="append", default=[], metavar="POLICY.KEY=VALUE", help="a policy parameter")
-    m.add_argument(
-        "--control", action="append", default=[], metavar="KEY=VALUE", help="an executor rail, e.g. hold_down=120"
-    )
+    add_profile_arguments(m)
     m.add_argument(
         "--duration",
         type=number("a positive number of seconds", lo=0, lo_open=True),
@@ -76,12 +69,9 @@ def command(args) -> int:
     import json
     from dataclasses import asdict
 
-    from sova.control.manage import BUILTIN_PROFILES, manage
+    from sova.control.manage import manage
     from sova.control.slo_service import default_socket
     from sova.drivers.libvirt_driver import LibvirtDriver
-    from sova.model.scenario import ControlSpec, ProfileSpec
-    from sova.model.scenario_fields import CONTROL_FIELDS
-    from sova.model.schema import Reader
     from sova.plan.storage.io_control import IoController
 
     hosts, options = {}, {}
@@ -98,22 +88,7 @@ def command(args) -> int:
         hosts.update(cfg.hosts)
         options.update(sriov=cfg.sriov, migration_uri=cfg.migration_uri, nic_bandwidth=cfg.nic_bandwidth)
     hosts.update(pairs(args.host, "--host", "NAME=URI, e.g. node1=qemu+ssh://root@node1/system"))
-    params: dict[str, dict] = {}
-    for key, val in pairs(args.param, "--param", "POLICY.KEY=VALUE, e.g. sova.alpha=0.8", dotted=True):
-        pol, _, k = key.partition(".")
-        params.setdefault(pol, {})[k] = toml_value(val)
-    profile = ProfileSpec(args.profile, BUILTIN_PROFILES[args.profile], args.mode, params)
-    from sova.control.profiles import check_profile
-
-    r = Reader("sova manage")
-    policies = check_profile(r, profile, params_at="--param {policy}")
-    if r.problems:
-        raise InputError(r.problems)
-    rails = {k: toml_value(v) for k, v in pairs(args.control, "--control", "KEY=VALUE, e.g. hold_down=120")}
-    r = Reader("sova manage")  # the scenario's [control] table: the same keys, units, ranges and errors
-    control = ControlSpec(**r.table(rails, CONTROL_FIELDS, "--control"))
-    if r.problems:
-        raise InputError(r.problems)
+    policies, control = profile_and_rails(args, "sova manage")
     controlled = any(isinstance(p, IoController) for p in policies)
     for flag, given in (("--slos", args.slos), ("--control-socket", args.control_socket)):
         if given is not None and not controlled:
@@ -156,6 +131,79 @@ def command(args) -> int:
         if audit is not None:
             audit.close()
     return 0
+
+
+def add_profile_arguments(parser, scenario: bool = False) -> None:
+    """--profile, --mode, --param and --control: which policies run, and under which rails (and with
+    `scenario`, --scenario: profiles and rails taken from a scenario file)."""
+    from sova.control.manage import BUILTIN_PROFILES
+
+    if scenario:
+        parser.add_argument(
+            "--scenario",
+            type=Path,
+            default=None,
+            metavar="FILE.toml",
+            help="take --profile from this scenario's [profiles], and the rails from its [control]",
+        )
+        parser.add_argument(
+            "--profile", default="sova", help=f"policies to run: {', '.join(BUILTIN_PROFILES)} or a scenario's"
+        )
+    else:
+        parser.add_argument(
+            "--profile", default="sova", choices=sorted(BUILTIN_PROFILES), help="policies to run (default sova)"
+        )
+    parser.add_argument(
+        "--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or only log plans"
+    )
+    parser.add_argument("--param", action="append", default=[], metavar="POLICY.KEY=VALUE", help="a policy parameter")
+    parser.add_argument(
+        "--control", action="append", default=[], metavar="KEY=VALUE", help="an executor rail, e.g. hold_down=120"
+    )
+
+
+def profile_and_rails(args, where: str):
+    """The profile's policies with their --param values, and the executor's rails from --control, each
+    checked as a scenario's [profiles] and [control] tables are (the same keys, units, ranges, errors)."""
+    import dataclasses
+
+    from sova.control.manage import BUILTIN_PROFILES
+    from sova.control.profiles import check_profile
+    from sova.model.scenario import ControlSpec, ProfileSpec
+    from sova.model.scenario_fields import CONTROL_FIELDS
+    from sova.model.schema import Reader
+
+    params: dict[str, dict] = {}
+    for key, val in pairs(args.param, "--param", "POLICY.KEY=VALUE, e.g. sova.alpha=0.8", dotted=True):
+        pol, _, k = key.partition(".")
+        params.setdefault(pol, {})[k] = toml_value(val)
+    known, base_rails = dict(BUILTIN_PROFILES), ControlSpec()
+    scenario_profiles = {}
+    if getattr(args, "scenario", None) is not None:
+        from sova.model.sweep import load_scenario
+
+        scenario = load_scenario(args.scenario)
+        scenario_profiles, base_rails = scenario.profiles, scenario.control
+    if args.profile in scenario_profiles:
+        spec = scenario_profiles[args.profile]
+        merged = {name: {**spec.params.get(name, {}), **params.get(name, {})} for name in {*spec.params, *params}}
+        profile = ProfileSpec(args.profile, spec.policies, args.mode, merged)
+    elif args.profile in known:
+        profile = ProfileSpec(args.profile, known[args.profile], args.mode, params)
+    else:
+        choices = ", ".join([*known, *scenario_profiles])
+        raise InputError([Problem("--profile", f"unknown profile {args.profile!r}; expected one of {choices}")])
+    r = Reader(where)
+    policies = check_profile(r, profile, params_at="--param {policy}")
+    if r.problems:
+        raise InputError(r.problems)
+    rails = {k: toml_value(v) for k, v in pairs(args.control, "--control", "KEY=VALUE, e.g. hold_down=120")}
+    r = Reader(where)
+    given = r.table(rails, CONTROL_FIELDS, "--control")
+    if r.problems:
+        raise InputError(r.problems)
+    control = dataclasses.replace(base_rails, **{k: v for k, v in given.items() if k in rails})
+    return policies, control
 
 
 def _read_slo_file(path: Path) -> list:

@@ -17,11 +17,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from sova.plan.base import registry
 from sova.service import api_models as M
 from sova.service import views
+from sova.service.dashboard import COOKIE, CSRF_HEADER, add_dashboard
 from sova.service.manager import Manager, ManagerError
 from sova.service.metrics import CONTENT_TYPE, ManagerMetrics
 from sova.service.tokens import Token, TokenBook
 
-COOKIE = "sova_token"
 READERS = ("admin", "operator", "viewer")
 DECIDERS = ("admin", "operator")
 PlanId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the plan's number")]
@@ -29,7 +29,10 @@ Text = Annotated[str | None, Query(max_length=255, pattern=r"^[^\x00-\x1f]*$")]
 _bearer = HTTPBearer(auto_error=False, description="a token from `sova token add`")
 
 
-def make_app(manager: Manager, tokens: TokenBook, profiles: dict[str, tuple[str, ...]]) -> FastAPI:
+def make_app(
+    manager: Manager, tokens: TokenBook, profiles: dict[str, tuple[str, ...]], secure_cookie: bool = False
+) -> FastAPI:
+    """The API and the dashboard over `manager`; `secure_cookie`: served over TLS (the cookie says so)."""
     app = FastAPI(
         title="Sova manager",
         version="1",
@@ -44,6 +47,8 @@ def make_app(manager: Manager, tokens: TokenBook, profiles: dict[str, tuple[str,
             request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
         ) -> Token:
             secret = credentials.credentials if credentials is not None else request.cookies.get(COOKIE)
+            if credentials is None and secret and request.method != "GET" and CSRF_HEADER not in request.headers:
+                raise HTTPException(403, f"a change made with the dashboard's cookie needs the {CSRF_HEADER} header")
             if not secret:
                 raise HTTPException(401, "a bearer token is required", headers={"WWW-Authenticate": "Bearer"})
             token = tokens.verify(secret)
@@ -157,6 +162,7 @@ def make_app(manager: Manager, tokens: TokenBook, profiles: dict[str, tuple[str,
         builtin = {name: list(names) for name, names in profiles.items()}
         return {"running": manager.profile, "mode": manager.mode, "builtin": builtin, "policies": policies}
 
+    add_dashboard(app, tokens, secure_cookie)
     return app
 
 

@@ -9,6 +9,10 @@ import uvicorn
 from fastapi import FastAPI
 
 
+class ApiServerError(OSError):
+    """The API cannot listen where it was asked to."""
+
+
 class ApiServer:
     def __init__(self, app: FastAPI, host: str, port: int, certificate: Path | None = None, key: Path | None = None):
         config = uvicorn.Config(
@@ -31,9 +35,9 @@ class ApiServer:
             if self.task.done():  # uvicorn exits (SystemExit) when it cannot listen
                 error = self.task.exception() if not self.task.cancelled() else None
                 config = self.server.config
-                raise OSError(f"the API cannot listen on {config.host}:{config.port}: {error or 'stopped'}")
+                raise ApiServerError(f"the API cannot listen on {config.host}:{config.port}: {error or 'stopped'}")
             if asyncio.get_running_loop().time() > deadline:
-                raise OSError(f"the API server did not listen within {timeout:g} s")
+                raise ApiServerError(f"the API server did not listen within {timeout:g} s")
             await asyncio.sleep(0.02)
 
     async def stop(self) -> None:

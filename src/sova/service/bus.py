@@ -11,14 +11,16 @@ or the bus, restarts.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import nats
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 
+log = logging.getLogger(__name__)
 ACTIONS, OUTCOMES = "SOVA_ACTIONS", "SOVA_OUTCOMES"
 DUPLICATE_WINDOW = 3600.0  # s: a re-sent action or outcome within an hour is stored once
 _HOST_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -49,14 +51,31 @@ class Bus:
 
     client: Client
     js: JetStreamContext
+    closing: list = field(default_factory=list)  # non-empty once close() began
 
     @classmethod
     async def connect(
         cls, url: str, user: str | None = None, password: str | None = None, name: str = "sova", timeout: float = 10.0
     ) -> Bus:
         """Connect (reconnecting for ever after a bus restart) and create the streams if missing."""
+
+        async def error(err: Exception) -> None:  # one line, not nats-py's default traceback
+            log.warning("bus (%s): %s", name, err or type(err).__name__)
+
+        closing = []  # set once this side closes: a disconnection then is no fault
+
+        async def disconnected() -> None:
+            if not closing:
+                log.warning("bus (%s): disconnected; reconnecting", name)
+
+        async def reconnected() -> None:
+            log.info("bus (%s): reconnected", name)
+
         connecting = nats.connect(
             url,
+            error_cb=error,
+            disconnected_cb=disconnected,
+            reconnected_cb=reconnected,
             user=user,
             password=password,
             name=name,
@@ -69,7 +88,7 @@ class Bus:
             client = await asyncio.wait_for(connecting, timeout)
         except Exception as err:  # nats-py raises several unrelated types for one cause
             raise BusError(f"cannot connect to the bus at {url}: {err or type(err).__name__}") from None
-        bus = cls(client, client.jetstream())
+        bus = cls(client, client.jetstream(), closing)
         await bus._ensure_streams()
         return bus
 
@@ -99,5 +118,6 @@ class Bus:
 
     async def close(self) -> None:
         """Close the connection; every publish was acknowledged by JetStream already, so nothing is lost."""
+        self.closing.append(True)
         if not self.client.is_closed:
             await self.client.close()

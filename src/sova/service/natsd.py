@@ -62,7 +62,8 @@ class NatsServer:
         with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
             out.write(text)
         with (self.directory / "nats.log").open("ab") as log:
-            self.process = subprocess.Popen([path, "-c", str(config)], stdout=log, stderr=log)
+            # a session of its own: a Ctrl-C meant for its starter does not stop the bus under the others
+            self.process = subprocess.Popen([path, "-c", str(config)], stdout=log, stderr=log, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:

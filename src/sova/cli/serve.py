@@ -1,0 +1,127 @@
+"""``sova serve``: the whole service on this machine, over simulated hosts or the lab's real ones."""
+
+from __future__ import annotations
+
+import socket
+import time
+from pathlib import Path
+
+from sova.cli.common import described, number, out
+from sova.cli.service import DEFAULT_API, host_port, state_dir
+from sova.model.schema import InputError, Problem
+
+
+def add_parser(sub) -> None:
+    s = sub.add_parser(
+        "serve",
+        help="the whole service on this machine: nats-server, manager, agents, API and dashboard",
+        **described(
+            "Start nats-server, the manager (with its API and dashboard) and the agents, each a process of its "
+            "own, over a simulated cluster (--sim: the simulator on the wall clock, times --speed) or the lab's "
+            "real hosts (--lab). Everything goes in a new directory (--dir), with each process's log and an "
+            "admin token for the dashboard. Ctrl-C stops every part by its PID.",
+            [
+                "sova serve --sim scenarios/quickstart.toml",
+                "sova serve --sim scenarios/quickstart.toml --speed 10 --profile threshold --mode approve",
+                "sudo sova serve --lab /var/lib/sova-lab --profile sova --api 127.0.0.1:8421",
+            ],
+            "docs/service.md: what each part does; sova manager and sova agent run them on a real cluster",
+        ),
+    )
+    s.add_argument("--sim", type=Path, default=None, metavar="SCENARIO", help="simulated hosts from this scenario")
+    s.add_argument("--lab", type=Path, default=None, metavar="DIR", help="the real hosts of the lab in DIR")
+    s.add_argument("--api", default=DEFAULT_API, metavar="HOST:PORT", help="where the API listens (%(default)s)")
+    s.add_argument(
+        "--speed",
+        type=number("a positive speed-up", lo=0, lo_open=True),
+        default=1.0,
+        help="with --sim: simulated seconds per wall second (default 1)",
+    )
+    s.add_argument("--seed", type=number("a whole number", integer=True), default=None, help="with --sim: the seed")
+    s.add_argument("--dir", type=Path, default=None, metavar="DIR", help="where the stack keeps its files (new)")
+    _profile_arguments(s)
+
+
+def _profile_arguments(parser) -> None:
+    from sova.control.manage import BUILTIN_PROFILES
+
+    parser.add_argument(
+        "--profile",
+        default=None,
+        help=f"policies to run: {', '.join(BUILTIN_PROFILES)} or the scenario's (default: its first with policies)",
+    )
+    parser.add_argument("--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or log")
+    parser.add_argument("--param", action="append", default=[], metavar="POLICY.KEY=VALUE", help="a policy parameter")
+    parser.add_argument("--control", action="append", default=[], metavar="KEY=VALUE", help="an executor rail")
+
+
+def command(args) -> int:
+    from sova.service.local_stack import LocalStack, StackError
+
+    if (args.sim is None) == (args.lab is None):
+        raise InputError([Problem("sova serve", "give --sim SCENARIO or --lab DIR (one of them)")])
+    api = host_port(args.api, "--api")
+    _check_port_free(api)
+    directory = args.dir or state_dir() / "serve" / time.strftime("%Y%m%d-%H%M%S")
+    if directory.exists() and any(directory.iterdir()):
+        raise InputError([Problem(f"--dir {directory}", "exists and is not empty; give a new directory")])
+    if args.sim is not None:
+        manager_args, agents, hosts, what = _sim_parts(args, directory)
+    else:
+        manager_args, agents, hosts, what = _lab_parts(args, directory)
+    manager_args += ["--mode", args.mode]
+    for flag, values in (("--param", args.param), ("--control", args.control)):
+        for value in values:
+            manager_args += [flag, value]
+    stack = LocalStack(directory, api, manager_args, agents, hosts)
+    out.print(f"starting nats-server, the manager and the agents of {what} in {directory} ...", markup=False)
+    try:
+        stack.start()
+    except StackError as exc:
+        raise InputError([Problem("sova serve", str(exc))]) from None
+    out.print(f"dashboard and API: {stack.url}/  (the admin token is in {directory / 'admin.token'})", markup=False)
+    out.print(f"API reference: {stack.url}/docs; metrics: {stack.url}/metrics; Ctrl-C stops it all", markup=False)
+    try:
+        while (failed := stack.failed()) is None:
+            time.sleep(0.5)  # watching the children; Ctrl-C or SIGTERM ends the wait
+        out.print(f"{failed.name} exited ({failed.process.returncode}); see {failed.log}; stopping", markup=False)
+        return 1
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the way to stop it
+        out.print("stopping ...", markup=False)
+    finally:
+        stack.stop()
+    out.print(f"stopped; its state and logs stay in {directory}", markup=False)
+    return 0
+
+
+def _sim_parts(args, directory: Path):
+    from sova.model.sweep import load_scenario
+
+    scenario = load_scenario(args.sim)  # a bad scenario fails here, before anything starts
+    profile = args.profile or next((n for n, p in scenario.profiles.items() if p.policies), "sova")
+    manager_args = ["--scenario", str(args.sim), "--profile", profile]
+    agent_args = ["--sim", str(args.sim), "--speed", repr(args.speed), "--ledger", str(directory / "ledgers")]
+    if args.seed is not None:
+        agent_args += ["--seed", str(args.seed)]
+    what = f"{scenario.name} ({len(scenario.hosts)} simulated hosts at {args.speed:g}x, profile {profile})"
+    return manager_args, [("agents", agent_args)], len(scenario.hosts), what
+
+
+def _lab_parts(args, directory: Path):
+    from sova.lab.lab import Lab
+
+    state = Lab(args.lab).state()
+    profile = args.profile or "sova"
+    agents = [
+        (f"agent-{h.name}", ["--lab", str(args.lab), "--host", h.name, "--ledger", str(directory / f"{h.name}.db")])
+        for h in state.hosts
+    ]
+    return ["--profile", profile], agents, len(state.hosts), f"the lab's {len(state.hosts)} host(s)"
+
+
+def _check_port_free(api: tuple[str, int]) -> None:
+    with socket.socket() as probe:
+        try:
+            probe.bind(api)
+        except OSError as exc:
+            raise InputError([Problem(f"--api {api[0]}:{api[1]}", f"cannot listen there: {exc.strerror}")]) from None

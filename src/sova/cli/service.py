@@ -1,0 +1,318 @@
+"""``sova manager``, ``sova agent`` and ``sova token``: service mode's processes and the API's tokens."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sova.cli.common import described, number, out, pairs
+from sova.model.schema import InputError, Problem
+
+PASSWORD_ENV = "SOVA_NATS_PASSWORD"
+DEFAULT_API = "127.0.0.1:8421"
+
+
+def state_dir() -> Path:
+    """Where a user's Sova keeps its state by default ($XDG_STATE_HOME/sova, else ~/.local/state/sova)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "sova"
+
+
+def default_state_url() -> str:
+    return f"sqlite:///{state_dir() / 'manager.db'}"
+
+
+def log_to_stderr() -> None:
+    """A daemon's log lines: time, part, level, message (systemd's journal or `sova serve` keeps them)."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+
+
+def add_bus_arguments(parser) -> None:
+    parser.add_argument(
+        "--nats", default="nats://127.0.0.1:4222", metavar="URL", help="the NATS server (default %(default)s)"
+    )
+    parser.add_argument("--nats-user", default=None, metavar="USER", help="the bus user")
+    parser.add_argument(
+        "--nats-password-file",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help=f"a file holding the bus password (or set {PASSWORD_ENV}; never on the command line)",
+    )
+
+
+def bus_settings(args):
+    from sova.service.daemons import BusSettings
+
+    password = os.environ.get(PASSWORD_ENV)
+    if args.nats_password_file is not None:
+        try:
+            password = args.nats_password_file.read_text().strip()
+        except OSError as exc:
+            raise InputError([Problem(f"--nats-password-file {args.nats_password_file}", str(exc))]) from None
+    if not args.nats.startswith(("nats://", "tls://")):
+        raise InputError([Problem("--nats", f"{args.nats!r}: expected nats://HOST:PORT or tls://HOST:PORT")])
+    return BusSettings(args.nats, args.nats_user, password)
+
+
+def host_port(text: str, flag: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError([Problem(flag, f"{text!r}: expected HOST:PORT, e.g. {DEFAULT_API}")])
+    return host, int(port)
+
+
+def open_store(url: str):
+    """The state store at `url`, or an input error naming --state."""
+    import sqlalchemy as sa
+
+    from sova.service.state import StateStore
+
+    if url.startswith("sqlite:///"):
+        path = Path(url.removeprefix("sqlite:///"))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError([Problem(f"--state {url}", f"cannot create {path.parent}: {exc.strerror}")]) from None
+    try:
+        return StateStore(url)
+    except (sa.exc.SQLAlchemyError, ValueError, ImportError) as exc:
+        raise InputError([Problem(f"--state {url}", f"cannot open the state store: {exc}")]) from None
+
+
+def add_parsers(sub) -> None:
+    from sova.cli.manage import add_profile_arguments
+
+    m = sub.add_parser(
+        "manager",
+        help="the service's manager: global loops, executor, approvals, audit, REST API",
+        **described(
+            "Run the manager of service mode: it merges the agents' host reports from the bus, runs the "
+            "profile's global policies, sends their actions to the agents under ids (each applied at most "
+            "once), keeps plans, approvals and the audit trail in its state store, and serves the REST API, "
+            "the dashboard and /metrics. Stop with Ctrl-C or SIGTERM.",
+            [
+                "sova manager --nats nats://10.0.0.5:4222 --nats-user sova --nats-password-file /etc/sova/nats.pw",
+                "sova manager --state postgresql+psycopg://sova@db/sova --profile sova --mode approve",
+                "sova manager --api 0.0.0.0:8421 --tls-cert /etc/sova/api.crt --tls-key /etc/sova/api.key",
+            ],
+            "docs/service.md: deployment, tokens, TLS, the API",
+        ),
+    )
+    add_bus_arguments(m)
+    m.add_argument("--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)")
+    add_profile_arguments(m, scenario=True)
+    m.add_argument("--api", default=DEFAULT_API, metavar="HOST:PORT", help="where the API listens (%(default)s)")
+    m.add_argument("--no-api", action="store_true", help="serve no API")
+    m.add_argument("--tls-cert", type=Path, default=None, metavar="FILE", help="the API's TLS certificate (PEM)")
+    m.add_argument("--tls-key", type=Path, default=None, metavar="FILE", help="the API's TLS private key (PEM)")
+    m.add_argument(
+        "--stale-after",
+        type=number("a positive number of seconds", lo=0, lo_open=True),
+        default=30.0,
+        metavar="SECONDS",
+        help="leave out a host whose last report is older (default 30)",
+    )
+
+    a = sub.add_parser(
+        "agent",
+        help="the service's agent on a hypervisor host (or a simulated cluster's agents)",
+        **described(
+            "Run an agent: every period it observes its host (through libvirt) and publishes the host's report "
+            "on the bus; it applies the manager's actions, each id at most once even across its own restarts "
+            "(its ledger), and sends their outcomes. With --sim it runs the simulator on the wall clock and one "
+            "agent per simulated host instead.",
+            [
+                "sova agent --host node1 --uri qemu:///system --peer node2=qemu+ssh://root@node2/system",
+                "sova agent --lab /var/lib/sova-lab --host host1",
+                "sova agent --sim scenarios/quickstart.toml --speed 10",
+            ],
+        ),
+    )
+    add_bus_arguments(a)
+    a.add_argument("--host", default=None, metavar="NAME", help="this host's name (a lab host with --lab)")
+    a.add_argument("--uri", default=None, metavar="URI", help="this host's libvirt URI (default qemu:///system)")
+    a.add_argument(
+        "--peer", action="append", default=[], metavar="NAME=URI", help="another host (a migration's destination)"
+    )
+    a.add_argument("--lab", type=Path, default=None, metavar="DIR", help="a host of the lab in DIR")
+    a.add_argument("--sim", type=Path, default=None, metavar="SCENARIO", help="a simulated cluster's agents")
+    a.add_argument(
+        "--speed",
+        type=number("a positive speed-up", lo=0, lo_open=True),
+        default=1.0,
+        help="with --sim: simulated seconds per wall second (default 1)",
+    )
+    a.add_argument("--seed", type=number("a whole number", integer=True), default=None, help="with --sim: the seed")
+    a.add_argument(
+        "--period",
+        type=number("a positive number of seconds", lo=0, lo_open=True),
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between reports (default 1; with --sim the scenario's monitor period, simulated)",
+    )
+    a.add_argument(
+        "--ledger", type=Path, default=None, metavar="PATH", help="the agent's ledger (a directory with --sim)"
+    )
+
+    t = sub.add_parser(
+        "token",
+        help="API tokens: add, list, revoke",
+        **described(
+            "Manage the API's bearer tokens in the manager's state store. A token's secret is printed once, "
+            "when it is added; the store keeps only its hash. Roles: admin, operator (decides plans), viewer "
+            "(reads), tenant (its own VMs' SLOs; name them with --vm).",
+            [
+                "sova token add alice --role operator",
+                "sova token add grafana --role viewer --state postgresql+psycopg://sova@db/sova",
+                "sova token add acme --role tenant --vm web1 --vm web2",
+                "sova token list",
+                "sova token revoke alice",
+            ],
+        ),
+    )
+    t.add_argument("action", choices=["add", "list", "revoke"])
+    t.add_argument("name", nargs="?", default=None, help="the token's name (add, revoke)")
+    t.add_argument("--role", default=None, choices=["admin", "operator", "viewer", "tenant"])
+    t.add_argument("--vm", action="append", default=[], metavar="VM", help="a tenant's VM (repeatable)")
+    t.add_argument("--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)")
+
+
+def manager_command(args) -> int:
+    import asyncio
+
+    from sova.cli.manage import profile_and_rails
+    from sova.control.manage import BUILTIN_PROFILES
+    from sova.service.api_server import ApiServerError
+    from sova.service.bus import BusError
+    from sova.service.daemons import ManagerSettings, run_manager
+    from sova.service.manager import ManagerError
+
+    policies, control = profile_and_rails(args, "sova manager")
+    log_to_stderr()
+    api = None if args.no_api else host_port(args.api, "--api")
+    if (args.tls_cert is None) != (args.tls_key is None):
+        raise InputError([Problem("--tls-cert/--tls-key", "give both the certificate and its key, or neither")])
+    for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+        if path is not None and not path.is_file():
+            raise InputError([Problem(f"{flag} {path}", "no such file")])
+    url = args.state or default_state_url()
+    open_store(url).close()  # a store that cannot be opened fails now, not after connecting
+    settings = ManagerSettings(
+        bus=bus_settings(args),
+        state=url,
+        policies=policies,
+        control=control,
+        profile=args.profile,
+        mode=args.mode,
+        stale_after=args.stale_after,
+        api=api,
+        tls=(args.tls_cert, args.tls_key) if args.tls_cert else None,
+        profiles=BUILTIN_PROFILES,
+    )
+    where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
+    ready = lambda: out.print(f"manager up: profile {args.profile} ({args.mode}), state {url}{where}", markup=False)  # noqa: E731
+    try:
+        asyncio.run(run_manager(settings, ready))
+    except ManagerError as exc:
+        raise InputError([Problem("--profile", str(exc))]) from None
+    except ApiServerError as exc:
+        raise InputError([Problem("--api", str(exc))]) from None
+    except BusError as exc:
+        raise InputError([Problem("--nats", str(exc))]) from None
+    return 0
+
+
+def agent_command(args) -> int:
+    from sova.service.bus import BusError
+
+    settings = bus_settings(args)
+    log_to_stderr()
+    try:
+        return _run_agent(args, settings)
+    except BusError as exc:
+        raise InputError([Problem("--nats", str(exc))]) from None
+
+
+def _run_agent(args, settings) -> int:
+    import asyncio
+
+    from sova.service.daemons import run_agent, run_sim_agents
+
+    if args.sim is not None:
+        if args.host or args.uri or args.lab or args.peer:
+            raise InputError([Problem("--sim", "runs every simulated host's agent; leave out --host/--uri/--lab")])
+        from sova.model.sweep import load_scenario
+
+        scenario = load_scenario(args.sim)
+        ledgers = args.ledger or state_dir() / f"sim-agents-{scenario.name}"
+        ready = lambda: out.print(  # noqa: E731
+            f"agents up: {scenario.name}'s {len(scenario.hosts)} host(s) at {args.speed:g}x", markup=False
+        )
+        asyncio.run(run_sim_agents(settings, scenario, ledgers, args.speed, args.seed, ready))
+        return 0
+    if args.host is None:
+        raise InputError([Problem("--host", "name this host (or give --sim SCENARIO)")])
+    driver = _libvirt_driver(args)
+    try:
+        driver.connect()
+        ledger = args.ledger or state_dir() / f"agent-{args.host}.db"
+        out.print(f"agent up: {args.host}, reporting every {args.period:g} s", markup=False)
+        asyncio.run(run_agent(settings, args.host, driver, ledger, args.period))
+    finally:
+        driver.close()
+    return 0
+
+
+def _libvirt_driver(args):
+    """This host's driver; it reads its peers too, to tell a migrating VM's running copy and to migrate."""
+    from sova.drivers.libvirt_driver import LibvirtDriver
+    from sova.service.bus import BusError, host_token
+
+    try:
+        host_token(args.host)
+    except BusError as exc:
+        raise InputError([Problem("--host", str(exc))]) from None
+    hosts, options = {}, {}
+    if args.lab is not None:
+        from sova.lab.lab import Lab, driver_options
+
+        state = Lab(args.lab).state()
+        hosts = {h.name: h.uri for h in state.hosts}
+        options = driver_options(state)
+        if args.host not in hosts:
+            raise InputError([Problem("--host", f"{args.host!r} is not a host of the lab ({', '.join(hosts)})")])
+    else:
+        hosts[args.host] = args.uri or "qemu:///system"
+    hosts.update(pairs(args.peer, "--peer", "NAME=URI, e.g. node2=qemu+ssh://root@node2/system"))
+    return LibvirtDriver(hosts, **options)
+
+
+def token_command(args) -> int:
+    from sova.service.tokens import TokenBook, TokenError
+
+    store = open_store(args.state or default_state_url())
+    book = TokenBook(store)
+    try:
+        if args.action == "list":
+            for token in book.all():
+                vms = f"  vms: {', '.join(token.vms)}" if token.vms else ""
+                out.print(f"{token.name:20} {token.role}{vms}", markup=False)
+            return 0
+        if args.name is None:
+            raise InputError([Problem("name", f"`sova token {args.action}` needs the token's name")])
+        if args.action == "revoke":
+            book.revoke(args.name)
+            out.print(f"revoked {args.name}", markup=False)
+            return 0
+        if args.role is None:
+            raise InputError([Problem("--role", "expected admin, operator, viewer or tenant")])
+        secret = book.create(args.name, args.role, tuple(args.vm))
+        out.print(secret, markup=False)
+        return 0
+    except TokenError as exc:
+        raise InputError([Problem(f"sova token {args.action}", str(exc))]) from None
+    finally:
+        store.close()

@@ -1,0 +1,113 @@
+"""The long-running processes of service mode, wired from their settings: the manager (bus, state, loop,
+API) and the agents (one real host through libvirt, or a simulated cluster). Each runs until SIGTERM or
+SIGINT, then stops its parts in order and closes what it opened; the CLI (``sova manager``, ``sova
+agent``) checks the settings first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sova.drivers.base import Driver
+from sova.model.scenario import ControlSpec, Scenario
+from sova.plan.base import Policy
+from sova.service.agent import HostAgent, SimCluster, run_host_agent
+from sova.service.bus import Bus
+from sova.service.ledger import Ledger
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class BusSettings:
+    url: str
+    user: str | None = None
+    password: str | None = None
+
+
+@dataclass(frozen=True)
+class ManagerSettings:
+    bus: BusSettings
+    state: str  # SQLAlchemy URL
+    policies: list[Policy]
+    control: ControlSpec
+    profile: str
+    mode: str = "auto"
+    tick: float = 1.0
+    stale_after: float = 30.0
+    api: tuple[str, int] | None = None
+    tls: tuple[Path, Path] | None = None  # the API's certificate and key
+    profiles: dict = field(default_factory=dict)  # the built-in profiles, listed by the API
+
+
+def _stop_on_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+
+
+async def run_manager(settings: ManagerSettings, ready=None) -> None:
+    """The manager until a signal: its loop, and its API if asked (`ready` is called once it serves)."""
+    from sova.service.api import make_app
+    from sova.service.api_server import ApiServer
+    from sova.service.manager import Manager
+    from sova.service.state import StateStore
+    from sova.service.tokens import TokenBook
+
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    store = StateStore(settings.state)
+    bus = await Bus.connect(settings.bus.url, settings.bus.user, settings.bus.password, name="sova-manager")
+    manager = Manager(
+        bus, store, settings.policies, settings.control, settings.mode, settings.profile, settings.tick,
+        settings.stale_after,
+    )  # fmt: skip
+    server = None
+    try:
+        if settings.api is not None:
+            app = make_app(manager, TokenBook(store), settings.profiles, secure_cookie=settings.tls is not None)
+            certificate, key = settings.tls or (None, None)
+            server = ApiServer(app, *settings.api, certificate=certificate, key=key)
+            await server.start()
+        if ready is not None:
+            ready()
+        await manager.run(stop)
+    finally:
+        if server is not None:
+            await server.stop()
+        await bus.close()
+        store.close()
+
+
+async def run_agent(bus_settings: BusSettings, host: str, driver: Driver, ledger: Path, period: float) -> None:
+    """One host's agent until a signal."""
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    bus = await Bus.connect(bus_settings.url, bus_settings.user, bus_settings.password, name=f"sova-agent-{host}")
+    book = Ledger(ledger)
+    try:
+        await run_host_agent(HostAgent(bus, host, driver, book), driver, period, stop)
+    finally:
+        await bus.close()
+        book.close()
+
+
+async def run_sim_agents(
+    bus_settings: BusSettings, scenario: Scenario, ledgers: Path, speed: float, seed: int | None, ready=None
+) -> None:
+    """A simulated cluster's agents (one per host) until a signal."""
+    stop = asyncio.Event()
+    _stop_on_signals(stop)
+    bus = await Bus.connect(bus_settings.url, bus_settings.user, bus_settings.password, name="sova-sim-agents")
+    cluster = SimCluster(bus, scenario, ledgers, speed, seed)
+    try:
+        if ready is not None:
+            ready()
+        await cluster.run(stop)
+    finally:
+        await bus.close()
+        cluster.close()

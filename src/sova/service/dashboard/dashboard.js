@@ -1,0 +1,123 @@
+// The dashboard: reads the manager's API every 2 s (the session cookie authenticates it) and draws
+// hosts, their CPU over time, findings, plans with approve / reject, VFs, VMs and the audit trail.
+"use strict";
+const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"];
+const HOT = 0.8;
+
+function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (key === "class") node.className = value;
+    else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
+  return node;
+}
+
+async function api(path, options = {}) {
+  const response = await fetch(path, { credentials: "same-origin", ...options });
+  if (response.status === 401) { window.location = "/"; throw new Error("logged out"); }
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.detail || response.statusText);
+  return body;
+}
+
+function fill(id, rows) {
+  const body = document.getElementById(id);
+  body.replaceChildren(...rows);
+}
+
+function percent(value) {
+  if (value === null || value === undefined) return "–";
+  const width = Math.max(1, Math.min(100, value * 100));
+  return el("span", {}, el("span", { class: "bar" + (value > HOT ? " hot" : ""), style: `width:${width * 0.8}px` }),
+            ` ${(value * 100).toFixed(0)} %`);
+}
+
+function drawChart(series) {
+  const svg = document.getElementById("chart");
+  const width = 800, height = 220, pad = 24;
+  const times = series.times;
+  const parts = [];
+  for (const level of [0, 0.5, 1]) {
+    const y = height - pad - level * (height - 2 * pad);
+    parts.push(`<line x1="${pad}" x2="${width}" y1="${y}" y2="${y}" stroke="#e3e7eb"/>`);
+    parts.push(`<text x="0" y="${y + 4}" font-size="10" fill="#52606d">${level * 100}%</text>`);
+  }
+  const legend = [];
+  if (times.length > 1) {
+    const t0 = times[0], span = times[times.length - 1] - t0 || 1;
+    Object.entries(series.hosts).forEach(([host, values], i) => {
+      const color = COLORS[i % COLORS.length];
+      const points = values.map((v, k) => v === null ? null :
+        `${pad + (times[k] - t0) / span * (width - pad)},${height - pad - Math.min(v, 1.2) * (height - 2 * pad)}`)
+        .filter(Boolean).join(" ");
+      parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points}" data-host="${host}"/>`);
+      legend.push(el("span", { style: `color:${color}` }, `■ ${host}`));
+    });
+    parts.push(`<text x="${pad}" y="${height - 4}" font-size="10" fill="#52606d">last ${Math.round(span)} s</text>`);
+  }
+  svg.innerHTML = parts.join("");
+  document.getElementById("legend").replaceChildren(...legend);
+}
+
+async function decide(plan, verdict) {
+  const note = document.getElementById("decision");
+  try {
+    const answer = await api(`/api/v1/plans/${plan}/${verdict}`,
+                             { method: "POST", headers: { "X-Sova-Dashboard": "1" } });
+    note.textContent = `plan ${plan}: ${answer.state}`;
+  } catch (err) {
+    note.textContent = `plan ${plan}: ${err.message}`;
+  }
+  refresh();
+}
+
+function describeAction(action) {
+  const { kind, ...fields } = action;
+  return kind + " " + Object.entries(fields).filter(([k]) => !["reason", "policy"].includes(k))
+    .map(([k, v]) => `${k}=${v}`).join(" ");
+}
+
+async function refresh() {
+  try {
+    const [health, hosts, vms, vfs, findings, pending, plans, series, profiles] = await Promise.all([
+      api("/healthz"), api("/api/v1/hosts"), api("/api/v1/vms"), api("/api/v1/vfs"), api("/api/v1/findings"),
+      api("/api/v1/plans?state=pending&limit=50"), api("/api/v1/plans?limit=10"),
+      api("/api/v1/hosts/series?seconds=600"), api("/api/v1/profiles"),
+    ]);
+    const audit = await api("/api/v1/audit?limit=1").then(page =>
+      api(`/api/v1/audit?limit=30&offset=${Math.max(0, page.total - 30)}`));
+    document.getElementById("summary").textContent =
+      `profile ${profiles.running} (${profiles.mode}) · ${health.leader ? "leader" : "standby"} · ` +
+      `${health.hosts_reporting} host(s) reporting · ${vms.length} VM(s) · updated ${new Date().toLocaleTimeString()}`;
+    drawChart(series);
+    fill("hosts", hosts.map(h => el("tr", { "data-host": h.name }, el("td", {}, h.name), el("td", {}, percent(h.cpu_utilization)),
+      el("td", {}, h.vms), el("td", {}, `${h.vfs_used} / ${h.vfs_total}`),
+      el("td", {}, h.report_age_s === null ? "–" : `${h.report_age_s.toFixed(1)} s ago`))));
+    const notable = findings.filter(f => f.notable);
+    fill("findings", notable.length ? notable.map(f => el("li", { "data-kind": f.kind }, `${f.kind}: ${f.text}`))
+                                    : [el("li", {}, "nothing notable")]);
+    fill("pending", pending.items.map(p => el("tr", { "data-plan": p.id }, el("td", {}, p.id), el("td", {}, p.policy),
+      el("td", {}, p.actions.map(describeAction).join("; ")),
+      el("td", {}, p.actions.map(a => a.reason).filter(Boolean).join("; ")),
+      el("td", {}, el("button", { class: "approve", onclick: () => decide(p.id, "approve") }, "approve"),
+                   el("button", { class: "reject", onclick: () => decide(p.id, "reject") }, "reject")))));
+    fill("plans", plans.items.map(p => el("tr", { "data-plan": p.id }, el("td", {}, p.id),
+      el("td", { class: `state-${p.state}` }, p.state), el("td", {}, p.actions.map(describeAction).join("; ")),
+      el("td", {}, p.decided_by || ""))));
+    fill("vfs", vfs.map(row => el("tr", {}, el("td", {}, row.host), el("td", {}, `${row.used} / ${row.total}`),
+      el("td", {}, row.holders.join(", ")))));
+    fill("vms", vms.map(v => el("tr", { "data-vm": v.name }, el("td", {}, v.name), el("td", {}, v.host),
+      el("td", {}, v.vcpus), el("td", {}, v.cpu_cores === null ? "–" : v.cpu_cores.toFixed(2)),
+      el("td", v.nic === "vnic" ? {} : { class: "vf" }, v.nic), el("td", {}, v.migrating ? "migrating" : ""))));
+    fill("audit", audit.items.reverse().map(e => el("tr", {}, el("td", {}, e.time.toFixed(0)), el("td", {}, e.plan),
+      el("td", {}, e.event), el("td", {}, e.action), el("td", {}, e.status), el("td", {}, e.message || e.reason))));
+  } catch (err) {
+    document.getElementById("summary").textContent = `cannot reach the manager: ${err.message}`;
+  }
+}
+
+refresh();
+setInterval(refresh, 2000);

@@ -1,0 +1,146 @@
+"""`sova serve`: the whole service on this machine, each part a process started and stopped by its PID:
+nats-server, the manager (with its API and dashboard) and the agents (a simulated cluster's, or one per
+lab host). Everything lives in one directory of its own: the bus's store, the manager's state, the
+agents' ledgers, each process's log, the admin token (owner-only) and ``serve.json`` (the PIDs and URL).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+from sova.service.natsd import NatsServer
+from sova.service.state import StateStore
+from sova.service.tokens import TokenBook
+
+
+class StackError(RuntimeError):
+    """A part of the stack did not come up."""
+
+
+@dataclass
+class Child:
+    name: str
+    process: subprocess.Popen
+    log: Path
+
+
+@dataclass
+class LocalStack:
+    directory: Path
+    api: tuple[str, int]
+    manager_args: list[str]  # profile, mode, params, rails
+    agents: list[tuple[str, list[str]]]  # (name, the `sova agent` arguments) for each agent process
+    hosts: int  # how many hosts report once all is up
+    children: list[Child] = field(default_factory=list)
+    nats: NatsServer | None = None
+    token: str = ""
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.api[0]}:{self.api[1]}"
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Bring every part up, in order, each waited for; on a failure what was started is stopped."""
+        try:
+            self._start(timeout)
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start(self, timeout: float) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.nats = NatsServer(self.directory / "nats").start()
+        state = f"sqlite:///{self.directory / 'manager.db'}"
+        store = StateStore(state)
+        self.token = TokenBook(store).create("admin", "admin")
+        store.close()
+        _write_private(self.directory / "admin.token", self.token + "\n")
+        bus = ["--nats", self.nats.url, "--nats-user", self.nats.user]
+        api = f"{self.api[0]}:{self.api[1]}"
+        self._spawn("manager", ["manager", *bus, "--state", state, "--api", api, *self.manager_args])
+        self._wait(lambda health: True, timeout, "the manager's API")
+        for name, args in self.agents:
+            self._spawn(name, ["agent", *bus, *args])
+        self._wait(lambda health: health["hosts_reporting"] >= self.hosts, timeout, f"{self.hosts} host report(s)")
+        self._write_record()
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        log = self.directory / f"{name}.log"
+        env = {**os.environ, "SOVA_NATS_PASSWORD": self.nats.password, "PYTHONUNBUFFERED": "1"}
+        with log.open("ab") as out:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "sova.cli", *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # Ctrl-C reaches `sova serve` alone, which stops the parts in order
+            )
+        self.children.append(Child(name, process, log))
+
+    def _wait(self, ready, timeout: float, what: str) -> None:
+        """Poll /healthz until `ready(health)` holds; a child that exits meanwhile is an error naming its log."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for child in self.children:
+                if child.process.poll() is not None:
+                    raise StackError(f"{child.name} exited ({child.process.returncode}); see {child.log}")
+            try:
+                health = httpx.get(f"{self.url}/healthz", timeout=2).json()
+                if ready(health):
+                    return
+            except (httpx.HTTPError, ValueError):
+                pass  # not listening yet
+            time.sleep(0.1)  # polling a condition, not waiting a fixed time
+        raise StackError(f"no {what} within {timeout:g} s; see the logs in {self.directory}")
+
+    def _write_record(self) -> None:
+        record = {
+            "url": self.url,
+            "nats": self.nats.url,
+            "pids": {"nats-server": self.nats.process.pid} | {c.name: c.process.pid for c in self.children},
+            "token_file": str(self.directory / "admin.token"),
+        }
+        _write_private(self.directory / "serve.json", json.dumps(record, indent=2) + "\n")
+
+    def failed(self) -> Child | None:
+        """A child that exited while the stack runs, if any."""
+        return next((c for c in self.children if c.process.poll() is not None), None)
+
+    def stop(self, timeout: float = 15.0) -> None:
+        """Stop the agents, then the manager, then nats-server: SIGTERM, SIGKILL after `timeout`. A second
+        Ctrl-C meanwhile is ignored: leaving now would leave the parts running with no one to stop them."""
+        previous = {signum: signal.signal(signum, signal.SIG_IGN) for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            self._stop_children(timeout)
+            if self.nats is not None:
+                self.nats.stop()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _stop_children(self, timeout: float) -> None:
+        for child in reversed(self.children):
+            if child.process.poll() is None:
+                child.process.send_signal(signal.SIGTERM)
+                try:
+                    child.process.wait(timeout)
+                except subprocess.TimeoutExpired:
+                    child.process.kill()
+                    child.process.wait(timeout)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read, atomically (a secret is never seen half-written)."""
+    partial = path.with_name(path.name + ".partial")
+    with os.fdopen(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+        out.write(text)
+    partial.replace(path)

@@ -1,0 +1,89 @@
+"""The dashboard in a real headless Chromium (Debian's, driven by Selenium through chromedriver), in
+front of a manager and a simulated cluster's agents on a real nats-server: log in with a token, see the
+hosts and the hotspot, approve one plan and reject another from the page."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from service_stack import StackThread
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+@pytest.fixture
+def browser(tmp_path):
+    if CHROMIUM is None or DRIVER is None:
+        pytest.skip("needs Chromium and chromedriver (as root, `make` installs them)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1800"):
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={tmp_path / 'chromium'}")
+    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def wait(browser, condition, timeout: float = 60.0):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(lambda _: condition())
+
+
+def rows(browser, table: str) -> list:
+    from selenium.webdriver.common.by import By
+
+    return browser.find_elements(By.CSS_SELECTOR, f"#{table} tr")
+
+
+def log_in(browser, secret: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    field = browser.find_element(By.NAME, "token")
+    field.clear()
+    field.send_keys(secret)
+    browser.find_element(By.CSS_SELECTOR, "form.login button").click()
+
+
+def test_an_operator_logs_in_sees_the_hotspot_and_decides_plans_from_the_page(nats_server, tmp_path, browser):
+    from selenium.webdriver.common.by import By
+
+    stack = StackThread(nats_server, tmp_path)
+    base = stack.start()
+    try:
+        browser.get(base + "/")
+        assert "Log in with an API token" in browser.page_source
+        log_in(browser, "sova_wrong")
+        assert "unknown, revoked" in browser.page_source
+        log_in(browser, stack.stack.secrets["tenant"])  # a tenant's token opens no dashboard
+        assert "not one for the dashboard" in browser.page_source
+        log_in(browser, stack.stack.secrets["operator"])
+        wait(browser, lambda: len(rows(browser, "hosts")) == 2)
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#findings li[data-kind=hotspot]"))
+        wait(browser, lambda: len(rows(browser, "pending")) >= 2)
+        first, second = (int(r.get_attribute("data-plan")) for r in rows(browser, "pending")[:2])
+        browser.find_element(By.CSS_SELECTOR, f'#pending tr[data-plan="{first}"] button.approve').click()
+        wait(browser, lambda: f"plan {first}: executing" in browser.find_element(By.ID, "decision").text)
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f'#pending tr[data-plan="{second}"]'))
+        browser.find_element(By.CSS_SELECTOR, f'#pending tr[data-plan="{second}"] button.reject').click()
+        wait(browser, lambda: f"plan {second}: rejected" in browser.find_element(By.ID, "decision").text)
+        store = stack.stack.manager.store
+        wait(browser, lambda: store.plan(first).state == "done")
+        wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f'#plans tr[data-plan="{first}"] .state-done'))
+        chart_lines = browser.find_elements(By.CSS_SELECTOR, "#chart polyline")
+        browser.save_screenshot(str(tmp_path / "dashboard.png"))
+        decided = store.plan(first), store.plan(second)
+    finally:
+        stack.stop()
+    assert decided[0].decided_by == "operator" and decided[1].state == "rejected"
+    assert decided[1].decided_by == "operator"
+    assert {line.get_attribute("data-host") for line in chart_lines} == {"h1", "h2"}
+    assert Path(tmp_path / "dashboard.png").stat().st_size > 10_000
