@@ -4,53 +4,10 @@ hosts and the hotspot, approve one plan and reject another from the page."""
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
-
+from browser_helpers import log_in, rows, wait
 from service_stack import StackThread
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
-
-
-@pytest.fixture
-def browser(tmp_path):
-    if CHROMIUM is None or DRIVER is None:
-        pytest.skip("needs Chromium and chromedriver (as root, `make` installs them)")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1800"):
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path / 'chromium'}")
-    driver = webdriver.Chrome(service=Service(DRIVER), options=options)
-    yield driver
-    driver.quit()
-
-
-def wait(browser, condition, timeout: float = 60.0):
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(lambda _: condition())
-
-
-def rows(browser, table: str) -> list:
-    from selenium.webdriver.common.by import By
-
-    return browser.find_elements(By.CSS_SELECTOR, f"#{table} tr")
-
-
-def log_in(browser, secret: str) -> None:
-    from selenium.webdriver.common.by import By
-
-    field = browser.find_element(By.NAME, "token")
-    field.clear()
-    field.send_keys(secret)
-    browser.find_element(By.CSS_SELECTOR, "form.login button").click()
 
 
 def test_an_operator_logs_in_sees_the_hotspot_and_decides_plans_from_the_page(nats_server, tmp_path, browser):

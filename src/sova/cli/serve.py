@@ -121,6 +121,7 @@ def _lab_parts(args, directory: Path):
 
 def _check_port_free(api: tuple[str, int]) -> None:
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no user
         try:
             probe.bind(api)
         except OSError as exc:

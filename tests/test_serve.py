@@ -1,0 +1,151 @@
+"""`sova serve`, `sova token`, `sova manager` and `sova agent` as a user runs them: real processes, a
+real nats-server, the dashboard in Chromium; every part stopped by its PID, nothing left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from browser_helpers import log_in, rows, wait
+from helpers import ROOT
+from sova.service import natsd
+from sova.service.natsd import free_port
+
+QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
+
+
+def sova(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "sova.cli", *args], capture_output=True, text=True, **kwargs)
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def wait_until(condition, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("the condition did not hold in time")
+        time.sleep(0.1)
+
+
+def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_every_part(tmp_path, browser):
+    if natsd.binary() is None:
+        pytest.skip("needs nats-server (as root, `make` installs it)")
+    port = free_port()
+    directory = tmp_path / "stack"
+    command = [
+        "serve",
+        "--sim",
+        str(QUICKSTART),
+        "--speed",
+        "10",
+        "--api",
+        f"127.0.0.1:{port}",
+        "--dir",
+        str(directory),
+    ]
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "sova.cli", *command, "--mode", "approve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: (directory / "serve.json").exists() or serve.poll() is not None)
+        assert serve.poll() is None, serve.stdout.read()
+        record = json.loads((directory / "serve.json").read_text())
+        token = (directory / "admin.token").read_text().strip()
+        assert oct((directory / "admin.token").stat().st_mode & 0o777) == "0o600"
+        hosts = []
+
+        def all_hosts() -> bool:
+            hosts[:] = httpx.get(f"{record['url']}/api/v1/hosts", headers={"Authorization": f"Bearer {token}"}).json()
+            return len(hosts) == 4
+
+        wait_until(all_hosts)
+        browser.get(record["url"] + "/")
+        log_in(browser, token)
+        wait(browser, lambda: len(rows(browser, "hosts")) == 4 and len(rows(browser, "vms")) == 14)
+        summary = browser.find_element("id", "summary").text
+    finally:
+        serve.send_signal(signal.SIGINT)  # Ctrl-C
+        output = serve.communicate(timeout=60)[0]
+    assert serve.returncode == 0, output
+    assert sorted(h["name"] for h in hosts) == ["hm1", "hm2", "hm3", "hm4"]
+    assert "profile threshold (approve)" in summary and "4 host(s) reporting" in summary
+    assert set(record["pids"]) == {"nats-server", "manager", "agents"}
+    assert not any(alive(pid) for pid in record["pids"].values())
+    with pytest.raises(ConnectionRefusedError):  # nothing listens on the API's port any more
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    assert "stopped; its state and logs stay in" in output
+
+
+def test_sova_serve_refuses_bad_input_before_starting_anything(tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    used = taken.getsockname()[1]
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "keep.txt").write_text("a user's file")
+    try:
+        neither = sova("serve")
+        port_taken = sova("serve", "--sim", str(QUICKSTART), "--api", f"127.0.0.1:{used}")
+        not_empty = sova("serve", "--sim", str(QUICKSTART), "--api", f"127.0.0.1:{free_port()}", "--dir", str(full))
+        bad_api = sova("serve", "--sim", str(QUICKSTART), "--api", "localhost")
+    finally:
+        taken.close()
+    assert neither.returncode == 2 and "give --sim SCENARIO or --lab DIR" in neither.stderr
+    assert port_taken.returncode == 2 and f"--api 127.0.0.1:{used}" in port_taken.stderr
+    assert not_empty.returncode == 2 and "exists and is not empty" in not_empty.stderr
+    assert (full / "keep.txt").read_text() == "a user's file" and len(list(full.iterdir())) == 1
+    assert bad_api.returncode == 2 and "expected HOST:PORT" in bad_api.stderr
+
+
+def test_sova_token_adds_lists_and_revokes_tokens_and_shows_a_secret_only_once(tmp_path):
+    state = f"sqlite:///{tmp_path / 'manager.db'}"
+    added = sova("token", "add", "alice", "--role", "operator", "--state", state)
+    tenant = sova("token", "add", "acme", "--role", "tenant", "--vm", "web1", "--vm", "web2", "--state", state)
+    listed = sova("token", "list", "--state", state)
+    twice = sova("token", "add", "alice", "--role", "viewer", "--state", state)
+    no_vms = sova("token", "add", "bob", "--role", "tenant", "--state", state)
+    revoked = sova("token", "revoke", "alice", "--state", state)
+    after = sova("token", "list", "--state", state)
+    assert added.returncode == 0 and added.stdout.strip().startswith("sova_")
+    assert added.stdout.strip() not in listed.stdout and "alice" in listed.stdout
+    assert "acme" in listed.stdout and "web1, web2" in listed.stdout and tenant.returncode == 0
+    assert twice.returncode == 2 and "exists" in twice.stderr
+    assert no_vms.returncode == 2 and "--vm" in no_vms.stderr
+    assert revoked.returncode == 0 and "alice" not in after.stdout
+
+
+def test_the_daemons_name_the_setting_that_keeps_them_from_starting(tmp_path):
+    unreachable = f"nats://127.0.0.1:{free_port()}"
+    state = f"sqlite:///{tmp_path / 'manager.db'}"
+    no_bus = sova("manager", "--nats", unreachable, "--state", state, "--no-api", timeout=60)
+    bad_state = sova("manager", "--state", "nosuchdb://x", "--no-api", timeout=60)
+    bad_profile = sova("manager", "--profile", "nonsense", "--state", state, timeout=60)
+    agent_no_host = sova("agent", "--nats", unreachable, timeout=60)
+    agent_bad_scheme = sova("agent", "--nats", "http://127.0.0.1:1", "--sim", str(QUICKSTART), timeout=60)
+    assert no_bus.returncode == 2 and "--nats" in no_bus.stderr and "cannot connect" in no_bus.stderr
+    assert bad_state.returncode == 2 and "--state nosuchdb://x" in bad_state.stderr
+    assert bad_profile.returncode == 2 and "unknown profile 'nonsense'" in bad_profile.stderr
+    assert agent_no_host.returncode == 2 and "--host" in agent_no_host.stderr
+    assert agent_bad_scheme.returncode == 2 and "expected nats://" in agent_bad_scheme.stderr
+    assert not Path(tmp_path / "nosuchdb").exists()
