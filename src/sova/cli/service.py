@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 from sova.cli.common import described, number, out, pairs
@@ -92,7 +93,9 @@ def add_parsers(sub) -> None:
             "Run the manager of service mode: it merges the agents' host reports from the bus, runs the "
             "profile's global policies, sends their actions to the agents under ids (each applied at most "
             "once), keeps plans, approvals and the audit trail in its state store, and serves the REST API, "
-            "the dashboard and /metrics. Stop with Ctrl-C or SIGTERM.",
+            "the dashboard and /metrics. Run two on different machines over one PostgreSQL state store: one "
+            "leads (a lease on the bus), the other stands by and takes over if the leader stops. Stop with "
+            "Ctrl-C or SIGTERM.",
             [
                 "sova manager --nats nats://10.0.0.5:4222 --nats-user sova --nats-password-file /etc/sova/nats.pw",
                 "sova manager --state postgresql+psycopg://sova@db/sova --profile sova --mode approve",
@@ -114,6 +117,17 @@ def add_parsers(sub) -> None:
         default=30.0,
         metavar="SECONDS",
         help="leave out a host whose last report is older (default 30)",
+    )
+
+    m.add_argument(
+        "--name", default=None, metavar="NAME", help="this manager's name in the lease (default HOSTNAME-PID)"
+    )
+    m.add_argument(
+        "--lease-ttl",
+        type=number("a number of seconds >= 1", lo=1),
+        default=10.0,
+        metavar="SECONDS",
+        help="how long a silent leader keeps the lease before a standby takes over (default 10)",
     )
 
     a = sub.add_parser(
@@ -211,6 +225,8 @@ def manager_command(args) -> int:
         api=api,
         tls=(args.tls_cert, args.tls_key) if args.tls_cert else None,
         profiles=BUILTIN_PROFILES,
+        name=args.name or f"{socket.gethostname()}-{os.getpid()}",
+        lease_ttl=args.lease_ttl,
     )
     where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
     ready = lambda: out.print(f"manager up: profile {args.profile} ({args.mode}), state {url}{where}", markup=False)  # noqa: E731

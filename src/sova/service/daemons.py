@@ -42,6 +42,8 @@ class ManagerSettings:
     api: tuple[str, int] | None = None
     tls: tuple[Path, Path] | None = None  # the API's certificate and key
     profiles: dict = field(default_factory=dict)  # the built-in profiles, listed by the API
+    name: str = "manager"  # as the lease shows the leader
+    lease_ttl: float = 10.0
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -54,6 +56,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
     """The manager until a signal: its loop, and its API if asked (`ready` is called once it serves)."""
     from sova.service.api import make_app
     from sova.service.api_server import ApiServer
+    from sova.service.lease import Lease
     from sova.service.manager import Manager
     from sova.service.state import StateStore
     from sova.service.tokens import TokenBook
@@ -64,7 +67,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
     bus = await Bus.connect(settings.bus.url, settings.bus.user, settings.bus.password, name="sova-manager")
     manager = Manager(
         bus, store, settings.policies, settings.control, settings.mode, settings.profile, settings.tick,
-        settings.stale_after,
+        settings.stale_after, lease=Lease(bus, settings.name, settings.lease_ttl),
     )  # fmt: skip
     server = None
     try:

@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sova.control.runtime import Runtime
@@ -24,6 +23,7 @@ from sova.plan.storage.io_control import IoController
 from sova.service.bus import Bus
 from sova.service.bus_driver import BusDriver
 from sova.service.dispatch import ActionDispatch
+from sova.service.lease import Lease
 from sova.service.plan_book import PlanBook
 from sova.service.reporting import ReportCollector
 from sova.service.state import StateStore
@@ -56,16 +56,16 @@ class Manager:
         tick: float = 1.0,
         stale_after: float = 30.0,
         topology: TopologySpec | None = None,
-        is_leader: Callable[[], bool] | None = None,
+        lease: Lease | None = None,
     ):
-        """is_leader: whether this manager holds the lease now (None: it is the only one)."""
+        """lease: the lease this manager leads under, beside a standby (None: it is the only manager)."""
         if any(isinstance(p, IoController) for p in policies):
             raise ManagerError("IO controllers (profile see) run in the agents, not in the manager")
         self.bus, self.store, self.tick, self.mode, self.profile = bus, store, tick, mode, profile
         self.policies, self.control, self.topology = policies, control, topology
         self.collector = ReportCollector(bus, stale_after)
         self.dispatch = ActionDispatch(bus, store)
-        self.is_leader = is_leader or (lambda: True)
+        self.lease = lease
         self.leading = False
         self.stats = RoundStats()
         self.started = time.time()
@@ -84,8 +84,13 @@ class Manager:
     async def start(self) -> None:
         await self.collector.start()
 
+    def is_leader(self) -> bool:
+        return self.lease is None or self.lease.held()
+
     async def stop(self) -> None:
         await self.collector.stop()
+        if self.lease is not None:
+            await self.lease.release()  # the standby need not wait for it to expire
 
     async def _take_lead(self) -> None:
         """Become the one that decides: take up the stored plans and send again what awaits an outcome."""
@@ -99,6 +104,8 @@ class Manager:
 
     async def round(self) -> None:
         """One round of the manager (nothing but watching the reports unless it leads)."""
+        if self.lease is not None:
+            await self.lease.renew()
         if not self.is_leader():
             if self.leading:  # lost the lease: what this manager held, the new leader takes from the store
                 log.warning("no longer the leader; standing by")
