@@ -74,5 +74,22 @@ class PostgresServer:
             self.process.kill()
             self.process.wait(10)
 
+    def crash(self, timeout: float = 30.0) -> None:
+        """Kill the postmaster with SIGKILL (its PID from postmaster.pid: runuser would not pass SIGKILL on)
+        and wait until it and its backends are gone; start() then recovers the cluster from its WAL."""
+        pid = int((self.data / "postmaster.pid").read_text().split()[0])
+        os.kill(pid, 9)
+        deadline = time.monotonic() + timeout
+        while self.process.poll() is None or _listening(self.port):
+            if time.monotonic() > deadline:
+                raise RuntimeError("postgres did not die")
+            time.sleep(0.05)
+
     def remove(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _listening(port: int) -> bool:
+    with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.2):
+        return True
+    return False

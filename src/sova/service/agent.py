@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from sova.drivers.base import Driver
@@ -75,6 +76,9 @@ class SimCluster:
             HostAgent(bus, host, self.driver, Ledger(ledgers / f"{host}.db")) for host in self.sim.host_names
         ]
         self.behind = 0.0  # simulated seconds the simulator lags the wall clock by (it could not keep up)
+        # reports carry the wall clock times the speed-up plus the simulated time: a cluster started again
+        # (a new simulator from 0 s) still reports later times than before, as real hosts would
+        self.clock0 = time.time() * speed
 
     async def run(self, stop: asyncio.Event, max_steps: int = 100) -> None:
         """Step the simulator with the wall clock, report every period, take actions, until `stop`."""
@@ -91,6 +95,7 @@ class SimCluster:
             self.behind = max(0.0, target - self.sim.t)
             if self.sim.t >= next_report and self.sim.step_ended:
                 snapshot = self.driver.observe()
+                snapshot = replace(snapshot, time=self.clock0 + snapshot.time)
                 try:
                     for agent in self.agents:
                         await agent.report(snapshot)

@@ -81,6 +81,8 @@ class Bus:
             name=name,
             connect_timeout=5,
             reconnect_time_wait=0.2,
+            ping_interval=5,  # a silent network (a partition) is found in about 15 s, not nats-py's 4 min
+            max_outstanding_pings=2,
             max_reconnect_attempts=-1,
             allow_reconnect=True,
         )

@@ -35,17 +35,18 @@ def free_port() -> int:
 
 @dataclass
 class NatsServer:
-    """One nats-server on 127.0.0.1 with JetStream stored under `directory`."""
+    """One nats-server (on 127.0.0.1 unless told) with JetStream stored under `directory`."""
 
     directory: Path
     port: int = field(default_factory=free_port)
+    host: str = "127.0.0.1"  # where it listens
     user: str = "sova"
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
+        return f"nats://{self.host}:{self.port}"
 
     def start(self, timeout: float = 20.0) -> NatsServer:
         path = binary()
@@ -54,7 +55,7 @@ class NatsServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         config = self.directory / "nats.conf"
         text = (
-            f'listen: "127.0.0.1:{self.port}"\n'
+            f'listen: "{self.host}:{self.port}"\n'
             f'jetstream {{ store_dir: "{self.directory / "jetstream"}" }}\n'
             f'authorization {{ user: "{self.user}", password: "{self.password}" }}\n'
         )
@@ -70,7 +71,7 @@ class NatsServer:
                 raise NatsServerError(
                     f"nats-server exited ({self.process.returncode}); see {self.directory / 'nats.log'}"
                 )
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+            with contextlib.suppress(OSError), socket.create_connection((self.host, self.port), timeout=0.5):
                 return self
             time.sleep(0.05)  # polling for the port, not waiting a fixed time
         self.stop()

@@ -103,7 +103,7 @@ class PlanRow:
 class StateStore:
     def __init__(self, url: str):
         """url: a SQLAlchemy URL, e.g. sqlite:///var/lib/sova/manager.db or postgresql+psycopg://..."""
-        self.engine = sa.create_engine(url)
+        self.engine = sa.create_engine(url, pool_pre_ping=True)  # a database that restarted is reconnected to
         self.upgrade()
 
     def upgrade(self) -> None:

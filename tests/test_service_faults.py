@@ -1,0 +1,56 @@
+"""Faults in the middle of plans, on the service as real processes: the leading manager, the standby, the
+agents, nats-server and PostgreSQL each killed with SIGKILL (and started again), and the agents cut off
+the bus by their network namespace's link going down. Every action ends applied once or not at all, the
+manager's record agrees with the agents', and the view converges (a leader, every host reporting)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from chaos_stack import ChaosStack
+from postgres_server import binaries
+from sova.service import natsd
+
+FAULTS = ("leader", "standby", "agents", "nats", "postgres", "partition")
+
+
+def inject(stack: ChaosStack, fault: str) -> set[str]:
+    """One fault, injected while an action is in flight, then undone; the ids of the actions in flight."""
+    stack.wait(lambda: bool(stack.in_flight()), "an action in flight (the middle of a plan)")
+    in_flight = stack.in_flight()
+    if fault == "partition":
+        stack.partition(cut=True)
+        stack.wait(lambda: (stack.health(stack.leader() or "m1").get("hosts_reporting") or 0) == 0, "hosts stale")
+        stack.partition(cut=False)
+        return in_flight
+    leader = stack.leader()
+    name = {"leader": leader, "standby": "m2" if leader == "m1" else "m1"}.get(fault, fault)
+    stack.kill(name)
+    if fault == "leader":
+        stack.wait(lambda: stack.leader() not in (None, leader), "the standby to take over")
+    stack.restart(name)
+    return in_flight
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root for network namespaces")
+def test_every_action_ends_applied_once_or_not_at_all_whatever_fails_in_the_middle_of_a_plan(tmp_path):
+    if natsd.binary() is None or binaries() is None:
+        pytest.skip("needs nats-server and PostgreSQL (as root, `make` installs them)")
+    stack = ChaosStack(tmp_path)
+    stack.start()
+    caught = {}  # the actions each fault caught in flight
+    try:
+        for fault in FAULTS:
+            caught[fault] = inject(stack, fault)
+            print(fault, caught[fault], stack.verdict())
+            stack.wait(lambda: stack.leader() is not None, f"a leader after the {fault} fault")
+            stack.wait(lambda: stack.health(stack.leader()).get("hosts_reporting") == 4, f"4 hosts after {fault}")
+        stack.wait(lambda: not stack.in_flight(), "every action answered")
+        verdict = stack.verdict()
+    finally:
+        stack.stop()
+    assert all(caught.values()) and len(set().union(*caught.values())) >= len(FAULTS) // 2
+    assert (verdict.lost, verdict.doubled, verdict.mismatched) == (0, 0, 0), verdict
