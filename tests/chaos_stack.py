@@ -187,7 +187,7 @@ class ChaosStack:
                     applied[action_id] = (state, outcome)
         plan_actions = {}
         for action_id, _, _ in sent:  # ids are NONCE-PLAN-INDEX: one per action of a plan
-            nonce, plan, index = action_id.rsplit("-", 2)
+            _, plan, index = action_id.rsplit("-", 2)
             doubled += (plan, index) in plan_actions
             plan_actions[(plan, index)] = action_id
         lost = sum(1 for _, status, _ in sent if status is None)
