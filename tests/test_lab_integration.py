@@ -3,7 +3,8 @@
 One lab for the module (about 20 s to start): real counters, CPU shares and IO limits measured in
 the guest, the KVM path of set-dom0-weight (emulator quotas read back by virsh and the kernel), live
 migration both ways (managed and peer-to-peer) while the guest agent answers, an emulated VF plugged
-and unplugged, a daemon restart, and `sova manage` relieving a hotspot on its own. The lab is torn
+and unplugged, a daemon restart, `sova manage` relieving a hotspot on its own, and service mode (`sova
+manager` and one `sova agent` per host) moving a VM once an operator approves it. The lab is torn
 down even when a test fails, and the teardown checks that nothing is left.
 """
 
@@ -13,6 +14,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -503,3 +505,82 @@ def test_up_after_a_crash_cleans_up_first(lab):
     assert [h.name for h in new.hosts] == ["host1"] and [v.name for v in new.vms] == ["vm1"]
     assert len(_qemu_pids(Path(new.dir))) == 1
     assert not any(p for h in state.hosts[1:] if lab_hosts.pid_alive(p := h.pid))
+
+
+def test_sova_manager_and_agents_run_the_real_hosts_and_a_plan_approved_through_the_api_moves_a_vm(lab, tmp_path):
+    """Service mode on the lab: nats-server, `sova manager` (approve mode, with its API) and one `sova agent`
+    per lab host, as processes; the hottest host's guests burn CPU, the manager proposes a migration from
+    the agents' reports, an operator approves it through the API, and the VM moves on the real hosts."""
+    import httpx
+
+    from sova.service import natsd
+    from sova.service.natsd import NatsServer, free_port
+    from sova.service.state import StateStore
+    from sova.service.tokens import TokenBook
+
+    if natsd.binary() is None:
+        pytest.skip("needs nats-server (as root, `make` installs it)")
+    lab_, state = lab
+    placed = {vm: h for vm, (h, _) in lab_.where(state).items()}
+    hot = max(("host1", "host2"), key=lambda h: sum(1 for v in placed.values() if v == h))
+    busy = sorted(vm for vm, h in placed.items() if h == hot)
+    nats = NatsServer(tmp_path / "nats").start()
+    db = f"sqlite:///{tmp_path / 'manager.db'}"
+    store = StateStore(db)
+    token = TokenBook(store).create("ops", "operator")
+    store.close()
+    port = free_port()
+    bus = ["--nats", nats.url, "--nats-user", nats.user]
+    env = {**os.environ, "SOVA_NATS_PASSWORD": nats.password}
+    procs = []
+
+    def spawn(name: str, *args: str) -> None:
+        log = (tmp_path / f"{name}.log").open("wb")
+        cmd = [sys.executable, "-m", "sova.cli", *args]
+        procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True))
+
+    spawn(
+        "manager",
+        "manager",
+        *bus,
+        "--state",
+        db,
+        "--api",
+        f"127.0.0.1:{port}",
+        "--profile",
+        "sova",
+        "--mode",
+        "approve",
+    )
+    for host in state.hosts:
+        spawn(f"agent-{host.name}", "agent", *bus, "--lab", str(lab_.dir), "--host", host.name)
+    api = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"Bearer {token}"}
+    try:
+        for vm in busy:
+            lab_.load(vm, ["cpu=100"])
+
+        def get(path: str):
+            try:
+                return httpx.get(api + path, headers=headers, timeout=5).json()
+            except (httpx.HTTPError, ValueError):
+                return None
+
+        wait_until(lambda: len(get("/api/v1/hosts") or []) == 2, "both agents' reports", timeout=120)
+        wait_until(lambda: (get("/api/v1/plans?state=pending") or {}).get("total"), "a proposed plan", timeout=240)
+        plan = get("/api/v1/plans?state=pending")["items"][0]
+        moved = plan["actions"][0]
+        answer = httpx.post(f"{api}/api/v1/plans/{plan['id']}/approve", headers=headers, timeout=30)
+        wait_until(lambda: get(f"/api/v1/plans/{plan['id']}")["state"] == "done", "the migration", timeout=240)
+        trail = get(f"/api/v1/audit?plan={plan['id']}")["items"]
+    finally:
+        for vm in busy:
+            with contextlib.suppress(LabError):
+                lab_.load(vm, [])
+        for process in reversed(procs):
+            process.terminate()
+            process.wait(30)
+        nats.stop()
+    assert answer.status_code == 200 and moved["kind"] == "migrate" and moved["vm"] in busy
+    assert trail[-1]["event"] == "finished" and trail[-1]["status"] == "ok", trail
+    assert lab_.where(state)[moved["vm"]][0] == moved["dst"] != hot
