@@ -123,3 +123,21 @@ def test_bad_parameters_are_refused_with_the_field_named_and_change_nothing(nats
     fields = [a.json()["detail"][0]["loc"][-1] for a in answers]
     assert fields == ["limit", "state", "offset", "plan_id", "verdict", "plan_id"]
     assert set(before) <= set(after)  # nothing was decided (dry-run plans may have come meanwhile)
+
+
+def test_a_host_series_over_any_span_has_at_most_the_points_asked_for():
+    from helpers import make_scenario
+    from sova.drivers.sim import SimDriver
+    from sova.model.knowledge import Knowledge
+    from sova.service import views
+    from sova.sim.engine import Simulator
+
+    driver = SimDriver(Simulator(make_scenario(vms=[{"name": "a", "host": "h1"}])))
+    knowledge = Knowledge()
+    for _ in range(30):
+        driver.sim.step()
+        knowledge.add(driver.observe())
+    for seconds in (1e-300, 0.5, 10.0, 1e9):
+        series = views.host_series(knowledge, seconds, points=20)
+        assert len(series["times"]) <= 20 and all(len(v) == len(series["times"]) for v in series["hosts"].values())
+    assert len(views.host_series(knowledge, 1e9, points=20)["times"]) == 20

@@ -101,10 +101,10 @@ def host_series(knowledge: Knowledge, seconds: float, points: int = 120) -> dict
     if snap is None or len(knowledge) < 2:
         return {"times": [], "hosts": {}}
     first = max(knowledge.snapshots[0].time, snap.time - seconds)
-    step = max((snap.time - first) / points, 1e-9)
+    step = (snap.time - first) / points
     times, series = [], {name: [] for name in snap.hosts}
-    end = first + step
-    while end <= snap.time + 1e-9:
+    for k in range(1, points + 1 if step > 0 else 1):  # at most `points`, however short the span
+        end = first + k * step
         util = knowledge.host_cpu_util(step, end=end)
         at = knowledge.at_or_before(end)
         if util is not None and at is not None:
@@ -113,5 +113,4 @@ def host_series(knowledge: Knowledge, seconds: float, points: int = 120) -> dict
             for name in series:
                 value = values.get(name)
                 series[name].append(None if value is None else round(float(value), 4))
-        end += step
     return {"times": times, "hosts": series}
