@@ -4,9 +4,30 @@ from __future__ import annotations
 
 
 def wait(browser, condition, timeout: float = 60.0):
+    """Poll `condition()` until it holds; the page redraws every 2 s, so an element found a moment ago
+    may be gone (stale): that counts as not yet."""
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(browser, timeout, poll_frequency=0.1).until(lambda _: condition())
+    stale = (StaleElementReferenceException,)
+    return WebDriverWait(browser, timeout, poll_frequency=0.1, ignored_exceptions=stale).until(lambda _: condition())
+
+
+def attributes(browser, css: str, name: str) -> list[str]:
+    """An attribute of every element matching `css`, read in one go (no element can go stale meanwhile)."""
+    script = "return [...document.querySelectorAll(arguments[0])].map(e => e.getAttribute(arguments[1]))"
+    return browser.execute_script(script, css, name)
+
+
+def click(browser, css: str) -> None:
+    """Click the element matching `css`, looked up again if the page redrew it meanwhile."""
+    from selenium.webdriver.common.by import By
+
+    def clicked() -> bool:
+        browser.find_element(By.CSS_SELECTOR, css).click()
+        return True
+
+    wait(browser, clicked)
 
 
 def rows(browser, table: str) -> list:

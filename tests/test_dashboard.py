@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from browser_helpers import log_in, rows, wait
+from browser_helpers import attributes, click, log_in, rows, wait
 from service_stack import StackThread
 
 
@@ -19,28 +19,28 @@ def test_an_operator_logs_in_sees_the_hotspot_and_decides_plans_from_the_page(na
         browser.get(base + "/")
         assert "Log in with an API token" in browser.page_source
         log_in(browser, "sova_wrong")
-        assert "unknown, revoked" in browser.page_source
+        wait(browser, lambda: "unknown, revoked" in browser.page_source)  # the answer to the form's post
         log_in(browser, stack.stack.secrets["tenant"])  # a tenant's token opens no dashboard
-        assert "not one for the dashboard" in browser.page_source
+        wait(browser, lambda: "not one for the dashboard" in browser.page_source)
         log_in(browser, stack.stack.secrets["operator"])
         wait(browser, lambda: len(rows(browser, "hosts")) == 2)
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, "#findings li[data-kind=hotspot]"))
         wait(browser, lambda: len(rows(browser, "pending")) >= 2)
-        first, second = (int(r.get_attribute("data-plan")) for r in rows(browser, "pending")[:2])
-        browser.find_element(By.CSS_SELECTOR, f'#pending tr[data-plan="{first}"] button.approve').click()
+        first, second = (int(plan) for plan in attributes(browser, "#pending tr", "data-plan")[:2])
+        click(browser, f'#pending tr[data-plan="{first}"] button.approve')
         wait(browser, lambda: f"plan {first}: executing" in browser.find_element(By.ID, "decision").text)
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f'#pending tr[data-plan="{second}"]'))
-        browser.find_element(By.CSS_SELECTOR, f'#pending tr[data-plan="{second}"] button.reject').click()
+        click(browser, f'#pending tr[data-plan="{second}"] button.reject')
         wait(browser, lambda: f"plan {second}: rejected" in browser.find_element(By.ID, "decision").text)
         store = stack.stack.manager.store
         wait(browser, lambda: store.plan(first).state == "done")
         wait(browser, lambda: browser.find_elements(By.CSS_SELECTOR, f'#plans tr[data-plan="{first}"] .state-done'))
-        chart_lines = browser.find_elements(By.CSS_SELECTOR, "#chart polyline")
+        chart_hosts = set(attributes(browser, "#chart polyline", "data-host"))
         browser.save_screenshot(str(tmp_path / "dashboard.png"))
         decided = store.plan(first), store.plan(second)
     finally:
         stack.stop()
     assert decided[0].decided_by == "operator" and decided[1].state == "rejected"
     assert decided[1].decided_by == "operator"
-    assert {line.get_attribute("data-host") for line in chart_lines} == {"h1", "h2"}
+    assert chart_hosts == {"h1", "h2"}
     assert Path(tmp_path / "dashboard.png").stat().st_size > 10_000

@@ -47,8 +47,10 @@ class Runtime:
         self._next_monitor = start
         self._next_run = [start + p.period for p in policies]
 
-    def tick(self) -> None:
+    def tick(self) -> bool:
+        """One tick; whether a policy planned in it (a decision round)."""
         now = self.driver.now()
+        decided = False
         if now + 1e-9 >= self._next_monitor:
             self.knowledge.add(self.driver.observe())
             self._next_monitor = now + self.control.monitor_period
@@ -60,11 +62,13 @@ class Runtime:
                 if isinstance(pol, IoController):
                     self._control(pol)
                 elif len(self.knowledge):
+                    decided = True
                     findings = analysis.findings(pol.analyses())
                     self.findings[pol.name] = findings
                     self.executor.submit(pol.plan(self.knowledge, findings), self.knowledge, findings)
         if len(self.knowledge):
             self.executor.tick(self.knowledge)
+        return decided
 
     def _control(self, controller: IoController) -> None:
         """One epoch of an IO controller: its VMs' counters in, their throttles out, its events audited."""

@@ -58,7 +58,8 @@ async def run_host_agent(agent: HostAgent, driver: Driver, period: float, stop: 
             except Exception as err:
                 log.warning("report not sent: %s", err or type(err).__name__)
         try:
-            await agent.actions.step(wait=max(0.01, min(0.5, next_report - time.monotonic())))
+            # a long poll until the next report: an action that comes meanwhile is taken at once
+            await agent.actions.step(wait=max(0.01, min(5.0, next_report - time.monotonic())))
         except Exception as err:
             log.warning("action step failed: %s", err or type(err).__name__)
             await _pause(stop, 0.5)
@@ -102,7 +103,8 @@ class SimCluster:
                 except Exception as err:
                     log.warning("reports not sent: %s", err or type(err).__name__)
                 next_report = self.sim.t + self.period
-            wait = max(0.01, min(0.2, (next_report - self.sim.t) / self.speed))
+            # a long poll until the next report is due (at most 2 s: the simulator steps between polls)
+            wait = max(0.01, min(2.0, (next_report - self.sim.t) / self.speed))
             try:
                 await asyncio.gather(*(agent.actions.step(wait=wait) for agent in self.agents))
             except Exception as err:

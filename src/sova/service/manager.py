@@ -117,9 +117,9 @@ class Manager:
         await self.dispatch.collect(wait=0.01)
         if self.collector.snapshot() is not None:
             began = time.perf_counter()
-            self.runtime.tick()
-            self.stats.durations.append(time.perf_counter() - began)
-            self.stats.rounds += 1
+            if self.runtime.tick():  # a decision round: a policy planned (the others only poll)
+                self.stats.durations.append(time.perf_counter() - began)
+                self.stats.rounds += 1
         self.book.flush()
         if self.is_leader():  # a manager that lost its lease during the round sends nothing
             self.stats.sent += await self.driver.send()

@@ -7,7 +7,7 @@ for counters, ``_seconds`` for durations), read from the manager's state when Pr
 - ``sova_actions_total{kind,outcome}``, ``sova_migrations_total{outcome}``: actions sent, by outcome
   (``awaiting`` while none came)
 - ``sova_plans{state}``: plans by state
-- ``sova_decision_round_seconds``: the MAPE-K round's duration (histogram)
+- ``sova_decision_round_seconds``: a decision round's duration, where a policy planned (histogram)
 - ``sova_bus_report_lag_seconds``: from an agent's send to the manager's receipt (histogram)
 - ``sova_manager_leader``: 1 while this manager leads
 """
@@ -29,7 +29,7 @@ class ManagerMetrics:
         self.registry = CollectorRegistry()
         self.rounds = Histogram(
             "sova_decision_round_seconds",
-            "Duration of the manager's MAPE-K round (analyze, plan, execute)",
+            "Duration of the manager's decision rounds (monitor, analyze, plan, execute), where a policy planned",
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
             registry=self.registry,
         )

@@ -40,6 +40,7 @@ class NatsServer:
     directory: Path
     port: int = field(default_factory=free_port)
     host: str = "127.0.0.1"  # where it listens
+    monitor_port: int | None = None  # nats-server's HTTP monitoring (/varz ...) on 127.0.0.1, if given
     user: str = "sova"
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     process: subprocess.Popen | None = None
@@ -59,6 +60,8 @@ class NatsServer:
             f'jetstream {{ store_dir: "{self.directory / "jetstream"}" }}\n'
             f'authorization {{ user: "{self.user}", password: "{self.password}" }}\n'
         )
+        if self.monitor_port is not None:
+            text += f'http: "127.0.0.1:{self.monitor_port}"\n'
         # owner-only from its creation: it holds the password
         with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
             out.write(text)
