@@ -26,13 +26,13 @@ run: $(STAMP)
 	@$(BIN)/sova run scenarios/quickstart.toml --out results/quickstart --force
 
 test: $(STAMP)
-	@$(BIN)/ruff check src tests benchmarks
-	@$(BIN)/ruff format --check src tests benchmarks
+	@$(BIN)/ruff check src tests benchmarks scripts
+	@$(BIN)/ruff format --check src tests benchmarks scripts
 	@$(BIN)/pytest -q
 
 lint: $(STAMP)
-	@$(BIN)/ruff check --fix src tests benchmarks
-	@$(BIN)/ruff format src tests benchmarks
+	@$(BIN)/ruff check --fix src tests benchmarks scripts
+	@$(BIN)/ruff format src tests benchmarks scripts
 
 bench: $(STAMP)
 	@$(BIN)/python benchmarks/sim_speed.py

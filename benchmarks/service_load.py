@@ -67,7 +67,7 @@ hold_down = 300
 policies = ["threshold-migration"]
 
 [profiles.threshold.params.threshold-migration]
-period = 30
+period = 10
 """
 
 
@@ -204,7 +204,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hosts", type=int, nargs="+", default=[100, 300, 1000])
     parser.add_argument("--warmup", type=float, default=60.0, help="seconds after every host reports")
-    parser.add_argument("--measure", type=float, default=60.0, help="seconds measured")
+    parser.add_argument("--measure", type=float, default=120.0, help="seconds measured")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows here")
     args = parser.parse_args()
     rows = []

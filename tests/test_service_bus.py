@@ -5,6 +5,9 @@ the bus itself."""
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -14,8 +17,9 @@ from bus_helpers import connect, until
 from helpers import make_scenario
 from sova.drivers.sim import SimDriver
 from sova.model import actions as A
+from sova.service import natsd
 from sova.service.agent_actions import INTERRUPTED, ActionAgent
-from sova.service.bus import Bus, BusError, action_subject
+from sova.service.bus import Bus, BusError, TlsFiles, action_subject
 from sova.service.dispatch import ActionDispatch
 from sova.service.ledger import Ledger
 from sova.service.natsd import NatsServer
@@ -337,3 +341,85 @@ def test_a_restarted_manager_knows_what_awaits_an_outcome_and_sends_it_again_onc
     assert applied == 2  # each once, though `reached` was sent twice
     assert second.store.outcome(reached)[0] == A.OK and second.store.outcome("lost1")[0] == A.OK
     assert driver.sim.vm_io.limit[1] == 77
+
+
+def make_certificates(directory: Path, name: str) -> tuple[Path, Path, Path]:
+    """A CA of our own and a server certificate it signed for 127.0.0.1 (openssl): (ca, certificate, key)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key, ca, key, request, cert, extensions = (
+        directory / f"{name}-{part}" for part in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem", "ext")
+    )
+    extensions.write_text("subjectAltName = IP:127.0.0.1\n")
+    for command in (
+        f"req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN={name}-CA -keyout {ca_key} -out {ca}",
+        f"req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout {key} -out {request}",
+        f"x509 -req -days 2 -in {request} -CA {ca} -CAkey {ca_key} -CAcreateserial -out {cert} -extfile {extensions}",
+    ):
+        subprocess.run(["openssl", *command.split()], check=True, capture_output=True)
+    return ca, cert, key
+
+
+def test_a_bus_that_wants_tls_takes_only_clients_that_check_its_certificate(tmp_path):
+    if natsd.binary() is None or shutil.which("openssl") is None:
+        pytest.skip("needs nats-server and openssl (as root, `make` installs them)")
+    ca, cert, key = make_certificates(tmp_path / "tls", "bus")
+    other_ca, _, _ = make_certificates(tmp_path / "other", "other")
+    server = NatsServer(tmp_path / "nats", tls=(cert, key)).start()
+
+    async def attempt(tls):
+        try:
+            bus = await Bus.connect(server.url, server.user, server.password, name="t", timeout=3, tls=tls)
+        except BusError as err:
+            return str(err)
+        stored = await bus.publish(action_subject("h1"), "tls-1", b"{}")
+        await bus.close()
+        return stored
+
+    try:
+        trusted = asyncio.run(attempt(TlsFiles(ca)))
+        plain = asyncio.run(attempt(None))
+        stranger = asyncio.run(attempt(TlsFiles(other_ca)))
+    finally:
+        server.stop()
+    assert trusted is True
+    assert "cannot connect to the bus" in plain and "cannot connect to the bus" in stranger
+
+
+def test_an_action_that_reaches_its_agent_after_its_expiry_is_refused_and_never_applied(nats_server, tmp_path):
+    driver = sim_driver()
+
+    async def scenario():
+        manager_bus, dispatch = await manager_on(nats_server)
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
+        late = await dispatch.send("h1", A.SetCpu(vm="vm1", weight=300), expires=time.time() - 30)
+        fresh = await dispatch.send("h1", A.SetCpu(vm="vm2", weight=300), expires=time.time() + 60)
+        outcomes = {}
+
+        async def both():
+            await agent.step(0.2)
+            outcomes.update(await dispatch.collect(0.2))
+            return len(outcomes) == 2
+
+        await until(both)
+        await agent_bus.close()
+        await manager_bus.close()
+        return outcomes[late], outcomes[fresh], agent.applied
+
+    late, fresh, applied = asyncio.run(scenario())
+    assert late.status == A.REJECTED and "expired" in late.message and "30 s after" in late.message
+    assert fresh.status == A.OK and applied == 1
+
+
+def test_the_ledger_forgets_only_actions_finished_and_published_long_ago(tmp_path):
+    ledger = Ledger(tmp_path / "ledger.db")
+    for action_id in ("old", "recent", "unpublished", "running"):
+        ledger.begin(action_id, b"{}")
+    for action_id in ("old", "recent", "unpublished"):
+        ledger.finish(action_id, b"{}")
+    ledger.published("old")
+    ledger.published("recent")
+    ledger.db.execute("UPDATE actions SET finished_at = finished_at - 8 * 86400 WHERE id IN ('old', 'unpublished')")
+    assert ledger.prune(7 * 86400) == 1
+    kept = {row[0] for row in ledger.db.execute("SELECT id FROM actions")}
+    ledger.close()
+    assert kept == {"recent", "unpublished", "running"}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
@@ -17,22 +18,24 @@ from sova.service import natsd
 FAULTS = ("leader", "standby", "agents", "nats", "postgres", "partition")
 
 
-def inject(stack: ChaosStack, fault: str) -> set[str]:
-    """One fault, injected while an action is in flight, then undone; the ids of the actions in flight."""
+def inject(stack: ChaosStack, fault: str) -> tuple[set[str], float]:
+    """One fault, injected while an action is in flight, then undone; the ids of the actions in flight,
+    and when (time.monotonic()) the fault began."""
     stack.wait(lambda: bool(stack.in_flight()), "an action in flight (the middle of a plan)")
     in_flight = stack.in_flight()
+    began = time.monotonic()
     if fault == "partition":
         stack.partition(cut=True)
         stack.wait(lambda: (stack.health(stack.leader() or "m1").get("hosts_reporting") or 0) == 0, "hosts stale")
         stack.partition(cut=False)
-        return in_flight
+        return in_flight, began
     leader = stack.leader()
     name = {"leader": leader, "standby": "m2" if leader == "m1" else "m1"}.get(fault, fault)
     stack.kill(name)
     if fault == "leader":
         stack.wait(lambda: stack.leader() not in (None, leader), "the standby to take over")
     stack.restart(name)
-    return in_flight
+    return in_flight, began
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("ip") is None, reason="needs root for network namespaces")
@@ -44,8 +47,7 @@ def test_every_action_ends_applied_once_or_not_at_all_whatever_fails_in_the_midd
     caught = {}  # the actions each fault caught in flight
     try:
         for fault in FAULTS:
-            caught[fault] = inject(stack, fault)
-            print(fault, caught[fault], stack.verdict())
+            caught[fault] = inject(stack, fault)[0]
             stack.wait(lambda: stack.leader() is not None, f"a leader after the {fault} fault")
             stack.wait(lambda: stack.health(stack.leader()).get("hosts_reporting") == 4, f"4 hosts after {fault}")
         stack.wait(lambda: not stack.in_flight(), "every action answered")

@@ -69,3 +69,13 @@ def test_a_field_with_a_default_may_be_left_out():
 def test_an_action_that_cannot_be_json_is_not_encoded():
     with pytest.raises(ValueError):
         encode_action("a1", A.SetIoLimit(vm="vm1", iops=float("nan")))
+
+
+def test_an_actions_expiry_round_trips_and_must_be_a_finite_time():
+    from sova.service.wire import decode_envelope
+
+    action = A.Migrate(vm="vm1", dst="h2")
+    assert decode_envelope(encode_action("a1", action, 1.5e9)) == ("a1", action, 1.5e9)
+    assert decode_envelope(encode_action("a1", action)) == ("a1", action, None)
+    with pytest.raises(WireError, match=r"action\.expires: expected a finite number"):
+        decode_envelope(b'{"id": "a1", "kind": "migrate", "vm": "v", "dst": "h", "expires": "soon"}')

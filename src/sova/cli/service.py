@@ -42,9 +42,15 @@ def add_bus_arguments(parser) -> None:
         metavar="FILE",
         help=f"a file holding the bus password (or set {PASSWORD_ENV}; never on the command line)",
     )
+    parser.add_argument(
+        "--nats-tls-ca", type=Path, default=None, metavar="FILE", help="TLS to the bus: the CA of its certificate"
+    )
+    parser.add_argument("--nats-tls-cert", type=Path, default=None, metavar="FILE", help="this side's certificate")
+    parser.add_argument("--nats-tls-key", type=Path, default=None, metavar="FILE", help="this side's private key")
 
 
 def bus_settings(args):
+    from sova.service.bus import TlsFiles
     from sova.service.daemons import BusSettings
 
     password = os.environ.get(PASSWORD_ENV)
@@ -55,7 +61,15 @@ def bus_settings(args):
             raise InputError([Problem(f"--nats-password-file {args.nats_password_file}", str(exc))]) from None
     if not args.nats.startswith(("nats://", "tls://")):
         raise InputError([Problem("--nats", f"{args.nats!r}: expected nats://HOST:PORT or tls://HOST:PORT")])
-    return BusSettings(args.nats, args.nats_user, password)
+    tls = None
+    if args.nats_tls_ca is not None:
+        for flag, path in (("--nats-tls-ca", args.nats_tls_ca), ("--nats-tls-cert", args.nats_tls_cert)):
+            if path is not None and not path.is_file():
+                raise InputError([Problem(f"{flag} {path}", "no such file")])
+        tls = TlsFiles(args.nats_tls_ca, args.nats_tls_cert, args.nats_tls_key)
+    elif args.nats_tls_cert is not None or args.nats_tls_key is not None or args.nats.startswith("tls://"):
+        raise InputError([Problem("--nats-tls-ca", "TLS to the bus needs the CA that signed its certificate")])
+    return BusSettings(args.nats, args.nats_user, password, tls)
 
 
 def host_port(text: str, flag: str) -> tuple[str, int]:
@@ -128,6 +142,14 @@ def add_parsers(sub) -> None:
         default=10.0,
         metavar="SECONDS",
         help="how long a silent leader keeps the lease before a standby takes over (default 10)",
+    )
+
+    m.add_argument(
+        "--action-expiry",
+        type=number("a positive number of seconds", lo=0, lo_open=True),
+        default=120.0,
+        metavar="SECONDS",
+        help="an agent away longer than this after an action was sent refuses to start it (default 120)",
     )
 
     a = sub.add_parser(
@@ -227,6 +249,7 @@ def manager_command(args) -> int:
         profiles=BUILTIN_PROFILES,
         name=args.name or f"{socket.gethostname()}-{os.getpid()}",
         lease_ttl=args.lease_ttl,
+        action_expiry=args.action_expiry,
     )
     where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
     ready = lambda: out.print(f"manager up: profile {args.profile} ({args.mode}), state {url}{where}", markup=False)  # noqa: E731

@@ -3,7 +3,8 @@
 An action is recorded in the agent's ledger before it is acknowledged to the bus and before the driver
 applies it. So a redelivered action (the agent restarted before acknowledging it) is never applied again;
 an action the agent was applying when it stopped ends as failed ("interrupted"), because whether the
-driver carried it out is unknown, and the manager re-observes. A long action (a migration) is polled on
+driver carried it out is unknown, and the manager re-observes. An action that arrives after its expiry
+(the agent was away) is refused, never started: the manager planned it for another moment. A long action (a migration) is polled on
 the agent's steps until it ends. Driver calls run on the agent's own thread, between its bus steps.
 """
 
@@ -11,15 +12,18 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 from sova.drivers.base import Driver
 from sova.model import actions as A
 from sova.service.bus import Bus, action_subject, outcome_subject
 from sova.service.ledger import FINISHED, RUNNING, STARTED, Ledger
-from sova.service.wire import WireError, decode_action, encode_outcome
+from sova.service.wire import WireError, decode_action, decode_envelope, encode_outcome
 
 log = logging.getLogger(__name__)
 INTERRUPTED = "interrupted: the agent stopped while applying it, so it is not applied again (at most once)"
+EXPIRED = "expired before the agent could start it; not applied"
+KEEP = 7 * 86400.0  # s an agent remembers a finished action: far past any action's expiry
 
 
 class ActionAgent:
@@ -31,7 +35,9 @@ class ActionAgent:
         self.reader = None
 
     async def start(self) -> None:
-        """Attach to this host's actions, and settle what an earlier run of the agent left unfinished."""
+        """Attach to this host's actions, settle what an earlier run of the agent left unfinished, and
+        forget what finished more than a week ago (`KEEP`)."""
+        self.ledger.prune(KEEP)
         self.reader = await self.bus.reader(action_subject(self.host), f"agent-{self.host}", self.ack_wait)
         for entry in self.ledger.unfinished(STARTED):
             self._finish(entry.action_id, A.Outcome(A.FAILED, INTERRUPTED))
@@ -53,7 +59,7 @@ class ActionAgent:
 
     async def _take(self, message) -> None:
         try:
-            action_id, action = decode_action(message.data)
+            action_id, action, expires = decode_envelope(message.data)
         except WireError as err:
             action_id = _id_of(message.data)
             log.warning("refused an action%s: %s", f" ({action_id})" if action_id else "", err)
@@ -66,6 +72,10 @@ class ActionAgent:
         if before is not None:  # sent again: apply nothing; its outcome goes out (again) once it has one
             if before.state == FINISHED:
                 self.ledger.republish(action_id)
+            return
+        late = time.time() - expires if expires is not None else 0.0
+        if late > 0:  # it waited too long (this agent was away): the manager planned for another moment
+            self._finish(action_id, A.Outcome(A.REJECTED, f"{EXPIRED} ({late:.0f} s after it expired)"))
             return
         self.applied += 1
         try:

@@ -13,9 +13,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import ssl
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import nats
+import nats.js.errors
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
@@ -23,6 +26,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, S
 log = logging.getLogger(__name__)
 ACTIONS, OUTCOMES = "SOVA_ACTIONS", "SOVA_OUTCOMES"
 DUPLICATE_WINDOW = 3600.0  # s: a re-sent action or outcome within an hour is stored once
+MAX_AGE = 7 * 86400.0  # s the streams keep a message: a week, as an agent's ledger remembers an action
 _HOST_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
@@ -45,6 +49,24 @@ def outcome_subject(host: str) -> str:
     return f"sova.outcome.{host_token(host)}"
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """TLS to the bus: the CA that signed the server's certificate, and this client's own (optional)."""
+
+    ca: Path
+    certificate: Path | None = None
+    key: Path | None = None
+
+    def context(self) -> ssl.SSLContext:
+        try:
+            context = ssl.create_default_context(cafile=str(self.ca))
+            if self.certificate is not None:
+                context.load_cert_chain(str(self.certificate), str(self.key) if self.key else None)
+        except (OSError, ssl.SSLError) as err:
+            raise BusError(f"the bus's TLS files ({self.ca}, {self.certificate}): {err}") from None
+        return context
+
+
 @dataclass
 class Bus:
     """A connection to NATS with the JetStream streams in place."""
@@ -55,9 +77,16 @@ class Bus:
 
     @classmethod
     async def connect(
-        cls, url: str, user: str | None = None, password: str | None = None, name: str = "sova", timeout: float = 10.0
+        cls,
+        url: str,
+        user: str | None = None,
+        password: str | None = None,
+        name: str = "sova",
+        timeout: float = 10.0,
+        tls: TlsFiles | None = None,
     ) -> Bus:
-        """Connect (reconnecting for ever after a bus restart) and create the streams if missing."""
+        """Connect (reconnecting for ever after a bus restart) and create the streams if missing; over TLS
+        when `tls` is given (or the URL is tls://), the server checked against `tls.ca`."""
 
         async def error(err: Exception) -> None:  # one line, not nats-py's default traceback
             log.warning("bus (%s): %s", name, err or type(err).__name__)
@@ -71,8 +100,10 @@ class Bus:
         async def reconnected() -> None:
             log.info("bus (%s): reconnected", name)
 
+        context = tls.context() if tls is not None else None
         connecting = nats.connect(
             url,
+            tls=context,
             error_cb=error,
             disconnected_cb=disconnected,
             reconnected_cb=reconnected,
@@ -97,9 +128,16 @@ class Bus:
     async def _ensure_streams(self) -> None:
         for name, subjects in ((ACTIONS, ["sova.action.*"]), (OUTCOMES, ["sova.outcome.*"])):
             config = StreamConfig(
-                name=name, subjects=subjects, storage=StorageType.FILE, duplicate_window=DUPLICATE_WINDOW
+                name=name,
+                subjects=subjects,
+                storage=StorageType.FILE,
+                duplicate_window=DUPLICATE_WINDOW,
+                max_age=MAX_AGE,
             )
-            await self.js.add_stream(config)  # the same configuration again is accepted as is
+            try:
+                await self.js.add_stream(config)  # the same configuration again is accepted as is
+            except nats.js.errors.BadRequestError:  # there, with an earlier version's settings
+                await self.js.update_stream(config)
 
     async def publish(self, subject: str, message_id: str, payload: bytes) -> bool:
         """Store a message once per id; False when the bus had it already (a duplicate)."""

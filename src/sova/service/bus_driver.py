@@ -10,6 +10,7 @@ local loop, so the manager has no IO sample to give.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 
 from sova.model import actions as A
@@ -29,8 +30,11 @@ class Outgoing:
 
 
 class BusDriver:
-    def __init__(self, collector: ReportCollector, book: PlanBook, dispatch: ActionDispatch):
-        self.collector, self.book, self.dispatch = collector, book, dispatch
+    def __init__(
+        self, collector: ReportCollector, book: PlanBook, dispatch: ActionDispatch, action_expiry: float = 120.0
+    ):
+        """action_expiry: seconds after its sending that an agent may still start an action."""
+        self.collector, self.book, self.dispatch, self.action_expiry = collector, book, dispatch, action_expiry
         self.outbox: list[Outgoing] = []
         self._clock = 0.0
 
@@ -80,7 +84,8 @@ class BusDriver:
         sent = 0
         while self.outbox:
             item = self.outbox[0]
-            await self.dispatch.send(item.host, item.action, item.action_id, item.plan)
+            expires = time.time() + self.action_expiry
+            await self.dispatch.send(item.host, item.action, item.action_id, item.plan, expires)
             self.outbox.pop(0)
             sent += 1
         return sent

@@ -16,7 +16,7 @@ from sova.drivers.base import Driver
 from sova.model.scenario import ControlSpec, Scenario
 from sova.plan.base import Policy
 from sova.service.agent import HostAgent, SimCluster, run_host_agent
-from sova.service.bus import Bus
+from sova.service.bus import Bus, TlsFiles
 from sova.service.ledger import Ledger
 
 log = logging.getLogger(__name__)
@@ -27,6 +27,10 @@ class BusSettings:
     url: str
     user: str | None = None
     password: str | None = None
+    tls: TlsFiles | None = None
+
+    async def connect(self, name: str) -> Bus:
+        return await Bus.connect(self.url, self.user, self.password, name=name, tls=self.tls)
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,7 @@ class ManagerSettings:
     profiles: dict = field(default_factory=dict)  # the built-in profiles, listed by the API
     name: str = "manager"  # as the lease shows the leader
     lease_ttl: float = 10.0
+    action_expiry: float = 120.0
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -64,10 +69,11 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
     stop = asyncio.Event()
     _stop_on_signals(stop)
     store = StateStore(settings.state)
-    bus = await Bus.connect(settings.bus.url, settings.bus.user, settings.bus.password, name="sova-manager")
+    bus = await settings.bus.connect("sova-manager")
     manager = Manager(
         bus, store, settings.policies, settings.control, settings.mode, settings.profile, settings.tick,
         settings.stale_after, lease=Lease(bus, settings.name, settings.lease_ttl),
+        action_expiry=settings.action_expiry,
     )  # fmt: skip
     server = None
     try:
@@ -90,7 +96,7 @@ async def run_agent(bus_settings: BusSettings, host: str, driver: Driver, ledger
     """One host's agent until a signal."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    bus = await Bus.connect(bus_settings.url, bus_settings.user, bus_settings.password, name=f"sova-agent-{host}")
+    bus = await bus_settings.connect(f"sova-agent-{host}")
     book = Ledger(ledger)
     try:
         await run_host_agent(HostAgent(bus, host, driver, book), driver, period, stop)
@@ -105,7 +111,7 @@ async def run_sim_agents(
     """A simulated cluster's agents (one per host) until a signal."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    bus = await Bus.connect(bus_settings.url, bus_settings.user, bus_settings.password, name="sova-sim-agents")
+    bus = await bus_settings.connect("sova-sim-agents")
     cluster = SimCluster(bus, scenario, ledgers, speed, seed)
     try:
         if ready is not None:

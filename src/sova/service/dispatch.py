@@ -30,10 +30,18 @@ class ActionDispatch:
     async def start(self) -> None:
         self.reader = await self.bus.reader("sova.outcome.*", durable=self.durable)
 
-    async def send(self, host: str, action: A.Action, action_id: str | None = None, plan: int | None = None) -> str:
-        """Send an action to a host's agent; its id (a new one unless given: give the same to send again)."""
+    async def send(
+        self,
+        host: str,
+        action: A.Action,
+        action_id: str | None = None,
+        plan: int | None = None,
+        expires: float | None = None,
+    ) -> str:
+        """Send an action to a host's agent; its id (a new one unless given: give the same to send again).
+        `expires`: the wall-clock time after which the agent must not start it."""
         action_id = action_id or uuid.uuid4().hex
-        payload = encode_action(action_id, action)
+        payload = encode_action(action_id, action, expires)
         if self.store is not None:
             self.store.record_sent(action_id, host, action.kind, payload, plan)
         await self.bus.publish(action_subject(host), action_id, payload)

@@ -4,6 +4,7 @@ even across its own restarts, and can send each outcome again until the bus has 
 from __future__ import annotations
 
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,8 +28,11 @@ class Ledger:
         self.db.execute("PRAGMA synchronous=FULL")  # a recorded start survives a power cut
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS actions (id TEXT PRIMARY KEY, action BLOB NOT NULL, state TEXT NOT NULL,"
-            " outcome BLOB, published INTEGER NOT NULL DEFAULT 0)"
+            " outcome BLOB, published INTEGER NOT NULL DEFAULT 0, finished_at REAL)"
         )
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(actions)")}
+        if "finished_at" not in columns:  # a ledger of an earlier version
+            self.db.execute("ALTER TABLE actions ADD COLUMN finished_at REAL")
 
     def begin(self, action_id: str, action: bytes) -> Entry | None:
         """Record that the action is about to be applied; the earlier entry if it was sent before."""
@@ -41,7 +45,20 @@ class Ledger:
         self.db.execute("UPDATE actions SET state = ? WHERE id = ?", (RUNNING, action_id))
 
     def finish(self, action_id: str, outcome: bytes) -> None:
-        self.db.execute("UPDATE actions SET state = ?, outcome = ? WHERE id = ?", (FINISHED, outcome, action_id))
+        self.db.execute(
+            "UPDATE actions SET state = ?, outcome = ?, finished_at = ? WHERE id = ?",
+            (FINISHED, outcome, time.time(), action_id),
+        )
+
+    def prune(self, older_than: float) -> int:
+        """Forget the actions that finished, and whose outcome the bus stored, more than `older_than`
+        seconds ago; how many. Safe once they are past their expiry: sent again, they are refused as
+        expired, never applied."""
+        cutoff = time.time() - older_than
+        done = self.db.execute(
+            "DELETE FROM actions WHERE state = ? AND published = 1 AND finished_at < ?", (FINISHED, cutoff)
+        )
+        return done.rowcount
 
     def published(self, action_id: str) -> None:
         self.db.execute("UPDATE actions SET published = 1 WHERE id = ?", (action_id,))

@@ -57,8 +57,10 @@ class Manager:
         stale_after: float = 30.0,
         topology: TopologySpec | None = None,
         lease: Lease | None = None,
+        action_expiry: float = 120.0,
     ):
-        """lease: the lease this manager leads under, beside a standby (None: it is the only manager)."""
+        """lease: the lease this manager leads under, beside a standby (None: it is the only manager);
+        action_expiry: seconds after its sending that an agent may still start an action."""
         if any(isinstance(p, IoController) for p in policies):
             raise ManagerError("IO controllers (profile see) run in the agents, not in the manager")
         self.bus, self.store, self.tick, self.mode, self.profile = bus, store, tick, mode, profile
@@ -66,6 +68,7 @@ class Manager:
         self.collector = ReportCollector(bus, stale_after)
         self.dispatch = ActionDispatch(bus, store)
         self.lease = lease
+        self.action_expiry = action_expiry
         self.leading = False
         self.stats = RoundStats()
         self.started = time.time()
@@ -74,7 +77,7 @@ class Manager:
     def _fresh(self) -> None:
         """A new loop and plan book: what a manager that is to lead starts from (the store has the rest)."""
         self.book = PlanBook(self.store)
-        self.driver = BusDriver(self.collector, self.book, self.dispatch)
+        self.driver = BusDriver(self.collector, self.book, self.dispatch, self.action_expiry)
         self.runtime = Runtime(self.driver, self.policies, self.control, self.mode, self.topology, audit=self.book)
 
     @property

@@ -41,6 +41,7 @@ class NatsServer:
     port: int = field(default_factory=free_port)
     host: str = "127.0.0.1"  # where it listens
     monitor_port: int | None = None  # nats-server's HTTP monitoring (/varz ...) on 127.0.0.1, if given
+    tls: tuple[Path, Path] | None = None  # the server's certificate and key: clients must then use TLS
     user: str = "sova"
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     process: subprocess.Popen | None = None
@@ -60,6 +61,8 @@ class NatsServer:
             f'jetstream {{ store_dir: "{self.directory / "jetstream"}" }}\n'
             f'authorization {{ user: "{self.user}", password: "{self.password}" }}\n'
         )
+        if self.tls is not None:
+            text += f'tls {{ cert_file: "{self.tls[0]}", key_file: "{self.tls[1]}" }}\n'
         if self.monitor_port is not None:
             text += f'http: "127.0.0.1:{self.monitor_port}"\n'
         # owner-only from its creation: it holds the password

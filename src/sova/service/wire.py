@@ -1,4 +1,5 @@
-"""Actions and outcomes as JSON on the bus: ``{"id": ..., "kind": ..., fields...}``.
+"""Actions and outcomes as JSON on the bus: ``{"id": ..., "kind": ..., "expires": ..., fields...}``
+(``expires``, optional: the wall-clock time after which the action must not start).
 
 Decoding is strict: an unknown kind, a missing or unexpected field, or a value of the wrong type (NaN and
 infinity included) raises WireError naming the field, so a bad message is refused whole.
@@ -18,14 +19,25 @@ class WireError(ValueError):
     """A message that is not a well-formed action or outcome."""
 
 
-def encode_action(action_id: str, action: A.Action) -> bytes:
+def encode_action(action_id: str, action: A.Action, expires: float | None = None) -> bytes:
+    """`expires`: the wall-clock time (Unix seconds) after which the agent must not start it."""
     body = {f.name: getattr(action, f.name) for f in fields(action)}
-    return json.dumps({"id": action_id, "kind": action.kind, **body}, allow_nan=False).encode()
+    envelope = {"id": action_id, "kind": action.kind} | ({"expires": expires} if expires is not None else {})
+    return json.dumps(envelope | body, allow_nan=False).encode()
 
 
 def decode_action(payload: bytes) -> tuple[str, A.Action]:
     """The action id and the action of a message."""
+    action_id, action, _ = decode_envelope(payload)
+    return action_id, action
+
+
+def decode_envelope(payload: bytes) -> tuple[str, A.Action, float | None]:
+    """The action id, the action, and when it expires (None: never) of a message."""
     raw = _object(payload, "action")
+    expires = raw.pop("expires", None)
+    if expires is not None:
+        expires = _typed(expires, "float", "action.expires")
     action_id = _text(raw, "id")
     kind = _text(raw, "kind")
     cls = A.ACTION_KINDS.get(kind)
@@ -42,7 +54,7 @@ def decode_action(payload: bytes) -> tuple[str, A.Action]:
                 continue
             raise WireError(f"action ({kind}).{name}: missing")
         values[name] = _typed(raw[name], f.type, f"action ({kind}).{name}")
-    return action_id, cls(**values)
+    return action_id, cls(**values), expires
 
 
 def encode_outcome(action_id: str, outcome: A.Outcome) -> bytes:
