@@ -16,6 +16,7 @@ from sova.service.api import make_app
 from sova.service.api_server import ApiServer
 from sova.service.manager import Manager
 from sova.service.natsd import free_port
+from sova.service.runs import RunBook
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
 
@@ -77,7 +78,9 @@ class Stack:
         self.secrets = {role: book.create(role, role) for role in ("admin", "operator", "viewer")}
         self.secrets["tenant"] = book.create("tenant", "tenant", ("v1",))
         port = free_port()
-        self.api = ApiServer(make_app(self.manager, book, BUILTIN_PROFILES), "127.0.0.1", port)
+        self.runs = RunBook(self.tmp_path / "runs")
+        app = make_app(self.manager, book, BUILTIN_PROFILES, runs=self.runs)
+        self.api = ApiServer(app, "127.0.0.1", port)
         await self.api.start()
         return f"http://127.0.0.1:{port}"
 
@@ -106,6 +109,7 @@ class Stack:
     async def stop_all(self) -> None:
         if getattr(self, "api", None) is not None:
             await self.api.stop()
+            self.runs.stop()
         for name in list(self.tasks):
             await self.stop(name)
 

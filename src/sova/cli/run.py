@@ -59,6 +59,31 @@ def add_parser(sub) -> None:
         help="scenarios with [trials]: trials run in N processes (default: one per core)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
+    run.add_argument(
+        "--progress-file",
+        type=Path,
+        default=None,
+        metavar="FILE.json",
+        help='keep {"done": N, "total": M, "unit": ...} up to date in FILE (for tools that follow the run)',
+    )
+
+
+class ProgressFile:
+    """The run's progress as a small JSON file, replaced atomically at most twice a second."""
+
+    def __init__(self, path: Path | None, total: int, unit: str):
+        self.path, self.total, self.unit, self.last = path, total, unit, 0.0
+
+    def __call__(self, done: int) -> None:
+        import json
+        import time
+
+        if self.path is None or (done < self.total and time.monotonic() - self.last < 0.5):
+            return
+        self.last = time.monotonic()
+        partial = self.path.with_name(self.path.name + ".partial")
+        partial.write_text(json.dumps({"done": done, "total": self.total, "unit": self.unit}))
+        partial.replace(self.path)
 
 
 def load(path: Path):
@@ -160,10 +185,12 @@ def _run_profiles(args, sweep, runs, names: list[str]):
     ) as bar:
         tasks = {n: bar.add_task(n, total=steps) for n in names}
         done = dict.fromkeys(names, 0)
+        follow = ProgressFile(args.progress_file, steps * len(names), "simulated steps")
 
         def progress(name: str, step: int, total: int) -> None:
             if step % 50 == 0 or step == total:
                 bar.update(tasks[name], completed=done[name] + step)
+                follow(sum(done.values()) + step)
             if step == total:
                 done[name] += total
 
@@ -190,11 +217,17 @@ def _run_trials(args, sweep, runs, names: list[str]):
         disable=args.quiet,
     ) as bar:
         values = sweep.values if sweep is not None else [None]
+        follow = ProgressFile(args.progress_file, sum(s.trials.count for s in runs), "trials")
+        finished = 0
         for k, (value, scenario) in enumerate(zip(values, runs, strict=True)):
             task = bar.add_task(scenario.name if sweep is None else sweep.describe(k), total=scenario.trials.count)
-            trial_runs = run_trials(
-                scenario, names, args.jobs or 0, lambda n, total, t=task: bar.update(t, completed=n)
-            )
+
+            def progress(n: int, total: int, task=task, before=finished) -> None:
+                bar.update(task, completed=n)
+                follow(before + n)
+
+            trial_runs = run_trials(scenario, names, args.jobs or 0, progress)
+            finished += scenario.trials.count
             groups.append((value, trial_runs))
     doc = trials_document(runs[0], groups, names, sweep)
     return (lambda d: write_trials(doc, groups, d, runs[0].outputs.plots, sweep)), (

@@ -152,6 +152,21 @@ def add_parsers(sub) -> None:
         help="an agent away longer than this after an action was sent refuses to start it (default 120)",
     )
 
+    m.add_argument(
+        "--runs",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="where simulation runs submitted through the API go (default ~/.local/state/sova/runs)",
+    )
+    m.add_argument(
+        "--parallel-runs",
+        type=number("a positive whole number", lo=1, integer=True),
+        default=1,
+        metavar="N",
+        help="simulation runs at once (default 1; each is a process of its own)",
+    )
+
     a = sub.add_parser(
         "agent",
         help="the service's agent on a hypervisor host (or a simulated cluster's agents)",
@@ -250,6 +265,8 @@ def manager_command(args) -> int:
         name=args.name or f"{socket.gethostname()}-{os.getpid()}",
         lease_ttl=args.lease_ttl,
         action_expiry=args.action_expiry,
+        runs=args.runs or state_dir() / "runs",
+        parallel_runs=args.parallel_runs,
     )
     where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
     ready = lambda: out.print(f"manager up: profile {args.profile} ({args.mode}), state {url}{where}", markup=False)  # noqa: E731

@@ -12,6 +12,7 @@ import time
 from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi.responses import FileResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from sova.plan.base import registry
@@ -20,6 +21,7 @@ from sova.service import views
 from sova.service.dashboard import COOKIE, CSRF_HEADER, add_dashboard
 from sova.service.manager import Manager, ManagerError
 from sova.service.metrics import CONTENT_TYPE, ManagerMetrics
+from sova.service.runs import RunBook, RunError
 from sova.service.tokens import Token, TokenBook
 
 READERS = ("admin", "operator", "viewer")
@@ -30,9 +32,14 @@ _bearer = HTTPBearer(auto_error=False, description="a token from `sova token add
 
 
 def make_app(
-    manager: Manager, tokens: TokenBook, profiles: dict[str, tuple[str, ...]], secure_cookie: bool = False
+    manager: Manager,
+    tokens: TokenBook,
+    profiles: dict[str, tuple[str, ...]],
+    secure_cookie: bool = False,
+    runs: RunBook | None = None,
 ) -> FastAPI:
-    """The API and the dashboard over `manager`; `secure_cookie`: served over TLS (the cookie says so)."""
+    """The API and the dashboard over `manager`; `secure_cookie`: served over TLS (the cookie says so);
+    `runs`: where simulation runs submitted through the API go (None: no runs)."""
     app = FastAPI(
         title="Sova manager",
         version="1",
@@ -163,7 +170,52 @@ def make_app(
         return {"running": manager.profile, "mode": manager.mode, "builtin": builtin, "policies": policies}
 
     add_dashboard(app, tokens, secure_cookie)
+    if runs is not None:
+        _add_runs(app, runs, Reader, Decider)
     return app
+
+
+RunId = Annotated[str, Path(max_length=63, pattern=r"^[A-Za-z0-9-]+$", description="the run's id")]
+
+
+def _add_runs(app: FastAPI, runs: RunBook, Reader, Decider) -> None:
+    """Simulation runs: submit a scenario, follow it, fetch its results."""
+
+    @app.post(
+        "/api/v1/runs", response_model=M.Run, status_code=201, tags=["runs"], responses={422: {"model": M.Problem}}
+    )
+    async def submit(token: Decider, request: M.RunRequest) -> dict:
+        """Queue a scenario (checked first: a bad one is refused with its problems, nothing queued)."""
+        try:
+            return runs.submit(request.scenario, request.profiles, by=token.name)
+        except RunError as err:
+            raise HTTPException(422, "; ".join(err.problems)) from None
+
+    @app.get("/api/v1/runs", response_model=list[M.Run], tags=["runs"])
+    async def run_list(_: Reader) -> list[dict]:
+        runs.poll()
+        return runs.list()
+
+    @app.get("/api/v1/runs/{run_id}", response_model=M.Run, tags=["runs"], responses={404: {"model": M.Problem}})
+    async def run(_: Reader, run_id: RunId) -> dict:
+        runs.poll()
+        record = runs.get(run_id)
+        if record is None:
+            raise HTTPException(404, f"no run {run_id}")
+        return record
+
+    @app.get(
+        "/api/v1/runs/{run_id}/results/{name}",
+        tags=["runs"],
+        response_class=FileResponse,
+        responses={404: {"model": M.Problem}},
+    )
+    async def result(_: Reader, run_id: RunId, name: Annotated[str, Path(max_length=128)]) -> FileResponse:
+        """A file of a finished run: report.html, summary.json, metrics-PROFILE.csv, a plot."""
+        path = runs.result(run_id, name)
+        if path is None:
+            raise HTTPException(404, f"run {run_id} has no result {name!r}")
+        return FileResponse(path)
 
 
 def _plan(row) -> dict:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -134,3 +134,30 @@ class Profiles(BaseModel):
 
 class Problem(BaseModel):
     detail: str
+
+
+class RunRequest(BaseModel):
+    scenario: str = Field(max_length=1 << 20, description="the scenario file's text (TOML)")
+    profiles: list[Annotated[str, Field(max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")]] = Field(
+        default=[], max_length=32, description="the profiles to run (default: every profile of the scenario)"
+    )
+
+
+class RunProgress(BaseModel):
+    done: int
+    total: int
+    unit: str
+
+
+class Run(BaseModel):
+    id: str
+    scenario: str
+    profiles: list[str]
+    by: str
+    submitted: float
+    state: Literal["queued", "running", "done", "failed"]
+    started: float | None = None
+    ended: float | None = None
+    error: str = ""
+    progress: RunProgress | None
+    report: bool = Field(description="its report.html is there: GET /api/v1/runs/{id}/results/report.html")

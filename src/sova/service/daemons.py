@@ -7,6 +7,7 @@ agent``) checks the settings first.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ class ManagerSettings:
     name: str = "manager"  # as the lease shows the leader
     lease_ttl: float = 10.0
     action_expiry: float = 120.0
+    runs: Path | None = None  # where simulation runs submitted through the API go (None: no runs)
+    parallel_runs: int = 1
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -63,6 +66,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
     from sova.service.api_server import ApiServer
     from sova.service.lease import Lease
     from sova.service.manager import Manager
+    from sova.service.runs import RunBook
     from sova.service.state import StateStore
     from sova.service.tokens import TokenBook
 
@@ -76,9 +80,12 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
         action_expiry=settings.action_expiry,
     )  # fmt: skip
     server = None
+    runs = RunBook(settings.runs, settings.parallel_runs) if settings.runs is not None else None
+    watcher = asyncio.create_task(_watch_runs(runs, stop)) if runs is not None else None
     try:
         if settings.api is not None:
-            app = make_app(manager, TokenBook(store), settings.profiles, secure_cookie=settings.tls is not None)
+            secure = settings.tls is not None
+            app = make_app(manager, TokenBook(store), settings.profiles, secure_cookie=secure, runs=runs)
             certificate, key = settings.tls or (None, None)
             server = ApiServer(app, *settings.api, certificate=certificate, key=key)
             await server.start()
@@ -88,8 +95,19 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
     finally:
         if server is not None:
             await server.stop()
+        if runs is not None:
+            await asyncio.gather(watcher, return_exceptions=True)
+            runs.stop()
         await bus.close()
         store.close()
+
+
+async def _watch_runs(runs, stop: asyncio.Event) -> None:
+    """Start queued simulation runs as others end, every second until `stop`."""
+    while not stop.is_set():
+        runs.poll()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), 1.0)
 
 
 async def run_agent(bus_settings: BusSettings, host: str, driver: Driver, ledger: Path, period: float) -> None:

@@ -66,7 +66,8 @@ class LocalStack:
         _write_private(self.directory / "admin.token", self.token + "\n")
         bus = ["--nats", self.nats.url, "--nats-user", self.nats.user]
         api = f"{self.api[0]}:{self.api[1]}"
-        self._spawn("manager", ["manager", *bus, "--state", state, "--api", api, *self.manager_args])
+        runs = ["--runs", str(self.directory / "runs")]
+        self._spawn("manager", ["manager", *bus, "--state", state, "--api", api, *runs, *self.manager_args])
         self._wait(lambda health: True, timeout, "the manager's API")
         for name, args in self.agents:
             self._spawn(name, ["agent", *bus, *args])

@@ -112,6 +112,13 @@ async function refresh() {
     fill("vms", vms.map(v => el("tr", { "data-vm": v.name }, el("td", {}, v.name), el("td", {}, v.host),
       el("td", {}, v.vcpus), el("td", {}, v.cpu_cores === null ? "–" : v.cpu_cores.toFixed(2)),
       el("td", v.nic === "vnic" ? {} : { class: "vf" }, v.nic), el("td", {}, v.migrating ? "migrating" : ""))));
+    const runs = await api("/api/v1/runs").catch(() => []);
+    fill("runs", runs.slice(0, 10).map(r => el("tr", { "data-run": r.id },
+      el("td", {}, new Date(r.submitted * 1000).toLocaleString()), el("td", {}, r.scenario), el("td", {}, r.by),
+      el("td", { class: `state-${r.state}` }, r.state),
+      el("td", {}, r.progress ? `${Math.round(100 * r.progress.done / Math.max(1, r.progress.total))} %` : ""),
+      el("td", {}, r.report ? el("a", { href: `/api/v1/runs/${r.id}/results/report.html` }, "report") :
+                               (r.error ? r.error.slice(-120) : "")))));
     fill("audit", audit.items.reverse().map(e => el("tr", {}, el("td", {}, e.time.toFixed(0)), el("td", {}, e.plan),
       el("td", {}, e.event), el("td", {}, e.action), el("td", {}, e.status), el("td", {}, e.message || e.reason))));
   } catch (err) {
