@@ -18,10 +18,10 @@ from sova.service import natsd
 FAULTS = ("leader", "standby", "agents", "nats", "postgres", "partition")
 
 
-def inject(stack: ChaosStack, fault: str) -> tuple[set[str], float]:
-    """One fault, injected while an action is in flight, then undone; the ids of the actions in flight,
-    and when (time.monotonic()) the fault began."""
-    stack.wait(lambda: bool(stack.in_flight()), "an action in flight (the middle of a plan)")
+def inject(stack: ChaosStack, fault: str, caught_before: set[str] = frozenset()) -> tuple[set[str], float]:
+    """One fault, injected while an action is in flight (one that no earlier fault caught), then undone;
+    the ids of the actions in flight, and when (time.monotonic()) the fault began."""
+    stack.wait(lambda: bool(stack.in_flight() - caught_before), "a new action in flight (the middle of a plan)")
     in_flight = stack.in_flight()
     began = time.monotonic()
     if fault == "partition":
@@ -47,12 +47,12 @@ def test_every_action_ends_applied_once_or_not_at_all_whatever_fails_in_the_midd
     caught = {}  # the actions each fault caught in flight
     try:
         for fault in FAULTS:
-            caught[fault] = inject(stack, fault)[0]
+            caught[fault] = inject(stack, fault, set().union(*caught.values()))[0]
             stack.wait(lambda: stack.leader() is not None, f"a leader after the {fault} fault")
             stack.wait(lambda: stack.health(stack.leader()).get("hosts_reporting") == 4, f"4 hosts after {fault}")
         stack.wait(lambda: not stack.in_flight(), "every action answered")
         verdict = stack.verdict()
     finally:
         stack.stop()
-    assert all(caught.values()) and len(set().union(*caught.values())) >= len(FAULTS) // 2
+    assert len(set().union(*caught.values())) >= len(FAULTS)  # each fault caught an action of its own
     assert (verdict.lost, verdict.doubled, verdict.mismatched) == (0, 0, 0), verdict

@@ -34,15 +34,12 @@ class HostAgent:
     def __init__(self, bus: Bus, host: str, driver: Driver, ledger: Ledger, ack_wait: float = 30.0):
         self.bus, self.host = bus, host
         self.actions = ActionAgent(bus, host, driver, ledger, ack_wait)
-        self.reports = 0
-        self.report_bytes = 0
 
     async def start(self) -> None:
         await self.actions.start()
 
     async def report(self, snapshot: Snapshot) -> None:
-        self.report_bytes += await publish_report(self.bus, snapshot, self.host)
-        self.reports += 1
+        await publish_report(self.bus, snapshot, self.host)
 
 
 async def run_host_agent(agent: HostAgent, driver: Driver, period: float, stop: asyncio.Event) -> None:
@@ -76,7 +73,6 @@ class SimCluster:
         self.agents = [
             HostAgent(bus, host, self.driver, Ledger(ledgers / f"{host}.db")) for host in self.sim.host_names
         ]
-        self.behind = 0.0  # simulated seconds the simulator lags the wall clock by (it could not keep up)
         # reports carry the wall clock times the speed-up plus the simulated time: a cluster started again
         # (a new simulator from 0 s) still reports later times than before, as real hosts would
         self.clock0 = time.time() * speed
@@ -87,13 +83,17 @@ class SimCluster:
             await agent.start()
         began = time.monotonic()
         next_report = self.sim.t
+        warned = -60.0
         while not stop.is_set():
             target = self.speed * (time.monotonic() - began)
             for _ in range(max_steps):  # not all at once: actions and reports go on while it catches up
                 if self.sim.t + self.sim.dt > target:
                     break
                 self.sim.step()
-            self.behind = max(0.0, target - self.sim.t)
+            behind = target - self.sim.t
+            if behind > 10 * self.speed and time.monotonic() > warned + 60:  # once a minute at most
+                log.warning("the simulator is %.0f simulated s behind the wall clock x %g", behind, self.speed)
+                warned = time.monotonic()
             if self.sim.t >= next_report and self.sim.step_ended:
                 snapshot = self.driver.observe()
                 snapshot = replace(snapshot, time=self.clock0 + snapshot.time)

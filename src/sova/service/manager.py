@@ -14,7 +14,6 @@ import asyncio
 import contextlib
 import logging
 import time
-from dataclasses import dataclass, field
 
 from sova.control.runtime import Runtime
 from sova.model.scenario import ControlSpec, TopologySpec
@@ -33,15 +32,6 @@ log = logging.getLogger(__name__)
 
 class ManagerError(RuntimeError):
     """A request the manager cannot carry out (unknown plan, not the leader, ...)."""
-
-
-@dataclass
-class RoundStats:
-    """What the rounds cost, for /metrics."""
-
-    durations: list[float] = field(default_factory=list)  # decision rounds not yet read, seconds
-    rounds: int = 0
-    sent: int = 0
 
 
 class Manager:
@@ -70,7 +60,7 @@ class Manager:
         self.lease = lease
         self.action_expiry = action_expiry
         self.leading = False
-        self.stats = RoundStats()
+        self.round_durations: list[float] = []  # s, of the decision rounds /metrics has not read yet
         self.started = time.time()
         self._fresh()
 
@@ -121,11 +111,10 @@ class Manager:
         if self.collector.snapshot() is not None:
             began = time.perf_counter()
             if self.runtime.tick():  # a decision round: a policy planned (the others only poll)
-                self.stats.durations.append(time.perf_counter() - began)
-                self.stats.rounds += 1
+                self.round_durations.append(time.perf_counter() - began)
         self.book.flush()
         if self.is_leader():  # a manager that lost its lease during the round sends nothing
-            self.stats.sent += await self.driver.send()
+            await self.driver.send()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Rounds every `tick` seconds until `stop` is set; a bus fault fails a round, not the manager."""

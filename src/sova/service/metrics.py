@@ -43,10 +43,10 @@ class ManagerMetrics:
 
     def exposition(self) -> bytes:
         """The metrics in Prometheus' text format, the histograms first brought up to date."""
-        stats, collector = self.manager.stats, self.manager.collector
-        for seconds in stats.durations:
+        manager, collector = self.manager, self.manager.collector
+        for seconds in manager.round_durations:
             self.rounds.observe(seconds)
-        stats.durations.clear()
+        manager.round_durations.clear()
         for seconds in collector.lag:
             self.lag.observe(seconds)
         collector.lag.clear()
