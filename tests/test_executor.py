@@ -176,3 +176,23 @@ def test_a_vf_being_plugged_is_counted_once_so_the_last_free_vf_can_still_be_giv
     rig.run(5)
     assert list(rig.sim.vm_vf) == [True, True, False]
     assert any("no free VF" in e.message for e in rig.events("rejected"))
+
+
+def test_running_actions_on_a_host_gone_from_the_snapshot_still_count_and_do_not_stop_the_rails():
+    """The destination of a running migration stops reporting and leaves the manager's view (service
+    mode merges only fresh hosts): the rails go on checking other actions, and the migration still
+    counts against the cluster's cap."""
+    from dataclasses import replace
+
+    from sova.service.host_report import decode, encode, merge
+
+    rig = Rig(control=ControlSpec(max_migrations_per_host=4, max_migrations_cluster=2))
+    rig.ex.submit([A.Migrate(vm="v1", dst="h2")], rig.k)
+    assert len(rig.ex.running) == 1
+    snap = rig.driver.observe()
+    view = merge([decode(encode(snap, host)) for host in ("h1", "h3")])  # h2 is stale
+    rig.k.add(replace(view, time=snap.time + 1))
+    assert rig.ex.check(A.Migrate(vm="v2", dst="h3"), rig.k) is None
+    assert rig.ex.check(A.AttachVF(vm="v2"), rig.k) is None
+    rig.ex.running.append(rig.ex.running[0])  # a second migration under way: the cap of 2 is full
+    assert "cluster cap 2" in rig.ex.check(A.Migrate(vm="v3", dst="h3"), rig.k)

@@ -498,15 +498,6 @@ def test_sova_manage_runs_the_cloudscope_profile_on_real_hosts_and_predicts_ever
     assert not [e for e in entries if e.status == A.FAILED]
 
 
-def test_up_after_a_crash_cleans_up_first(lab):
-    lab_, state = lab
-    os.kill(state.hosts[0].pid, 9)  # a crashed daemon; its QEMUs keep running
-    new = lab_.up(n_hosts=1, vms_per_host=1)
-    assert [h.name for h in new.hosts] == ["host1"] and [v.name for v in new.vms] == ["vm1"]
-    assert len(_qemu_pids(Path(new.dir))) == 1
-    assert not any(p for h in state.hosts[1:] if lab_hosts.pid_alive(p := h.pid))
-
-
 def test_sova_manager_and_agents_run_the_real_hosts_and_a_plan_approved_through_the_api_moves_a_vm(lab, tmp_path):
     """Service mode on the lab: nats-server, `sova manager` (approve mode, with its API) and one `sova agent`
     per lab host, as processes; the hottest host's guests burn CPU, the manager proposes a migration from
@@ -584,3 +575,12 @@ def test_sova_manager_and_agents_run_the_real_hosts_and_a_plan_approved_through_
     assert answer.status_code == 200 and moved["kind"] == "migrate" and moved["vm"] in busy
     assert trail[-1]["event"] == "finished" and trail[-1]["status"] == "ok", trail
     assert lab_.where(state)[moved["vm"]][0] == moved["dst"] != hot
+
+
+def test_up_after_a_crash_cleans_up_first(lab):
+    lab_, state = lab
+    os.kill(state.hosts[0].pid, 9)  # a crashed daemon; its QEMUs keep running
+    new = lab_.up(n_hosts=1, vms_per_host=1)
+    assert [h.name for h in new.hosts] == ["host1"] and [v.name for v in new.vms] == ["vm1"]
+    assert len(_qemu_pids(Path(new.dir))) == 1
+    assert not any(p for h in state.hosts[1:] if lab_hosts.pid_alive(p := h.pid))

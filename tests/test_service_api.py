@@ -141,3 +141,21 @@ def test_a_host_series_over_any_span_has_at_most_the_points_asked_for():
         series = views.host_series(knowledge, seconds, points=20)
         assert len(series["times"]) <= 20 and all(len(v) == len(series["times"]) for v in series["hosts"].values())
     assert len(views.host_series(knowledge, 1e9, points=20)["times"]) == 20
+
+
+def test_the_schema_and_the_reference_want_a_token_and_a_report_on_a_subject_no_host_has_is_refused(
+    nats_server, tmp_path
+):
+    async def body(stack, client):
+        anonymous = [(await client.get(path)).status_code for path in ("/openapi.json", "/docs")]
+        viewer = [
+            (await client.get(path, headers=stack.headers("viewer"))).status_code for path in ("/openapi.json", "/docs")
+        ]
+        refused = stack.manager.collector.refused
+        await stack.manager_bus.client.publish("sova.report.<b>h1</b>", b"x")
+        await stack.manager_bus.client.flush()
+        await wait_for(lambda: stack.manager.collector.refused > refused)
+        return anonymous, viewer
+
+    anonymous, viewer = run_with_api(tmp_path, nats_server, body, mode="dry-run")
+    assert anonymous == [401, 401] and viewer == [200, 200]

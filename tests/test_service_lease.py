@@ -61,3 +61,18 @@ def test_a_clean_stop_hands_the_lease_over_at_once(nats_server):
 
     a_held, b_took = asyncio.run(run())
     assert not a_held and b_took
+
+
+def test_a_manager_given_another_ttl_uses_the_buckets_own(nats_server):
+    async def run():
+        a_bus, b_bus = await connect(nats_server, "a"), await connect(nats_server, "b")
+        a, b = Lease(a_bus, "manager-a", 4.0), Lease(b_bus, "manager-b", 30.0)
+        try:
+            assert await a.renew()
+            assert not await b.renew()  # bound to the bucket a made, not refused for its settings
+            return b.ttl
+        finally:
+            await a_bus.close()
+            await b_bus.close()
+
+    assert asyncio.run(run()) == 4.0

@@ -30,12 +30,14 @@ def test_a_submitted_scenario_runs_in_its_own_process_and_its_results_can_be_fet
     book = RunBook(tmp_path / "runs")
     try:
         first = book.submit(SHORT, ["threshold"], by="alice")
-        second = book.submit(SHORT, [], by="bob")  # waits: one run at a time
+        second = book.submit(SHORT, [], by="bob")
+        book.poll()  # starts the first; the second waits (one run at a time)
+        states = book.get(first["id"])["state"], book.get(second["id"])["state"]
         done = wait_done(book, first["id"])
         later = wait_done(book, second["id"])
     finally:
         book.stop()  # a run still going when a check failed
-    assert first["state"] == "running" and second["state"] == "queued"
+    assert first["state"] == second["state"] == "queued" and states == ("running", "queued")
     assert done["state"] == "done", done["error"]
     assert done["progress"] == {"done": 30, "total": 30, "unit": "simulated steps"} and done["report"]
     assert book.result(first["id"], "report.html").read_text().lower().startswith("<!doctype html>")
@@ -87,3 +89,18 @@ def test_runs_through_the_api_an_operator_submits_a_viewer_follows_and_fetches_t
     assert record["state"] == "done" and record["report"]
     assert report.status_code == 200 and "text/html" in report.headers["content-type"]
     assert missing.status_code == 404
+
+
+def test_a_scenario_may_read_traces_only_from_its_folder_or_the_traces_directory(tmp_path):
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("password\n")
+    book = RunBook(tmp_path / "runs", traces=traces)
+    workload = '\n[[workloads]]\nvm = "v2"\nkind = "planetlab"\nfile = "{}"\n'
+    for path in (str(secret), "../../secret.txt", "/etc/passwd"):
+        with pytest.raises(RunError, match="is not a trace under"):
+            book.submit(SHORT + workload.format(path), [], by="alice")
+    with pytest.raises(RunError, match="no --run-traces directory"):
+        RunBook(tmp_path / "other").submit(SHORT + workload.format(str(traces / "x")), [], by="alice")
+    assert book.list() == []

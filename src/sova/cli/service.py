@@ -138,7 +138,7 @@ def add_parsers(sub) -> None:
     )
     m.add_argument(
         "--lease-ttl",
-        type=number("a number of seconds >= 1", lo=1),
+        type=number("a number of seconds >= 3 (three rounds)", lo=3),
         default=10.0,
         metavar="SECONDS",
         help="how long a silent leader keeps the lease before a standby takes over (default 10)",
@@ -158,6 +158,13 @@ def add_parsers(sub) -> None:
         default=None,
         metavar="DIR",
         help="where simulation runs submitted through the API go (default ~/.local/state/sova/runs)",
+    )
+    m.add_argument(
+        "--run-traces",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="trace files a scenario submitted through the API may read (default: none)",
     )
     m.add_argument(
         "--parallel-runs",
@@ -267,6 +274,7 @@ def manager_command(args) -> int:
         action_expiry=args.action_expiry,
         runs=args.runs or state_dir() / "runs",
         parallel_runs=args.parallel_runs,
+        run_traces=args.run_traces,
     )
     where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
     ready = lambda: out.print(f"manager up: profile {args.profile} ({args.mode}), state {url}{where}", markup=False)  # noqa: E731

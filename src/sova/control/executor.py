@@ -228,8 +228,8 @@ class Executor:
     def _plugging(self, snap: Snapshot) -> np.ndarray:
         """Per host, the VF hot-plugs this executor has running that the snapshot does not show yet (a VM
         still on its vNIC: once it shows 'attaching', vfs_used counts its VF)."""
-        vms = [snap.vm_position[j.action.vm] for j in self.running if isinstance(j.action, A.AttachVF)]
-        hosts = [snap.vm_host[v] for v in vms if snap.vm_nic[v] == "vnic"]
+        vms = [snap.vm_position.get(j.action.vm) for j in self.running if isinstance(j.action, A.AttachVF)]
+        hosts = [snap.vm_host[v] for v in vms if v is not None and snap.vm_nic[v] == "vnic"]
         return np.bincount(np.array(hosts, dtype=np.int64), minlength=len(snap.hosts))
 
     def _check_migrate(self, action: A.Migrate, knowledge: Knowledge) -> str | None:
@@ -251,13 +251,16 @@ class Executor:
         moving = [j.action for j in self.running if isinstance(j.action, A.Migrate)]
         if len(moving) >= self.rails.max_migrations_cluster:
             return f"{len(moving)} migrations already running (cluster cap {self.rails.max_migrations_cluster})"
+        # a running migration whose VM or host the snapshot lacks (a host that stopped reporting) still
+        # counts against the cluster's cap, but touches no host the snapshot holds
+        seen = [m for m in moving if m.vm in snap.vm_position and m.dst in snap.host_position]
         for h in (src, dst):
             touching = sum(
-                1 for m in moving if snap.host_position[m.dst] == h or snap.vm_host[snap.vm_position[m.vm]] == h
+                1 for m in seen if snap.host_position[m.dst] == h or snap.vm_host[snap.vm_position[m.vm]] == h
             )
             if touching >= self.rails.max_migrations_per_host:
                 return f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {self.rails.max_migrations_per_host})"
-        incoming = sum(snap.vm_memory[snap.vm_position[m.vm]] for m in moving if m.dst == action.dst)
+        incoming = sum(snap.vm_memory[snap.vm_position[m.vm]] for m in seen if m.dst == action.dst)
         free = snap.host_memory[dst] - snap.committed_memory()[dst] - incoming
         if free < snap.vm_memory[v]:
             return f"{action.dst} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"

@@ -68,7 +68,10 @@ class ActionAgent:
             await message.term()  # never deliver it again
             return
         before = self.ledger.begin(action_id, message.data)
-        await message.ack()
+        try:
+            await message.ack()
+        except Exception as err:  # the bus delivers it again; the ledger then applies nothing
+            log.warning("could not acknowledge %s: %s", action_id, err or type(err).__name__)
         if before is not None:  # sent again: apply nothing; its outcome goes out (again) once it has one
             if before.state == FINISHED:
                 self.ledger.republish(action_id)

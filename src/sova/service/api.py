@@ -7,13 +7,17 @@ consistent. Bad input is a 4xx whose message names the field (FastAPI's 422 for 
 No `from __future__ import annotations` here: FastAPI reads the handlers' annotations, some of them local.
 """
 
+import asyncio
 import math
 import time
 from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
-from fastapi.responses import FileResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
+from fastapi.routing import APIRoute
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sova.plan.base import registry
 from sova.service import api_models as M
@@ -43,9 +47,25 @@ def make_app(
     app = FastAPI(
         title="Sova manager",
         version="1",
+        openapi_url=None,  # served below, behind a token
+        docs_url=None,
         description="Hosts, VMs, VFs, findings, plans and their approval, the audit trail, and metrics.",
-        responses={401: {"model": M.Problem}, 403: {"model": M.Problem}},
+        responses={400: {"model": M.Problem}, 401: {"model": M.Problem}, 403: {"model": M.Problem}},
     )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        """As FastAPI answers, but a 405's Allow header lists every method the path takes (Starlette's
+        names only those of the one route it tried)."""
+        headers = dict(error.headers or {})
+        if error.status_code == 405:
+            allowed = set()
+            for route in app.routes:
+                if isinstance(route, APIRoute) and route.path_regex.match(request.url.path):
+                    allowed |= route.methods
+            headers["Allow"] = ", ".join(sorted(allowed))
+        return JSONResponse({"detail": error.detail}, status_code=error.status_code, headers=headers)
+
     metrics = ManagerMetrics(manager)
     app.state.manager, app.state.tokens, app.state.metrics = manager, tokens, metrics
 
@@ -69,6 +89,14 @@ def make_app(
 
     Reader = Annotated[Token, Depends(caller(*READERS))]
     Decider = Annotated[Token, Depends(caller(*DECIDERS))]
+
+    @app.get("/openapi.json", include_in_schema=False)
+    async def openapi(_: Reader) -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False)
+    async def reference(_: Reader) -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="Sova manager API")
 
     @app.get("/healthz", response_model=M.Health, tags=["service"])
     async def healthz() -> dict:
@@ -131,7 +159,7 @@ def make_app(
     )
     async def decide(token: Decider, plan_id: PlanId, verdict: Literal["approve", "reject", "cancel"]) -> dict:
         """Approve or reject a pending plan, or cancel one (its actions not yet sent are dropped)."""
-        if not manager.leading:
+        if not (manager.leading and manager.is_leader()):
             raise HTTPException(503, "this manager is the standby; send decisions to the leader")
         if manager.store.plan(plan_id) is None:
             raise HTTPException(404, f"no plan {plan_id}")
@@ -186,10 +214,12 @@ def _add_runs(app: FastAPI, runs: RunBook, Reader, Decider) -> None:
     )
     async def submit(token: Decider, request: M.RunRequest) -> dict:
         """Queue a scenario (checked first: a bad one is refused with its problems, nothing queued)."""
-        try:
-            return runs.submit(request.scenario, request.profiles, by=token.name)
+        try:  # reading and checking a scenario takes a while: not on the manager's loop
+            record = await asyncio.to_thread(runs.submit, request.scenario, request.profiles, token.name)
         except RunError as err:
             raise HTTPException(422, "; ".join(err.problems)) from None
+        runs.poll()  # starts it if there is room
+        return runs.get(record["id"])
 
     @app.get("/api/v1/runs", response_model=list[M.Run], tags=["runs"])
     async def run_list(_: Reader) -> list[dict]:

@@ -133,7 +133,9 @@ class Profiles(BaseModel):
 
 
 class Problem(BaseModel):
-    detail: str
+    detail: str | list[dict[str, Any]] = Field(
+        description="what was wrong; a list naming each field for bad parameters"
+    )
 
 
 class RunRequest(BaseModel):

@@ -10,7 +10,9 @@ local loop, so the manager has no IO sample to give.
 
 from __future__ import annotations
 
+import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sova.model import actions as A
@@ -36,6 +38,7 @@ class BusDriver:
         """action_expiry: seconds after its sending that an agent may still start an action."""
         self.collector, self.book, self.dispatch, self.action_expiry = collector, book, dispatch, action_expiry
         self.outbox: list[Outgoing] = []
+        self._sending = asyncio.Lock()
         self._clock = 0.0
 
     def now(self) -> float:
@@ -78,17 +81,29 @@ class BusDriver:
     def set_io_throttle(self, throttle: IoThrottle) -> None:
         raise RuntimeError("IO control runs in the agents, next to the hypervisor, not in the manager")
 
-    async def send(self) -> int:
-        """Send what the outbox holds (each recorded before it goes); how many. What the bus did not take
-        stays in the outbox for the next call (an id sent twice is stored once)."""
+    async def send(self, may_send: Callable[[], bool] = lambda: True) -> int:
+        """Send what the outbox holds (each recorded before it goes), while `may_send()` (the lease) holds;
+        how many. One call sends at a time; what the bus did not take stays in the outbox for the next
+        call (an id sent twice is stored once)."""
         sent = 0
-        while self.outbox:
-            item = self.outbox[0]
-            expires = time.time() + self.action_expiry
-            await self.dispatch.send(item.host, item.action, item.action_id, item.plan, expires)
-            self.outbox.pop(0)
-            sent += 1
+        async with self._sending:
+            while self.outbox and may_send():
+                item = self.outbox.pop(0)
+                try:
+                    await self.dispatch.send(
+                        item.host, item.action, item.action_id, item.plan, time.time() + self.action_expiry
+                    )
+                except BaseException:
+                    self.outbox.insert(0, item)
+                    raise
+                sent += 1
         return sent
+
+    def forget_unawaited(self) -> None:
+        """Drop outcomes no action of this manager awaits (answers to a predecessor's, or sent twice)."""
+        awaited = self.book.known_ids()
+        for action_id in [a for a in self.dispatch.outcomes if a not in awaited]:
+            del self.dispatch.outcomes[action_id]
 
     def _host_of(self, action: A.Action) -> str | None:
         """The host whose agent carries out the action: the VM's (a migration's source) or the one named."""

@@ -52,6 +52,7 @@ class ManagerSettings:
     action_expiry: float = 120.0
     runs: Path | None = None  # where simulation runs submitted through the API go (None: no runs)
     parallel_runs: int = 1
+    run_traces: Path | None = None  # where submitted scenarios may read trace files
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -80,7 +81,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
         action_expiry=settings.action_expiry,
     )  # fmt: skip
     server = None
-    runs = RunBook(settings.runs, settings.parallel_runs) if settings.runs is not None else None
+    runs = RunBook(settings.runs, settings.parallel_runs, settings.run_traces) if settings.runs is not None else None
     watcher = asyncio.create_task(_watch_runs(runs, stop)) if runs is not None else None
     try:
         if settings.api is not None:
@@ -93,6 +94,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
             ready()
         await manager.run(stop)
     finally:
+        stop.set()  # also when the start-up failed: the runs' watcher ends
         if server is not None:
             await server.stop()
         if runs is not None:

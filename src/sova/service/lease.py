@@ -45,8 +45,7 @@ class Lease:
         self.next_try = now + self.ttl / 3
         try:
             if self.kv is None:
-                config = KeyValueConfig(bucket=BUCKET, ttl=self.ttl, history=1, storage=StorageType.FILE)
-                self.kv = await self.bus.js.create_key_value(config)
+                self.kv = await self._bucket()
             value = self.name.encode()
             if self.held():
                 self.revision = await self.kv.update(KEY, value, last=self.revision)
@@ -54,13 +53,32 @@ class Lease:
                 self.revision = await self.kv.create(KEY, value)
                 log.info("took the lease as %s", self.name)
             self.valid_until = now + self.ttl - self.margin
-        except (nats.js.errors.KeyWrongLastSequenceError, nats.js.errors.APIError):
+        except nats.js.errors.KeyWrongLastSequenceError:  # another holds it, or took it over
             if self.held():
-                log.warning("lost the lease to another manager")
-            self.valid_until = 0.0  # another holds it (or took it over)
+                log.warning("lost the lease to %s", await self.holder() or "another manager")
+            self.valid_until = 0.0
+        except nats.js.errors.APIError as err:  # not a refusal of the compare-and-set: say what it is
+            log.warning("cannot take or renew the lease: %s", err)
+            self.valid_until = 0.0
         except (nats.errors.Error, TimeoutError, OSError) as err:  # the bus away: hold on until it runs out
             log.warning("cannot renew the lease: %s", err or type(err).__name__)
         return self.held()
+
+    async def _bucket(self) -> KeyValue:
+        """The lease's bucket, made if missing. One made by a manager with another --lease-ttl is used as
+        it is, with its TTL: the entries expire by the bucket's, so this manager must count on no more."""
+        config = KeyValueConfig(bucket=BUCKET, ttl=self.ttl, history=1, storage=StorageType.FILE)
+        try:
+            return await self.bus.js.create_key_value(config)
+        except nats.js.errors.BadRequestError:
+            kv = await self.bus.js.key_value(BUCKET)
+            ttl = (await kv.status()).ttl
+            if ttl and ttl != self.ttl:
+                log.warning(
+                    "the lease's bucket has a TTL of %g s (this manager was given %g s); using it", ttl, self.ttl
+                )
+                self.ttl, self.margin = ttl, min(1.0, ttl / 4)
+            return kv
 
     async def holder(self) -> str | None:
         """The name of the manager holding the lease, or None."""

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 from sova.control.runtime import Runtime
 from sova.model.scenario import ControlSpec, TopologySpec
@@ -60,7 +61,7 @@ class Manager:
         self.lease = lease
         self.action_expiry = action_expiry
         self.leading = False
-        self.round_durations: list[float] = []  # s, of the decision rounds /metrics has not read yet
+        self.on_round: Callable[[float], None] = lambda seconds: None  # each decision round's duration (s)
         self.started = time.time()
         self._fresh()
 
@@ -91,6 +92,7 @@ class Manager:
             await self.dispatch.start()
         self._fresh()  # a take-up that failed half-way must not leave its half behind
         taken = self.book.resume(self.executor)
+        self.executor.last_migrated.update(self.store.recent_migrations(self.control.hold_down))
         resent = await self.dispatch.send_unanswered()
         self.leading = True
         log.info("leading: took up %d plan(s), sent %d unanswered action(s) again", taken, resent)
@@ -111,10 +113,10 @@ class Manager:
         if self.collector.snapshot() is not None:
             began = time.perf_counter()
             if self.runtime.tick():  # a decision round: a policy planned (the others only poll)
-                self.round_durations.append(time.perf_counter() - began)
+                self.on_round(time.perf_counter() - began)
+            self.driver.forget_unawaited()
         self.book.flush()
-        if self.is_leader():  # a manager that lost its lease during the round sends nothing
-            await self.driver.send()
+        await self.driver.send(self.is_leader)  # a manager that lost its lease meanwhile sends nothing
 
     async def run(self, stop: asyncio.Event) -> None:
         """Rounds every `tick` seconds until `stop` is set; a bus fault fails a round, not the manager."""
@@ -137,7 +139,7 @@ class Manager:
     async def decide(self, plan_id: int, verdict: str, by: str) -> dict:
         """Approve, reject or cancel a plan on behalf of `by`; what became of it. A cancelled plan drops its
         actions that have not been sent; those sent run to their end (only the agent can end them)."""
-        if not self.leading:
+        if not (self.leading and self.is_leader()):
             raise ManagerError("this manager is not the leader; ask the leader")
         pending = plan_id in self.executor.pending
         if verdict == "approve":
@@ -151,12 +153,11 @@ class Manager:
             self.executor.reject(plan_id, f"{'rejected' if verdict == 'reject' else 'cancelled'} by {by}")
             dropped = 0
         elif verdict == "cancel" and plan_id in self.executor.open_plans():
-            self.book.decided_by[plan_id] = by
             dropped = self.executor.drop_queued(plan_id, f"cancelled by {by}")
         else:
             raise ManagerError(self._not_pending(plan_id))
         self.book.flush()
-        await self.driver.send()
+        await self.driver.send(self.is_leader)
         row = self.store.plan(plan_id)
         return {"plan": plan_id, "state": row.state if row else "", "dropped": dropped}
 

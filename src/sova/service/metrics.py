@@ -40,16 +40,11 @@ class ManagerMetrics:
             registry=self.registry,
         )
         self.registry.register(self)
+        manager.on_round = self.rounds.observe
+        manager.collector.on_lag = self.lag.observe
 
     def exposition(self) -> bytes:
-        """The metrics in Prometheus' text format, the histograms first brought up to date."""
-        manager, collector = self.manager, self.manager.collector
-        for seconds in manager.round_durations:
-            self.rounds.observe(seconds)
-        manager.round_durations.clear()
-        for seconds in collector.lag:
-            self.lag.observe(seconds)
-        collector.lag.clear()
+        """The metrics in Prometheus' text format."""
         return generate_latest(self.registry)
 
     def describe(self):

@@ -54,6 +54,10 @@ class PlanBook(AuditLog):
         self._unsent: list[tuple[str, int, A.Action, A.Outcome]] = []
         self.decided_by: dict[int, str] = {}
 
+    def known_ids(self) -> set[str]:
+        """The ids of the actions of the plans this book holds."""
+        return {known[0] for known in self._ids.values()}
+
     def action_id(self, action: A.Action) -> tuple[str, int] | None:
         """The id of an action of a plan in this book, and its plan."""
         known = self._ids.get(id(action))

@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 
 from sova.model.snapshot import Snapshot
-from sova.service.bus import Bus, host_token
+from sova.service.bus import Bus, BusError, host_token
 from sova.service.host_report import ReportError, decode, encode, merge
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class ReportCollector:
         self.received: dict[str, float] = {}  # host -> monotonic time its latest report came
         self.received_count = 0
         self.refused = 0
-        self.lag: list[float] = []  # seconds from send to receipt, of the reports since it was last emptied
+        self.on_lag: Callable[[float], None] = lambda seconds: None  # each report's send-to-receipt time (s)
         self.version = 0  # grows with every report taken
         self.subscription = None
         self._merged: tuple[tuple, Snapshot] | None = None
@@ -54,8 +55,9 @@ class ReportCollector:
     async def _take(self, message) -> None:
         host = message.subject.rsplit(".", 1)[-1]
         try:
+            host_token(host)
             part, destinations = decode(message.data)
-        except ReportError as err:
+        except (ReportError, BusError) as err:
             self.refused += 1
             log.warning("refused a report on %s: %s", message.subject, err)
             return
@@ -67,7 +69,7 @@ class ReportCollector:
         sent = (message.headers or {}).get(SENT)
         if sent is not None:
             with contextlib.suppress(ValueError):
-                self.lag.append(max(0.0, time.time() - float(sent)))
+                self.on_lag(max(0.0, time.time() - float(sent)))
         before = self.latest.get(host)
         if before is None or part.time >= before[0].time:  # an older report arriving late changes nothing
             self.latest[host] = (part, destinations)

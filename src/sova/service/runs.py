@@ -41,12 +41,15 @@ class RunError(ValueError):
 class RunBook:
     directory: Path
     parallel: int = 1
+    traces: Path | None = None  # where a submitted scenario may read traces from (besides its own folder)
     running: dict[str, subprocess.Popen] = field(default_factory=dict)
 
     def submit(self, scenario: str, profiles: list[str], by: str) -> dict:
-        """Check and queue a scenario (TOML text); its record."""
+        """Check and queue a scenario (TOML text); its record. Safe to call off the event loop: it only
+        writes a new folder of its own (poll() starts the run)."""
         if len(scenario.encode()) > MAX_SCENARIO_BYTES:
             raise RunError([f"scenario: larger than {MAX_SCENARIO_BYTES} bytes"])
+        _check_trace_paths(scenario, self.traces)
         run_id = time.strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(3)
         folder = self.directory / run_id
         folder.mkdir(parents=True)
@@ -60,7 +63,6 @@ class RunBook:
             raise
         record = {"id": run_id, "scenario": name, "profiles": profiles, "by": by, "submitted": time.time()}
         _write_json(folder / "run.json", record | {"state": "queued"})
-        self.poll()
         return self.get(run_id)
 
     def poll(self) -> None:
@@ -121,7 +123,11 @@ class RunBook:
         for process in self.running.values():
             os.killpg(process.pid, signal.SIGTERM)  # `sova run` leaves nothing half-written
         for process in self.running.values():
-            process.wait(30)
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(30)
 
     def _records(self) -> list[dict]:
         if not self.directory.exists():
@@ -151,6 +157,29 @@ def _check(path: Path, profiles: list[str]) -> str:
     if unknown:
         raise RunError([str(p) for p in unknown])
     return runs[0].name
+
+
+def _check_trace_paths(scenario: str, traces: Path | None) -> None:
+    """Refuse a trace file outside the run's own folder and the traces directory, before the scenario is
+    read: reading it would tell whether any file on the manager's machine exists, and what it holds."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(scenario)
+    except tomllib.TOMLDecodeError as err:
+        raise RunError([f"scenario: not TOML ({err})"]) from None
+    entries = raw.get("workloads", [])
+    for n, entry in enumerate(entries if isinstance(entries, list) else [], start=1):
+        value = entry.get("file") if isinstance(entry, dict) else None
+        if not isinstance(value, str):
+            continue
+        path = Path(value.partition(".tar.gz:")[0])
+        inside = not path.is_absolute() and ".." not in path.parts
+        if path.is_absolute() and traces is not None:
+            inside = path.resolve().is_relative_to(traces.resolve())
+        if not inside:
+            where = f"under {traces}" if traces is not None else "(the manager was given no --run-traces directory)"
+            raise RunError([f"scenario: [[workloads]] #{n}.file: {value!r} is not a trace {where}"])
 
 
 def _is_id(run_id: str) -> bool:

@@ -5,7 +5,7 @@ revision when the store opens.
 Held: every action the manager sent (recorded before it goes on the bus) with its plan and its outcome
 (recorded before the outcome is acknowledged), so a restarted manager, or its standby, knows which
 actions await an outcome and sends them again under the same ids (stored once by the bus, applied once
-by the agent); every plan and its state (pending, approved, rejected, expired, queued, dry-run); the
+by the agent); every plan and its state (pending, executing, done, rejected, expired, dry-run); the
 audit trail; and the API's tokens (hashes only).
 """
 
@@ -191,7 +191,11 @@ class StateStore:
             "findings": json.dumps(findings, default=float),
         }
         with self.engine.begin() as connection:
-            connection.execute(plans.insert().values(**row))
+            before = connection.execute(sa.select(plans.c.nonce).where(plans.c.id == plan_id)).scalar()
+            if before is None:
+                connection.execute(plans.insert().values(**row))
+            elif before != nonce:  # two managers numbered plans at once: the lease should make it impossible
+                raise RuntimeError(f"plan {plan_id} is in the store already, as another manager's plan")
 
     def set_plan_state(self, plan_id: int, state: str, decided_at: float | None = None, by: str | None = None) -> None:
         """A plan's new state; `decided_at` (and `by`) when it is an approval, rejection or expiry."""
@@ -208,6 +212,21 @@ class StateStore:
         with self.engine.connect() as connection:
             row = connection.execute(sa.select(plans).where(plans.c.id == plan_id)).first()
         return None if row is None else _plan_row(row)
+
+    def recent_migrations(self, seconds: float) -> dict[str, float]:
+        """VM -> when (cluster clock) its latest migration ended well, for those within `seconds` of the
+        newest audit entry: the hold-down a successor must keep."""
+        with self.engine.connect() as connection:
+            newest = connection.execute(sa.select(sa.func.max(audit.c.time))).scalar()
+            if newest is None:
+                return {}
+            query = (
+                sa.select(audit.c.target, sa.func.max(audit.c.time))
+                .where(audit.c.event == "finished", audit.c.status == "ok", audit.c.action.like("migrate %"))
+                .where(audit.c.time >= newest - seconds)
+                .group_by(audit.c.target)
+            )
+            return dict(connection.execute(query).all())
 
     def plan_counts(self) -> dict[str, int]:
         query = sa.select(plans.c.state, sa.func.count()).group_by(plans.c.state)

@@ -39,8 +39,8 @@ def hosts(knowledge: Knowledge, received: dict[str, float]) -> list[dict]:
     ]
 
 
-def vms(knowledge: Knowledge, only: set[str] | None = None) -> list[dict]:
-    """Every VM in the newest observation (or those in `only`), with its host and CPU use."""
+def vms(knowledge: Knowledge) -> list[dict]:
+    """Every VM in the newest observation, with its host and CPU use."""
     snap = _latest(knowledge)
     if snap is None:
         return []
@@ -56,7 +56,6 @@ def vms(knowledge: Knowledge, only: set[str] | None = None) -> list[dict]:
             "migrating": bool(snap.vm_migrating[v]),
         }
         for v, name in enumerate(snap.vms)
-        if only is None or name in only
     ]
 
 

@@ -28,6 +28,10 @@ function fill(id, rows) {
   body.replaceChildren(...rows);
 }
 
+function escaped(text) {
+  return String(text).replace(/[&<>"']/g, c => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
+}
+
 function percent(value) {
   if (value === null || value === undefined) return "–";
   const width = Math.max(1, Math.min(100, value * 100));
@@ -53,7 +57,7 @@ function drawChart(series) {
       const points = values.map((v, k) => v === null ? null :
         `${pad + (times[k] - t0) / span * (width - pad)},${height - pad - Math.min(v, 1.2) * (height - 2 * pad)}`)
         .filter(Boolean).join(" ");
-      parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points}" data-host="${host}"/>`);
+      parts.push(`<polyline fill="none" stroke="${color}" stroke-width="2" points="${points}" data-host="${escaped(host)}"/>`);
       legend.push(el("span", { style: `color:${color}` }, `■ ${host}`));
     });
     parts.push(`<text x="${pad}" y="${height - 4}" font-size="10" fill="#52606d">last ${Math.round(span)} s</text>`);
