@@ -29,7 +29,8 @@ def test_fuzzing_the_api_from_its_schema_finds_no_server_error_and_no_bad_input_
         schema.write_bytes(httpx.get(f"{base}/openapi.json", headers=stack.stack.headers("viewer")).content)
         for role in ("operator", "tenant"):
             header = f"Authorization: Bearer {stack.stack.secrets[role]}"
-            options = ["--checks", "all", "--max-examples", "100", "--generation-deterministic", "--workers", "1"]
+            examples = "100" if role == "operator" else "20"  # a tenant's answers are all 403 but /healthz's
+            options = ["--checks", "all", "--max-examples", examples, "--generation-deterministic", "--workers", "1"]
             run = subprocess.run(
                 [command, "--config-file", str(CONFIG), "run", str(schema), "--url", base, "-H", header, *options],
                 capture_output=True,
