@@ -159,24 +159,32 @@ class ChaosStack:
             time.sleep(0.1)
         return time.monotonic() - began
 
-    def in_flight(self) -> set[str]:
-        """The ids of the actions sent and not yet answered, as the state store says (none if it cannot
-        be read)."""
+    def in_flight(self, sent_before: float | None = None) -> set[str] | None:
+        """The ids of the actions sent (before `sent_before`, a Unix time, if given) and not yet answered,
+        as the state store says; None while it cannot be read (PostgreSQL down)."""
+        query = "SELECT id FROM actions WHERE status IS NULL AND host <> '' AND sent_at <= :before"
+        engine = sa.create_engine(self.state)
         try:
-            engine = sa.create_engine(self.state)
             with engine.connect() as connection:
-                query = "SELECT id FROM actions WHERE status IS NULL AND host <> ''"
-                return set(connection.execute(sa.text(query)).scalars())
+                before = {"before": sent_before if sent_before is not None else float("inf")}
+                return set(connection.execute(sa.text(query), before).scalars())
         except sa.exc.SQLAlchemyError:
-            return set()
+            return None
         finally:
             engine.dispose()
 
-    def verdict(self) -> Verdict:
+    def verdict(self, sent_before: float) -> Verdict:
+        """The managers' record against the agents' ledgers, over the actions sent before `sent_before`
+        (a Unix time; the managers go on planning meanwhile, and what they send later may be under way)."""
         engine = sa.create_engine(self.state)
         with engine.connect() as connection:
-            sent = connection.execute(sa.text("SELECT id, status, outcome FROM actions WHERE host <> ''")).all()
-            executing = connection.execute(sa.text("SELECT count(*) FROM plans WHERE state = 'executing'")).scalar()
+            query = "SELECT id, status, outcome FROM actions WHERE host <> '' AND sent_at <= :before"
+            sent = connection.execute(sa.text(query), {"before": sent_before}).all()
+            query = (  # plans waiting on an action sent before then
+                "SELECT count(*) FROM plans WHERE state = 'executing' AND id IN"
+                " (SELECT plan FROM actions WHERE sent_at <= :before AND status IS NULL)"
+            )
+            executing = connection.execute(sa.text(query), {"before": sent_before}).scalar()
         engine.dispose()
         applied: dict[str, tuple[str, bytes | None]] = {}
         doubled = 0
