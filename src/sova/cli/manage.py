@@ -76,11 +76,9 @@ def command(args) -> int:
 
     hosts, options = {}, {}
     if args.lab is not None:
-        from sova.lab.lab import Lab, driver_options
+        from sova.lab.lab import driver_settings
 
-        state = Lab(args.lab).state()
-        hosts = {h.name: h.uri for h in state.hosts}
-        options = driver_options(state)
+        hosts, options = driver_settings(args.lab)
     if args.hosts_file is not None:
         from sova.drivers.hosts_file import load_hosts_file
 

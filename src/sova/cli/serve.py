@@ -6,8 +6,8 @@ import socket
 import time
 from pathlib import Path
 
-from sova.cli.common import described, number, out
-from sova.cli.service import DEFAULT_API, host_port, state_dir
+from sova.cli.common import described, out
+from sova.cli.service import DEFAULT_API, add_sim_arguments, host_port, state_dir
 from sova.model.schema import InputError, Problem
 
 
@@ -31,13 +31,7 @@ def add_parser(sub) -> None:
     s.add_argument("--sim", type=Path, default=None, metavar="SCENARIO", help="simulated hosts from this scenario")
     s.add_argument("--lab", type=Path, default=None, metavar="DIR", help="the real hosts of the lab in DIR")
     s.add_argument("--api", default=DEFAULT_API, metavar="HOST:PORT", help="where the API listens (%(default)s)")
-    s.add_argument(
-        "--speed",
-        type=number("a positive speed-up", lo=0, lo_open=True),
-        default=1.0,
-        help="with --sim: simulated seconds per wall second (default 1)",
-    )
-    s.add_argument("--seed", type=number("a whole number", integer=True), default=None, help="with --sim: the seed")
+    add_sim_arguments(s)
     s.add_argument("--dir", type=Path, default=None, metavar="DIR", help="where the stack keeps its files (new)")
     _profile_arguments(s)
 

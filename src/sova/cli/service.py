@@ -49,6 +49,19 @@ def add_bus_arguments(parser) -> None:
     parser.add_argument("--nats-tls-key", type=Path, default=None, metavar="FILE", help="this side's private key")
 
 
+def add_sim_arguments(parser) -> None:
+    """--speed and --seed of a simulated cluster on the wall clock."""
+    parser.add_argument(
+        "--speed",
+        type=number("a positive speed-up", lo=0, lo_open=True),
+        default=1.0,
+        help="with --sim: simulated seconds per wall second (default 1)",
+    )
+    parser.add_argument(
+        "--seed", type=number("a whole number", integer=True), default=None, help="with --sim: the seed"
+    )
+
+
 def bus_settings(args):
     from sova.service.bus import TlsFiles
     from sova.service.daemons import BusSettings
@@ -197,13 +210,7 @@ def add_parsers(sub) -> None:
     )
     a.add_argument("--lab", type=Path, default=None, metavar="DIR", help="a host of the lab in DIR")
     a.add_argument("--sim", type=Path, default=None, metavar="SCENARIO", help="a simulated cluster's agents")
-    a.add_argument(
-        "--speed",
-        type=number("a positive speed-up", lo=0, lo_open=True),
-        default=1.0,
-        help="with --sim: simulated seconds per wall second (default 1)",
-    )
-    a.add_argument("--seed", type=number("a whole number", integer=True), default=None, help="with --sim: the seed")
+    add_sim_arguments(a)
     a.add_argument(
         "--period",
         type=number("a positive number of seconds", lo=0, lo_open=True),
@@ -341,11 +348,9 @@ def _libvirt_driver(args):
         raise InputError([Problem("--host", str(exc))]) from None
     hosts, options = {}, {}
     if args.lab is not None:
-        from sova.lab.lab import Lab, driver_options
+        from sova.lab.lab import driver_settings
 
-        state = Lab(args.lab).state()
-        hosts = {h.name: h.uri for h in state.hosts}
-        options = driver_options(state)
+        hosts, options = driver_settings(args.lab)
         if args.host not in hosts:
             raise InputError([Problem("--host", f"{args.host!r} is not a host of the lab ({', '.join(hosts)})")])
     else:

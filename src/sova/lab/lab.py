@@ -378,6 +378,12 @@ def _evacuate(g: Path) -> None:
                 (root / "cgroup.procs").write_text(pid)
 
 
+def driver_settings(lab_dir: Path) -> tuple[dict[str, str], dict]:
+    """The running lab in `lab_dir` as LibvirtDriver takes it: its hosts by name -> URI, and the options."""
+    state = Lab(lab_dir).state()
+    return {h.name: h.uri for h in state.hosts}, driver_options(state)
+
+
 def driver_options(state: LabState) -> dict:
     """Keyword arguments for LibvirtDriver that fit this lab: agent sockets and uplink counters read
     through the host's directories and namespace, VFs emulated, migrations of disks on one file system."""

@@ -76,10 +76,17 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
     store = StateStore(settings.state)
     bus = await settings.bus.connect("sova-manager")
     manager = Manager(
-        bus, store, settings.policies, settings.control, settings.mode, settings.profile, settings.tick,
-        settings.stale_after, lease=Lease(bus, settings.name, settings.lease_ttl),
+        bus,
+        store,
+        settings.policies,
+        settings.control,
+        mode=settings.mode,
+        profile=settings.profile,
+        tick=settings.tick,
+        stale_after=settings.stale_after,
+        lease=Lease(bus, settings.name, settings.lease_ttl),
         action_expiry=settings.action_expiry,
-    )  # fmt: skip
+    )
     server = None
     runs = RunBook(settings.runs, settings.parallel_runs, settings.run_traces) if settings.runs is not None else None
     watcher = asyncio.create_task(_watch_runs(runs, stop)) if runs is not None else None
