@@ -53,14 +53,19 @@ async def wait_for(condition, timeout: float = 60.0) -> None:
 class Stack:
     """A simulated cluster's agents and one manager, each on its own bus connection, as tasks."""
 
-    def __init__(self, server, tmp_path, mode: str = "auto"):
-        self.server, self.tmp_path, self.mode = server, tmp_path, mode
+    def __init__(self, server, tmp_path, mode: str = "auto", scenario=None, policies=None, speed: float = SPEED):
+        """scenario, policies: the simulated cluster's and the profile's (default: a hotspot, threshold
+        migration); the local policies among them run in the agents."""
+        self.server, self.tmp_path, self.mode, self.speed = server, tmp_path, mode, speed
+        self.scenario = scenario or hotspot_scenario()
+        self.policies = policies if policies is not None else threshold_policies()
         self.url = f"sqlite:///{tmp_path / 'manager.db'}"
         self.tasks: dict[str, tuple[asyncio.Event, asyncio.Task]] = {}
 
     async def start_cluster(self) -> SimCluster:
         self.cluster_bus = await connect(self.server, "agents")
-        self.cluster = SimCluster(self.cluster_bus, hotspot_scenario(), self.tmp_path / "ledgers", speed=SPEED)
+        ledgers = self.tmp_path / "ledgers"
+        self.cluster = SimCluster(self.cluster_bus, self.scenario, ledgers, self.speed, policies=self.policies)
         self._spawn("cluster", self.cluster.run)
         return self.cluster
 
@@ -68,7 +73,7 @@ class Stack:
         self.manager_bus = await connect(self.server, "manager")
         self.store = StateStore(self.url)
         control = ControlSpec(hold_down=60.0)
-        self.manager = Manager(self.manager_bus, self.store, threshold_policies(), control, self.mode, tick=0.1)
+        self.manager = Manager(self.manager_bus, self.store, self.policies, control, self.mode, tick=0.1)
         self._spawn("manager", self.manager.run)
         return self.manager
 

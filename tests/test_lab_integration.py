@@ -498,10 +498,12 @@ def test_sova_manage_runs_the_cloudscope_profile_on_real_hosts_and_predicts_ever
     assert not [e for e in entries if e.status == A.FAILED]
 
 
-def test_sova_manager_and_agents_run_the_real_hosts_and_a_plan_approved_through_the_api_moves_a_vm(lab, tmp_path):
+def test_sova_manager_and_agents_run_the_real_hosts_approve_a_migration_and_hold_a_tenants_slo(lab, tmp_path):
     """Service mode on the lab: nats-server, `sova manager` (approve mode, with its API) and one `sova agent`
-    per lab host, as processes; the hottest host's guests burn CPU, the manager proposes a migration from
-    the agents' reports, an operator approves it through the API, and the VM moves on the real hosts."""
+    per lab host running SEE, as processes; the hottest host's guests burn CPU, the manager proposes a
+    migration from the agents' reports, an operator approves it through the API, and the VM moves on the
+    real hosts. Then a tenant sets a storage SLO through the API and the agent of the guest's host holds
+    the real guest's disk IO to it."""
     import httpx
 
     from sova.service import natsd
@@ -519,6 +521,7 @@ def test_sova_manager_and_agents_run_the_real_hosts_and_a_plan_approved_through_
     db = f"sqlite:///{tmp_path / 'manager.db'}"
     store = StateStore(db)
     token = TokenBook(store).create("ops", "operator")
+    acme = TokenBook(store).create("acme", "tenant", ("vm2",))
     store.close()
     port = free_port()
     bus = ["--nats", nats.url, "--nats-user", nats.user]
@@ -544,7 +547,8 @@ def test_sova_manager_and_agents_run_the_real_hosts_and_a_plan_approved_through_
         "approve",
     )
     for host in state.hosts:
-        spawn(f"agent-{host.name}", "agent", *bus, "--lab", str(lab_.dir), "--host", host.name)
+        local = ["--profile", "see", "--param", "see.period=0.25"]  # the storage SLO engine in each agent
+        spawn(f"agent-{host.name}", "agent", *bus, "--lab", str(lab_.dir), "--host", host.name, *local)
     api = f"http://127.0.0.1:{port}"
     headers = {"Authorization": f"Bearer {token}"}
     try:
@@ -564,8 +568,23 @@ def test_sova_manager_and_agents_run_the_real_hosts_and_a_plan_approved_through_
         answer = httpx.post(f"{api}/api/v1/plans/{plan['id']}/approve", headers=headers, timeout=30)
         wait_until(lambda: get(f"/api/v1/plans/{plan['id']}")["state"] == "done", "the migration", timeout=240)
         trail = get(f"/api/v1/audit?plan={plan['id']}")["items"]
+
+        lab_.load("vm2", ["disk=max"])
+        tenant = {"Authorization": f"Bearer {acme}"}
+        slo = httpx.put(f"{api}/api/v1/slos/vm2", json={"throughput": [90, 90]}, headers=tenant, timeout=30)
+        held = []
+
+        def status_near_90() -> bool:
+            status = (httpx.get(f"{api}/api/v1/slos/vm2", headers=tenant, timeout=5).json() or {}).get("status")
+            if status and status["throughput"] is not None and status not in held:
+                held.append(status)
+            return len(held) >= 3 and all(0.7 * 90 < s["throughput"] < 1.3 * 90 for s in held[-3:])
+
+        wait_until(status_near_90, "SEE in vm2's agent to hold it to 90 IOPS", timeout=120)
+        vm2_host = lab_.where(state)["vm2"][0]
+        throttled = blkdeviotune_iops(state, vm2_host, "vm2")
     finally:
-        for vm in busy:
+        for vm in [*busy, "vm2"]:
             with contextlib.suppress(LabError):
                 lab_.load(vm, [])
         for process in reversed(procs):
@@ -575,6 +594,8 @@ def test_sova_manager_and_agents_run_the_real_hosts_and_a_plan_approved_through_
     assert answer.status_code == 200 and moved["kind"] == "migrate" and moved["vm"] in busy
     assert trail[-1]["event"] == "finished" and trail[-1]["status"] == "ok", trail
     assert lab_.where(state)[moved["vm"]][0] == moved["dst"] != hot
+    assert slo.status_code == 200 and throttled > 0  # unthrottled, vm2 reads thousands a second
+    assert held[-1]["host"] == vm2_host and held[-1]["target"] == 90
 
 
 def test_up_after_a_crash_cleans_up_first(lab):

@@ -131,9 +131,9 @@ def command(args) -> int:
     return 0
 
 
-def add_profile_arguments(parser, scenario: bool = False) -> None:
+def add_profile_arguments(parser, scenario: bool = False, default: str = "sova", mode: bool = True) -> None:
     """--profile, --mode, --param and --control: which policies run, and under which rails (and with
-    `scenario`, --scenario: profiles and rails taken from a scenario file)."""
+    `scenario`, --scenario: profiles and rails taken from a scenario file; without `mode`, no --mode)."""
     from sova.control.manage import BUILTIN_PROFILES
 
     if scenario:
@@ -145,15 +145,18 @@ def add_profile_arguments(parser, scenario: bool = False) -> None:
             help="take --profile from this scenario's [profiles], and the rails from its [control]",
         )
         parser.add_argument(
-            "--profile", default="sova", help=f"policies to run: {', '.join(BUILTIN_PROFILES)} or a scenario's"
+            "--profile",
+            default=default,
+            help=f"policies to run: {', '.join(BUILTIN_PROFILES)} or a scenario's (default {default})",
         )
     else:
         parser.add_argument(
-            "--profile", default="sova", choices=sorted(BUILTIN_PROFILES), help="policies to run (default sova)"
+            "--profile", default=default, choices=sorted(BUILTIN_PROFILES), help=f"policies to run (default {default})"
         )
-    parser.add_argument(
-        "--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or only log plans"
-    )
+    if mode:
+        parser.add_argument(
+            "--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or only log plans"
+        )
     parser.add_argument("--param", action="append", default=[], metavar="POLICY.KEY=VALUE", help="a policy parameter")
     parser.add_argument(
         "--control", action="append", default=[], metavar="KEY=VALUE", help="an executor rail, e.g. hold_down=120"
@@ -185,9 +188,9 @@ def profile_and_rails(args, where: str):
     if args.profile in scenario_profiles:
         spec = scenario_profiles[args.profile]
         merged = {name: {**spec.params.get(name, {}), **params.get(name, {})} for name in {*spec.params, *params}}
-        profile = ProfileSpec(args.profile, spec.policies, args.mode, merged)
+        profile = ProfileSpec(args.profile, spec.policies, getattr(args, "mode", "auto"), merged)
     elif args.profile in known:
-        profile = ProfileSpec(args.profile, known[args.profile], args.mode, params)
+        profile = ProfileSpec(args.profile, known[args.profile], getattr(args, "mode", "auto"), params)
     else:
         choices = ", ".join([*known, *scenario_profiles])
         raise InputError([Problem("--profile", f"unknown profile {args.profile!r}; expected one of {choices}")])

@@ -60,13 +60,18 @@ def command(args) -> int:
     if directory.exists() and any(directory.iterdir()):
         raise InputError([Problem(f"--dir {directory}", "exists and is not empty; give a new directory")])
     if args.sim is not None:
-        manager_args, agents, hosts, what = _sim_parts(args, directory)
+        profile, agents, hosts, what = _sim_parts(args, directory)
+        manager_args = ["--scenario", str(args.sim)]
     else:
-        manager_args, agents, hosts, what = _lab_parts(args, directory)
-    manager_args += ["--mode", args.mode]
+        profile, agents, hosts, what = _lab_parts(args, directory)
+        manager_args = []
+    # the manager runs the profile's global policies, the agents its local ones
+    profile_args = ["--profile", profile]
     for flag, values in (("--param", args.param), ("--control", args.control)):
         for value in values:
-            manager_args += [flag, value]
+            profile_args += [flag, value]
+    manager_args += [*profile_args, "--mode", args.mode]
+    agents = [(name, agent_args + profile_args) for name, agent_args in agents]
     stack = LocalStack(directory, api, manager_args, agents, hosts)
     out.print(f"starting nats-server, the manager and the agents of {what} in {directory} ...", markup=False)
     try:
@@ -93,12 +98,11 @@ def _sim_parts(args, directory: Path):
 
     scenario = load_scenario(args.sim)  # a bad scenario fails here, before anything starts
     profile = args.profile or next((n for n, p in scenario.profiles.items() if p.policies), "sova")
-    manager_args = ["--scenario", str(args.sim), "--profile", profile]
     agent_args = ["--sim", str(args.sim), "--speed", repr(args.speed), "--ledger", str(directory / "ledgers")]
     if args.seed is not None:
         agent_args += ["--seed", str(args.seed)]
     what = f"{scenario.name} ({len(scenario.hosts)} simulated hosts at {args.speed:g}x, profile {profile})"
-    return manager_args, [("agents", agent_args)], len(scenario.hosts), what
+    return profile, [("agents", agent_args)], len(scenario.hosts), what
 
 
 def _lab_parts(args, directory: Path):
@@ -110,7 +114,7 @@ def _lab_parts(args, directory: Path):
         (f"agent-{h.name}", ["--lab", str(args.lab), "--host", h.name, "--ledger", str(directory / f"{h.name}.db")])
         for h in state.hosts
     ]
-    return ["--profile", profile], agents, len(state.hosts), f"the lab's {len(state.hosts)} host(s)"
+    return profile, agents, len(state.hosts), f"the lab's {len(state.hosts)} host(s)"
 
 
 def _check_port_free(api: tuple[str, int]) -> None:

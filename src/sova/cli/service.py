@@ -193,16 +193,19 @@ def add_parsers(sub) -> None:
         **described(
             "Run an agent: every period it observes its host (through libvirt) and publishes the host's report "
             "on the bus; it applies the manager's actions, each id at most once even across its own restarts "
-            "(its ledger), and sends their outcomes. With --sim it runs the simulator on the wall clock and one "
-            "agent per simulated host instead.",
+            "(its ledger), and sends their outcomes. It runs the local policies of --profile itself (VF "
+            "scheduling, Dom0 tuning, the storage SLO engine), holding its VMs to the SLOs set through the "
+            "manager's API. With --sim it runs the simulator on the wall clock and one agent per simulated host "
+            "instead.",
             [
                 "sova agent --host node1 --uri qemu:///system --peer node2=qemu+ssh://root@node2/system",
-                "sova agent --lab /var/lib/sova-lab --host host1",
+                "sova agent --lab /var/lib/sova-lab --host host1 --profile see",
                 "sova agent --sim scenarios/quickstart.toml --speed 10",
             ],
         ),
     )
     add_bus_arguments(a)
+    add_profile_arguments(a, scenario=True, default="default", mode=False)
     a.add_argument("--host", default=None, metavar="NAME", help="this host's name (a lab host with --lab)")
     a.add_argument("--uri", default=None, metavar="URI", help="this host's libvirt URI (default qemu:///system)")
     a.add_argument(
@@ -253,7 +256,6 @@ def manager_command(args) -> int:
     from sova.service.api_server import ApiServerError
     from sova.service.bus import BusError
     from sova.service.daemons import ManagerSettings, run_manager
-    from sova.service.manager import ManagerError
 
     policies, control = profile_and_rails(args, "sova manager")
     log_to_stderr()
@@ -284,11 +286,13 @@ def manager_command(args) -> int:
         run_traces=args.run_traces,
     )
     where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
-    ready = lambda: out.print(f"manager up: profile {args.profile} ({args.mode}), state {url}{where}", markup=False)  # noqa: E731
+    loops = f"global loops: {', '.join(p.name for p in policies if p.loop == 'global') or 'none'}; "
+    loops += f"local loops (in the agents): {', '.join(p.name for p in policies if p.loop == 'local') or 'none'}"
+    ready = lambda: out.print(  # noqa: E731
+        f"manager up: profile {args.profile} ({args.mode}; {loops}), state {url}{where}", markup=False
+    )
     try:
         asyncio.run(run_manager(settings, ready))
-    except ManagerError as exc:
-        raise InputError([Problem("--profile", str(exc))]) from None
     except ApiServerError as exc:
         raise InputError([Problem("--api", str(exc))]) from None
     except BusError as exc:
@@ -310,7 +314,8 @@ def agent_command(args) -> int:
 def _run_agent(args, settings) -> int:
     import asyncio
 
-    from sova.service.daemons import run_agent, run_sim_agents
+    from sova.cli.manage import profile_and_rails
+    from sova.service.daemons import LocalSettings, run_agent, run_sim_agents
 
     if args.sim is not None:
         if args.host or args.uri or args.lab or args.peer:
@@ -318,23 +323,35 @@ def _run_agent(args, settings) -> int:
         from sova.model.sweep import load_scenario
 
         scenario = load_scenario(args.sim)
+        args.scenario = args.scenario or args.sim  # the simulated cluster's profiles
+        policies, _ = profile_and_rails(args, "sova agent")
         ledgers = args.ledger or state_dir() / f"sim-agents-{scenario.name}"
         ready = lambda: out.print(  # noqa: E731
-            f"agents up: {scenario.name}'s {len(scenario.hosts)} host(s) at {args.speed:g}x", markup=False
+            f"agents up: {scenario.name}'s {len(scenario.hosts)} host(s) at {args.speed:g}x; "
+            f"local loops: {_local_names(policies)}",
+            markup=False,
         )
-        asyncio.run(run_sim_agents(settings, scenario, ledgers, args.speed, args.seed, ready))
+        asyncio.run(run_sim_agents(settings, scenario, ledgers, args.speed, args.seed, policies, ready))
         return 0
     if args.host is None:
         raise InputError([Problem("--host", "name this host (or give --sim SCENARIO)")])
+    policies, control = profile_and_rails(args, "sova agent")
     driver = _libvirt_driver(args)
     try:
         driver.connect()
         ledger = args.ledger or state_dir() / f"agent-{args.host}.db"
-        out.print(f"agent up: {args.host}, reporting every {args.period:g} s", markup=False)
-        asyncio.run(run_agent(settings, args.host, driver, ledger, args.period))
+        out.print(
+            f"agent up: {args.host}, reporting every {args.period:g} s; local loops: {_local_names(policies)}",
+            markup=False,
+        )
+        asyncio.run(run_agent(settings, args.host, driver, ledger, args.period, LocalSettings(policies, control)))
     finally:
         driver.close()
     return 0
+
+
+def _local_names(policies) -> str:
+    return ", ".join(p.name for p in policies if p.loop == "local") or "none (the profile has no local policy)"
 
 
 def _libvirt_driver(args):

@@ -28,9 +28,8 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
-from sova.model.storage_slo import SloBook, SloError
+from sova.model.storage_slo import SloBook, SloError, slo_settings, updated_slo
 
-SETTERS = {"throughput": "set_throughput", "io_size": "set_io_size", "sc_rate": "set_sc", "pf_ratio": "set_pf"}
 REQUEST_MAX = 64 * 1024  # bytes of one request line
 
 
@@ -68,25 +67,12 @@ class SloService:
             return _refused(str(exc))
 
     def _set(self, vm: str, request: dict) -> None:
-        unknown = sorted(set(request) - {"op", "vm", "latency", *SETTERS})
-        if unknown:
-            raise SloError(f"unknown setting(s) {', '.join(unknown)}; expected {', '.join([*SETTERS, 'latency'])}")
-        scratch = SloBook([vm])
-        scratch.set_slo(vm, self.book.slo(vm))  # an unknown VM is refused here
-        for key, method in SETTERS.items():
-            if key in request:
-                bounds = request[key]
-                if not isinstance(bounds, list) or len(bounds) != 2:
-                    raise SloError(f"VM {vm!r}: {key} must be [lower, upper], got {bounds!r}")
-                getattr(scratch, method)(vm, *bounds)
-        if "latency" in request:
-            scratch.set_latency(vm, request["latency"])
-        self.book.set_slo(vm, scratch.slo(vm))
+        settings = {key: value for key, value in request.items() if key not in ("op", "vm")}
+        self.book.set_slo(vm, updated_slo(vm, self.book.slo(vm), settings))  # an unknown VM is refused here
         self._changed.add(vm)
 
     def _describe(self, vm: str) -> dict:
-        slo = {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self.book.slo(vm)).items()}
-        slo.pop("ramp", None)  # a scenario's schedule: not part of the tenant API
+        slo = slo_settings(self.book.slo(vm))
         return {"ok": True, "vm": vm, "slo": slo, "status": asdict(self.book.get_status(vm))}
 
     def take_changed(self) -> set[str]:

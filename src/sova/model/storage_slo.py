@@ -152,3 +152,37 @@ class SloBook:
     def under_control(self) -> list[str]:
         """The VMs with a throughput SLO, in the order they were given."""
         return [vm for vm, slo in self._slos.items() if slo.throughput is not None]
+
+
+RANGES = ("throughput", "io_size", "sc_rate", "pf_ratio")  # Table 1's ranges, in its order
+
+
+def updated_slo(vm: str, slo: StorageSlo, settings: dict) -> StorageSlo:
+    """`slo` with the given settings ({"throughput": [low, high], ..., "latency": seconds}) changed, every
+    one checked first: SloError on the first bad one, and then nothing is changed."""
+    unknown = sorted(set(settings) - {*RANGES, "latency"})
+    if unknown:
+        raise SloError(f"unknown setting(s) {', '.join(unknown)}; expected {', '.join([*RANGES, 'latency'])}")
+    changes: dict = {}
+    for key in RANGES:
+        if key in settings:
+            bounds = settings[key]
+            if not isinstance(bounds, list | tuple) or len(bounds) != 2:
+                raise SloError(f"VM {vm!r}: {key} must be [lower, upper], got {bounds!r}")
+            changes[key] = checked_range(vm, key, *bounds)
+    if "latency" in settings:
+        changes["latency"] = checked_latency(vm, settings["latency"])
+    return replace(slo, **changes)
+
+
+def slo_settings(slo: StorageSlo) -> dict:
+    """An SLO as the tenant API shows it: its ranges as [low, high] lists (None: not set) and its latency
+    target; a scenario's schedule (ramp) is no part of the API."""
+    return {key: list(getattr(slo, key)) if getattr(slo, key) is not None else None for key in RANGES} | {
+        "latency": slo.latency
+    }
+
+
+def slo_from_settings(vm: str, settings: dict) -> StorageSlo:
+    """The SLO that slo_settings() showed, checked again (it came over the bus or from a database)."""
+    return updated_slo(vm, StorageSlo(), {key: value for key, value in settings.items() if value is not None})

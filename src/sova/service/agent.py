@@ -1,6 +1,8 @@
 """`sova agent`: one per hypervisor host. Every period it observes its host and publishes the host's
 report; between reports it takes the manager's actions (each id applied at most once, ``ActionAgent``)
-and sends their outcomes.
+and sends their outcomes, and runs its local loops (``LocalLoops``: VF scheduling, Dom0 tuning, the
+storage SLO engine) at their own periods, holding its VMs to the SLOs the manager gives (``SloFollower``)
+and sending what it measured and what its loops did.
 
 ``SimCluster`` stands in for a cluster of hosts on this machine: the simulator on the wall clock (times a
 speed-up), and one agent per simulated host, all in one process and on one bus connection.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -19,10 +22,14 @@ from sova.drivers.base import Driver
 from sova.drivers.sim import SimDriver
 from sova.model.scenario import Scenario
 from sova.model.snapshot import Snapshot
+from sova.plan.base import Policy
 from sova.service.agent_actions import ActionAgent
 from sova.service.bus import Bus
 from sova.service.ledger import Ledger
+from sova.service.local_audit import LocalAuditSender
+from sova.service.local_loops import LocalLoops
 from sova.service.reporting import publish_report
+from sova.service.slo_relay import SloFollower, publish_status
 from sova.sim.engine import Simulator
 
 log = logging.getLogger(__name__)
@@ -42,30 +49,99 @@ class HostAgent:
         await publish_report(self.bus, snapshot, self.host)
 
 
-async def run_host_agent(agent: HostAgent, driver: Driver, period: float, stop: asyncio.Event) -> None:
-    """Report every `period` wall seconds and take actions in between, until `stop`; a bus fault costs a
-    report or a step, never the agent (the connection comes back by itself)."""
+class LocalSide:
+    """The local loops of one or more hosts (a simulated cluster's are one), with what they need of the
+    bus: the SLOs in, the SLO status and audit entries out."""
+
+    def __init__(self, bus: Bus, loops: LocalLoops):
+        self.bus, self.loops = bus, loops
+        self.slos = SloFollower(bus)
+        self.audit = LocalAuditSender(bus)
+
+    async def each_report(self, snapshot: Snapshot) -> None:
+        """At each report: SLOs that changed, the VMs now on the hosts, and what the SLO engine measured."""
+        if not self.loops.controllers:
+            return
+        slos = await self.slos.poll()
+        if slos is None:
+            self.loops.see(snapshot)
+        else:
+            self.loops.follow(slos, snapshot)
+        status = self.loops.status()
+        host_of = dict(zip(snapshot.vms, snapshot.vm_host, strict=True))
+        for index, host in enumerate(snapshot.hosts):
+            await publish_status(self.bus, host, {vm: v for vm, v in status.items() if host_of.get(vm) == index})
+
+    def tick(self, host_of_entry) -> None:
+        """One tick of the loops; what they did is queued for the manager under `host_of_entry(entry)`."""
+        for entry in self.loops.tick():
+            self.audit.add(host_of_entry(entry), [entry])
+
+
+async def run_host_agent(
+    agent: HostAgent, driver: Driver, period: float, stop: asyncio.Event, local: LocalSide | None = None
+) -> None:
+    """Report every `period` wall seconds, take actions in between and run the local loops at theirs, until
+    `stop`; a bus fault costs a report or a step, never the agent (the connection comes back by itself)."""
     await agent.start()
-    next_report = time.monotonic()
+    next_report = next_local = time.monotonic()
+    local_period = local.loops.period if local is not None else math.inf
     while not stop.is_set():
         if time.monotonic() >= next_report:
             next_report += period * max(1, int((time.monotonic() - next_report) // period) + 1)
             try:  # the wall clock: real hosts' reports must compare across hosts (NTP keeps them in step)
-                await agent.report(replace(driver.observe(), time=time.time()))
+                snapshot = replace(driver.observe(), time=time.time())
+                await agent.report(snapshot)
             except Exception as err:
                 log.warning("report not sent: %s", err or type(err).__name__)
+            else:
+                await _each_report(local, snapshot)
+        if local is not None and time.monotonic() >= next_local:
+            next_local += local_period * max(1, int((time.monotonic() - next_local) // local_period) + 1)
+            await _local_step(local, lambda entry: agent.host)
         try:
-            # a long poll until the next report: an action that comes meanwhile is taken at once
-            await agent.actions.step(wait=max(0.01, min(5.0, next_report - time.monotonic())))
+            # a long poll until the next report or local tick: an action that comes meanwhile is taken at once
+            due = min(next_report, next_local if local is not None else math.inf)
+            await agent.actions.step(wait=max(0.01, min(5.0, due - time.monotonic())))
         except Exception as err:
             log.warning("action step failed: %s", err or type(err).__name__)
             await _pause(stop, 0.5)
 
 
+async def _each_report(local: LocalSide | None, snapshot: Snapshot) -> None:
+    if local is not None:
+        try:
+            await local.each_report(snapshot)
+        except Exception as err:  # the SLOs are read again at the next report
+            log.warning("SLOs not followed at this report: %s", err or type(err).__name__)
+
+
+async def _local_step(local: LocalSide, host_of_entry) -> None:
+    """A tick of the local loops and the sending of what they did; a fault costs the tick, not the agent."""
+    try:
+        local.tick(host_of_entry)
+    except Exception as err:
+        log.warning("the local loops failed a tick: %s", err or type(err).__name__)
+    try:
+        await local.audit.send()
+    except Exception as err:  # kept queued: sent at a later step
+        log.warning("local audit entries not sent yet: %s", err or type(err).__name__)
+
+
 class SimCluster:
     """The simulator on the wall clock, times `speed`, behind one agent per simulated host."""
 
-    def __init__(self, bus: Bus, scenario: Scenario, ledgers: Path, speed: float = 1.0, seed: int | None = None):
+    def __init__(
+        self,
+        bus: Bus,
+        scenario: Scenario,
+        ledgers: Path,
+        speed: float = 1.0,
+        seed: int | None = None,
+        policies: list[Policy] | None = None,
+    ):
+        """policies: the profile's; its local ones run over the whole simulated cluster (they decide per
+        host, so one loop over all hosts acts as one per host would)."""
         self.bus, self.speed = bus, speed
         self.sim = Simulator(scenario, seed)
         self.driver = SimDriver(self.sim)
@@ -73,6 +149,10 @@ class SimCluster:
         self.agents = [
             HostAgent(bus, host, self.driver, Ledger(ledgers / f"{host}.db")) for host in self.sim.host_names
         ]
+        storage_of = {vm.name: vm.storage for vm in scenario.vms if vm.storage}
+        loops = LocalLoops(self.driver, policies or [], scenario.control, storage_of)
+        self.local = LocalSide(bus, loops) if loops.policies else None
+        self.layout: Snapshot | None = None  # the latest observation: which host an audit entry is about
         # reports carry the wall clock times the speed-up plus the simulated time: a cluster started again
         # (a new simulator from 0 s) still reports later times than before, as real hosts would
         self.clock0 = time.time() * speed
@@ -90,6 +170,11 @@ class SimCluster:
                 if self.sim.t + self.sim.dt > target:
                     break
                 self.sim.step()
+                if self.local is not None:
+                    self.local.tick(self._host_of_entry)
+            if self.local is not None:
+                with contextlib.suppress(Exception):  # kept queued: sent at a later step
+                    await self.local.audit.send()
             behind = target - self.sim.t
             if behind > 10 * self.speed and time.monotonic() > warned + 60:  # once a minute at most
                 log.warning("the simulator is %.0f simulated s behind the wall clock x %g", behind, self.speed)
@@ -97,11 +182,13 @@ class SimCluster:
             if self.sim.t >= next_report and self.sim.step_ended:
                 snapshot = self.driver.observe()
                 snapshot = replace(snapshot, time=self.clock0 + snapshot.time)
+                self.layout = snapshot
                 try:
                     for agent in self.agents:
                         await agent.report(snapshot)
                 except Exception as err:
                     log.warning("reports not sent: %s", err or type(err).__name__)
+                await _each_report(self.local, snapshot)
                 next_report = self.sim.t + self.period
             # a long poll until the next report is due (at most 2 s: the simulator steps between polls)
             wait = max(0.01, min(2.0, (next_report - self.sim.t) / self.speed))
@@ -110,6 +197,16 @@ class SimCluster:
             except Exception as err:
                 log.warning("action step failed: %s", err or type(err).__name__)
                 await _pause(stop, 0.5)
+
+    def _host_of_entry(self, entry) -> str:
+        """The host an audit entry is about: its target's, or the first host's when that is unknown."""
+        layout = self.layout
+        if layout is not None:
+            if entry.target in layout.hosts:
+                return entry.target
+            if entry.target in layout.vms:
+                return layout.hosts[layout.vm_host[layout.vms.index(entry.target)]]
+        return self.sim.host_names[0]
 
     def close(self) -> None:
         for agent in self.agents:

@@ -13,6 +13,8 @@ import time
 from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse
 from fastapi.routing import APIRoute
@@ -22,6 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from sova.plan.base import registry
 from sova.service import api_models as M
 from sova.service import views
+from sova.service.api_slos import add_slo_routes
 from sova.service.dashboard import COOKIE, CSRF_HEADER, add_dashboard
 from sova.service.manager import Manager, ManagerError
 from sova.service.metrics import CONTENT_TYPE, ManagerMetrics
@@ -49,7 +52,8 @@ def make_app(
         version="1",
         openapi_url=None,  # served below, behind a token
         docs_url=None,
-        description="Hosts, VMs, VFs, findings, plans and their approval, the audit trail, and metrics.",
+        description="Hosts, VMs, VFs, findings, plans and their approval, the audit trail, tenants' storage "
+        "SLOs, simulation runs, and metrics.",
         responses={400: {"model": M.Problem}, 401: {"model": M.Problem}, 403: {"model": M.Problem}},
     )
 
@@ -65,6 +69,11 @@ def make_app(
                     allowed |= route.methods
             headers["Allow"] = ", ".join(sorted(allowed))
         return JSONResponse({"detail": error.detail}, status_code=error.status_code, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
+        """FastAPI's 422, but a NaN or infinity in the input is named as text (JSON cannot carry it)."""
+        return JSONResponse({"detail": _json_safe(jsonable_encoder(error.errors()))}, status_code=422)
 
     metrics = ManagerMetrics(manager)
     app.state.manager, app.state.tokens, app.state.metrics = manager, tokens, metrics
@@ -197,6 +206,7 @@ def make_app(
         builtin = {name: list(names) for name, names in profiles.items()}
         return {"running": manager.profile, "mode": manager.mode, "builtin": builtin, "policies": policies}
 
+    add_slo_routes(app, manager, caller)
     add_dashboard(app, tokens, secure_cookie)
     if runs is not None:
         _add_runs(app, runs, Reader, Decider)
@@ -268,6 +278,17 @@ def _default(value):
     if isinstance(value, tuple):
         return list(value)
     return value if isinstance(value, str | int | float | bool | list | type(None)) else None
+
+
+def _json_safe(value):
+    """`value` with every non-finite float as its text ("inf", "nan")."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, list):
+        return [_json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    return value
 
 
 def _uptime(manager: Manager) -> float:

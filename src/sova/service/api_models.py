@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 PlanState = Literal["pending", "executing", "done", "rejected", "expired", "dry-run"]
 AuditEvent = Literal[
@@ -19,6 +19,8 @@ AuditEvent = Literal[
     "approved",
     "expired",
     "waiting",
+    "slo-set",
+    "slo-cleared",
 ]
 
 
@@ -163,3 +165,36 @@ class Run(BaseModel):
     error: str = ""
     progress: RunProgress | None
     report: bool = Field(description="its report.html is there: GET /api/v1/runs/{id}/results/report.html")
+
+
+Finite = Annotated[float, Field(allow_inf_nan=False)]
+Bounds = tuple[Finite, Finite]
+
+
+class SloSettings(BaseModel):
+    """A change to a VM's storage SLO (SASLO's Table 1); settings left out keep their values."""
+
+    model_config = ConfigDict(extra="forbid")
+    throughput: Bounds | None = Field(None, description="IOPS target range [low, high]; needed once")
+    io_size: Bounds | None = Field(None, description="IO size limit range, bytes")
+    sc_rate: Bounds | None = Field(None, description="acceptable SLO compliance rate range, per cent")
+    pf_ratio: Bounds | None = Field(None, description="acceptable performance fluctuation ratio range, per cent")
+    latency: Finite | None = Field(None, description="mean IO latency target, seconds")
+
+
+class SloStatus(BaseModel):
+    sc_rate: float | None = Field(description="SLO compliance rate over the last interval, per cent")
+    pf_ratio: float | None = Field(description="performance fluctuation ratio over the last interval, per cent")
+    throughput: float | None = Field(description="IOPS in the last second")
+    target: float | None = Field(description="the throughput target the SLO engine holds now, IOPS")
+    latency: float | None = Field(description="mean IO latency in the last second, seconds")
+    host: str
+    received: float = Field(description="when the manager got it (Unix time)")
+
+
+class Slo(BaseModel):
+    vm: str
+    slo: dict[str, list[float] | float | None]
+    set_by: str
+    set_at: float
+    status: SloStatus | None = Field(description="what the VM's host measured (null until it reports)")

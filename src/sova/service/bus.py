@@ -1,7 +1,8 @@
 """The bus between agents and the manager: NATS, with JetStream for what must not be lost.
 
-Two file-stored streams: SOVA_ACTIONS (``sova.action.HOST``, the manager's actions for a host's agent) and
-SOVA_OUTCOMES (``sova.outcome.HOST``, what came of them). Every message carries its action's id as
+Three file-stored streams: SOVA_ACTIONS (``sova.action.HOST``, the manager's actions for a host's agent),
+SOVA_OUTCOMES (``sova.outcome.HOST``, what came of them) and SOVA_LOCAL (``sova.local.HOST``, what the
+agents' own loops did, for the manager's audit trail). Every message carries its action's id as
 JetStream's message id, so a message sent twice within the duplicate window (a sender that restarted and
 sent again) is stored once. Each agent reads its host's actions through a durable consumer of its own,
 the manager all outcomes through one: what a reader has not acknowledged is delivered again after it,
@@ -24,7 +25,8 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
 
 log = logging.getLogger(__name__)
-ACTIONS, OUTCOMES = "SOVA_ACTIONS", "SOVA_OUTCOMES"
+ACTIONS, OUTCOMES, LOCAL = "SOVA_ACTIONS", "SOVA_OUTCOMES", "SOVA_LOCAL"
+STREAMS = {"sova.action.": ACTIONS, "sova.outcome.": OUTCOMES, "sova.local.": LOCAL}  # subject prefix: stream
 DUPLICATE_WINDOW = 3600.0  # s: a re-sent action or outcome within an hour is stored once
 MAX_AGE = 7 * 86400.0  # s the streams keep a message: a week, as an agent's ledger remembers an action
 _HOST_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -47,6 +49,10 @@ def action_subject(host: str) -> str:
 
 def outcome_subject(host: str) -> str:
     return f"sova.outcome.{host_token(host)}"
+
+
+def local_subject(host: str) -> str:
+    return f"sova.local.{host_token(host)}"
 
 
 @dataclass(frozen=True)
@@ -126,10 +132,10 @@ class Bus:
         return bus
 
     async def _ensure_streams(self) -> None:
-        for name, subjects in ((ACTIONS, ["sova.action.*"]), (OUTCOMES, ["sova.outcome.*"])):
+        for prefix, name in STREAMS.items():
             config = StreamConfig(
                 name=name,
-                subjects=subjects,
+                subjects=[prefix + "*"],
                 storage=StorageType.FILE,
                 duplicate_window=DUPLICATE_WINDOW,
                 max_age=MAX_AGE,
@@ -153,7 +159,7 @@ class Bus:
             ack_wait=ack_wait,
             filter_subject=subject,
         )
-        stream = ACTIONS if subject.startswith("sova.action.") else OUTCOMES
+        stream = next(name for prefix, name in STREAMS.items() if subject.startswith(prefix))
         return await self.js.pull_subscribe(subject, durable=durable, stream=stream, config=config)
 
     async def close(self) -> None:

@@ -16,9 +16,10 @@ from pathlib import Path
 from sova.drivers.base import Driver
 from sova.model.scenario import ControlSpec, Scenario
 from sova.plan.base import Policy
-from sova.service.agent import HostAgent, SimCluster, run_host_agent
+from sova.service.agent import HostAgent, LocalSide, SimCluster, run_host_agent
 from sova.service.bus import Bus, TlsFiles
 from sova.service.ledger import Ledger
+from sova.service.local_loops import LocalLoops
 
 log = logging.getLogger(__name__)
 
@@ -119,27 +120,45 @@ async def _watch_runs(runs, stop: asyncio.Event) -> None:
             await asyncio.wait_for(stop.wait(), 1.0)
 
 
-async def run_agent(bus_settings: BusSettings, host: str, driver: Driver, ledger: Path, period: float) -> None:
+@dataclass(frozen=True)
+class LocalSettings:
+    """The local loops an agent runs: its profile's local policies under the profile's rails."""
+
+    policies: list[Policy] = field(default_factory=list)
+    control: ControlSpec = field(default_factory=ControlSpec)
+
+
+async def run_agent(
+    bus_settings: BusSettings, host: str, driver: Driver, ledger: Path, period: float, local: LocalSettings
+) -> None:
     """One host's agent until a signal."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
     bus = await bus_settings.connect(f"sova-agent-{host}")
     book = Ledger(ledger)
+    loops = LocalLoops(driver, local.policies, local.control)
+    side = LocalSide(bus, loops) if loops.policies else None
     try:
-        await run_host_agent(HostAgent(bus, host, driver, book), driver, period, stop)
+        await run_host_agent(HostAgent(bus, host, driver, book), driver, period, stop, side)
     finally:
         await bus.close()
         book.close()
 
 
 async def run_sim_agents(
-    bus_settings: BusSettings, scenario: Scenario, ledgers: Path, speed: float, seed: int | None, ready=None
+    bus_settings: BusSettings,
+    scenario: Scenario,
+    ledgers: Path,
+    speed: float,
+    seed: int | None,
+    policies: list[Policy],
+    ready=None,
 ) -> None:
-    """A simulated cluster's agents (one per host) until a signal."""
+    """A simulated cluster's agents (one per host), with the local ones among `policies`, until a signal."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
     bus = await bus_settings.connect("sova-sim-agents")
-    cluster = SimCluster(bus, scenario, ledgers, speed, seed)
+    cluster = SimCluster(bus, scenario, ledgers, speed, seed, policies)
     try:
         if ready is not None:
             ready()

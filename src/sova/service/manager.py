@@ -2,6 +2,10 @@
 plans go through the same executor, rails and approvals as in `sova manage`; their actions go to the
 agents under ids, each recorded in the state store before it is sent, and their outcomes come back.
 
+It runs the profile's global policies; the local ones (VF scheduling, Dom0 tuning, the storage SLO
+engine) run in the agents, whose audit entries it writes to its own trail, and to which it gives the
+tenants' storage SLOs (``SloKeeper``).
+
 A round (every `tick` wall seconds): take the outcomes that came, run the MAPE-K loop on the merged
 reports (if any host is fresh), write plans and audit entries to the store, send the actions. With a
 lease (``service.lease``), only the leader runs rounds; a manager that becomes leader first takes up the
@@ -19,13 +23,14 @@ from collections.abc import Callable
 from sova.control.runtime import Runtime
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.base import Policy
-from sova.plan.storage.io_control import IoController
 from sova.service.bus import Bus
 from sova.service.bus_driver import BusDriver
 from sova.service.dispatch import ActionDispatch
 from sova.service.lease import Lease
+from sova.service.local_audit import LocalAuditReader
 from sova.service.plan_book import PlanBook
 from sova.service.reporting import ReportCollector
+from sova.service.slo_keeper import SloKeeper
 from sova.service.state import StateStore
 
 log = logging.getLogger(__name__)
@@ -52,12 +57,13 @@ class Manager:
     ):
         """lease: the lease this manager leads under, beside a standby (None: it is the only manager);
         action_expiry: seconds after its sending that an agent may still start an action."""
-        if any(isinstance(p, IoController) for p in policies):
-            raise ManagerError("IO controllers (profile see) run in the agents, not in the manager")
         self.bus, self.store, self.tick, self.mode, self.profile = bus, store, tick, mode, profile
-        self.policies, self.control, self.topology = policies, control, topology
+        self.policies = [p for p in policies if p.loop == "global"]  # the local ones run in the agents
+        self.control, self.topology = control, topology
         self.collector = ReportCollector(bus, stale_after)
         self.dispatch = ActionDispatch(bus, store)
+        self.slos = SloKeeper(bus, store)
+        self.local_audit = LocalAuditReader(bus, store)
         self.lease = lease
         self.action_expiry = action_expiry
         self.leading = False
@@ -77,12 +83,14 @@ class Manager:
 
     async def start(self) -> None:
         await self.collector.start()
+        await self.slos.start()
 
     def is_leader(self) -> bool:
         return self.lease is None or self.lease.held()
 
     async def stop(self) -> None:
         await self.collector.stop()
+        await self.slos.stop()
         if self.lease is not None:
             await self.lease.release()  # the standby need not wait for it to expire
 
@@ -94,8 +102,9 @@ class Manager:
         taken = self.book.resume(self.executor)
         self.executor.last_migrated.update(self.store.recent_migrations(self.control.hold_down))
         resent = await self.dispatch.send_unanswered()
+        slos = await self.slos.take_lead()
         self.leading = True
-        log.info("leading: took up %d plan(s), sent %d unanswered action(s) again", taken, resent)
+        log.info("leading: took up %d plan(s), sent %d unanswered action(s) again, %d SLO(s)", taken, resent, slos)
 
     async def round(self) -> None:
         """One round of the manager (nothing but watching the reports unless it leads)."""
@@ -110,6 +119,7 @@ class Manager:
         if not self.leading:
             await self._take_lead()
         await self.dispatch.collect(wait=0.01)
+        await self.local_audit.collect(wait=0.01)
         if self.collector.snapshot() is not None:
             began = time.perf_counter()
             if self.runtime.tick():  # a decision round: a policy planned (the others only poll)
@@ -160,6 +170,10 @@ class Manager:
         await self.driver.send(self.is_leader)
         row = self.store.plan(plan_id)
         return {"plan": plan_id, "state": row.state if row else "", "dropped": dropped}
+
+    def known_vms(self) -> set[str]:
+        """The VMs of every host that has reported (an SLO can be set for these)."""
+        return {vm for part, _ in self.collector.latest.values() for vm in part.vms}
 
     def _not_pending(self, plan_id: int) -> str:
         row = self.store.plan(plan_id)

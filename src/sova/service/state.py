@@ -6,7 +6,7 @@ Held: every action the manager sent (recorded before it goes on the bus) with it
 (recorded before the outcome is acknowledged), so a restarted manager, or its standby, knows which
 actions await an outcome and sends them again under the same ids (stored once by the bus, applied once
 by the agent); every plan and its state (pending, executing, done, rejected, expired, dry-run); the
-audit trail; and the API's tokens (hashes only).
+audit trail; the tenants' storage SLOs; and the API's tokens (hashes only).
 """
 
 from __future__ import annotations
@@ -74,6 +74,14 @@ tokens = sa.Table(
     sa.Column("role", sa.String(16), nullable=False),
     sa.Column("vms", sa.Text, nullable=False),  # JSON list: the VMs a tenant token may see and set
     sa.Column("created", sa.Float, nullable=False),
+)
+slos = sa.Table(
+    "slos",
+    metadata,
+    sa.Column("vm", sa.String(255), primary_key=True),
+    sa.Column("settings", sa.Text, nullable=False),  # JSON: the SLO as the tenant API shows it
+    sa.Column("set_by", sa.String(255), nullable=False),
+    sa.Column("set_at", sa.Float, nullable=False),
 )
 MIGRATIONS = Path(__file__).with_name("migrations")
 AUDIT_FIELDS = ("time", "plan", "event", "policy", "action", "target", "reason", "status", "message")
@@ -266,6 +274,21 @@ class StateStore:
         if targets is not None:
             where.append(audit.c.target.in_(targets))
         return self._page(audit, where, audit.c.id, offset, limit, _audit_row)
+
+    # ------------------------------------------------------------------ storage SLOs
+    def slos(self) -> dict[str, dict]:
+        """Every VM's SLO: its settings (as the tenant API shows them), who set it and when."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(slos).order_by(slos.c.vm)).all()
+        return {r.vm: {"settings": json.loads(r.settings), "set_by": r.set_by, "set_at": r.set_at} for r in rows}
+
+    def put_slo(self, vm: str, settings: dict | None, by: str) -> None:
+        """Keep a VM's SLO (None: remove it)."""
+        with self.engine.begin() as connection:
+            connection.execute(slos.delete().where(slos.c.vm == vm))
+            if settings is not None:
+                row = {"vm": vm, "settings": json.dumps(settings), "set_by": by, "set_at": time.time()}
+                connection.execute(slos.insert().values(**row))
 
     def _page(self, table, where, order, offset: int, limit: int, row_of) -> tuple[list, int]:
         with self.engine.connect() as connection:

@@ -1,5 +1,5 @@
 // The dashboard: reads the manager's API every 2 s (the session cookie authenticates it) and draws
-// hosts, their CPU over time, findings, plans with approve / reject, VFs, VMs and the audit trail.
+// hosts, their CPU over time, findings, plans with approve / reject, VFs, storage SLOs, VMs and the audit trail.
 "use strict";
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c", "#0891b2", "#ca8a04", "#db2777"];
 const HOT = 0.8;
@@ -116,6 +116,14 @@ async function refresh() {
     fill("vms", vms.map(v => el("tr", { "data-vm": v.name }, el("td", {}, v.name), el("td", {}, v.host),
       el("td", {}, v.vcpus), el("td", {}, v.cpu_cores === null ? "–" : v.cpu_cores.toFixed(2)),
       el("td", v.nic === "vnic" ? {} : { class: "vf" }, v.nic), el("td", {}, v.migrating ? "migrating" : ""))));
+    const slos = await api("/api/v1/slos");
+    const measured = (s, key, digits) => s.status === null || s.status[key] === null ? "–" : s.status[key].toFixed(digits);
+    fill("slos", slos.map(s => el("tr", { "data-vm": s.vm }, el("td", {}, s.vm), el("td", {}, s.status ? s.status.host : "–"),
+      el("td", {}, s.slo.throughput ? `${s.slo.throughput[0]}–${s.slo.throughput[1]} IOPS` : "–"),
+      el("td", {}, measured(s, "target", 0)), el("td", { class: "iops" }, measured(s, "throughput", 0)),
+      el("td", { class: "sc" }, s.status && s.status.sc_rate !== null ? `${s.status.sc_rate.toFixed(1)} %` : "–"),
+      el("td", {}, s.status && s.status.pf_ratio !== null ? `${s.status.pf_ratio.toFixed(1)} %` : "–"),
+      el("td", {}, s.set_by))));
     const runs = await api("/api/v1/runs").catch(() => []);
     fill("runs", runs.slice(0, 10).map(r => el("tr", { "data-run": r.id },
       el("td", {}, new Date(r.submitted * 1000).toLocaleString()), el("td", {}, r.scenario), el("td", {}, r.by),

@@ -1,0 +1,197 @@
+"""Tenants' storage SLOs in service mode: set through the manager's API, kept in its store, carried to the
+agents by the bus's bucket, held by the agents' SLO engine (SASLO's SEE, a local loop), and their status
+and the engine's audit entries carried back; on a real nats-server, the simulated cluster's storage
+behind the agents. Unit tests of the agent's loops and of malformed messages beside them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+
+from helpers import make_scenario
+from service_stack import Stack, wait_for
+from sova.control.audit import AuditEntry
+from sova.control.profiles import check_profile
+from sova.drivers.sim import SimDriver
+from sova.model.scenario import ControlSpec, ProfileSpec
+from sova.model.schema import Reader
+from sova.model.storage_slo import StorageSlo
+from sova.service.local_audit import _entry
+from sova.service.local_loops import LocalLoops
+from sova.service.slo_relay import _status
+from sova.service.tokens import TokenBook
+from sova.sim.engine import Simulator
+
+SPEED = 10.0  # simulated seconds per wall second: SEE's 25 ms epochs keep up on a busy machine
+
+
+def storage_scenario():
+    """Two mail servers (filebench varmail) on one host, on an SSD that serves either far above 600 IOPS."""
+    return make_scenario(
+        scenario={"duration": 3600},
+        simulator={"storage_step": 0.025},
+        storage=[{"name": "ssd"}],
+        vms=[{"name": "db{i}", "count": 2, "host": "h1", "storage": "ssd"}],
+        workloads=[{"kind": "filebench", "vm": "db*", "personality": "varmail"}],
+    )
+
+
+def see_profile():
+    """Threshold migration (the manager's) and SEE (the agents')."""
+    reader = Reader("test")
+    policies = check_profile(reader, ProfileSpec("mixed", ("threshold-migration", "see")))
+    assert not reader.problems
+    return policies
+
+
+# ---------------------------------------------------------------------------------------------- unit
+def test_the_agents_loops_hold_only_the_vms_here_with_a_throughput_slo_and_rebind_when_that_set_changes():
+    sim = Simulator(storage_scenario(), seed=1)
+    loops = LocalLoops(SimDriver(sim), see_profile(), ControlSpec(), {"db1": "ssd", "db2": "ssd"})
+    assert [p.name for p in loops.policies] == ["see"] and loops.period == pytest.approx(0.025)
+    layout = SimDriver(sim).observe()
+    see = loops.controllers[0]
+    loops.follow({"db1": StorageSlo(throughput=(300, 500)), "elsewhere": StorageSlo(throughput=(1, 2))}, layout)
+    assert see.vms == ("db1",) and see.server_of == {"db1": "ssd"}
+    loops.follow({"db1": StorageSlo(throughput=(300, 500)), "db2": StorageSlo(sc_rate=(80, 90))}, layout)
+    assert see.vms == ("db1",)  # an SLO without a throughput range holds nothing
+    see.target[:] = 450
+    loops.follow({"db1": StorageSlo(throughput=(350, 500))}, layout)  # a changed SLO: taken up, not rebound
+    assert see.vms == ("db1",) and list(see.target) == [350]
+    loops.follow({"db1": StorageSlo(throughput=(350, 500)), "db2": StorageSlo(throughput=(100, 200))}, layout)
+    assert see.vms == ("db1", "db2") and list(see.target) == [350, 100]
+
+
+def test_the_manager_takes_no_malformed_audit_entry_or_status_from_an_agent():
+    good = AuditEntry(5.0, 0, "applied", "see", "set-io-target db1 iops=420", "db1", "raised")
+    entry = _entry(json.dumps(good.__dict__).encode(), "h1")
+    assert entry.details == {"host": "h1"} and entry.action == good.action
+    for bad in ([], {"time": "noon"} | {k: v for k, v in good.__dict__.items() if k != "time"}, {"time": 1.0}):
+        with pytest.raises((ValueError, TypeError)):
+            _entry(json.dumps(bad).encode(), "h1")
+    assert _status("db1", {"sc_rate": 90})["pf_ratio"] is None
+    for bad in ({"sc_rate": float("nan")}, {"throughput": "many"}, [1]):
+        with pytest.raises(ValueError, match="db1"):
+            _status("db1", bad)
+
+
+# ---------------------------------------------------------------------------------------------- on the bus
+def run_stack(tmp_path, nats_server, body):
+    async def run():
+        stack = Stack(nats_server, tmp_path, scenario=storage_scenario(), policies=see_profile(), speed=SPEED)
+        await stack.start_cluster()
+        await stack.start_manager()
+        base = await stack.start_api()
+        acme = TokenBook(stack.store).create("acme", "tenant", ("db1",))
+        try:
+            async with httpx.AsyncClient(base_url=base, timeout=30) as client:
+                await wait_for(lambda: stack.manager.leading and "db1" in stack.manager.known_vms())
+                return await body(stack, client, {"Authorization": f"Bearer {acme}"})
+        finally:
+            await stack.stop_all()
+
+    return asyncio.run(run())
+
+
+def test_an_slo_a_tenant_sets_through_the_api_is_held_by_the_agents_engine_and_its_status_comes_back(
+    nats_server, tmp_path
+):
+    async def body(stack, client, acme):
+        put = await client.put("/api/v1/slos/db1", json={"throughput": [500, 500]}, headers=acme)
+
+        async def status():
+            return (await client.get("/api/v1/slos/db1", headers=acme)).json()["status"]
+
+        held = []
+
+        def near_500():  # three reports in a row within 5 % of the target
+            return len(held) >= 3 and all(abs(s["throughput"] - 500) <= 25 for s in held[-3:])
+
+        deadline = asyncio.get_running_loop().time() + 90
+        while not near_500() and asyncio.get_running_loop().time() < deadline:
+            current = await status()
+            if current is not None and current["throughput"] is not None and current not in held:
+                held.append(current)
+            await asyncio.sleep(0.2)
+        listed = (await client.get("/api/v1/slos", headers=acme)).json()
+        audit = (await client.get("/api/v1/audit", params={"event": "slo-set"}, headers=stack.headers("viewer"))).json()
+        return put, held, listed, audit
+
+    put, held, listed, audit = run_stack(tmp_path, nats_server, body)
+    assert put.status_code == 200, put.text
+    assert put.json()["slo"]["throughput"] == [500, 500] and put.json()["set_by"] == "acme"
+    assert len(held) >= 3 and all(abs(s["throughput"] - 500) <= 25 for s in held[-3:]), held
+    assert held[-1]["target"] == 500 and held[-1]["host"] == "h1"
+    assert [row["vm"] for row in listed] == ["db1"]
+    assert [(e["target"], e["reason"]) for e in audit["items"]] == [("db1", "by acme")]
+
+
+def test_the_engines_own_changes_reach_the_managers_audit_trail_with_their_host(nats_server, tmp_path):
+    async def body(stack, client, acme):
+        # an SSD serves the mail server far above 600 IOPS: SEE raises the target every T_R (30 s)
+        settings = {"throughput": [400, 600], "sc_rate": [80, 90], "pf_ratio": [5, 10]}
+        assert (await client.put("/api/v1/slos/db1", json=settings, headers=acme)).status_code == 200
+
+        def raised():
+            rows, _ = stack.store.audit(event="applied", target="db1")
+            return [r for r in rows if r["policy"] == "see"]
+
+        await wait_for(lambda: len(raised()) >= 2, timeout=120)
+        return raised()
+
+    raised = run_stack(tmp_path, nats_server, body)
+    assert [r["action"].split("iops=")[1].split()[0] for r in raised[:2]] == ["420", "440"]
+    assert all(r["details"]["host"] == "h1" and "throughput target raised" in r["reason"] for r in raised)
+
+
+def test_slo_calls_are_checked_whole_and_a_tenant_reaches_only_its_own_vms(nats_server, tmp_path):
+    async def body(stack, client, acme):
+        operator = stack.headers("operator")
+        answers = {
+            "other tenant's vm": await client.put("/api/v1/slos/db2", json={"throughput": [1, 2]}, headers=acme),
+            "viewer sets": await client.put(
+                "/api/v1/slos/db1", json={"throughput": [1, 2]}, headers=stack.headers("viewer")
+            ),
+            "inverted": await client.put("/api/v1/slos/db1", json={"throughput": [600, 400]}, headers=acme),
+            "no throughput": await client.put("/api/v1/slos/db1", json={"sc_rate": [80, 90]}, headers=acme),
+            "percent": await client.put(
+                "/api/v1/slos/db1", json={"throughput": [1, 2], "sc_rate": [80, 190]}, headers=acme
+            ),
+            "infinite": await client.put(
+                "/api/v1/slos/db1",
+                content=b'{"throughput": [1, Infinity]}',
+                headers=acme | {"content-type": "application/json"},
+            ),
+            "unknown field": await client.put("/api/v1/slos/db1", json={"iops": [1, 2]}, headers=acme),
+            "unknown vm": await client.put("/api/v1/slos/nope", json={"throughput": [1, 2]}, headers=operator),
+            "operator sets": await client.put("/api/v1/slos/db2", json={"throughput": [100, 200]}, headers=operator),
+            "tenant reads other": await client.get("/api/v1/slos/db2", headers=acme),
+            "clear unset": await client.delete("/api/v1/slos/db1", headers=acme),
+            "operator clears": await client.delete("/api/v1/slos/db2", headers=operator),
+            "read cleared": await client.get("/api/v1/slos/db2", headers=operator),
+        }
+        return answers, stack.store.slos()
+
+    answers, kept = run_stack(tmp_path, nats_server, body)
+    codes = {name: answer.status_code for name, answer in answers.items()}
+    assert codes == {
+        "other tenant's vm": 403,
+        "viewer sets": 403,
+        "inverted": 422,
+        "no throughput": 422,
+        "percent": 422,
+        "infinite": 422,
+        "unknown field": 422,
+        "unknown vm": 404,
+        "operator sets": 200,
+        "tenant reads other": 403,
+        "clear unset": 404,
+        "operator clears": 204,
+        "read cleared": 404,
+    }
+    assert "throughput lower bound 600 is above the upper bound 400" in answers["inverted"].json()["detail"]
+    assert "sc_rate upper bound must be within 0-100 %" in answers["percent"].json()["detail"]
+    assert kept == {}  # nothing refused was kept; the one set was cleared
