@@ -79,3 +79,46 @@ def test_a_manager_restarted_in_the_middle_of_a_plan_takes_it_up_and_applies_not
     row, applied, hosts, counts = asyncio.run(run())
     assert applied == 1 and counts[("migrate", "ok")] == 1
     assert hosts[row.actions[0]["vm"]] == row.actions[0]["dst"]
+
+
+def test_a_standby_shows_the_cluster_and_leads_with_its_history_and_the_slos_the_store_holds(nats_server, tmp_path):
+    """Two managers on one store and bus: the standby's Knowledge follows the reports (its API has the
+    hosts); the leader stops cleanly, the standby leads at once, keeps that history, and puts the store's
+    SLOs in the agents' bucket again."""
+    from bus_helpers import connect
+    from sova.service.lease import Lease
+    from sova.service.manager import Manager
+    from sova.service.slo_relay import SloFollower
+    from sova.service.state import StateStore
+
+    async def run():
+        stack = Stack(nats_server, tmp_path)
+        await stack.start_cluster()
+        leader = await stack.start_manager()
+        leader.lease = Lease(stack.manager_bus, "first", ttl=3.0)
+        await wait_for(lambda: leader.leading and leader.lease.held())
+        leader.store.put_slo("v1", {"throughput": [100, 200]}, "acme")  # the store holds it, the bucket not
+        bus = await connect(nats_server, "standby")
+        store = StateStore(stack.url)
+        standby = Manager(bus, store, stack.policies, leader.control, tick=0.1, lease=Lease(bus, "second", ttl=3.0))
+        stop = asyncio.Event()
+        task = asyncio.create_task(standby.run(stop))
+        try:
+            await wait_for(lambda: len(standby.runtime.knowledge) >= 3)
+            watched = (standby.leading, len(standby.runtime.knowledge), standby.runtime.knowledge.latest.hosts)
+            await stack.stop("manager")  # a clean stop releases the lease
+            await wait_for(lambda: standby.leading)
+            kept = len(standby.runtime.knowledge)
+            slos = await SloFollower(bus).poll()
+            return watched, kept, slos
+        finally:
+            stop.set()
+            await asyncio.gather(task, return_exceptions=True)
+            await bus.close()
+            store.close()
+            await stack.stop_all()
+
+    (was_leading, seen, hosts), kept, slos = asyncio.run(run())
+    assert not was_leading and seen >= 3 and hosts == ("h1", "h2")
+    assert kept >= seen  # its history came along
+    assert list(slos) == ["v1"] and slos["v1"].throughput == (100, 200)

@@ -34,17 +34,20 @@ class Runtime:
         topology: TopologySpec | None = None,
         admission: AdmissionPolicy | None = None,
         audit: AuditLog | None = None,
+        knowledge: Knowledge | None = None,
     ):
+        """knowledge: what was observed before (a standby manager's, as it takes the lead); None: nothing."""
         self.driver = driver
         self.policies = policies
         self.control = control
-        self.knowledge = Knowledge(control.history, topology)
+        self.knowledge = knowledge if knowledge is not None else Knowledge(control.history, topology)
         self.audit = audit or AuditLog()
         self.findings: dict[str, Findings] = {}  # each policy's findings at its latest round, by policy name
         self.executor = Executor(driver, control, mode, self.audit)
         self.admission = Admission(driver, admission or FirstFit(), self.audit)
         start = driver.now()
-        self._next_monitor = start
+        seen = self.knowledge.latest.time + control.monitor_period if len(self.knowledge) else start
+        self._next_monitor = max(start, seen)
         self._next_run = [start + p.period for p in policies]
 
     def tick(self) -> bool:

@@ -8,8 +8,9 @@ tenants' storage SLOs (``SloKeeper``).
 
 A round (every `tick` wall seconds): take the outcomes that came, run the MAPE-K loop on the merged
 reports (if any host is fresh), write plans and audit entries to the store, send the actions. With a
-lease (``service.lease``), only the leader runs rounds; a manager that becomes leader first takes up the
-plans the store holds where they stood (``PlanBook.resume``) and sends again what awaits an outcome.
+lease (``service.lease``), only the leader runs rounds; the standby keeps the Knowledge the reports make
+(its API shows the cluster). A manager that becomes leader first takes up the plans the store holds where
+they stood (``PlanBook.resume``) and sends again what awaits an outcome.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import time
 from collections.abc import Callable
 
 from sova.control.runtime import Runtime
+from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.base import Policy
 from sova.service.bus import Bus
@@ -71,11 +73,14 @@ class Manager:
         self.started = time.time()
         self._fresh()
 
-    def _fresh(self) -> None:
-        """A new loop and plan book: what a manager that is to lead starts from (the store has the rest)."""
+    def _fresh(self, knowledge: Knowledge | None = None) -> None:
+        """A new loop and plan book: what a manager that is to lead starts from (the store has the rest,
+        `knowledge` what it observed so far)."""
         self.book = PlanBook(self.store)
         self.driver = BusDriver(self.collector, self.book, self.dispatch, self.action_expiry)
-        self.runtime = Runtime(self.driver, self.policies, self.control, self.mode, self.topology, audit=self.book)
+        self.runtime = Runtime(
+            self.driver, self.policies, self.control, self.mode, self.topology, audit=self.book, knowledge=knowledge
+        )
 
     @property
     def executor(self):
@@ -98,7 +103,9 @@ class Manager:
         """Become the one that decides: take up the stored plans and send again what awaits an outcome."""
         if self.dispatch.reader is None:
             await self.dispatch.start()
-        self._fresh()  # a take-up that failed half-way must not leave its half behind
+        # a take-up that failed half-way must not leave its half behind; what it saw standing by stays, so
+        # its policies start with that history
+        self._fresh(self.runtime.knowledge)
         taken = self.book.resume(self.executor)
         self.executor.last_migrated.update(self.store.recent_migrations(self.control.hold_down))
         resent = await self.dispatch.send_unanswered()
@@ -114,7 +121,8 @@ class Manager:
             if self.leading:  # lost the lease: what this manager held, the new leader takes from the store
                 log.warning("no longer the leader; standing by")
                 self.leading = False
-                self._fresh()
+                self._fresh(self.runtime.knowledge)
+            self._watch()
             return
         if not self.leading:
             await self._take_lead()
@@ -127,6 +135,16 @@ class Manager:
             self.driver.forget_unawaited()
         self.book.flush()
         await self.driver.send(self.is_leader)  # a manager that lost its lease meanwhile sends nothing
+
+    def _watch(self) -> None:
+        """Standing by: keep the Knowledge the reports make, every monitor period, so the API shows the
+        cluster and the policies have their history the moment this manager leads."""
+        knowledge = self.runtime.knowledge
+        if self.collector.snapshot() is None:
+            return
+        now = self.driver.now()
+        if not len(knowledge) or now >= knowledge.latest.time + self.control.monitor_period - 1e-9:
+            knowledge.add(self.driver.observe())
 
     async def run(self, stop: asyncio.Event) -> None:
         """Rounds every `tick` seconds until `stop` is set; a bus fault fails a round, not the manager."""
