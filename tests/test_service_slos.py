@@ -10,6 +10,7 @@ import json
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from helpers import make_scenario
 from service_stack import Stack, wait_for
@@ -118,15 +119,24 @@ def test_an_slo_a_tenant_sets_through_the_api_is_held_by_the_agents_engine_and_i
             await asyncio.sleep(0.2)
         listed = (await client.get("/api/v1/slos", headers=acme)).json()
         audit = (await client.get("/api/v1/audit", params={"event": "slo-set"}, headers=stack.headers("viewer"))).json()
-        return put, held, listed, audit
+        metrics = (await client.get("/metrics", headers=stack.headers("viewer"))).text
+        return put, held, listed, audit, metrics
 
-    put, held, listed, audit = run_stack(tmp_path, nats_server, body)
+    put, held, listed, audit, metrics = run_stack(tmp_path, nats_server, body)
     assert put.status_code == 200, put.text
     assert put.json()["slo"]["throughput"] == [500, 500] and put.json()["set_by"] == "acme"
     assert len(held) >= 3 and all(abs(s["throughput"] - 500) <= 25 for s in held[-3:]), held
     assert held[-1]["target"] == 500 and held[-1]["host"] == "h1"
     assert [row["vm"] for row in listed] == ["db1"]
     assert [(e["target"], e["reason"]) for e in audit["items"]] == [("db1", "by acme")]
+    samples = {
+        (sample.name, sample.labels["vm"]): sample.value
+        for family in text_string_to_metric_families(metrics)
+        for sample in family.samples
+        if "vm" in sample.labels and family.name.startswith(("sova_vm_io", "sova_vm_slo"))
+    }
+    assert samples[("sova_vm_slo_target_io_ops_per_second", "db1")] == 500
+    assert abs(samples[("sova_vm_io_ops_per_second", "db1")] - 500) <= 25
 
 
 def test_the_engines_own_changes_reach_the_managers_audit_trail_with_their_host(nats_server, tmp_path):

@@ -10,6 +10,9 @@ for counters, ``_seconds`` for durations), read from the manager's state when Pr
 - ``sova_decision_round_seconds``: a decision round's duration, where a policy planned (histogram)
 - ``sova_bus_report_lag_seconds``: from an agent's send to the manager's receipt (histogram)
 - ``sova_manager_leader``: 1 while this manager leads
+- ``sova_vm_io_ops_per_second{vm,host}``, ``sova_vm_slo_target_io_ops_per_second``,
+  ``sova_vm_slo_compliance_ratio``, ``sova_vm_slo_fluctuation_ratio``, ``sova_vm_io_latency_seconds``:
+  what the agents' SLO engines measured of each VM under a storage SLO
 """
 
 from __future__ import annotations
@@ -87,3 +90,24 @@ class ManagerMetrics:
             plans.add_metric([state], count)
         yield plans
         yield GaugeMetricFamily("sova_manager_leader", "1 while this manager leads", 1 if manager.leading else 0)
+        yield from _slo_families(manager.slos.board.latest)
+
+
+SLO_GAUGES = {  # status field: (metric, help)
+    "throughput": ("sova_vm_io_ops_per_second", "A VM's IOPS in the last second, as its SLO engine measured"),
+    "target": ("sova_vm_slo_target_io_ops_per_second", "The throughput target the SLO engine holds the VM to"),
+    "sc_rate": ("sova_vm_slo_compliance_ratio", "SLO compliance rate over the last interval (0-1)"),
+    "pf_ratio": ("sova_vm_slo_fluctuation_ratio", "Performance fluctuation ratio over the last interval (0-1)"),
+    "latency": ("sova_vm_io_latency_seconds", "A VM's mean IO latency in the last second"),
+}
+
+
+def _slo_families(latest: dict[str, dict]):
+    """The SLO engines' latest status of each VM under an SLO (ratios in 0-1, as Prometheus' units go)."""
+    families = {key: GaugeMetricFamily(name, text, labels=["vm", "host"]) for key, (name, text) in SLO_GAUGES.items()}
+    for vm, status in sorted(latest.items()):
+        for key, family in families.items():
+            if status[key] is not None:
+                scale = 0.01 if key in ("sc_rate", "pf_ratio") else 1.0
+                family.add_metric([vm, status["host"]], status[key] * scale)
+    yield from families.values()
