@@ -21,7 +21,7 @@ from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.model.storage_slo import StorageSlo
 from sova.service.local_audit import _entry
-from sova.service.local_loops import LocalLoops
+from sova.service.local_loops import LocalLoops, SharedObservation
 from sova.service.slo_relay import _status
 from sova.service.tokens import TokenBook
 from sova.sim.engine import Simulator
@@ -64,6 +64,23 @@ def test_the_agents_loops_hold_only_the_vms_here_with_a_throughput_slo_and_rebin
     assert see.vms == ("db1",) and list(see.target) == [350]
     loops.follow({"db1": StorageSlo(throughput=(350, 500)), "db2": StorageSlo(throughput=(100, 200))}, layout)
     assert see.vms == ("db1", "db2") and list(see.target) == [350, 100]
+
+
+def test_a_report_and_a_monitor_tick_due_together_share_one_observation_of_the_host(monkeypatch):
+    import sova.service.local_loops as local_loops
+
+    clock = [100.0]
+    monkeypatch.setattr(local_loops.time, "monotonic", lambda: clock[0])
+    driver = SimDriver(Simulator(storage_scenario(), seed=1))
+    calls = []
+    real = driver.observe
+    driver.observe = lambda: calls.append(clock[0]) or real()
+    shared = SharedObservation(driver, max_age=0.5)
+    first = shared.observe()
+    clock[0] += 0.4
+    assert shared.observe() is first and shared.now() == driver.now()  # the rest goes to the driver
+    clock[0] += 0.1
+    assert shared.observe() is not first and calls == [100.0, 100.5]
 
 
 def test_the_manager_takes_no_malformed_audit_entry_or_status_from_an_agent():

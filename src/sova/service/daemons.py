@@ -19,7 +19,7 @@ from sova.plan.base import Policy
 from sova.service.agent import HostAgent, LocalSide, SimCluster, run_host_agent
 from sova.service.bus import Bus, TlsFiles
 from sova.service.ledger import Ledger
-from sova.service.local_loops import LocalLoops
+from sova.service.local_loops import LocalLoops, SharedObservation
 
 log = logging.getLogger(__name__)
 
@@ -136,6 +136,7 @@ async def run_agent(
     _stop_on_signals(stop)
     bus = await bus_settings.connect(f"sova-agent-{host}")
     book = Ledger(ledger)
+    driver = SharedObservation(driver, max_age=min(period, local.control.monitor_period) / 2)
     loops = LocalLoops(driver, local.policies, local.control)
     side = LocalSide(bus, loops) if loops.policies else None
     try:

@@ -12,6 +12,7 @@ under SLO control here, or leaves (an SLO cleared, a VM migrated away), binds th
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
@@ -23,6 +24,27 @@ from sova.model.snapshot import Snapshot
 from sova.model.storage_slo import SloBook, StorageSlo
 from sova.plan.base import Policy
 from sova.plan.storage.io_control import IoController, bind_all
+
+
+class SharedObservation:
+    """A driver whose observation the agent's report and its local loops share: an observation younger
+    than `max_age` seconds is handed out again, so a report and a monitor tick due together cost one
+    (a real host's observation asks libvirtd and every guest's agent). `max_age` stays below the local
+    loops' monitor period, so consecutive monitor ticks never see the same observation."""
+
+    def __init__(self, driver: Driver, max_age: float):
+        self.driver, self.max_age = driver, max_age
+        self._last: Snapshot | None = None
+        self._at = -math.inf
+
+    def observe(self) -> Snapshot:
+        now = time.monotonic()
+        if self._last is None or now - self._at >= self.max_age:
+            self._last, self._at = self.driver.observe(), now
+        return self._last
+
+    def __getattr__(self, name: str):
+        return getattr(self.driver, name)  # every other call goes to the driver itself
 
 
 class LocalLoops:
