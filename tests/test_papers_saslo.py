@@ -1,7 +1,9 @@
 """SASLO's experiments, run from their scenario files under scenarios/papers/saslo/ (the long ones cut
 shorter): what comes out, and (as strict expected failures) the paper's directions that do not yet."""
 
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
+from functools import partial
 
 import pytest
 
@@ -22,11 +24,18 @@ def slo_by_profile(scenario, minutes: float | None = None, profiles: list[str] |
     return {r.profile: r.summary["slo"] for r in run_scenario(scenario, profiles=profiles)}
 
 
+def sweep_slos(scenarios: list, minutes: float) -> list[dict]:
+    """slo_by_profile of each scenario, two at a time in processes of their own (seeded: the same results)."""
+    with ProcessPoolExecutor(2) as pool:
+        return list(pool.map(partial(slo_by_profile, minutes=minutes), scenarios))
+
+
 @pytest.fixture(scope="module")
 def fig6_sweep():
     """The steady array and the most uneven one (the sweep's ends)."""
     sweep, runs = load_runs(PAPER / "fig6-disk-array.toml", check_profile)
-    return {v: slo_by_profile(s, minutes=5) for v, s in zip(sweep.values, runs, strict=True) if v in (0.0, 0.3)}
+    ends = [(v, s) for v, s in zip(sweep.values, runs, strict=True) if v in (0.0, 0.3)]
+    return dict(zip([v for v, _ in ends], sweep_slos([s for _, s in ends], minutes=5), strict=True))
 
 
 def test_fig6_a_steady_array_lets_every_controller_hold_every_target(fig6_sweep):
@@ -65,10 +74,10 @@ def test_fig6_see_complies_far_more_than_a_fixed_throttle_as_the_paper_says(fig6
 
 def test_settling_see_reaches_each_new_target_within_the_designed_5_epochs():
     _, runs = load_runs(PAPER / "settling-disk-array.toml", check_profile)
-    slo = {r.profile: r.summary["slo"] for r in run_scenario(runs[0])}
+    slo = slo_by_profile(runs[0], minutes=10)
     for vm in ("web", "file", "mail"):
         assert 1 < slo["see"][vm]["settling_epochs"] < 5  # the paper: 3.5-4.5 on real devices
-        assert slo["see"][vm]["target_changes"] > 500  # every 3 s for 30 min
+        assert slo["see"][vm]["target_changes"] > 150  # every 3 s for 10 min
 
 
 def test_reservations_beyond_the_array_mclock_cuts_alike_see_leaves_it_to_the_array_drr_shares_bytes():
@@ -102,7 +111,7 @@ def test_fig4_see_holds_feasible_targets_and_complies_less_as_they_near_the_arra
 @pytest.fixture(scope="module")
 def fig5_sweep():
     sweep, runs = load_runs(PAPER / "fig5-disk-array.toml", check_profile)
-    return {v[0]: slo_by_profile(s, minutes=5)["see"] for v, s in zip(sweep.values, runs, strict=True)}
+    return {v[0]: slo["see"] for v, slo in zip(sweep.values, sweep_slos(runs, minutes=5), strict=True)}
 
 
 def test_fig5_the_actual_io_size_follows_the_limit_and_the_error_stays_small(fig5_sweep):
@@ -122,11 +131,9 @@ def test_fig5_smaller_io_size_limits_give_steadier_throughput_as_the_paper_says(
 
 
 def test_aot_meets_each_configurations_qos_and_the_looser_one_gets_more_throughput_as_table_6_says():
-    slo, ranges = {}, {}
-    for n in (1, 2):
-        _, runs = load_runs(PAPER / f"aot-config{n}-disk-array.toml", check_profile)
-        slo[n] = slo_by_profile(runs[0], minutes=40)["see"]
-        ranges[n] = dict(runs[0].slos)
+    configs = {n: load_runs(PAPER / f"aot-config{n}-disk-array.toml", check_profile)[1][0] for n in (1, 2)}
+    slo = {n: s["see"] for n, s in zip(configs, sweep_slos(list(configs.values()), minutes=20), strict=True)}
+    ranges = {n: dict(scenario.slos) for n, scenario in configs.items()}
     for n in (1, 2):
         for vm, s in slo[n].items():
             wanted = ranges[n][vm]
@@ -147,7 +154,7 @@ def test_fig7_every_vm_replaying_a_real_trace_holds_its_slo_from_1_to_15_vms():
 
 def test_fig8_see_with_facade_holds_throughput_and_latency_slos_together_as_the_paper_says():
     _, runs = load_runs(PAPER / "fig8-latency-disk-array.toml", check_profile)
-    results = slo_by_profile(runs[0], minutes=20, profiles=["see", "static"])
+    results = slo_by_profile(runs[0], minutes=10, profiles=["see", "static"])
     for vm, s in results["see"].items():
         assert s["avpe"] < 1 and s["latency_sc_rate"] > 98  # the paper: 99.42-99.92 %
         assert s["latency_mean"] == pytest.approx(s["latency_target"], rel=0.01)
