@@ -58,6 +58,8 @@ class HostSpec:
     dom0_memory: float = 4096.0
     power_idle: float = 100.0
     power_max: float = 250.0
+    power_model: str = "linear"
+    power_curve: tuple[float, ...] = ()  # watts at 0, 10, ..., 100 % CPU (power_model = custom)
     nic: NicSpec = field(default_factory=NicSpec)
 
 

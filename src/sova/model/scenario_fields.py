@@ -6,6 +6,7 @@ docs/scenario-format.md is generated from them (``make docs``), so the docs cann
 
 from __future__ import annotations
 
+from sova.model.power_models import MODELS
 from sova.model.schema import REQUIRED, Field
 
 TOPOLOGY_KINDS = ("single-switch", "leaf-spine", "fat-tree", "three-tier")
@@ -89,7 +90,15 @@ HOST_FIELDS = {
     "dom0_weight": Field("int", 256, "scheduler weight of Dom0 (Xen credit default 256)", lo=1),
     "dom0_memory": Field("memory", 4096.0, "memory reserved for Dom0", lo=0),
     "power_idle": Field("float", 100.0, "power at idle, W (linear power model)", lo=0),
-    "power_max": Field("float", 250.0, "power at full CPU, W", lo=0),
+    "power_max": Field("float", 250.0, "power at full CPU, W (linear power model)", lo=0),
+    "power_model": Field(
+        "str",
+        "linear",
+        "power against CPU utilisation: linear (power_idle to power_max), a SPECpower table (hp-ml110-g4, "
+        "hp-ml110-g5: the servers of CloudSim's PlanetLab study), or custom (power_curve)",
+        choices=MODELS,
+    ),
+    "power_curve": Field("any", [], "with power_model = custom: watts at 0, 10, ..., 100 % CPU (11 numbers)"),
     "nic": Field("table", {}, "the physical NIC: bandwidth, sriov, max_vfs"),
 }
 

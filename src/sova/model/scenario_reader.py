@@ -14,6 +14,7 @@ import numpy as np
 
 from sova.model.initial_placement import place_at_load, span
 from sova.model.name_match import NameMatcher
+from sova.model.power_models import curve_problem
 from sova.model.scenario import (
     ControlSpec,
     HostSpec,
@@ -188,11 +189,24 @@ def _spec_fields(t: dict[str, Any], *skip: str) -> dict[str, Any]:
     return {k: v for k, v in t.items() if k not in ("name", "count", "start", *skip) and v is not None}
 
 
+def _power_curve(r: Reader, t: dict[str, Any], where: str) -> tuple[float, ...]:
+    """A host's own power curve, given with power_model = custom and only then."""
+    given, custom = t["power_curve"], t["power_model"] == "custom"
+    if custom and (problem := curve_problem(given)) is not None:
+        r.error(f"{where}.power_curve", problem)
+    elif given and not custom:
+        r.error(f"{where}.power_curve", f"is read only with power_model = custom (this host's: {t['power_model']})")
+    return tuple(float(v) for v in given) if custom and curve_problem(given) is None else ()
+
+
 def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
     out: list[HostSpec] = []
     for where, t, names in _counted_entries(r, raw, defaults, HOST_FIELDS, "[[hosts]]"):
         nic = NicSpec(**r.table(t["nic"], NIC_FIELDS, f"{where}.nic"))
-        out += [HostSpec(name=name, nic=nic, **_spec_fields(t, "nic")) for name in names]
+        curve = _power_curve(r, t, where)
+        out += [
+            HostSpec(name=name, nic=nic, power_curve=curve, **_spec_fields(t, "nic", "power_curve")) for name in names
+        ]
         if t["power_idle"] is not None and t["power_max"] is not None and t["power_max"] < t["power_idle"]:
             r.error(f"{where}.power_max", "must be at least power_idle")
         if t["cores"] is not None and t["threads_per_core"] and t["cores"] % t["threads_per_core"]:

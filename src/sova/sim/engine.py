@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sova.model.power_models import host_curve
 from sova.model.scenario import Scenario, simulator_defaults
 from sova.model.topology import build_topology
 from sova.sim import datapath
@@ -64,8 +65,9 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.dom0_weight = np.array([h.dom0_weight for h in hosts], dtype=float)
         self.nic_bw = np.array([h.nic.bandwidth for h in hosts], dtype=float)
         self.max_vfs = np.array([h.nic.max_vfs if h.nic.sriov else 0 for h in hosts], dtype=np.int64)
-        self.power_idle = np.array([h.power_idle for h in hosts], dtype=float)
-        self.power_max = np.array([h.power_max for h in hosts], dtype=float)
+        self.power_curve = np.array(
+            [host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts]
+        )
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
         self.storage_names = [s.name for s in scenario.storage]
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)

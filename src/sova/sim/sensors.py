@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sova.model.power_models import power_at
+
 # per-VM counters: what the fabric's step counts (added in parts over its ticks), the packets that follow
 # from its bytes, and what each storage epoch counts
 FABRIC_VM_COUNTERS = (
@@ -65,7 +67,7 @@ class Sensors:
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
         host_busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.H) + dom0_alloc
         util = host_busy / self.host_cores
-        power = self.power_idle + (self.power_max - self.power_idle) * np.minimum(util, 1.0)
+        power = power_at(self.power_curve, util)
         per_host = np.empty((len(HOST_COUNTERS) + 1, self.H))
         per_host[0], per_host[1], per_host[4] = host_busy * dt, dom0_alloc * dt, power * dt
         per_host[2], per_host[3] = load_bytes[lay.nic_tx : lay.nic_rx], load_bytes[lay.nic_rx : lay.dom0]
