@@ -1,0 +1,94 @@
+"""Host overload detection of Beloglazov and Buyya (CCPE 24(13), 2012, §6.1-6.3), as pure functions over
+each host's CPU utilisation history (hosts x samples, oldest first, 0-1 and above for demand beyond the
+host), vectorized over hosts.
+
+- THR: overloaded when the utilisation now exceeds a static threshold.
+- IQR, MAD: adaptive thresholds 1 - s * IQR and 1 - s * MAD of the history (s: the safety parameter);
+  MAD = median(|u - median(u)|), with no normal-consistency factor, as the paper defines it.
+- LR, LRR: a local linear fit of the last `window` samples, weighted by the tricube of each sample's
+  distance from the newest (Cleveland's loess; LRR adds one round of bisquare robustness weights);
+  overloaded when s times the utilisation it predicts `ahead` samples later reaches 1.
+
+A host with too short a history is judged by THR at FALLBACK_THRESHOLD, as CloudSim's implementation of
+the paper does (fewer than 12 samples for IQR and MAD, fewer than `window` for LR and LRR).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FALLBACK_THRESHOLD = 0.7
+MIN_HISTORY = 12  # samples IQR and MAD need
+
+
+def thr(now: np.ndarray, threshold: float) -> np.ndarray:
+    """Overloaded hosts by a static threshold on the utilisation now."""
+    return now > threshold
+
+
+def iqr_threshold(history: np.ndarray, safety: float) -> np.ndarray:
+    """1 - s * (Q3 - Q1) of each host's history (rows)."""
+    q1, q3 = np.percentile(history, [25, 75], axis=1)
+    return 1.0 - safety * (q3 - q1)
+
+
+def mad_threshold(history: np.ndarray, safety: float) -> np.ndarray:
+    """1 - s * MAD of each host's history (rows)."""
+    median = np.median(history, axis=1, keepdims=True)
+    return 1.0 - safety * np.median(np.abs(history - median), axis=1)
+
+
+def adaptive(history: np.ndarray, safety: float, method: str) -> np.ndarray:
+    """Overloaded hosts by IQR or MAD: the newest sample above the history's threshold (THR at the fallback
+    threshold for a history shorter than MIN_HISTORY)."""
+    now = history[:, -1]
+    if history.shape[1] < MIN_HISTORY:
+        return thr(now, FALLBACK_THRESHOLD)
+    threshold = iqr_threshold(history, safety) if method == "iqr" else mad_threshold(history, safety)
+    return now > threshold
+
+
+def tricube_weights(window: int) -> np.ndarray:
+    """Loess weights of samples 0..window-1 (the newest last) for a fit at the newest: (1 - d^3)^3, d the
+    distance from the newest over the window's span, so the oldest sample weighs 0."""
+    distance = (window - 1 - np.arange(window)) / (window - 1)
+    return (1.0 - distance**3) ** 3
+
+
+def local_fit(history: np.ndarray, window: int = 10, robust: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(intercept, slope) of each host's weighted linear fit over its last `window` samples, x = 1..window."""
+    y = history[:, -window:]
+    x = np.arange(1, window + 1, dtype=float)
+    weights = np.broadcast_to(tricube_weights(window), y.shape)
+    intercept, slope = _weighted_line(x, y, weights)
+    if robust:  # one round of bisquare weights on the residuals (LRR)
+        residual = y - (intercept[:, None] + slope[:, None] * x)
+        scale = 6.0 * np.median(np.abs(residual), axis=1, keepdims=True)
+        ratio = np.divide(residual, scale, out=np.zeros_like(residual), where=scale > 0)
+        bisquare = np.where(np.abs(ratio) < 1, (1 - ratio**2) ** 2, 0.0)
+        intercept, slope = _weighted_line(x, y, weights * bisquare)
+    return intercept, slope
+
+
+def _weighted_line(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least squares of y (rows) on x: the closed form of the 2 x 2 normal equations."""
+    total = weights.sum(axis=1)
+    x_mean = (weights * x).sum(axis=1) / total
+    y_mean = (weights * y).sum(axis=1) / total
+    dx = x - x_mean[:, None]
+    spread = (weights * dx**2).sum(axis=1)
+    slope = np.divide(
+        (weights * dx * (y - y_mean[:, None])).sum(axis=1), spread, out=np.zeros_like(spread), where=spread > 0
+    )
+    return y_mean - slope * x_mean, slope
+
+
+def regression(
+    history: np.ndarray, safety: float, window: int = 10, ahead: int = 1, robust: bool = False
+) -> np.ndarray:
+    """Overloaded hosts by LR (or LRR): s times the utilisation predicted `ahead` samples past the newest
+    reaches 1 (THR at the fallback threshold for a history shorter than `window`)."""
+    if history.shape[1] < window:
+        return thr(history[:, -1], FALLBACK_THRESHOLD)
+    intercept, slope = local_fit(history, window, robust)
+    return safety * (intercept + slope * (window + ahead)) >= 1.0
