@@ -1,0 +1,73 @@
+"""PABFD and the consolidation of underloaded hosts (Beloglazov and Buyya) against cases computed by hand,
+on the G4 and G5 servers of CloudSim's PlanetLab study (3,720 and 5,320 MIPS)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sova.model.power_models import host_curve
+from sova.plan.power_aware_placement import Cluster, consolidate, pabfd
+
+G4, G5 = host_curve("hp-ml110-g4", 0, 0), host_curve("hp-ml110-g5", 0, 0)
+
+
+def cluster(capacity, curves, vm_host, vm_demand, vm_memory=None, memory=4096.0):
+    vm_host, vm_demand = np.array(vm_host), np.array(vm_demand, dtype=float)
+    vm_memory = np.array(vm_memory if vm_memory is not None else [100.0] * len(vm_host))
+    hosts = len(capacity)
+    return Cluster(
+        capacity=np.array(capacity, dtype=float),
+        load=np.bincount(vm_host, weights=vm_demand, minlength=hosts),
+        memory_free=memory - np.bincount(vm_host, weights=vm_memory, minlength=hosts),
+        curves=np.array(curves),
+        vm_host=vm_host,
+        vm_demand=vm_demand,
+        vm_memory=vm_memory,
+    )
+
+
+def thr(c: Cluster, threshold: float = 0.8):
+    return lambda host, load: load / c.capacity[host] > threshold
+
+
+def test_pabfd_picks_the_host_whose_power_rises_least():
+    # a 372-MIPS VM: a G4 at 50 % goes to 60 % (+4.0 W); a G5 at 50 % to 57 % (+3.5 W, by hand)
+    c = cluster([3720, 5320, 3720], [G4, G5, G4], [0, 1, 2], [1860, 2660, 372])
+    assert pabfd(c, [2], np.array([True, True, False]), thr(c)) == []
+    assert c.moves == [(2, 1)] and c.load[1] == pytest.approx(3032)
+
+
+def test_pabfd_places_the_largest_first_and_never_onto_a_host_it_would_overload():
+    c = cluster([3720, 3720, 3720], [G4, G4, G4], [2, 2, 2], [1000, 2900, 500])
+    # 2,900 first: to host 0 (ties: the first); 1,000 next: not host 0 (3,900 > 3,720), so host 1; 500: host 1
+    # (the smaller rise: 1,000 -> 1,500 is +3.4 W on G4's curve, 2,900 -> 3,400 would overload host 0)
+    assert pabfd(c, [0, 1, 2], np.array([True, True, False]), thr(c)) == []
+    assert c.moves == [(1, 0), (0, 1), (2, 1)]
+
+
+def test_a_vm_no_host_can_take_stays_where_it_is():
+    c = cluster([3720, 3720], [G4, G4], [0, 1], [3000, 3000])
+    assert pabfd(c, [0], np.array([False, True]), thr(c)) == [0] and c.moves == []
+    assert list(c.vm_host) == [0, 1]
+
+
+def test_consolidation_empties_the_least_loaded_host_and_keeps_a_host_it_cannot_empty():
+    # loads 2,500 / 1,000 / 500 MIPS on three G4s; THR 0.8 (2,976 MIPS)
+    c = cluster([3720, 3720, 3720], [G4, G4, G4], [0, 1, 2], [2500, 1000, 500])
+    emptied = consolidate(c, np.zeros(3, dtype=bool), thr(c))
+    # host 2's VM: not to host 0 (3,000 > 2,976), so host 1; host 1 took a VM: not tried; host 0's 2,500
+    # fits nowhere (host 1 would hold 4,000): it stays, and nothing of it moves
+    assert emptied == [2] and c.moves == [(2, 1)]
+    assert list(c.load) == [2500, 1500, 0]
+
+
+def test_consolidation_is_all_or_nothing_per_host_and_leaves_overloaded_and_empty_hosts_alone():
+    c = cluster([3720] * 4, [G4] * 4, [0, 1, 1, 3], [3500, 400, 2000, 300])
+    overloaded = np.array([True, False, False, False])
+    emptied = consolidate(c, overloaded, thr(c))
+    # host 3 (300) goes to host 1 (2,400 -> 2,700); host 1 took it; host 0 is overloaded; host 2 is empty
+    assert emptied == [3] and c.moves == [(3, 1)]
+    two = cluster([3720] * 3, [G4] * 3, [0, 0, 1], [1500, 1500, 2500])
+    assert consolidate(two, np.zeros(3, dtype=bool), thr(two)) == []  # neither host's VMs all fit elsewhere
+    assert two.moves == [] and list(two.vm_host) == [0, 0, 1] and list(two.load) == [3000, 2500, 0]
