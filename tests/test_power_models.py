@@ -72,3 +72,51 @@ def test_a_bad_power_model_is_refused_with_its_place(host, message):
     with pytest.raises(InputError) as err:
         hosts_scenario(**host)
     assert message in str(err.value) and "[[hosts]]" in str(err.value)
+
+
+def test_sla_metrics_by_hand():
+    from sova.sim.sla import sla_metrics
+
+    # host 0 short 30 of 100 s, host 1 short 0 of 50 s, host 2 never active: SLATAH = (0.3 + 0) / 2
+    # VM 0 lost 2 of 100 core-s, VM 1 none of 300, VM 2 asked nothing: PDM = (0.02 + 0) / 2
+    metrics = sla_metrics(
+        np.array([100.0, 50.0, 0.0]),
+        np.array([30.0, 0.0, 0.0]),
+        np.array([100.0, 300.0, 0.0]),
+        np.array([2.0, 0, 0]),
+        10.0,
+    )
+    assert metrics == pytest.approx({"slatah_pct": 15.0, "pdm_pct": 1.0, "slav": 0.0015, "esv": 0.015})
+
+
+def test_a_host_asked_for_more_cpu_than_it_has_counts_as_violating_its_sla_all_the_time():
+    overloaded = make_scenario(
+        scenario={"duration": 300},
+        hosts=[{"name": "h1", "cores": 2}, {"name": "h2", "cores": 2}],
+        vms=[{"name": "v{i}", "count": 3, "host": "h1", "vcpus": 1}, {"name": "w", "host": "h2", "vcpus": 1}],
+        workloads=[{"vm": "*", "kind": "lookbusy", "duty": 1.0, "util": 1.0}],
+    )
+    summary = run_profile(overloaded, "default").summary
+    assert summary["slatah_pct"] == pytest.approx(50.0, abs=1)  # h1 (3 busy vCPUs on 2 cores) all the time, h2 never
+    assert summary["pdm_pct"] == 0 and summary["slav"] == 0  # no migration
+
+
+def test_pdm_is_a_tenth_of_the_migrating_vms_share_of_time_in_migration():
+    hot = make_scenario(
+        scenario={"duration": 600},
+        hosts=[{"name": "h{i}", "count": 2, "cores": 4}],
+        vms=[{"name": "v{i}", "count": 4, "host": "h1", "vcpus": 1, "memory": 1024}],
+        workloads=[{"vm": "v*", "kind": "lookbusy", "duty": 1.0, "util": 1.0}],
+        profiles={"threshold": {"policies": ["threshold-migration"]}},
+    )
+    result = run_profile(hot, "threshold")
+    migrations = result.summary["migrations"]
+    assert migrations["completed"] >= 1
+    # each busy VM asks one core all the run; one migrating for D s loses 0.1 core for D s (by hand), D
+    # counted in whole fabric steps (1 s here): within a step of the migrations' own time
+    pdm = result.summary["pdm_pct"] / 100
+    steps = migrations["completed"] * hot.step
+    assert (
+        0.1 * (migrations["time_total"] - steps) / 600 / 4 <= pdm <= 0.1 * (migrations["time_total"] + steps) / 600 / 4
+    )
+    assert pdm > 0

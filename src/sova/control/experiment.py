@@ -29,6 +29,7 @@ from sova.plan.storage.io_control import IoController, bind_all
 from sova.sim.engine import Simulator
 from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
 from sova.sim.records import LifecycleRecord, MigrationRecord
+from sova.sim.sla import sla_metrics
 
 Progress = Callable[[str, int, int], None]
 
@@ -228,6 +229,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         },
         "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
     }
+    out |= sla_metrics(sim.host_active_s, sim.host_short_s, sim.vm_cpu_asked, sim.vm_migration_loss, out["energy_kwh"])
     if rec.per_host:
         dom0 = sim.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.dom0_vcpus
         out["hosts"] = {

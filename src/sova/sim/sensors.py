@@ -43,6 +43,13 @@ class Sensors:
         self.counters = {name: self._vm_counts[i] for i, name in enumerate(VM_COUNTERS)}
         self.counters |= {name: self._host_counts[i] for i, name in enumerate(HOST_COUNTERS)}
         self.energy_j = self._host_counts[-1]
+        # SLA accounting (Beloglazov and Buyya's SLATAH and PDM): per host, seconds active (with a VM) and
+        # seconds it gave its VMs less CPU than they asked; per VM, the CPU asked (core-seconds) and the
+        # part lost to migrations (10 % of what it asked while migrating, as the paper estimates it)
+        self.host_active_s = np.zeros(self.H)
+        self.host_short_s = np.zeros(self.H)
+        self.vm_cpu_asked = np.zeros(self.V)
+        self.vm_migration_loss = np.zeros(self.V)
         self.flow_bytes = np.zeros(len(self.flows))
         # last step's gauges, for the recorder
         self.gauges: dict[str, np.ndarray] = {}
@@ -51,6 +58,7 @@ class Sensors:
         """What the sensors count over the fabric step (added in even parts over its ticks), and gauges."""
         got = vm_alloc * dt
         want = np.minimum(vm_dem, self.vm_vcpus)
+        self._account_sla(want, vm_alloc, dt)
         wait = np.minimum((want - vm_alloc) * dt + got * (stretch[self.vm_host] - 1), self.vm_vcpus * dt - got)
         blocked = np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0)
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
@@ -75,6 +83,18 @@ class Sensors:
         self.gauges.update(
             host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
         )
+
+    def _account_sla(self, want: np.ndarray, vm_alloc: np.ndarray, dt: float) -> None:
+        """A fabric step's share of SLATAH's and PDM's times and CPU."""
+        asked = np.where(self.vm_present, want, 0.0)
+        active = np.bincount(self.vm_host, weights=self.vm_present, minlength=self.H) > 0
+        short = np.bincount(self.vm_host, weights=asked - np.where(self.vm_present, vm_alloc, 0.0), minlength=self.H)
+        self.host_active_s += active * dt
+        self.host_short_s += (active & (short > 1e-6 * self.host_cores)) * dt
+        self.vm_cpu_asked += asked * dt
+        if self.migrations:
+            moving = np.fromiter(self.migrations, dtype=np.int64, count=len(self.migrations))
+            self.vm_migration_loss[moving] += 0.1 * asked[moving] * dt
 
     def _add_window(self, part: float) -> None:
         """Add `part` of the fabric step's counts to the counters."""
