@@ -21,7 +21,7 @@ from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.model.storage_slo import StorageSlo
 from sova.service.local_audit import _entry
-from sova.service.local_loops import LocalLoops, SharedObservation
+from sova.service.local_loops import LocalLoops, SharedObservation, own_part
 from sova.service.slo_relay import _status
 from sova.service.tokens import TokenBook
 from sova.sim.engine import Simulator
@@ -81,6 +81,18 @@ def test_a_report_and_a_monitor_tick_due_together_share_one_observation_of_the_h
     assert shared.observe() is first and shared.now() == driver.now()  # the rest goes to the driver
     clock[0] += 0.1
     assert shared.observe() is not first and calls == [100.0, 100.5]
+
+
+def test_a_real_hosts_local_loops_see_only_that_host_its_flows_to_peers_leaving_it():
+    from test_host_report import busy_cluster
+
+    snap = busy_cluster().observe()  # a -> b (h1 -> h2), c -> outside, b -> a (h2 -> h1)
+    own = own_part(snap, "h1")
+    assert own.hosts == ("h1",) and own.vms == ("a", "c")
+    sources = [own.vms[i] for i in own.flow_src]
+    assert set(sources) <= {"a", "c"} and all(d == -1 for d in own.flow_dst)  # b is h2's: leaving h1
+    shared = SharedObservation(SimDriver(Simulator(storage_scenario(), seed=1)), max_age=0.5, host="h1")
+    assert shared.observe().hosts == ("h1",) and shared.full().hosts == ("h1",)
 
 
 def test_the_manager_takes_no_malformed_audit_entry_or_status_from_an_agent():

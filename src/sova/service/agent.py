@@ -15,6 +15,7 @@ import contextlib
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from sova.service.agent_actions import ActionAgent
 from sova.service.bus import Bus
 from sova.service.ledger import Ledger
 from sova.service.local_audit import LocalAuditSender
-from sova.service.local_loops import LocalLoops
+from sova.service.local_loops import LocalLoops, own_part
 from sova.service.reporting import publish_report
 from sova.service.slo_relay import SloFollower, publish_status
 from sova.sim.engine import Simulator
@@ -53,8 +54,10 @@ class LocalSide:
     """The local loops of one or more hosts (a simulated cluster's are one), with what they need of the
     bus: the SLOs in, the SLO status and audit entries out."""
 
-    def __init__(self, bus: Bus, loops: LocalLoops):
-        self.bus, self.loops = bus, loops
+    def __init__(self, bus: Bus, loops: LocalLoops, own: str | None = None):
+        """own: the one host these loops are for (None: every host of the observation, a simulated
+        cluster's)."""
+        self.bus, self.loops, self.own = bus, loops, own
         self.slos = SloFollower(bus)
         self.audit = LocalAuditSender(bus)
 
@@ -62,6 +65,8 @@ class LocalSide:
         """At each report: SLOs that changed, the VMs now on the hosts, and what the SLO engine measured."""
         if not self.loops.controllers:
             return
+        if self.own is not None:
+            snapshot = own_part(snapshot, self.own)  # the VMs this agent holds, not its peers'
         slos = await self.slos.poll()
         if slos is None:
             self.loops.see(snapshot)
@@ -79,7 +84,11 @@ class LocalSide:
 
 
 async def run_host_agent(
-    agent: HostAgent, driver: Driver, period: float, stop: asyncio.Event, local: LocalSide | None = None
+    agent: HostAgent,
+    observe: Callable[[], Snapshot],
+    period: float,
+    stop: asyncio.Event,
+    local: LocalSide | None = None,
 ) -> None:
     """Report every `period` wall seconds, take actions in between and run the local loops at theirs, until
     `stop`; a bus fault costs a report or a step, never the agent (the connection comes back by itself)."""
@@ -90,7 +99,7 @@ async def run_host_agent(
         if time.monotonic() >= next_report:
             next_report += period * max(1, int((time.monotonic() - next_report) // period) + 1)
             try:  # the wall clock: real hosts' reports must compare across hosts (NTP keeps them in step)
-                snapshot = replace(driver.observe(), time=time.time())
+                snapshot = replace(observe(), time=time.time())
                 await agent.report(snapshot)
             except Exception as err:
                 log.warning("report not sent: %s", err or type(err).__name__)

@@ -136,11 +136,11 @@ async def run_agent(
     _stop_on_signals(stop)
     bus = await bus_settings.connect(f"sova-agent-{host}")
     book = Ledger(ledger)
-    driver = SharedObservation(driver, max_age=min(period, local.control.monitor_period) / 2)
-    loops = LocalLoops(driver, local.policies, local.control)
-    side = LocalSide(bus, loops) if loops.policies else None
+    shared = SharedObservation(driver, max_age=min(period, local.control.monitor_period) / 2, host=host)
+    loops = LocalLoops(shared, local.policies, local.control)
+    side = LocalSide(bus, loops, own=host) if loops.policies else None
     try:
-        await run_host_agent(HostAgent(bus, host, driver, book), driver, period, stop, side)
+        await run_host_agent(HostAgent(bus, host, driver, book), shared.full, period, stop, side)
     finally:
         await bus.close()
         book.close()

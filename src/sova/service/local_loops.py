@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -24,27 +25,43 @@ from sova.model.snapshot import Snapshot
 from sova.model.storage_slo import SloBook, StorageSlo
 from sova.plan.base import Policy
 from sova.plan.storage.io_control import IoController, bind_all
+from sova.service.host_report import host_part
 
 
 class SharedObservation:
-    """A driver whose observation the agent's report and its local loops share: an observation younger
-    than `max_age` seconds is handed out again, so a report and a monitor tick due together cost one
-    (a real host's observation asks libvirtd and every guest's agent). `max_age` stays below the local
-    loops' monitor period, so consecutive monitor ticks never see the same observation."""
+    """A real host's driver as its agent's local loops see it: only this host (the driver reads its peers
+    too, for migrations), and one observation shared with the agent's report. An observation younger than
+    `max_age` seconds is handed out again, so a report and a monitor tick due together cost one (a real
+    host's observation asks libvirtd and every guest's agent); `max_age` stays below the local loops'
+    monitor period, so consecutive monitor ticks never see the same observation."""
 
-    def __init__(self, driver: Driver, max_age: float):
-        self.driver, self.max_age = driver, max_age
+    def __init__(self, driver: Driver, max_age: float, host: str | None = None):
+        """host: the agent's own (None: every host the driver has)."""
+        self.driver, self.max_age, self.host = driver, max_age, host
         self._last: Snapshot | None = None
         self._at = -math.inf
 
-    def observe(self) -> Snapshot:
+    def full(self) -> Snapshot:
+        """The driver's whole observation (peers included), as the agent's report is made from."""
         now = time.monotonic()
         if self._last is None or now - self._at >= self.max_age:
             self._last, self._at = self.driver.observe(), now
         return self._last
 
+    def observe(self) -> Snapshot:
+        return own_part(self.full(), self.host) if self.host is not None else self.full()
+
     def __getattr__(self, name: str):
         return getattr(self.driver, name)  # every other call goes to the driver itself
+
+
+def own_part(snap: Snapshot, host: str) -> Snapshot:
+    """A host's own part of an observation, self-contained: flows to VMs elsewhere count as leaving it."""
+    part = host_part(snap, host)
+    mine = np.flatnonzero(snap.vm_host == snap.hosts.index(host))
+    index = np.full(len(snap.vms), -1, dtype=np.int64)
+    index[mine] = np.arange(len(mine))
+    return replace(part, flow_dst=np.where(part.flow_dst >= 0, index[np.maximum(part.flow_dst, 0)], -1))
 
 
 class LocalLoops:
