@@ -192,7 +192,7 @@ def profile_and_rails(args, where: str):
     elif args.profile in known:
         profile = ProfileSpec(args.profile, known[args.profile], getattr(args, "mode", "auto"), params)
     else:
-        choices = ", ".join([*known, *scenario_profiles])
+        choices = ", ".join(dict.fromkeys([*known, *scenario_profiles]))  # a scenario may reuse a built-in name
         raise InputError([Problem("--profile", f"unknown profile {args.profile!r}; expected one of {choices}")])
     r = Reader(where)
     policies = check_profile(r, profile, params_at="--param {policy}")
