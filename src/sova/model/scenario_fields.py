@@ -98,7 +98,7 @@ HOST_FIELDS = {
         "hp-ml110-g5: the servers of CloudSim's PlanetLab study), or custom (power_curve)",
         choices=MODELS,
     ),
-    "power_curve": Field("any", [], "with power_model = custom: watts at 0, 10, ..., 100 % CPU (11 numbers)"),
+    "power_curve": Field("any", (), "with power_model = custom: watts at 0, 10, ..., 100 % CPU (11 numbers)"),
     "nic": Field("table", {}, "the physical NIC: bandwidth, sriov, max_vfs"),
 }
 
