@@ -55,6 +55,26 @@ def local_subject(host: str) -> str:
     return f"sova.local.{host_token(host)}"
 
 
+class Listener:
+    """A subscription to plain NATS subject `subject` (with wildcards) while started; messages go to
+    `_take`. For what a later message supersedes (reports, SLO status), so nothing is stored."""
+
+    subject = ""
+    bus: Bus
+    subscription = None
+
+    async def start(self) -> None:
+        self.subscription = await self.bus.client.subscribe(self.subject, cb=self._take)
+
+    async def stop(self) -> None:
+        if self.subscription is not None:
+            await self.subscription.unsubscribe()
+            self.subscription = None
+
+    async def _take(self, message) -> None:
+        raise NotImplementedError
+
+
 @dataclass(frozen=True)
 class TlsFiles:
     """TLS to the bus: the CA that signed the server's certificate, and this client's own (optional)."""

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 
 from sova.model.snapshot import Snapshot
-from sova.service.bus import Bus, BusError, host_token
+from sova.service.bus import Bus, BusError, Listener, host_token
 from sova.service.host_report import ReportError, decode, encode, merge
 
 log = logging.getLogger(__name__)
@@ -28,8 +28,10 @@ async def publish_report(bus: Bus, snapshot: Snapshot, host: str) -> int:
     return len(payload)
 
 
-class ReportCollector:
+class ReportCollector(Listener):
     """The manager's view: the latest report of every host that has reported, and when it came."""
+
+    subject = "sova.report.*"
 
     def __init__(self, bus: Bus, stale_after: float = 30.0):
         """stale_after: wall seconds after which a host that has not reported is left out of the view."""
@@ -41,16 +43,7 @@ class ReportCollector:
         self.refused = 0
         self.on_lag: Callable[[float], None] = lambda seconds: None  # each report's send-to-receipt time (s)
         self.version = 0  # grows with every report taken
-        self.subscription = None
         self._merged: tuple[tuple, Snapshot] | None = None
-
-    async def start(self) -> None:
-        self.subscription = await self.bus.client.subscribe("sova.report.*", cb=self._take)
-
-    async def stop(self) -> None:
-        if self.subscription is not None:
-            await self.subscription.unsubscribe()
-            self.subscription = None
 
     async def _take(self, message) -> None:
         host = message.subject.rsplit(".", 1)[-1]

@@ -21,7 +21,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.kv import KeyValue
 
 from sova.model.storage_slo import SloError, StorageSlo, slo_from_settings, slo_settings
-from sova.service.bus import Bus, BusError, host_token
+from sova.service.bus import Bus, BusError, Listener, host_token
 
 log = logging.getLogger(__name__)
 BUCKET = "sova_slos"
@@ -90,21 +90,14 @@ async def publish_status(bus: Bus, host: str, status: dict[str, dict]) -> None:
         await bus.client.publish(f"{STATUS}.{host_token(host)}", json.dumps(status).encode())
 
 
-class SloStatusBoard:
+class SloStatusBoard(Listener):
     """A manager's view of the SLO status: the latest each VM's host sent, with the host and when."""
+
+    subject = f"{STATUS}.*"
 
     def __init__(self, bus: Bus):
         self.bus = bus
         self.latest: dict[str, dict] = {}
-        self.subscription = None
-
-    async def start(self) -> None:
-        self.subscription = await self.bus.client.subscribe(f"{STATUS}.*", cb=self._take)
-
-    async def stop(self) -> None:
-        if self.subscription is not None:
-            await self.subscription.unsubscribe()
-            self.subscription = None
 
     async def _take(self, message) -> None:
         host = message.subject.rsplit(".", 1)[-1]
