@@ -7,7 +7,8 @@ Rails, checked when an action is about to start (against the newest Knowledge):
   at most ``max_migrations_per_host`` touching a host and ``max_migrations_cluster`` in all; memory
   free on the destination (counting migrations already heading there); the destination's CPU stays
   under ``cpu_headroom`` with the VM's current load added;
-- VF attach: a free VF on the VM's host.
+- VF attach: a free VF on the VM's host;
+- host power: only a host with no VM, and none migrating to it, goes to sleep or off.
 A running action that outlives ``action_timeout`` is cancelled and recorded as timed out. In approve
 mode plans wait for ``approve(plan)``/``reject(plan)`` and expire after ``approval_timeout``.
 """
@@ -213,6 +214,13 @@ class Executor:
             return f"no host named {host_name!r}"
         if isinstance(action, A.Migrate):
             return self._check_migrate(action, knowledge)
+        if isinstance(action, A.SetHostPower) and action.state != "on":
+            h = snap.host_position[action.host]
+            incoming = [
+                j.action.vm for j in self.running if isinstance(j.action, A.Migrate) and j.action.dst == action.host
+            ]
+            if (snap.vm_host == h).any() or incoming:
+                return f"{action.host} has VMs (or one migrating to it); only an empty host can go to {action.state}"
         if isinstance(action, A.AttachVF):
             v = snap.vm_position[action.vm]
             h = int(snap.vm_host[v])

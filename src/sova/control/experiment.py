@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -90,7 +90,7 @@ def run_profile(
     prof = scenario.profiles[name]
     policies = build_policies(scenario, prof)
     controllers = bind_controllers(policies, scenario)
-    sim = Simulator(scenario, seed)
+    sim = Simulator(replace(scenario, simulator={**scenario.simulator, **prof.simulator}), seed)
     initial_vfs = frozenset(sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf & sim.vm_present))
     driver = SimDriver(sim)
     runtime = Runtime(driver, policies, scenario.control, prof.mode, scenario.topology, build_admission(prof))
@@ -230,6 +230,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
     }
     out |= sla_metrics(sim.host_active_s, sim.host_short_s, sim.vm_cpu_asked, sim.vm_migration_loss, out["energy_kwh"])
+    out |= {"host_shutdowns": int(sim.host_shutdowns.sum()), "host_wakes": int(sim.host_wakes.sum())}
     if rec.per_host:
         dom0 = sim.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.dom0_vcpus
         out["hosts"] = {

@@ -405,6 +405,8 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         try:
             if isinstance(action, A.SetDom0Weight):
                 return self._set_dom0_weight(action, now)
+            if isinstance(action, A.SetHostPower):
+                raise _Refused("switching a host's power needs IPMI or wake-on-LAN, which this driver does not drive")
             host, dom = self._dom(vm)
         except _Refused as r:
             return A.Outcome(A.FAILED, str(r), now, now)

@@ -13,6 +13,7 @@ from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 from sova.sim.datapath import VM
 from sova.sim.engine import Simulator
+from sova.sim.host_power import STATE_NAMES
 from sova.sim.records import SimError
 
 
@@ -130,6 +131,9 @@ class SimDriver:
             flow_src=self._flow_src,
             flow_dst=self._flow_dst,
             flow_bytes=s.flow_bytes[self._vm_flows],
+            host_core_mips=s.host_core_mips,
+            host_power=tuple(STATE_NAMES[state] for state in s.host_state),
+            host_power_curve=s.power_curve,
         )
 
     def requests(self) -> list[VmRequest]:
@@ -185,6 +189,8 @@ class SimDriver:
                 s.vm_io.size_limit[self._vm_index(action.vm)] = action.size
             elif isinstance(action, A.SetNetLimit):
                 s.vm_net_limit[self._vm_index(action.vm)] = action.rate
+            elif isinstance(action, A.SetHostPower):
+                s.set_host_power(self._host_index(action.host), action.state)
             elif isinstance(action, A.SetDom0Weight):
                 s.dom0_weight[self._host_index(action.host)] = action.weight
             else:

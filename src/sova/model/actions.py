@@ -96,6 +96,14 @@ class SetDom0Weight(Action):
 
 
 @dataclass(frozen=True)
+class SetHostPower(Action):
+    """Put an empty host to sleep (ACPI S3) or switch it off (S5), or wake it ("on")."""
+
+    host: str
+    state: str  # on | sleep | off
+
+
+@dataclass(frozen=True)
 class CreateVM(Action):
     """Start a requested VM on a host (admission)."""
 
@@ -114,6 +122,7 @@ _KIND_NAMES = {
     SetIoTarget: "set-io-target",
     SetNetLimit: "set-net-limit",
     SetDom0Weight: "set-dom0-weight",
+    SetHostPower: "set-host-power",
     CreateVM: "create-vm",
 }
 

@@ -60,6 +60,11 @@ class HostSpec:
     power_max: float = 250.0
     power_model: str = "linear"
     power_curve: tuple[float, ...] = ()  # watts at 0, 10, ..., 100 % CPU (power_model = custom)
+    sleep_power: float = 8.0  # W asleep (S3)
+    sleep_wake_time: float = 5.0  # s
+    off_power: float = 5.0  # W switched off (S5)
+    off_wake_time: float = 180.0  # s to boot
+    wake_power: float = 0.0  # W while waking; 0: full-load power
     nic: NicSpec = field(default_factory=NicSpec)
 
 
@@ -128,6 +133,7 @@ class ProfileSpec:
     mode: str = "auto"
     params: dict[str, dict[str, Any]] = field(default_factory=dict)
     admission: str = "first-fit"  # the admission policy: places VMs that arrive without a host
+    simulator: dict[str, Any] = field(default_factory=dict)  # [simulator] keys it runs with instead
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,12 @@ HOST_FIELDS = {
         choices=MODELS,
     ),
     "power_curve": Field("any", (), "with power_model = custom: watts at 0, 10, ..., 100 % CPU (11 numbers)"),
+    # power states of a host with no VM (docs/simulator.md, "Host power states")
+    "sleep_power": Field("float", 8.0, "power asleep (ACPI S3, suspend to RAM), W", lo=0),
+    "sleep_wake_time": Field("duration", 5.0, "time to wake from sleep", lo=0),
+    "off_power": Field("float", 5.0, "power switched off (ACPI S5, wake-on-LAN armed), W", lo=0),
+    "off_wake_time": Field("duration", 180.0, "time to boot from off to a running hypervisor", lo=0),
+    "wake_power": Field("float", 0.0, "power while waking, W (0: the host's full-load power)", lo=0),
     "nic": Field("table", {}, "the physical NIC: bandwidth, sriov, max_vfs"),
 }
 
@@ -369,6 +375,9 @@ PROFILE_FIELDS = {
     "admission": Field(
         "str", "first-fit", "admission policy placing VMs that arrive without a host: first-fit or cloudscope"
     ),
+    "simulator": Field(
+        "table", {}, "[simulator] keys this profile runs with instead (e.g. power_follows_load = false for NPA)"
+    ),
 }
 
 CONTROL_FIELDS = {
@@ -458,6 +467,12 @@ SIMULATOR_FIELDS = {
         "what a second busy hyper-thread adds to its core's throughput (0: nothing, 1: a core)",
         lo=0,
         hi=1,
+    ),
+    "power_follows_load": Field(
+        "bool",
+        True,
+        "a running host draws its power curve at its CPU load (false: its full-load power all the time, the "
+        "non-power-aware reference of Beloglazov and Buyya)",
     ),
     "rate_limit_burst": Field("size", 65536.0, "token-bucket burst of a VF rate tier or vNIC limit", lo=0),
     "vf_attach_time": Field("duration", 0.2, "hot-plug of a VF", lo=0),

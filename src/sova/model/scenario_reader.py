@@ -431,10 +431,18 @@ def _read_profiles(r: Reader, raw: Any) -> dict[str, ProfileSpec]:
             mode=t["mode"] or "auto",
             params={k: v for k, v in params.items() if isinstance(v, dict)},
             admission=t["admission"] or "first-fit",
+            simulator=_profile_simulator(r, t["simulator"] or {}, name),
         )
     if not out:
         out["default"] = ProfileSpec(name="default")
     return out
+
+
+def _profile_simulator(r: Reader, raw: Any, profile: str) -> dict[str, Any]:
+    """The [simulator] keys a profile sets, checked as [simulator]'s (only those given: the rest are the
+    scenario's)."""
+    checked = r.table(raw, SIMULATOR_FIELDS, f"[profiles.{profile}.simulator]")
+    return {key: checked[key] for key in raw if key in checked} if isinstance(raw, dict) else {}
 
 
 def _check_topology_fits(r: Reader, t: TopologySpec, n_hosts: int) -> None:

@@ -83,6 +83,12 @@ class Snapshot:
     # per VM: its disks are files or block devices of its host, whose IO does not cross the NIC (libvirt's
     # disk type 'file' or 'block'); None: unknown, taken as network storage (iSCSI, RBD, NFS)
     vm_disk_local: np.ndarray | None = None
+    # per host: MIPS of one core at full speed (libvirt nodeinfo MHz; 1 MHz ~ 1 MIPS); None: unknown
+    host_core_mips: np.ndarray | None = None
+    # per host: 'on', 'sleep', 'off' or 'waking' (IPMI chassis power, or the host answering); None: all on
+    host_power: tuple[str, ...] | None = None
+    # per host: watts at 0, 10, ..., 100 % CPU (the inventory's power model), hosts x 11; None: unknown
+    host_power_curve: np.ndarray | None = None
 
     @functools.cached_property
     def vm_position(self) -> dict[str, int]:
@@ -92,6 +98,12 @@ class Snapshot:
     @functools.cached_property
     def host_position(self) -> dict[str, int]:
         return {name: i for i, name in enumerate(self.hosts)}
+
+    def hosts_on(self) -> np.ndarray:
+        """Per host: it is on and can run VMs (all hosts where the driver reports no power states)."""
+        if self.host_power is None:
+            return np.ones(len(self.hosts), dtype=bool)
+        return np.array([state == "on" for state in self.host_power], dtype=bool)
 
     def committed_memory(self) -> np.ndarray:
         """Per host: MiB committed to its VMs (their configured memory)."""

@@ -15,11 +15,13 @@ from dataclasses import fields, replace
 
 import numpy as np
 
+from sova.model.power_models import POINTS
 from sova.model.snapshot import Snapshot, VmCounters
 
 VERSION = 1
 _HOST = ("host_cores", "host_memory", "host_cpu_time", "dom0_cpu_time", "dom0_vcpus", "nic_bandwidth")
-_HOST += ("nic_rx_bytes", "nic_tx_bytes", "vfs_total", "vfs_used", "dom0_weight")
+_HOST += ("nic_rx_bytes", "nic_tx_bytes", "vfs_total", "vfs_used", "dom0_weight", "host_core_mips")
+_CURVE = "host_power_curve"  # the host's watts at 0, 10, ..., 100 % CPU: POINTS values
 _VM = ("vm_vcpus", "vm_memory", "vm_memory_used", "vm_dirty_rate", "vm_weight", "vm_cap", "vm_vf_rate")
 _VM += ("vm_migrating", "vm_disk_local")
 _COUNTERS = tuple(f.name for f in fields(VmCounters))
@@ -50,6 +52,8 @@ def host_part(snap: Snapshot, host: str) -> Snapshot:
         flow_src=index[snap.flow_src[sent]],
         flow_dst=snap.flow_dst[sent],
         flow_bytes=snap.flow_bytes[sent],
+        host_power=None if snap.host_power is None else (snap.host_power[h],),
+        host_power_curve=_take(snap.host_power_curve, [h]),
         **parts,
     )
 
@@ -60,6 +64,8 @@ def encode(snap: Snapshot, host: str) -> bytes:
     arrays = {name: getattr(part, name) for name in _HOST + _VM if getattr(part, name) is not None}
     arrays |= {f"counters.{name}": getattr(part.counters, name) for name in _COUNTERS}
     arrays |= {"flow_src": part.flow_src, "flow_bytes": part.flow_bytes}
+    if part.host_power_curve is not None:
+        arrays[_CURVE] = part.host_power_curve[0]
     destinations = ["" if d < 0 else snap.vms[d] for d in part.flow_dst]
     header = {
         "v": VERSION,
@@ -68,6 +74,7 @@ def encode(snap: Snapshot, host: str) -> bytes:
         "vms": list(part.vms),
         "vm_nic": list(part.vm_nic),
         "flow_dst": destinations,
+        "host_power": None if part.host_power is None else part.host_power[0],
         "arrays": {name: [_code(a), len(a)] for name, a in arrays.items()},
     }
     head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
@@ -108,6 +115,8 @@ def decode(payload: bytes) -> tuple[Snapshot, list[str]]:
         vm_nic=tuple(header["vm_nic"]),
         counters=counters,
         flow_dst=np.full(len(header["flow_dst"]), -1, dtype=np.int64),
+        host_power=None if header.get("host_power") is None else (str(header["host_power"]),),
+        host_power_curve=arrays[_CURVE].reshape(1, POINTS) if _CURVE in arrays else None,
         **{name: arrays.get(name) for name in _HOST + _VM + ("flow_src", "flow_bytes")},
     )
     return part, list(header["flow_dst"])
@@ -140,7 +149,8 @@ def merge(reports: list[tuple[Snapshot, list[str]]]) -> Snapshot:
         flow_src=np.concatenate([part.flow_src + first_vm[h] for h, part in enumerate(parts)]),
         flow_dst=flow_dst,
         flow_bytes=np.concatenate([part.flow_bytes for part in parts]),
-        **{name: joined(name) for name in _HOST + _VM},
+        host_power=None if any(p.host_power is None for p in parts) else tuple(p.host_power[0] for p in parts),
+        **{name: joined(name) for name in (*_HOST, *_VM, _CURVE)},
     )
 
 
@@ -158,10 +168,10 @@ def _check_lengths(host: str, vms: list, header: dict, arrays: dict) -> None:
     """Every array as long as what it describes; the names' lists as long as the VMs and the flows."""
     n_flows = len(arrays.get("flow_src", ()))
     for name, values in arrays.items():
-        want = 1 if name in _HOST else n_flows if name.startswith("flow_") else len(vms)
+        want = 1 if name in _HOST else POINTS if name == _CURVE else n_flows if name.startswith("flow_") else len(vms)
         if len(values) != want:
             raise ReportError(f"host report ({host}): {name} has {len(values)} values, expected {want}")
-    optional = ("dom0_weight", "vm_disk_local")
+    optional = ("dom0_weight", "vm_disk_local", "host_core_mips")
     for name in (*_COUNTERS, *(n for n in _HOST + _VM if n not in optional), "flow_src", "flow_bytes"):
         key = f"counters.{name}" if name in _COUNTERS else name
         if key not in arrays:

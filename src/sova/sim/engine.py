@@ -27,6 +27,7 @@ from sova.sim.blkback import BlkbackParams
 from sova.sim.compute import CpuScheduling
 from sova.sim.datapath import Layout
 from sova.sim.events import EventLog
+from sova.sim.host_power import HostPower
 from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.migration import Migration, migration_config
 from sova.sim.records import Flow, MigrationRecord
@@ -40,7 +41,7 @@ from sova.sim.workloads import Workloads
 MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
 
 
-class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOperations, VmLifecycle):
+class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOperations, HostPower, VmLifecycle):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -68,6 +69,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.power_curve = np.array(
             [host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts]
         )
+        self._init_host_power(hosts)
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
         self.storage_names = [s.name for s in scenario.storage]
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)
@@ -158,6 +160,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         t, dt, p = self.t, self.fabric_dt, self.params
         self.workloads.apply_phases(t)
         self._process_vf_ops(t)
+        self._advance_host_power(t)
         if len(self.rate) != len(self.flows):
             added = len(self.flows) - len(self.rate)  # flows of migrations started since: nothing carried yet
             self.rate = np.concatenate([self.rate, np.zeros(added)])
@@ -170,8 +173,8 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         wanted = self._workload_demands(t, dt, run)
         cpu_dem, demand, flow_scale = wanted.cpu, wanted.flow, wanted.flow_scale
         io = self._io_demands(t, dt, run)
-        for _mig, fid in self.migrations.values():
-            demand[fid] = p["migration_bandwidth"] or np.inf
+        for mig, fid in self.migrations.values():  # one waiting for its destination to wake sends nothing yet
+            demand[fid] = 0.0 if mig.wait_left >= dt else p["migration_bandwidth"] or np.inf
         # storage first: what the devices serve is what crosses the network
         self.storage.offer(io, self.vm_storage[io.vm], self.vm_host[io.vm])
         self._storage_epoch(demand)

@@ -48,6 +48,7 @@ class HypervisorOperations:
             wss=self.vm_wss[vm],
             started=self.t,
             config=self.migration_config,
+            wait_left=self.wake_for_migration(dst),
         )
         fid = self.add_flow((DOM0, src), (DOM0, dst), "migration")
         self.dom0_mem_reserved[dst] += self.vm_mem[vm]
@@ -147,9 +148,12 @@ class HypervisorOperations:
     def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
         """Advance every migration; returns each VM's running fraction of this step (pauses included)."""
         run_now = run.copy()
+        self.migrating_s = np.zeros(self.V)  # seconds of this step each VM was migrating (for PDM)
         for v in list(self.migrations):
             mig, fid = self.migrations[v]
+            before = mig.elapsed - mig.waited
             sent, paused = mig.advance(rate[fid] / 8, dt)
+            self.migrating_s[v] = mig.elapsed - mig.waited - before
             rate[fid] = sent * 8 / dt  # what it carried: it may end inside the step (counted once, by _account)
             run_now[v] = min(run[v], (1.0 - paused / dt) * (1.0 - mig.throttle))
             if mig.on_destination and self.vm_host[v] != mig.dst:  # post-copy: the guest runs there now

@@ -81,6 +81,8 @@ class Migration:
     mode: str = "precopy"  # precopy | postcopy: how the guest got to the destination
     status: str = ""  # once done: completed | not-converged | timed-out
     last_bandwidth: float = 0.0
+    wait_left: float = 0.0  # s until the destination is awake: the migration sends nothing before
+    waited: float = 0.0  # s it waited for that (in elapsed, not in the pre-copy timeout)
 
     def __post_init__(self) -> None:
         if self.round_left < 0:
@@ -119,13 +121,18 @@ class Migration:
             paused += use if was_paused else 0.0
             self.elapsed += use
             left -= use
-        if self.phase == "precopy" and 0 < self.config.timeout <= self.elapsed + _EPS:
+        if self.phase == "precopy" and 0 < self.config.timeout <= self.elapsed - self.waited + _EPS:
             self._time_out()  # due at the end of this step: not a step late
         return self.sent - sent0, paused
 
     def _step(self, bandwidth: float, left: float) -> float:
         """One piece of the current phase, up to `left` s; returns the time used (at no bandwidth, the time
         passes with nothing sent: the guest keeps dirtying memory, or stays paused)."""
+        if self.wait_left > 0:  # the destination is waking up: nothing is sent, the guest runs as before
+            use = min(left, self.wait_left)
+            self.wait_left -= use
+            self.waited += use
+            return use
         if self.phase in ("resume", "switch"):
             use = min(left, self.resume_left)
             self.resume_left -= use
@@ -134,7 +141,7 @@ class Migration:
                 self._resumed()
             return use
         if self.phase == "precopy" and self.config.timeout > 0:
-            until_timeout = self.config.timeout - self.elapsed
+            until_timeout = self.config.timeout - (self.elapsed - self.waited)
             if until_timeout <= _EPS:
                 self._time_out()
                 return 0.0

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from sova.model.power_models import power_at
-
 # per-VM counters: what the fabric's step counts (added in parts over its ticks), the packets that follow
 # from its bytes, and what each storage epoch counts
 FABRIC_VM_COUNTERS = (
@@ -50,6 +48,7 @@ class Sensors:
         self.host_short_s = np.zeros(self.H)
         self.vm_cpu_asked = np.zeros(self.V)
         self.vm_migration_loss = np.zeros(self.V)
+        self.migrating_s = np.zeros(self.V)  # per fabric step: seconds each VM was migrating
         self.flow_bytes = np.zeros(len(self.flows))
         # last step's gauges, for the recorder
         self.gauges: dict[str, np.ndarray] = {}
@@ -75,7 +74,7 @@ class Sensors:
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
         host_busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.H) + dom0_alloc
         util = host_busy / self.host_cores
-        power = power_at(self.power_curve, util)
+        power = self._host_power(util, dt)
         per_host = np.empty((len(HOST_COUNTERS) + 1, self.H))
         per_host[0], per_host[1], per_host[4] = host_busy * dt, dom0_alloc * dt, power * dt
         per_host[2], per_host[3] = load_bytes[lay.nic_tx : lay.nic_rx], load_bytes[lay.nic_rx : lay.dom0]
@@ -92,9 +91,7 @@ class Sensors:
         self.host_active_s += active * dt
         self.host_short_s += (active & (short > 1e-6 * self.host_cores)) * dt
         self.vm_cpu_asked += asked * dt
-        if self.migrations:
-            moving = np.fromiter(self.migrations, dtype=np.int64, count=len(self.migrations))
-            self.vm_migration_loss[moving] += 0.1 * asked[moving] * dt
+        self.vm_migration_loss += 0.1 * asked * self.migrating_s  # to the second, also within a long step
 
     def _add_window(self, part: float) -> None:
         """Add `part` of the fabric step's counts to the counters."""
