@@ -12,7 +12,8 @@ from sova.plan.power_aware_placement import Cluster, consolidate, pabfd
 G4, G5 = host_curve("hp-ml110-g4", 0, 0), host_curve("hp-ml110-g5", 0, 0)
 
 
-def cluster(capacity, curves, vm_host, vm_demand, vm_memory=None, memory=4096.0):
+def cluster(capacity, curves, vm_host, vm_demand, vm_memory=None, memory=4096.0, threshold=0.8, on=None):
+    """Hosts under THR at `threshold`, all on unless `on` says."""
     vm_host, vm_demand = np.array(vm_host), np.array(vm_demand, dtype=float)
     vm_memory = np.array(vm_memory if vm_memory is not None else [100.0] * len(vm_host))
     hosts = len(capacity)
@@ -21,20 +22,18 @@ def cluster(capacity, curves, vm_host, vm_demand, vm_memory=None, memory=4096.0)
         load=np.bincount(vm_host, weights=vm_demand, minlength=hosts),
         memory_free=memory - np.bincount(vm_host, weights=vm_memory, minlength=hosts),
         curves=np.array(curves),
+        on=np.ones(hosts, dtype=bool) if on is None else np.array(on),
+        limit=np.full(hosts, threshold),
         vm_host=vm_host,
         vm_demand=vm_demand,
         vm_memory=vm_memory,
     )
 
 
-def thr(c: Cluster, threshold: float = 0.8):
-    return lambda host, load: load / c.capacity[host] > threshold
-
-
 def test_pabfd_picks_the_host_whose_power_rises_least():
     # a 372-MIPS VM: a G4 at 50 % goes to 60 % (+4.0 W); a G5 at 50 % to 57 % (+3.5 W, by hand)
     c = cluster([3720, 5320, 3720], [G4, G5, G4], [0, 1, 2], [1860, 2660, 372])
-    assert pabfd(c, [2], np.array([True, True, False]), thr(c)) == []
+    assert pabfd(c, [2], np.array([True, True, False])) == []
     assert c.moves == [(2, 1)] and c.load[1] == pytest.approx(3032)
 
 
@@ -42,20 +41,20 @@ def test_pabfd_places_the_largest_first_and_never_onto_a_host_it_would_overload(
     c = cluster([3720, 3720, 3720], [G4, G4, G4], [2, 2, 2], [1000, 2900, 500])
     # 2,900 first: to host 0 (ties: the first); 1,000 next: not host 0 (3,900 > 3,720), so host 1; 500: host 1
     # (the smaller rise: 1,000 -> 1,500 is +3.4 W on G4's curve, 2,900 -> 3,400 would overload host 0)
-    assert pabfd(c, [0, 1, 2], np.array([True, True, False]), thr(c)) == []
+    assert pabfd(c, [0, 1, 2], np.array([True, True, False])) == []
     assert c.moves == [(1, 0), (0, 1), (2, 1)]
 
 
 def test_a_vm_no_host_can_take_stays_where_it_is():
     c = cluster([3720, 3720], [G4, G4], [0, 1], [3000, 3000])
-    assert pabfd(c, [0], np.array([False, True]), thr(c)) == [0] and c.moves == []
+    assert pabfd(c, [0], np.array([False, True])) == [0] and c.moves == []
     assert list(c.vm_host) == [0, 1]
 
 
 def test_consolidation_empties_the_least_loaded_host_and_keeps_a_host_it_cannot_empty():
     # loads 2,500 / 1,000 / 500 MIPS on three G4s; THR 0.8 (2,976 MIPS)
     c = cluster([3720, 3720, 3720], [G4, G4, G4], [0, 1, 2], [2500, 1000, 500])
-    emptied = consolidate(c, np.zeros(3, dtype=bool), thr(c))
+    emptied = consolidate(c, np.zeros(3, dtype=bool))
     # host 2's VM: not to host 0 (3,000 > 2,976), so host 1; host 1 took a VM: not tried; host 0's 2,500
     # fits nowhere (host 1 would hold 4,000): it stays, and nothing of it moves
     assert emptied == [2] and c.moves == [(2, 1)]
@@ -65,9 +64,23 @@ def test_consolidation_empties_the_least_loaded_host_and_keeps_a_host_it_cannot_
 def test_consolidation_is_all_or_nothing_per_host_and_leaves_overloaded_and_empty_hosts_alone():
     c = cluster([3720] * 4, [G4] * 4, [0, 1, 1, 3], [3500, 400, 2000, 300])
     overloaded = np.array([True, False, False, False])
-    emptied = consolidate(c, overloaded, thr(c))
+    emptied = consolidate(c, overloaded)
     # host 3 (300) goes to host 1 (2,400 -> 2,700); host 1 took it; host 0 is overloaded; host 2 is empty
     assert emptied == [3] and c.moves == [(3, 1)]
     two = cluster([3720] * 3, [G4] * 3, [0, 0, 1], [1500, 1500, 2500])
-    assert consolidate(two, np.zeros(3, dtype=bool), thr(two)) == []  # neither host's VMs all fit elsewhere
+    assert consolidate(two, np.zeros(3, dtype=bool)) == []  # neither host's VMs all fit elsewhere
     assert two.moves == [] and list(two.vm_host) == [0, 0, 1] and list(two.load) == [3000, 2500, 0]
+
+
+def test_a_host_that_is_not_on_costs_its_whole_power_at_the_load_after():
+    # a 372-MIPS VM: an empty G4 asleep would draw 89.4 W at 10 %; a G4 on at 50 % rises 4.0 W to 60 %
+    c = cluster([3720, 3720, 3720], [G4] * 3, [0, 1, 1], [1860, 1488, 372], on=[True, True, False])
+    assert pabfd(c, [2], np.array([True, False, True])) == [] and c.moves == [(2, 0)]
+    # with the host on and empty, it rises 3.4 W (86 -> 89.4): the cheapest, and the VM goes there
+    woken = cluster([3720, 3720, 3720], [G4] * 3, [0, 1, 1], [1860, 1488, 372])
+    assert pabfd(woken, [2], np.array([True, False, True])) == [] and woken.moves == [(2, 2)]
+
+
+def test_an_empty_host_takes_a_vm_above_the_threshold_as_cloudsim_skips_its_overload_test():
+    c = cluster([3720, 3720], [G4, G4], [0], [3300], on=[True, False])
+    assert pabfd(c, [0], np.array([False, True])) == [] and c.moves == [(0, 1)] and bool(c.on[1])

@@ -1,23 +1,20 @@
 """Power-aware dynamic consolidation of Beloglazov and Buyya (CCPE 24(13), 2012): every period, find the
 overloaded hosts (THR, IQR, MAD, LR or LRR over each host's CPU history), take VMs off them one at a time
-(MMT, MC, MU or RS) until they are not, place those with PABFD on hosts they do not overload, then empty
-the least loaded hosts where all their VMs fit elsewhere (``consolidate``).
+(MMT, MC, MU or RS) until they are not, place those with PABFD on hosts they do not overload (waking a
+sleeping host if need be), then empty the least loaded hosts where all their VMs fit elsewhere
+(``consolidate``). ``host-standby`` in the same profile puts the emptied hosts to sleep.
 
-A VM's CPU history is what it asked for in each period (cores used plus cores it waited for), as the
-policy observed it; a host's history is the sum of its current VMs' histories over its cores, aligned
-at the newest sample (a VM that arrived later adds nothing before it came). PABFD's "would it overload"
-check uses the host's own detector settings at the load after the move: THR's threshold, IQR's or MAD's
-threshold from the host's history, LR's safety parameter on the utilisation after (not a new regression).
-
-What is not the paper's yet: the policy sees no host power curves (the driver reports none), so PABFD's
-"least power rise" is taken on a straight line of utilisation: the host whose utilisation rises least,
-the first of a tie; and a host emptied is not switched off (the simulator draws its idle power). Both
-come with issue 16's host power states and the hosts' power models in the inventory.
+A VM's CPU history is what it asked for in each period (cores used plus cores it waited for, times the
+core's MIPS where the driver reports it, so that histories and loads compare across hosts of different
+speeds), as the policy observed it; a host's history is the sum of its current VMs' histories over its
+capacity, aligned at the newest sample (a VM that arrived later adds nothing before it came). PABFD's
+"would it overload" check uses the host's own detector settings at the load after the move: THR's
+threshold, IQR's or MAD's threshold from the host's history, LR's safety parameter on the utilisation
+after (not a new regression). PABFD's power rise is read from each host's power curve as the driver
+reports it (a straight line of utilisation where it reports none).
 """
 
 from __future__ import annotations
-
-from collections import deque
 
 import numpy as np
 
@@ -25,6 +22,7 @@ from sova.analyze import overload
 from sova.analyze.findings import Findings
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
+from sova.model.power_models import POINTS
 from sova.model.schema import Field
 from sova.plan import vm_selection as select
 from sova.plan.base import Policy, register
@@ -50,7 +48,9 @@ class PowerAware(Policy):
 
     def __init__(self, **params):
         super().__init__(**params)
-        self.vm_history: dict[str, deque[float]] = {}
+        self.history_vms: tuple[str, ...] = ()  # the VMs of the history's rows
+        self.history = np.zeros((0, self.settings["history"]))  # VMs x samples of CPU asked, newest last
+        self.samples = np.zeros(0, dtype=np.int64)  # per VM: samples taken
         self.rng = np.random.default_rng(self.settings["seed"])
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
@@ -62,32 +62,34 @@ class PowerAware(Policy):
         history = self._host_history(snap)
         overloaded = self._overloaded(history) & (np.bincount(snap.vm_host, minlength=len(snap.hosts)) > 0)
         cluster = Cluster(
-            capacity=snap.host_cores.astype(float),
+            capacity=snap.host_cores * _speed(snap),
             load=np.bincount(snap.vm_host, weights=asked, minlength=len(snap.hosts)),
             memory_free=snap.host_memory - snap.committed_memory(),
-            curves=np.tile(np.linspace(0, 1, 11), (len(snap.hosts), 1)),  # the policy's proxy: utilisation
+            curves=_curves(snap),
+            on=snap.hosts_on(),
+            limit=self._limits(history),
             vm_host=snap.vm_host.copy(),
             vm_demand=asked,
             vm_memory=snap.vm_memory.astype(float),
         )
-        would = self._would_overload(history, cluster)
         leaving = []
         for host in np.flatnonzero(overloaded):
             candidates = list(np.flatnonzero((snap.vm_host == host) & settled))
-            left = cluster.load[host]
+            left, most = cluster.load[host], cluster.limit[host] * cluster.capacity[host]
 
-            def still(chosen, host=host, left=left):
-                return would(int(host), left - float(asked[chosen].sum()) if chosen else left)
+            def still(chosen, left=left, most=most):
+                return left - float(asked[chosen].sum()) > most
 
             leaving += select.select_until_relieved(candidates, lambda c: self._choose(c, snap, asked), still)
-        pabfd(cluster, leaving, ~overloaded, would)
+        pabfd(cluster, leaving, ~overloaded)
         if self.settings["consolidate"]:
-            consolidate(cluster, overloaded | ~_settled_hosts(snap), would)
+            consolidate(cluster, overloaded | ~_settled_hosts(snap))
         return [self._migrate(snap, vm, dst, overloaded) for vm, dst in _net_moves(cluster.moves, snap.vm_host)]
 
     # ------------------------------------------------------------------ monitoring
     def _observe(self, knowledge: Knowledge) -> np.ndarray | None:
-        """Each VM's cores asked over the last period, appended to its history; None before a window exists."""
+        """Each VM's CPU asked over the last period (MIPS, or cores where host speeds are unknown), appended
+        to its history; None before a window exists."""
         w = knowledge.window(self.period)
         if w is None:
             return None
@@ -96,22 +98,32 @@ class PowerAware(Policy):
         if dt <= 0:
             return None
         asked = (new.counters.cpu_time - old.counters.cpu_time + new.counters.wait_time - old.counters.wait_time) / dt
-        asked = np.maximum(asked, 0.0)
-        for vm, value in zip(new.vms, asked, strict=True):
-            self.vm_history.setdefault(vm, deque(maxlen=self.settings["history"])).append(float(value))
-        for gone in set(self.vm_history) - set(new.vms):
-            del self.vm_history[gone]
+        asked = np.maximum(asked, 0.0) * _speed(new)[new.vm_host]
+        self._keep(new.vms, asked)
         return asked
 
+    def _keep(self, vms: tuple[str, ...], asked: np.ndarray) -> None:
+        """Append a sample per VM to the history (rows in the snapshot's VM order, newest last, zeros
+        before a VM's first sample), re-ordering the rows by name when the VMs changed."""
+        if vms is not self.history_vms and vms != self.history_vms:
+            rows = {vm: i for i, vm in enumerate(self.history_vms)}
+            kept = np.array([rows.get(vm, -1) for vm in vms], dtype=np.int64)
+            history, samples = np.zeros((len(vms), self.history.shape[1])), np.zeros(len(vms), dtype=np.int64)
+            history[kept >= 0], samples[kept >= 0] = self.history[kept[kept >= 0]], self.samples[kept[kept >= 0]]
+            self.history, self.samples = history, samples
+            self.history_vms = vms
+        self.history = np.roll(self.history, -1, axis=1)
+        self.history[:, -1] = asked
+        self.samples = np.minimum(self.samples + 1, self.history.shape[1])
+
     def _host_history(self, snap) -> np.ndarray:
-        """Hosts x samples (newest last) of utilisation: the sum of each host's VMs' histories over its cores."""
-        length = max((len(h) for h in self.vm_history.values()), default=1)
-        out = np.zeros((len(snap.hosts), length))
-        for vm, host in zip(snap.vms, snap.vm_host, strict=True):
-            series = self.vm_history.get(vm, ())
-            if series:
-                out[host, length - len(series) :] += np.asarray(series)
-        return out / snap.host_cores[:, None]
+        """Hosts x samples (newest last) of utilisation: the sum of each host's VMs' histories over its
+        capacity, as long as the longest VM history."""
+        length = max(int(self.samples.max(initial=0)), 1)
+        recent = self.history[:, -length:]
+        hosts = len(snap.hosts)
+        out = np.stack([np.bincount(snap.vm_host, weights=column, minlength=hosts) for column in recent.T], axis=1)
+        return out / (snap.host_cores * _speed(snap))[:, None]
 
     # ------------------------------------------------------------------ detection
     def _overloaded(self, history: np.ndarray) -> np.ndarray:
@@ -122,19 +134,18 @@ class PowerAware(Policy):
             return overload.adaptive(history, p["safety"], p["detector"])
         return overload.regression(history, p["safety"], robust=p["detector"] == "lrr")
 
-    def _would_overload(self, history: np.ndarray, cluster: Cluster):
-        """(host, load) -> whether the host's detector calls it overloaded at that load."""
+    def _limits(self, history: np.ndarray) -> np.ndarray:
+        """Per host, the utilisation its detector tolerates after a move: THR's threshold, IQR's or MAD's
+        threshold from its history, 1/s for LR and LRR; the fallback threshold while the history is short."""
         p = self.settings
         if p["detector"] == "thr":
-            limit = np.full(len(history), p["threshold"])
-        elif p["detector"] in ("iqr", "mad") and history.shape[1] >= overload.MIN_HISTORY:
+            return np.full(len(history), p["threshold"])
+        if p["detector"] in ("iqr", "mad") and history.shape[1] >= overload.MIN_HISTORY:
             method = overload.iqr_threshold if p["detector"] == "iqr" else overload.mad_threshold
-            limit = method(history, p["safety"])
-        elif p["detector"] in ("lr", "lrr") and history.shape[1] >= 10:
-            limit = np.full(len(history), 1.0 / max(p["safety"], 1e-12))
-        else:
-            limit = np.full(len(history), overload.FALLBACK_THRESHOLD)
-        return lambda host, load: load / cluster.capacity[host] > limit[host]
+            return method(history, p["safety"])
+        if p["detector"] in ("lr", "lrr") and history.shape[1] >= 10:
+            return np.full(len(history), 1.0 / max(p["safety"], 1e-12))
+        return np.full(len(history), overload.FALLBACK_THRESHOLD)
 
     # ------------------------------------------------------------------ selection and actions
     def _choose(self, candidates: list[int], snap, asked: np.ndarray) -> int:
@@ -144,12 +155,12 @@ class PowerAware(Policy):
         if criterion == "mmt":
             return select.minimum_migration_time(memory, bandwidth)
         if criterion == "mu":
-            return select.minimum_utilisation(asked[candidates] / snap.vm_vcpus[candidates])
+            cores = snap.vm_vcpus[candidates] * _speed(snap)[snap.vm_host[candidates]]
+            return select.minimum_utilisation(asked[candidates] / cores)
         if criterion == "rs":
             return select.random_selection(len(candidates), self.rng)
-        series = [self.vm_history[snap.vms[vm]] for vm in candidates]
-        length = min(len(s) for s in series)
-        history = np.array([list(s)[-length:] for s in series])
+        length = max(int(self.samples[candidates].min()), 1)
+        history = self.history[candidates, -length:]
         return select.maximum_correlation(history, memory, bandwidth)
 
     def _migrate(self, snap, vm: int, dst: int, overloaded: np.ndarray) -> Migrate:
@@ -163,6 +174,19 @@ class PowerAware(Policy):
             reason=f"{snap.hosts[src]} {why} ({detector}, {self.settings['selection'].upper()}); PABFD: "
             f"{snap.hosts[dst]} has the least power rise",
         )
+
+
+def _speed(snap) -> np.ndarray:
+    """MIPS of each host's core, or 1 where the driver does not say (loads are then in cores)."""
+    return np.ones(len(snap.hosts)) if snap.host_core_mips is None else snap.host_core_mips
+
+
+def _curves(snap) -> np.ndarray:
+    """Each host's power curve as the driver reports it; where it reports none, a line from 0 to 1 (so the
+    least power rise is the least utilisation rise)."""
+    if snap.host_power_curve is not None:
+        return snap.host_power_curve
+    return np.tile(np.linspace(0.0, 1.0, POINTS), (len(snap.hosts), 1))
 
 
 def _settled_hosts(snap) -> np.ndarray:
