@@ -74,7 +74,7 @@ SCENARIO_CASES = [
     (
         "too many VMs",
         ('count = 4\nhost = "h1"', 'count = 200\nhost = "auto"'),
-        "80 of 200 VMs with host = 'auto' or 'random' (v121 ... v200: 81920 MiB) found no host",
+        "80 of 200 VMs with host = 'auto', 'first-fit' or 'random' (v121 ... v200: 81920 MiB) found no host",
     ),
     (
         "VM larger than every host",

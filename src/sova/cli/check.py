@@ -24,6 +24,9 @@ def add_parsers(sub) -> None:
         ),
     )
     val.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file")
+    val.add_argument(
+        "--param", action="append", default=[], metavar="NAME=VALUE", help="set a value of the scenario's [params]"
+    )
 
     sub.add_parser(
         "policies",
@@ -40,7 +43,7 @@ def validate(args) -> int:
     from sova.cli.run import load
     from sova.sim.engine import Simulator
 
-    sweep, runs = load(args.scenario)
+    sweep, runs = load(args.scenario, args.param)
     for s in runs:
         Simulator(s)  # loads traces and builds the fabric: every remaining input error shows here
     s = runs[0]

@@ -8,7 +8,7 @@ from pathlib import Path
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from sova.cli.common import Terminated, before_run, described, err, error, number, out
+from sova.cli.common import Terminated, before_run, described, err, error, number, out, pairs, toml_value
 from sova.cli.summary import print_summary, print_sweep
 from sova.model.schema import InputError, Problem
 
@@ -29,6 +29,7 @@ def add_parser(sub) -> None:
                 "sova run scenarios/quickstart.toml --profile threshold --seed 3 --out results/qs3",
                 "sova run scenarios/papers/sova/table2-vf-scheduling.toml --quiet",
                 "sova run scenarios/papers/virtue/web-20.toml --jobs 2     ([trials]: Virtue's method)",
+                "sova run scenarios/papers/cloudsim/planetlab.toml --param day=20110306 --profile lr-mmt-1.2",
             ],
             "docs/outputs.md describes every file; docs/scenario-format.md every key of a scenario.",
         ),
@@ -49,6 +50,13 @@ def add_parser(sub) -> None:
         type=number("a non-negative integer", 0, integer=True),
         default=None,
         help="override the scenario's random seed",
+    )
+    run.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="set a value of the scenario's [params] table (repeatable), e.g. day=20110306",
     )
     run.add_argument("--force", action="store_true", help="replace the results of an earlier run in --out")
     run.add_argument(
@@ -86,12 +94,14 @@ class ProgressFile:
         partial.replace(self.path)
 
 
-def load(path: Path):
-    """(sweep or None, scenarios): one scenario, or one per value of the file's [sweep]."""
+def load(path: Path, params: list[str] | None = None):
+    """(sweep or None, scenarios): one scenario, or one per value of the file's [sweep]; `params` are
+    --param's NAME=VALUE items."""
     from sova.control.profiles import check_profile
     from sova.model.sweep import load_runs
 
-    return load_runs(path, profile_check=check_profile)
+    values = {k: toml_value(v) for k, v in pairs(params or [], "--param", "NAME=VALUE, e.g. day=20110306")}
+    return load_runs(path, profile_check=check_profile, params=values)
 
 
 def command(args) -> int:
@@ -148,7 +158,7 @@ def _runs(args):
     """The scenario's runs with --seed applied, and the profiles to run; bad arguments are input errors."""
     from dataclasses import replace
 
-    sweep, runs = load(args.scenario)
+    sweep, runs = load(args.scenario, args.param)
     first = runs[0]
     problems = [
         Problem(f"--profile {u}", f"no such profile; the scenario defines {', '.join(first.profiles)}")

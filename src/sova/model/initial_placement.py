@@ -1,5 +1,6 @@
-"""Where the VMs of a scenario start: hosts named in the file, and 'auto' (round-robin) or 'random'
-(seeded) over the hosts with memory for them, checked so that no host starts over-full."""
+"""Where the VMs of a scenario start: hosts named in the file, and 'auto' (round-robin), 'first-fit' (the
+first host in order) or 'random' (seeded) over the hosts with memory for them, checked so that no host
+starts over-full."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from sova.model.schema import Reader
 
 
 def place_at_load(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.random.Generator) -> list[VmSpec]:
-    """Resolve host = 'auto' (round-robin) and 'random' (uniform, seeded) over hosts with memory for the VM.
+    """Resolve host = 'auto' (round-robin), 'first-fit' (the first host in the file's order) and 'random'
+    (uniform, seeded) over hosts with memory for the VM.
 
     Problems are summed up, one line each: VMs larger than every host, VMs that found no room, and hosts
     whose fixed VMs need more memory than they have. A VM that arrives later is not placed here: with
@@ -37,13 +39,14 @@ def place_at_load(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.r
     out, cursor, unplaced = [], 0, []
     for v in vms:
         if v.comes_later:
-            v = VmSpec(**{**v.__dict__, "host": ""}) if v.host == "auto" else v
+            v = VmSpec(**{**v.__dict__, "host": ""}) if v.host in ("auto", "first-fit") else v
         elif v.host in AUTO_HOSTS and v.name not in too_big_names:
-            k = _host_with_room(free, v.memory, cursor, rng if v.host == "random" else None)
+            first = 0 if v.host == "first-fit" else cursor
+            k = _host_with_room(free, v.memory, first, rng if v.host == "random" else None)
             if k is None:
                 unplaced.append(v)
             else:
-                if v.host != "random":
+                if v.host == "auto":
                     cursor = (k + 1) % len(hosts)
                 free[k] -= v.memory
                 v = VmSpec(**{**v.__dict__, "host": hosts[k].name})
@@ -52,7 +55,7 @@ def place_at_load(r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.r
         auto = sum(1 for v in vms if v.host in AUTO_HOSTS and not v.comes_later)
         r.error(
             f"[[vms]] ({unplaced[0].name}).host",
-            f"{len(unplaced)} of {auto} VMs with host = 'auto' or 'random' ({unplaced[0].name} ... "
+            f"{len(unplaced)} of {auto} VMs with host = 'auto', 'first-fit' or 'random' ({unplaced[0].name} ... "
             f"{unplaced[-1].name}: {sum(v.memory for v in unplaced):.0f} MiB) found no host with enough free "
             f"memory; the {len(hosts)} hosts have {sum(capacity.values()):.0f} MiB for VMs in all (memory less "
             "Dom0's); expected more hosts or memory, or fewer VMs",

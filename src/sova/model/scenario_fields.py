@@ -30,7 +30,7 @@ WORKLOAD_KINDS = (
 )
 LIFETIME_KINDS = ("azure", "opendc")  # traces that say when each VM was created and deleted
 MODES = ("auto", "approve", "dry-run")
-AUTO_HOSTS = ("auto", "random")
+AUTO_HOSTS = ("auto", "first-fit", "random")
 
 SCENARIO_FIELDS = {
     "name": Field("str", REQUIRED, "short name of the scenario, used in reports"),
@@ -131,8 +131,22 @@ VM_FIELDS = {
     "name": Field("str", REQUIRED, "VM name; with count, a pattern with {i} (1-based)"),
     "count": Field("int", 1, "how many VMs this entry makes (0: none, e.g. at one end of a sweep)", lo=0),
     "start": Field("int", 1, "the first {i} of a counted entry", lo=0),
+    "files": Field(
+        "str",
+        "",
+        "one VM per trace file of this directory or .tar.gz (sorted by name; relative to the scenario), "
+        "instead of count; {i} is the file's place",
+    ),
+    "block": Field(
+        "str",
+        "1/1",
+        "with files: 'K/N', the K-th of N contiguous blocks of ceil(files / N) files (CloudSim's VM types)",
+    ),
     "host": Field(
-        "str", "auto", "initial host, 'auto' (round-robin over hosts with room) or 'random' (seeded, with room)"
+        "str",
+        "auto",
+        "initial host, 'auto' (round-robin over hosts with room), 'first-fit' (the first host with room) or "
+        "'random' (seeded, with room)",
     ),
     "vcpus": Field("int", 1, "virtual CPUs", lo=1),
     "memory": Field("memory", 1024.0, "memory (1 GiB by default)", lo=1),

@@ -49,8 +49,10 @@ from sova.model.scenario_fields import (
     WORKLOAD_FIELDS,
     WORKLOAD_PARAMS,
 )
+from sova.model.scenario_params import apply_params
 from sova.model.schema import REQUIRED, Field, InputError, Reader
 from sova.model.slo_reader import read_slos
+from sova.model.trace_sets import vms_per_file
 
 # the top-level tables of a scenario file, as each is written
 TABLES = {
@@ -68,6 +70,7 @@ TABLES = {
     "trials": "[trials]",
     "slos": "[[slos]]",
     "sweep": "[sweep]",
+    "params": "[params]",
 }
 
 
@@ -78,6 +81,8 @@ def scenario_from_dict(
     profile_check: ProfileCheck | None = None,
 ) -> Scenario:
     """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError."""
+    if "params" in raw:  # a file's loader has taken them out already, with --param's values
+        raw = apply_params(dict(raw), source)
     r = Reader(source)
     for key in raw:
         if key not in TABLES:
@@ -95,7 +100,8 @@ def scenario_from_dict(
 
     hosts = _read_hosts(r, raw.get("hosts", []), defaults.get("host", {}))
     storage = _read_storage(r, raw.get("storage", []))
-    vms = _read_vms(r, raw.get("vms", []), defaults.get("vm", {}), hosts, storage, head["seed"] or 0)
+    raw_vms = vms_per_file(r, raw.get("vms", []), base_dir or Path.cwd())
+    vms = _read_vms(r, raw_vms, defaults.get("vm", {}), hosts, storage, head["seed"] or 0)
     workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
     _check_trace_lifetimes(r, vms, workloads)
     profiles = _read_profiles(r, raw.get("profiles", {}))
@@ -186,7 +192,8 @@ def _counted_entries(r: Reader, raw: Any, defaults: Any, fields: dict[str, Field
 
 
 def _spec_fields(t: dict[str, Any], *skip: str) -> dict[str, Any]:
-    return {k: v for k, v in t.items() if k not in ("name", "count", "start", *skip) and v is not None}
+    counting = ("name", "count", "start", "files", "block")
+    return {k: v for k, v in t.items() if k not in (*counting, *skip) and v is not None}
 
 
 def _power_curve(r: Reader, t: dict[str, Any], where: str) -> tuple[float, ...]:
@@ -258,7 +265,8 @@ def _read_vms(
     for where, t, names in _counted_entries(r, raw, defaults, VM_FIELDS, "[[vms]]"):
         if t["host"] not in (None, *AUTO_HOSTS) and t["host"] not in host_names:
             r.error(
-                f"{where}.host", f"unknown host {t['host']!r}; expected 'auto', 'random' or one of {_few(host_names)}"
+                f"{where}.host",
+                f"unknown host {t['host']!r}; expected 'auto', 'first-fit', 'random' or one of {_few(host_names)}",
             )
         if t["storage"] and t["storage"] not in storage_names:
             r.error(f"{where}.storage", f"unknown storage server {t['storage']!r}; expected {_few(storage_names)}")

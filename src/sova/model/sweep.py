@@ -21,13 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from sova.model.scenario import ProfileCheck, Scenario
+from sova.model.scenario_params import apply_params
 from sova.model.scenario_reader import scenario_from_dict
 from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader, read_toml
 
-SWEEP_TABLES = ("workloads", "vms", "hosts", "storage", "slos", "topology", "simulator")
+SWEEP_TABLES = ("workloads", "vms", "hosts", "storage", "slos", "topology", "simulator", "params")
 ENTRY_TABLES = {"workloads": "vm", "vms": "name", "hosts": "name", "storage": "name", "slos": "vm"}  # key naming each
 SWEEP_FIELDS = {
-    "table": Field("str", REQUIRED, "where the swept key lives", choices=SWEEP_TABLES),
+    "table": Field("str", REQUIRED, "where the swept key lives (params: a [params] name)", choices=SWEEP_TABLES),
     "key": Field("str", REQUIRED, "the key to set, e.g. rate, page, duty or count"),
     "values": Field("any", REQUIRED, "the values to run, a non-empty list"),
     "match": Field("str", "*", "workloads: entries whose vm matches; vms/hosts: entries whose name matches"),
@@ -55,13 +56,16 @@ class Sweep:
         return ", ".join(f"{x.key} = {x.values[k]}" for x in (self, *self.lockstep))
 
 
-def load_runs(path: str | Path, profile_check: ProfileCheck | None = None) -> tuple[Sweep | None, list[Scenario]]:
-    """The scenario file's runs: [the scenario] without a [sweep], one scenario per value with one."""
+def load_runs(
+    path: str | Path, profile_check: ProfileCheck | None = None, params: dict[str, Any] | None = None
+) -> tuple[Sweep | None, list[Scenario]]:
+    """The scenario file's runs: [the scenario] without a [sweep], one scenario per value with one;
+    `params` sets [params] values (``--param NAME=VALUE``)."""
     path = Path(path)
     raw = read_toml(path, "a scenario .toml file")
     sweep_raw = raw.pop("sweep", None)
     if sweep_raw is None:
-        return None, [scenario_from_dict(raw, str(path), path.parent, profile_check)]
+        return None, [scenario_from_dict(apply_params(raw, str(path), params), str(path), path.parent, profile_check)]
     r = Reader(str(path))
     entries = sweep_raw if isinstance(sweep_raw, list) else [sweep_raw]
     parts = [
@@ -77,7 +81,7 @@ def load_runs(path: str | Path, profile_check: ProfileCheck | None = None) -> tu
         for part in parts:
             _apply(variant, part, part.values[k])
         source = f"{path} [sweep {sweep.key} = {value!r}]"
-        runs.append(scenario_from_dict(variant, source, path.parent, profile_check))
+        runs.append(scenario_from_dict(apply_params(variant, source, params), source, path.parent, profile_check))
     return sweep, runs
 
 
@@ -86,6 +90,9 @@ def _read_sweep(r: Reader, raw: Any, scenario: dict, where: str) -> Sweep:
     values = t["values"]
     if t["values"] is not None and (not isinstance(values, list) or not values):
         r.error(f"{where}.values", f"expected a non-empty list of values, got {values!r}")
+    declared = scenario.get("params", {})
+    if t["table"] == "params" and t["key"] is not None and (not isinstance(declared, dict) or t["key"] not in declared):
+        r.error(f"{where}.key", f"the scenario's [params] declares no {t['key']!r}; expected one of its names")
     if not r.problems and t["table"] in ENTRY_TABLES:
         field = ENTRY_TABLES[t["table"]]
         entries = scenario.get(t["table"], [])
@@ -104,7 +111,7 @@ def _matches(entry: dict, field: str, pattern: str, kind: str) -> bool:
 
 
 def _apply(raw: dict, sweep: Sweep, value: Any) -> None:
-    if sweep.table in ("topology", "simulator"):
+    if sweep.table in ("topology", "simulator", "params"):
         raw.setdefault(sweep.table, {})[sweep.key] = value
         return
     field = ENTRY_TABLES[sweep.table]
@@ -113,13 +120,15 @@ def _apply(raw: dict, sweep: Sweep, value: Any) -> None:
             entry[sweep.key] = value
 
 
-def load_scenario(path: str | Path, profile_check: ProfileCheck | None = None) -> Scenario:
+def load_scenario(
+    path: str | Path, profile_check: ProfileCheck | None = None, params: dict[str, Any] | None = None
+) -> Scenario:
     """Read and validate a scenario file without a [sweep]; raises InputError listing every problem.
 
     profile_check, given by a higher floor that knows the policies, checks each profile's policies
     and parameters into the same list of problems.
     """
-    sweep, runs = load_runs(path, profile_check)
+    sweep, runs = load_runs(path, profile_check, params)
     if sweep is not None:
         raise InputError([Problem(f"{path}: [sweep]", "this file describes a sweep; run it with `sova run`")])
     return runs[0]

@@ -75,10 +75,11 @@ class HostRoom:
             snapshot.vm_host, weights=snapshot.vm_vcpus, minlength=hosts
         )
         self.vfs = (snapshot.vfs_total - snapshot.vfs_used).astype(float)
+        self.on = snapshot.hosts_on()  # a host asleep or off takes no VM until it is woken
 
     def fits(self, request: VmRequest) -> np.ndarray:
-        """Per host: it has the memory, vCPUs and (if asked) a free VF for the request."""
-        ok = (self.memory >= request.memory) & (self.vcpus >= request.vcpus)
+        """Per host: it is on and has the memory, vCPUs and (if asked) a free VF for the request."""
+        ok = self.on & (self.memory >= request.memory) & (self.vcpus >= request.vcpus)
         return ok & (self.vfs >= 1) if request.vf else ok
 
     def take(self, host: int, request: VmRequest) -> None:

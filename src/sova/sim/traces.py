@@ -16,9 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-
-class TraceError(ValueError):
-    """A trace file is missing or malformed; the message names the file and line."""
+from sova.model.trace_sets import TraceError, is_trace_set, trace_set  # noqa: F401 (where readers find them)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -145,28 +143,6 @@ def _read_text(spec: str, encoding: str) -> str:
         raise TraceError(f"{spec}: no such trace file") from None
     except (OSError, UnicodeDecodeError, tarfile.TarError) as exc:
         raise TraceError(f"{spec}: cannot read ({exc})") from None
-
-
-def is_trace_set(spec: str) -> bool:
-    """A directory of trace files, or a whole .tar.gz archive (no ':MEMBER')."""
-    return Path(spec).is_dir() or (spec.endswith(".tar.gz") and ".tar.gz:" not in spec)
-
-
-def trace_set(spec: str) -> list[str]:
-    """The traces of a set, sorted by name: a directory's files, or an archive's files as
-    'ARCHIVE.tar.gz:MEMBER' (listing an archive reads it once)."""
-    path = Path(spec)
-    try:
-        if path.is_dir():
-            return sorted(str(p) for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-        with tarfile.open(spec, "r:gz") as tar:  # hidden files (macOS ._*, .DS_Store) are no traces, as in a directory
-            return sorted(f"{spec}:{m.name}" for m in tar.getmembers() if m.isfile() and not _hidden(m.name))
-    except (OSError, tarfile.TarError) as exc:
-        raise TraceError(f"{spec}: cannot list the trace set ({exc})") from None
-
-
-def _hidden(member: str) -> bool:
-    return any(part.startswith(".") and part not in (".", "..") for part in member.split("/"))
 
 
 def read_traces(kind: str, specs: list[str]) -> list:
