@@ -15,6 +15,7 @@ import sys
 from sova import __version__
 from sova.cli import check, lab, manage, place, predict, run, serve, service, slo
 from sova.cli.common import Terminated, described, err, error, print_problems
+from sova.control.parallel import ClusterError
 from sova.drivers.libvirt_driver import DriverError
 from sova.lab.errors import LabError
 from sova.model.schema import InputError
@@ -91,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
     except (TraceError, SimError, LabError, DriverError, PlacementError, OutputError) as exc:
         error(str(exc))
         return 2
+    except ClusterError as exc:
+        error(f"{exc}; nothing was written")
+        return 1
     except KeyboardInterrupt as exc:
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
         err.print(f"{'terminated' if signum == signal.SIGTERM else 'interrupted'}; nothing was written", markup=False)

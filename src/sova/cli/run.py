@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 from pathlib import Path
 
@@ -28,7 +29,9 @@ def add_parser(sub) -> None:
                 "sova run scenarios/quickstart.toml --out results/qs --force",
                 "sova run scenarios/quickstart.toml --profile threshold --seed 3 --out results/qs3",
                 "sova run scenarios/papers/sova/table2-vf-scheduling.toml --quiet",
-                "sova run scenarios/papers/virtue/web-20.toml --jobs 2     ([trials]: Virtue's method)",
+                "sova run scenarios/papers/virtue/web-20.toml --workers 2     ([trials]: Virtue's method)",
+                "sova run scenarios/papers/cloudsim/planetlab.toml --workers 2     (22 profiles, 2 processes)",
+                "sova run scenarios/papers/cloudsim/planetlab.toml --cluster tcp://10.0.0.5:8786",
                 "sova run scenarios/papers/cloudsim/planetlab.toml --param day=20110306 --profile lr-mmt-1.2",
             ],
             "docs/outputs.md describes every file; docs/scenario-format.md every key of a scenario.",
@@ -60,11 +63,20 @@ def add_parser(sub) -> None:
     )
     run.add_argument("--force", action="store_true", help="replace the results of an earlier run in --out")
     run.add_argument(
-        "--jobs",
+        "--workers",
         type=number("a positive number of processes", 1, integer=True),
         default=None,
         metavar="N",
-        help="scenarios with [trials]: trials run in N processes (default: one per core)",
+        help="run the profiles (at every sweep value), or the trials, in N processes (default: profiles one "
+        "after the other, trials one process per core); results are a serial run's",
+    )
+    run.add_argument("--jobs", type=number("a positive number of processes", 1, integer=True), help=argparse.SUPPRESS)
+    run.add_argument(
+        "--cluster",
+        default=None,
+        metavar="tcp://HOST:PORT",
+        help="run them on this Dask distributed scheduler's workers instead (Sova installed there, the "
+        "scenario's trace files at the same paths)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
     run.add_argument(
@@ -108,7 +120,7 @@ def command(args) -> int:
     from sova.report import result_dir
 
     sweep, runs, names = _runs(args)
-    before_run(runs, names, args.jobs)
+    before_run(runs, names, args.workers or args.jobs)
     dest = args.out or Path("results") / runs[0].name
     target = result_dir.prepare(dest, args.force)  # before the run: a place that cannot be written fails now
     try:
@@ -170,6 +182,8 @@ def _runs(args):
     if args.seed is not None:
         runs = [replace(s, seed=args.seed) for s in runs]
     names = args.profile or list(first.profiles)
+    if first.trials is not None and args.cluster:
+        raise InputError([Problem("--cluster", "a scenario with [trials] runs them on this machine; use --workers N")])
     if first.trials is not None:
         from sova.control.trials import check_trials
 
@@ -179,7 +193,7 @@ def _runs(args):
 
 def _run_profiles(args, sweep, runs, names: list[str]):
     """Every profile on the scenario (at every value of a sweep): how to write the results, and the summary."""
-    from sova.control.experiment import run_scenario, run_sweep
+    from sova.control.experiment import SweepRun, run_scenario, run_study, run_sweep
     from sova.report.writer import write_results, write_sweep_results
 
     steps = sum(round(s.duration / s.tick) for s in runs)
@@ -204,6 +218,22 @@ def _run_profiles(args, sweep, runs, names: list[str]):
             if step == total:
                 done[name] += total
 
+        if args.workers or args.cluster:  # whole runs in parallel: the bar counts runs done
+            for task in tasks.values():
+                bar.remove_task(task)
+            whole = bar.add_task("runs", total=len(runs) * len(names))
+            follow = ProgressFile(args.progress_file, len(runs) * len(names), "runs")
+
+            def finished(n: int) -> None:
+                bar.update(whole, completed=n)
+                follow(n)
+
+            study = run_study(runs, names, args.workers or 1, args.cluster, finished)
+            if sweep is None:
+                results = study[0]
+                return (lambda d: write_results(runs[0], results, d)), (lambda: print_summary(results, runs[0]))
+            sweep_runs = [SweepRun(v, r) for v, r in zip(sweep.values, study, strict=True)]
+            return (lambda d: write_sweep_results(sweep, runs, sweep_runs, d)), (lambda: print_sweep(sweep, sweep_runs))
         if sweep is None:
             results = run_scenario(runs[0], names, progress=progress)
             return (lambda d: write_results(runs[0], results, d)), (lambda: print_summary(results, runs[0]))
@@ -236,7 +266,7 @@ def _run_trials(args, sweep, runs, names: list[str]):
                 bar.update(task, completed=n)
                 follow(before + n)
 
-            trial_runs = run_trials(scenario, names, args.jobs or 0, progress)
+            trial_runs = run_trials(scenario, names, args.workers or args.jobs or 0, progress)
             finished += scenario.trials.count
             groups.append((value, trial_runs))
     doc = trials_document(runs[0], groups, names, sweep)

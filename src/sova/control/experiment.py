@@ -17,6 +17,7 @@ from sova.analyze.intensity import io_degree, io_factor, net_degree, network_fac
 from sova.analyze.interference import predicted_interference
 from sova.analyze.samples import window_samples
 from sova.control.audit import AuditLog
+from sova.control.parallel import run_all
 from sova.control.profiles import build_admission, build_policies
 from sova.control.runtime import Runtime
 from sova.control.vm_groups import vm_groups
@@ -82,6 +83,25 @@ class SweepRun:
 def run_sweep(scenarios: list[Scenario], values, profiles: list[str] | None = None, progress: Progress | None = None):
     """Run every profile at every value; `scenarios` holds one scenario per value."""
     return [SweepRun(v, run_scenario(s, profiles, progress=progress)) for v, s in zip(values, scenarios, strict=True)]
+
+
+def run_study(
+    scenarios: list[Scenario],
+    profiles: list[str],
+    workers: int = 1,
+    cluster: str | None = None,
+    done: Callable[[int], None] | None = None,
+) -> list[list[ProfileResult]]:
+    """Every profile on every scenario (the values of a sweep), each an independent run: in `workers`
+    processes or on a Dask cluster (``control.parallel``); per scenario, the profiles' results in order.
+    A run is deterministic for its seed, so the results are a serial run's (but for wall times)."""
+    items = [(scenario, name) for scenario in scenarios for name in profiles]
+    results = run_all(_run_item, items, workers, cluster, done)
+    return [results[k * len(profiles) : (k + 1) * len(profiles)] for k in range(len(scenarios))]
+
+
+def _run_item(item: tuple[Scenario, str]) -> ProfileResult:
+    return run_profile(*item)
 
 
 def run_profile(

@@ -1,0 +1,47 @@
+"""Wall time of a PlanetLab day (CloudSim's study: 800 hosts, ~1,050 VMs, 288 steps of 300 s) per profile.
+
+Usage: python benchmarks/planetlab_day.py [--day 20110303] [--profiles npa dvfs thr-mmt-0.8 ...]
+
+Loading the scenario (reading the day's trace files) is timed once, as every profile of a run shares it;
+each profile is then timed from its first step to its summary (the simulator, the observations, the
+policies and the executor), as ``wall_seconds`` in summary.json. The target (issue 16) is under 5 s per
+profile; CloudSim takes on the order of 100 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import time
+from pathlib import Path
+
+from sova.control.experiment import run_profile
+from sova.control.profiles import check_profile
+from sova.model.sweep import load_runs
+
+SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "papers" / "cloudsim" / "planetlab.toml"
+DEFAULT = ("npa", "dvfs", "thr-mmt-0.8", "iqr-mc-1.5", "mad-mu-2.5", "lr-mmt-1.2", "lrr-rs-1.2")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--day", default="20110303")
+    parser.add_argument("--profiles", nargs="*", default=list(DEFAULT))
+    args = parser.parse_args()
+    start = time.perf_counter()
+    _, (scenario,) = load_runs(SCENARIO, check_profile, {"day": args.day})
+    load = time.perf_counter() - start
+    print(f"day {args.day}: {len(scenario.hosts)} hosts, {len(scenario.vms)} VMs; scenario loaded in {load:.2f} s")
+    print("| profile | wall (s) | migrations | energy (kWh) |\n|---|---:|---:|---:|")
+    for name in args.profiles:
+        summary = run_profile(scenario, name).summary
+        print(
+            f"| {name} | {summary['wall_seconds']:.2f} | {summary['migrations']['count']} "
+            f"| {summary['energy_kwh']:.1f} |",
+            flush=True,
+        )
+    print(f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
