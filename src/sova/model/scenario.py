@@ -150,6 +150,7 @@ class ControlSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
+    csv: bool = True  # metrics-PROFILE.csv beside metrics.parquet
     per_vm: bool = False
     plots: bool = True
     sample_every: float = 0.0
@@ -188,6 +189,7 @@ class Scenario:
     simulator: dict[str, Any] = field(default_factory=dict)
     trials: TrialsSpec | None = None
     slos: tuple[tuple[str, StorageSlo], ...] = ()  # (VM, its storage SLO), from [[slos]]
+    params: dict[str, Any] = field(default_factory=dict)  # the [params] values it was made with
     source: str = "<scenario>"
     base_dir: Path = field(default_factory=Path.cwd)
 

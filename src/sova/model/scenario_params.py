@@ -23,8 +23,11 @@ from sova.model.schema import InputError, Problem
 REFERENCE = re.compile(r"\$\{([^}]*)\}")
 
 
-def apply_params(raw: dict[str, Any], source: str, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The scenario with its [params] table taken out and every ``${name}`` replaced; raises InputError."""
+def apply_params(
+    raw: dict[str, Any], source: str, overrides: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the scenario with its [params] table taken out and every ``${name}`` replaced, the values used);
+    raises InputError."""
     declared = raw.pop("params", {})
     problems: list[Problem] = []
     if not isinstance(declared, dict):
@@ -38,7 +41,8 @@ def apply_params(raw: dict[str, Any], source: str, overrides: dict[str, Any] | N
             problems.append(Problem(f"--param {name}", f"the scenario declares no parameter {name!r}; known: {known}"))
     if problems:
         raise InputError(problems)
-    return _substitute(raw, {**declared, **(overrides or {})}, source, "", problems)
+    values = {**declared, **(overrides or {})}
+    return _substitute(raw, values, source, "", problems), values
 
 
 def _substitute(value: Any, values: dict[str, Any], source: str, where: str, problems: list[Problem]) -> Any:

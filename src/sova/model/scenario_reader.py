@@ -81,8 +81,7 @@ def scenario_from_dict(
     profile_check: ProfileCheck | None = None,
 ) -> Scenario:
     """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError."""
-    if "params" in raw:  # a file's loader has taken them out already, with --param's values
-        raw = apply_params(dict(raw), source)
+    raw, params = apply_params(dict(raw), source) if "params" in raw else (raw, {})
     r = Reader(source)
     for key in raw:
         if key not in TABLES:
@@ -140,6 +139,7 @@ def scenario_from_dict(
         simulator=simulator,
         trials=trials,
         slos=slos,
+        params=params,
         source=source,
         base_dir=base_dir or Path.cwd(),
     )

@@ -16,6 +16,7 @@ from sova.model.scenario import Scenario
 from sova.model.sweep import Sweep
 from sova.report.host_plots import LINES_MAX
 from sova.report.metrics import is_number, metric_at, metric_value
+from sova.report.metrics_table import FILE, run_table, stacked, write_table
 from sova.report.names import profile_list, truncate
 from sova.report.plot_style import figure, figure_legend, save, set_value_axis
 from sova.report.summary_file import scenario_header, write_summary
@@ -73,6 +74,8 @@ def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]
 def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d: Path, plots: bool) -> None:
     doc = sweep_document(sweep, scenarios, runs)
     write_summary(d, doc)
+    tables = [run_table(s, run.results, {sweep.key: run.value}) for s, run in zip(scenarios, runs, strict=True)]
+    write_table(stacked(tables), d / FILE)
     profiles = [r.profile for r in runs[0].results]
     metrics = [
         swept(label, path)

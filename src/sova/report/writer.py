@@ -1,4 +1,5 @@
-"""Write a run's results into a directory: summary.json, metrics CSVs, audit logs, plots, report.html.
+"""Write a run's results into a directory: summary.json, metrics.parquet (and metrics CSVs), audit logs,
+plots, report.html.
 
 The directory is a staging directory that ``sova.report.result_dir`` moves into place once it is full,
 so an interrupted or failed run never leaves a half-written result directory. summary.json is strict
@@ -17,6 +18,7 @@ from sova import __version__
 from sova.control.experiment import ProfileResult
 from sova.model.scenario import Scenario
 from sova.report.html import render_report
+from sova.report.metrics_table import FILE, run_table, write_table
 from sova.report.plots import make_plots
 from sova.report.summary_file import scenario_header, write_summary
 from sova.report.sweep import write_sweep
@@ -45,8 +47,10 @@ def summary_document(scenario: Scenario, results: list[ProfileResult]) -> dict:
 def _write_all(scenario: Scenario, results: list[ProfileResult], d: Path) -> None:
     doc = summary_document(scenario, results)
     write_summary(d, doc)
+    write_table(run_table(scenario, results), d / FILE)
     for r in results:
-        _write_csv(d / f"metrics-{r.profile}.csv", r.series)
+        if scenario.outputs.csv:
+            _write_csv(d / f"metrics-{r.profile}.csv", r.series)
         r.audit.write_jsonl(d / f"audit-{r.profile}.jsonl")
         if r.slo_intervals:
             _write_rows(d / f"slo-{r.profile}.csv", r.slo_intervals)
