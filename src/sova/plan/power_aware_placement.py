@@ -48,10 +48,10 @@ class Cluster:
         self._row = np.arange(len(self.capacity)) * POINTS
         self.drawing = np.zeros(len(self.capacity))  # watts now: kept up to date by move()
         self._undo: list[tuple[int, int, bool]] = []  # per move: (vm, source, was the destination on)
-        self.cpu_room = np.zeros(len(self.capacity))  # demand each host can still take: kept by move()
         everyone = np.arange(len(self.capacity))
         self.drawing[self.on] = self.power(everyone, self.load)[self.on]
-        self._update_room(everyone)
+        top = self.capacity * (1 + 1e-12)  # demand each host can still take (see _refresh): kept by move()
+        self.cpu_room = np.where(self.load <= 0, top, np.minimum(top, self.limit * self.capacity)) - self.load
 
     def power(self, hosts: np.ndarray, load: np.ndarray) -> np.ndarray:
         """Watts of `hosts` at `load`, on their curves (interpolated between the 10 % points)."""
@@ -64,26 +64,31 @@ class Cluster:
     def move(self, vm: int, dst: int) -> None:
         src = self.vm_host[vm]
         self._undo.append((vm, src, bool(self.on[dst])))
+        self.on[dst] = True  # before its power is taken: it draws from now on
         self._shift(vm, src, dst)
-        self.on[dst] = True
         self.moves.append((vm, dst))
 
     def _shift(self, vm: int, src: int, dst: int) -> None:
-        self.load[src] -= self.vm_demand[vm]
-        self.memory_free[src] += self.vm_memory[vm]
-        self.load[dst] += self.vm_demand[vm]
-        self.memory_free[dst] -= self.vm_memory[vm]
+        demand, memory = self.vm_demand[vm], self.vm_memory[vm]
+        self.load[src] -= demand
+        self.memory_free[src] += memory
+        self.load[dst] += demand
+        self.memory_free[dst] -= memory
         self.vm_host[vm] = dst
-        ends = np.array([src, dst])
-        self.drawing[ends] = np.where(self.on[ends], self.power(ends, self.load[ends]), 0.0)
-        self._update_room(ends)
+        for host in (src, dst):  # two hosts: plain arithmetic is faster than numpy here
+            self._refresh(int(host))
 
-    def _update_room(self, hosts: np.ndarray) -> None:
-        """CPU room of `hosts`: up to the detector's limit, or the whole capacity on a host with no load (as
-        CloudSim skips the overload test there: a VM alone on a host cannot be relieved by moving it)."""
-        capacity, load = self.capacity[hosts] * (1 + 1e-12), self.load[hosts]
-        top = np.where(load <= 0, capacity, np.minimum(capacity, self.limit[hosts] * self.capacity[hosts]))
-        self.cpu_room[hosts] = top - load
+    def _refresh(self, host: int) -> None:
+        """The host's power now and its CPU room: up to the detector's limit, or its whole capacity when it
+        has no load (as CloudSim skips the overload test there: a VM alone on a host cannot be relieved
+        by moving it)."""
+        load, capacity = float(self.load[host]), float(self.capacity[host])
+        position = min(load / capacity, 1.0) * (POINTS - 1)
+        low = min(int(position), POINTS - 2)
+        below, above = self._flat[self._row[host] + low], self._flat[self._row[host] + low + 1]
+        self.drawing[host] = below + (above - below) * (position - low) if self.on[host] else 0.0
+        top = capacity * (1 + 1e-12)
+        self.cpu_room[host] = (top if load <= 0 else min(top, float(self.limit[host]) * capacity)) - load
 
     def mark(self) -> int:
         """A point to go back to with undo()."""
