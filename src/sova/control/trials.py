@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import multiprocessing
 import os
 import time
 from collections.abc import Callable
@@ -24,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from sova.control import signals
+from sova.control.parallel import run_all
 from sova.control.place import run_and_measure
 from sova.control.profiles import build_policies
 from sova.model.scenario import Scenario
@@ -96,33 +95,10 @@ def run_trials(
         raise ValueError("the scenario has no [trials] table")
     names = profiles or list(scenario.profiles)
     check_trials(scenario, names)
-    jobs = min(jobs or os.cpu_count() or 1, spec.count)
-    out: list[TrialRun] = []
-    if jobs <= 1:
-        for k in range(spec.count):
-            out += run_trial(scenario, names, k)
-            if progress:
-                progress(k + 1, spec.count)
-    else:
-        # a Pool, not a ProcessPoolExecutor: on Ctrl-C or SIGTERM it can be terminated at once instead of
-        # finishing every trial still queued
-        pool = None
-        try:
-            with signals.held():  # a pool cut short while it starts can hang the exit; started, it can be ended
-                pool = multiprocessing.Pool(jobs, initializer=signals.worker_process, initargs=(os.getpid(),))
-            trials = pool.imap_unordered(functools.partial(run_trial, scenario, names), range(spec.count))
-            for n, runs in enumerate(trials, start=1):
-                out += runs
-                if progress:
-                    progress(n, spec.count)
-            pool.close()
-        except BaseException:
-            if pool is not None:
-                pool.terminate()
-            raise
-        finally:
-            if pool is not None:
-                pool.join()
+    jobs = jobs or os.cpu_count() or 1
+    done = (lambda n: progress(n, spec.count)) if progress else None
+    per_trial = run_all(functools.partial(run_trial, scenario, names), list(range(spec.count)), jobs, done=done)
+    out = [run for runs in per_trial for run in runs]
     return sorted(out, key=lambda r: (r.trial, names.index(r.profile), r.iteration))
 
 
