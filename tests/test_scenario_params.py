@@ -125,3 +125,18 @@ def test_sova_run_takes_param(study, tmp_path, capsys):
     assert '"vms": 3' in (out / "summary.json").read_text()
     assert main(["run", str(study), "--param", "day", "--out", str(out), "--quiet", "--force"]) == 2
     assert "--param: 'day': expected NAME=VALUE" in capsys.readouterr().err
+
+
+def test_more_vms_than_traces_draw_them_with_replacement_the_same_for_the_same_seed(study):
+    from sova.sim.engine import Simulator
+
+    text = study.read_text().replace('files = "traces/${day}"\nblock = "1/1"', "count = 12")
+    study.write_text(text.replace('file = "traces/${day}"', 'file = "traces/${day}"\ndraw = "with-replacement"'))
+    _, (scenario,) = load_runs(study)
+    first, again = Simulator(scenario), Simulator(scenario)
+    first.step(), again.step()
+    drawn = first.last_vm_want.round(2).tolist()
+    assert len(drawn) == 12 and drawn == again.last_vm_want.round(2).tolist()
+    traces = [round(min((0.1, 0.2, 0.3, 0.4, 0.5), key=lambda v: abs(v - d)), 1) for d in drawn]
+    assert traces == pytest.approx(drawn, abs=0.015)  # each VM replays one of d1's five traces (idle CPU aside)
+    assert len(set(traces)) > 1 and len(set(traces)) < 12  # different ones, some twice

@@ -179,6 +179,14 @@ VM_FIELDS = {
 TRACE_SAMPLING = {
     "interval": Field("duration", 300.0, "seconds per sample", lo=0, lo_open=True),
     "offset": Field("duration", 0.0, "start this far into the trace", lo=0),
+    "draw": Field(
+        "str",
+        "in-order",
+        "a set's traces for the entry's VMs: one each in name order, or drawn with replacement (seeded by "
+        "draw_seed), for more VMs than traces",
+        choices=("in-order", "with-replacement"),
+    ),
+    "draw_seed": Field("int", 1, "with draw = with-replacement: the draws' seed"),
 }
 
 # Per workload kind: the parameters a phase may change, with defaults.

@@ -11,8 +11,8 @@ from sova.sim.workload_kinds.base import Group
 
 
 def trace_files(spec: WorkloadSpec, vms: int) -> list[dict] | None:
-    """A trace set's files for the entry's VMs, one each in name order, as each VM's `file` (None: the
-    entry names one file)."""
+    """A trace set's files for the entry's VMs, one each in name order (or drawn with replacement), as each
+    VM's `file` (None: the entry names one file)."""
     file = spec.params.get("file")
     if not file or not is_trace_set(file):
         return None
@@ -20,6 +20,9 @@ def trace_files(spec: WorkloadSpec, vms: int) -> list[dict] | None:
         files = trace_set(file)
     except TraceError as exc:
         raise TraceError(f"{spec.where or 'a workload'}.file: {exc}") from None
+    if spec.params.get("draw") == "with-replacement":  # a sample of the set, stated as such in the docs
+        picks = np.random.default_rng(spec.params.get("draw_seed", 1)).integers(0, len(files), vms)
+        return [{"file": files[k]} for k in picks]
     if len(files) < vms:
         raise TraceError(
             f"{spec.where or 'a workload'}.file: {file} holds {len(files)} trace(s) for {vms} VMs; "
