@@ -167,7 +167,7 @@ def test_a_vm_that_comes_counts_as_idle_before_it_came():
         (S.TopologySpec, F.TOPOLOGY_FIELDS, ()),
         (S.NicSpec, F.NIC_FIELDS, ()),
         (S.HostSpec, F.HOST_FIELDS, ("name", "count", "start", "nic")),
-        (S.VmSpec, F.VM_FIELDS, ("name", "count", "start", "host")),
+        (S.VmSpec, F.VM_FIELDS, ("name", "count", "start", "files", "block", "host")),
         (S.ControlSpec, F.CONTROL_FIELDS, ()),
         (S.OutputSpec, F.OUTPUT_FIELDS, ()),
     ],

@@ -45,7 +45,7 @@ class Knowledge:
         self.placement.observe(snap)
         oldest_needed = bisect.bisect_right(self._times, snap.time - self.history, lo=self._first) - 1
         self._first = max(self._first, min(oldest_needed, len(self._snaps) - 2))
-        if self._first > 1024 and 2 * self._first > len(self._snaps):  # drop what is no longer kept
+        if 2 * self._first > len(self._snaps):  # drop what is no longer kept (amortized: half the list at most)
             del self._snaps[: self._first], self._times[: self._first]
             self._first = 0
 
