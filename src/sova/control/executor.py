@@ -45,6 +45,49 @@ class PendingPlan:
     findings: tuple[Finding, ...] = ()  # those the plan rests on
 
 
+@dataclass
+class _Ledger:
+    """What the migration rails count, once per pass over the queue instead of once per action: running
+    migrations in all and touching each host, memory heading to each host, memory committed, and the
+    hosts' and VMs' CPU (a pass may start thousands of migrations: a consolidation round)."""
+
+    moving: int
+    touching: np.ndarray  # per host: running migrations from or to it
+    incoming: np.ndarray  # per host: MiB of the VMs migrating to it
+    committed: np.ndarray  # per host: MiB of its VMs
+    util: np.ndarray | None
+    cores: np.ndarray | None
+
+    @classmethod
+    def of(cls, running: list[_Job], knowledge: Knowledge) -> _Ledger:
+        snap = knowledge.latest
+        hosts = len(snap.hosts)
+        moving = [j.action for j in running if isinstance(j.action, A.Migrate)]
+        ledger = cls(
+            len(moving),
+            np.zeros(hosts, dtype=np.int64),
+            np.zeros(hosts),
+            snap.committed_memory(),
+            knowledge.host_cpu_util(LOAD_WINDOW),
+            knowledge.vm_cpu_cores(LOAD_WINDOW),
+        )
+        # a running migration whose VM or host the snapshot lacks (a host that stopped reporting) still
+        # counts against the cluster's cap, but touches no host the snapshot holds
+        for m in moving:
+            if m.vm in snap.vm_position and m.dst in snap.host_position:
+                ledger.add(m, snap, count=False)
+        return ledger
+
+    def add(self, m: A.Migrate, snap: Snapshot, count: bool = True) -> None:
+        v, dst = snap.vm_position[m.vm], snap.host_position[m.dst]
+        src = int(snap.vm_host[v])
+        self.moving += count
+        self.touching[dst] += 1
+        if src != dst:
+            self.touching[src] += 1
+        self.incoming[dst] += snap.vm_memory[v]
+
+
 class Executor:
     def __init__(self, driver: Driver, control: ControlSpec, mode: str = "auto", audit: AuditLog | None = None):
         if mode not in ("auto", "approve", "dry-run"):
@@ -170,6 +213,7 @@ class Executor:
         now = self.driver.now()
         busy = {j.action.target for j in self.running}
         plugging = self._plugging(knowledge.latest) if self.queued and len(knowledge) else None
+        ledger = _Ledger.of(self.running, knowledge) if plugging is not None else None
         blocked: set[tuple[int, str]] = set()
         keep = []
         for job in self.queued:
@@ -181,7 +225,7 @@ class Executor:
             if job.action.target in busy:
                 keep.append(job)
                 continue
-            verdict = self.check(job.action, knowledge, plugging)
+            verdict = self.check(job.action, knowledge, plugging, ledger)
             if verdict:
                 self.audit.record(now, job.plan, "rejected", job.action, A.Outcome(A.REJECTED, verdict, now, now))
                 blocked.add(key)
@@ -194,15 +238,24 @@ class Executor:
                 if isinstance(job.action, A.AttachVF):  # the snapshot shows it only from the next one on
                     snap = knowledge.latest
                     plugging[snap.vm_host[snap.vm_position[job.action.vm]]] += 1
+                if isinstance(job.action, A.Migrate):
+                    ledger.add(job.action, knowledge.latest)
                 busy.add(job.action.target)
             elif out.status != A.OK:
                 blocked.add(key)
         self.queued = keep
 
     # ---------------------------------------------------------------- rails
-    def check(self, action: A.Action, knowledge: Knowledge, plugging: np.ndarray | None = None) -> str | None:
+    def check(
+        self,
+        action: A.Action,
+        knowledge: Knowledge,
+        plugging: np.ndarray | None = None,
+        ledger: _Ledger | None = None,
+    ) -> str | None:
         """Why the action may not start now, or None if it may. `plugging`: VF hot-plugs per host the
-        snapshot does not show yet, if the caller keeps count (else counted here)."""
+        snapshot does not show yet, and `ledger` the running migrations, if the caller keeps count (else
+        counted here)."""
         if not len(knowledge):
             return "no observation of the cluster yet"
         snap = knowledge.latest
@@ -213,13 +266,11 @@ class Executor:
         if host_name is not None and host_name not in snap.host_position:
             return f"no host named {host_name!r}"
         if isinstance(action, A.Migrate):
-            return self._check_migrate(action, knowledge)
+            return self._check_migrate(action, knowledge, ledger or _Ledger.of(self.running, knowledge))
         if isinstance(action, A.SetHostPower) and action.state != "on":
             h = snap.host_position[action.host]
-            incoming = [
-                j.action.vm for j in self.running if isinstance(j.action, A.Migrate) and j.action.dst == action.host
-            ]
-            if (snap.vm_host == h).any() or incoming:
+            ledger = ledger or _Ledger.of(self.running, knowledge)
+            if ledger.committed[h] > 0 or ledger.incoming[h] > 0:
                 return f"{action.host} has VMs (or one migrating to it); only an empty host can go to {action.state}"
         if isinstance(action, A.AttachVF):
             v = snap.vm_position[action.vm]
@@ -240,7 +291,7 @@ class Executor:
         hosts = [snap.vm_host[v] for v in vms if v is not None and snap.vm_nic[v] == "vnic"]
         return np.bincount(np.array(hosts, dtype=np.int64), minlength=len(snap.hosts))
 
-    def _check_migrate(self, action: A.Migrate, knowledge: Knowledge) -> str | None:
+    def _check_migrate(self, action: A.Migrate, knowledge: Knowledge, ledger: _Ledger) -> str | None:
         snap = knowledge.latest
         now = self.driver.now()
         if action.dst not in snap.host_position:
@@ -256,26 +307,17 @@ class Executor:
         last = self.last_migrated.get(action.vm)
         if last is not None and now - last < self.rails.hold_down:
             return f"{action.vm} was migrated {now - last:.0f} s ago; hold-down is {self.rails.hold_down:g} s"
-        moving = [j.action for j in self.running if isinstance(j.action, A.Migrate)]
-        if len(moving) >= self.rails.max_migrations_cluster:
-            return f"{len(moving)} migrations already running (cluster cap {self.rails.max_migrations_cluster})"
-        # a running migration whose VM or host the snapshot lacks (a host that stopped reporting) still
-        # counts against the cluster's cap, but touches no host the snapshot holds
-        seen = [m for m in moving if m.vm in snap.vm_position and m.dst in snap.host_position]
+        if ledger.moving >= self.rails.max_migrations_cluster:
+            return f"{ledger.moving} migrations already running (cluster cap {self.rails.max_migrations_cluster})"
         for h in (src, dst):
-            touching = sum(
-                1 for m in seen if snap.host_position[m.dst] == h or snap.vm_host[snap.vm_position[m.vm]] == h
-            )
+            touching = int(ledger.touching[h])
             if touching >= self.rails.max_migrations_per_host:
                 return f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {self.rails.max_migrations_per_host})"
-        incoming = sum(snap.vm_memory[snap.vm_position[m.vm]] for m in seen if m.dst == action.dst)
-        free = snap.host_memory[dst] - snap.committed_memory()[dst] - incoming
+        free = snap.host_memory[dst] - ledger.committed[dst] - ledger.incoming[dst]
         if free < snap.vm_memory[v]:
             return f"{action.dst} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"
-        util = knowledge.host_cpu_util(LOAD_WINDOW)
-        cores = knowledge.vm_cpu_cores(LOAD_WINDOW)
-        if util is not None and cores is not None:
-            after = util[dst] + cores[v] / snap.host_cores[dst]
+        if ledger.util is not None and ledger.cores is not None:
+            after = ledger.util[dst] + ledger.cores[v] / snap.host_cores[dst]
             if after > self.rails.cpu_headroom:
                 return f"{action.dst} would be at {after:.0%} CPU (headroom {self.rails.cpu_headroom:.0%})"
         return None

@@ -140,13 +140,13 @@ def consolidate(cluster: Cluster, overloaded: np.ndarray) -> list[int]:
     allowed = np.array([bool(vms) for vms in on_host]) & ~overloaded
     untried = allowed.copy()
     emptied = []
-    hopeful = _hopeful(cluster, on_host, allowed, allowed)
+    hopeful = _hopeful(cluster, on_host, allowed)
     for host in np.argsort(np.where(allowed, cluster.load / cluster.capacity, np.inf), kind="stable"):
         if not untried[host]:
             continue
         untried[host] = allowed[host] = False
         if not hopeful[host]:
-            continue  # its largest VM fits on no host now, and hosts only leave `allowed`
+            continue  # a VM of it fitted nowhere at the start, and room only shrinks as hosts fill or leave
         mark = cluster.mark()
         vms = [vm for vm in on_host[host] if cluster.vm_host[vm] == host]
         if pabfd(cluster, vms, allowed, all_or_nothing=True):
@@ -156,16 +156,16 @@ def consolidate(cluster: Cluster, overloaded: np.ndarray) -> list[int]:
         for vm, dst in cluster.moves[mark:]:
             untried[dst] = False  # a host that took VMs is not emptied in turn
             on_host[dst].append(vm)
-        hopeful = _hopeful(cluster, on_host, untried, allowed)
     return emptied
 
 
-def _hopeful(cluster: Cluster, on_host: list[list[int]], candidates: np.ndarray, allowed: np.ndarray) -> np.ndarray:
+def _hopeful(cluster: Cluster, on_host: list[list[int]], allowed: np.ndarray) -> np.ndarray:
     """Per host: whether each VM of a candidate host fits, alone, on some other allowed host now. A host
-    one of whose VMs fits nowhere cannot be emptied; one matrix of the candidates' VMs against the hosts
-    with room says so for all of them, instead of a PABFD try per host."""
+    one of whose VMs fits nowhere cannot be emptied, then or later in the round (destinations only fill,
+    and emptied hosts leave `allowed`); one matrix of the candidates' VMs against the hosts with room says
+    so for all of them, instead of a PABFD try per host."""
     hopeful = np.zeros(len(cluster.load), dtype=bool)
-    vms = np.array([vm for h in np.flatnonzero(candidates) for vm in on_host[h] if cluster.vm_host[vm] == h])
+    vms = np.array([vm for h in np.flatnonzero(allowed) for vm in on_host[h]], dtype=np.int64)
     if not len(vms):
         return hopeful
     room = np.flatnonzero(allowed & (cluster.memory_free >= cluster.vm_memory[vms].min()))
@@ -173,5 +173,5 @@ def _hopeful(cluster: Cluster, on_host: list[list[int]], candidates: np.ndarray,
     ok &= cluster.cpu_room[room] >= cluster.vm_demand[vms][:, None]
     ok &= room != cluster.vm_host[vms][:, None]
     stuck = np.bincount(cluster.vm_host[vms], weights=~ok.any(axis=1), minlength=len(hopeful))
-    hopeful[candidates] = stuck[candidates] == 0
+    hopeful[allowed] = stuck[allowed] == 0
     return hopeful

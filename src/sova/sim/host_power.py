@@ -34,6 +34,7 @@ class HostPower:
         self.wake_power = np.array([h.wake_power or f for h, f in zip(hosts, full, strict=True)], dtype=float)
         self.host_wakes = np.zeros(self.H, dtype=np.int64)  # how often each host was woken
         self.host_shutdowns = np.zeros(self.H, dtype=np.int64)  # how often each went to sleep or off
+        self.host_migrations = np.zeros(self.H, dtype=np.int64)  # migrations from or to each, under way
 
     def host_power_state(self, host: int) -> str:
         return STATE_NAMES[self.host_state[host]]
@@ -51,14 +52,11 @@ class HostPower:
             raise SimError(f"unknown power state {state!r}; expected on, sleep or off")
         if current == WAKING:
             raise SimError(f"{name} is waking up; it can go down once it is on")
-        if self.host_vm_count()[host] or any(host in (m.src, m.dst) for m, _ in self.migrations.values()):
+        if self.host_migrations[host] or ((self.vm_host == host) & self.vm_present).any():
             raise SimError(f"{name} still has VMs (or a migration under way); only an empty host can go down")
         if current != target:
             self.host_state[host] = target
             self.host_shutdowns[host] += 1
-
-    def host_vm_count(self) -> np.ndarray:
-        return np.bincount(self.vm_host[self.vm_present], minlength=self.H)
 
     def require_host_on(self, host: int) -> None:
         if self.host_state[host] != ON:

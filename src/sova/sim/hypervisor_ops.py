@@ -16,9 +16,10 @@ from sova.sim.records import MigrationRecord, SimError
 class HypervisorOperations:
     """The hypervisor operations of the simulator: migrations and VF hot-plug, as the driver calls them."""
 
-    def host_mem_used(self) -> np.ndarray:
-        held = np.where(self.vm_present, self.vm_mem, 0.0)  # a VM not there (yet, or any more) holds none
-        return np.bincount(self.vm_host, weights=held, minlength=self.H) + self.dom0_mem_reserved
+    def host_mem_used(self, host: int) -> float:
+        """MiB the host's VMs (those there now) and the migrations heading to it hold."""
+        held = self.vm_mem[(self.vm_host == host) & self.vm_present].sum()  # one host: no bincount of all
+        return float(held + self.dom0_mem_reserved[host])
 
     def require_running(self, vm: int) -> str:
         """The VM's name; refused if it is not there (not arrived yet, or deleted)."""
@@ -36,7 +37,7 @@ class HypervisorOperations:
             raise SimError(f"{name} already runs on {self.host_names[dst]}")
         if self.vm_vf[vm] or vm in self.vf_plugging:
             raise SimError(f"{name} has an SR-IOV VF attached; detach it before migrating")
-        free = self.host_mem[dst] - self.host_mem_used()[dst]
+        free = self.host_mem[dst] - self.host_mem_used(dst)
         if free < self.vm_mem[vm]:
             raise SimError(f"{self.host_names[dst]} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
         mig = Migration(
@@ -52,6 +53,7 @@ class HypervisorOperations:
         )
         fid = self.add_flow((DOM0, src), (DOM0, dst), "migration")
         self.dom0_mem_reserved[dst] += self.vm_mem[vm]
+        self.host_migrations[[src, dst]] += 1
         self.migrations[vm] = (mig, fid)
 
     def cancel_migration(self, vm: int, reason: str = "cancelled") -> bool:
@@ -67,6 +69,7 @@ class HypervisorOperations:
         self.flows[fid].alive = False
         self._routes_dirty = True
         self.dom0_mem_reserved[mig.dst] -= self.vm_mem[vm]
+        self.host_migrations[[mig.src, mig.dst]] -= 1
         moved = mig.on_destination
         if moved and self.vm_host[vm] != mig.dst:
             self._move(vm, mig.dst)
