@@ -66,7 +66,9 @@ def test_a_sweep_stacks_its_values_and_a_study_reads_in_one_call(tmp_path):
     # two runs of a study (two days, say): one read of the folder, told apart by their [params]
     path.write_text(SCENARIO)
     for load in ("0.1", "0.3"):
-        assert main(["run", str(path), "--param", f"load={load}", "--out", str(tmp_path / "study" / load), "--quiet"]) == 0
+        assert (
+            main(["run", str(path), "--param", f"load={load}", "--out", str(tmp_path / "study" / load), "--quiet"]) == 0
+        )
     folder = ds.dataset(tmp_path / "study", format="parquet", exclude_invalid_files=True)  # its Parquet files
     study = folder.to_table().to_pydict()
     assert sorted(set(study["load"])) == [0.1, 0.3] and len(study["time"]) == 12
