@@ -343,8 +343,13 @@ def test_a_signal_while_results_move_into_place_waits_until_they_are_complete(sm
             signal.raise_signal(signal.SIGINT)  # Ctrl-C in the middle of the final moves
 
     monkeypatch.setattr(result_dir, "_write_marker", marker_then_signal)
+    # as an interactive shell gives it (a shell's background job, `make test &`, starts with SIGINT ignored)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     out = tmp_path / "res"
-    assert _run(small, out, "--profile", "default") == 130
+    try:
+        assert _run(small, out, "--profile", "default") == 130
+    finally:
+        signal.signal(signal.SIGINT, before)
     assert "the results are complete in" in capsys.readouterr().err
     assert (out / "summary.json").exists() and json.loads((out / MARKER).read_text())["state"] == "complete"
     assert not _staging(tmp_path, "res")

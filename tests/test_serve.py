@@ -43,6 +43,12 @@ def wait_until(condition, timeout: float = 90.0) -> None:
         time.sleep(0.1)
 
 
+def ctrl_c_stops() -> None:
+    """In the child before exec: SIGINT does its default, as an interactive shell leaves it (a shell's
+    background job, `make test &`, starts with SIGINT ignored, and Python keeps an ignored SIGINT)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_every_part(tmp_path, browser):
     if natsd.binary() is None:
         pytest.skip("needs nats-server (as root, `make` installs it)")
@@ -65,6 +71,7 @@ def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=ctrl_c_stops,
     )
     try:
         wait_until(lambda: (directory / "serve.json").exists() or serve.poll() is not None)
