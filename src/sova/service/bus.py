@@ -15,6 +15,7 @@ import asyncio
 import logging
 import re
 import ssl
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +56,7 @@ def local_subject(host: str) -> str:
     return f"sova.local.{host_token(host)}"
 
 
-class Listener:
+class Listener(ABC):
     """A subscription to plain NATS subject `subject` (with wildcards) while started; messages go to
     `_take`. For what a later message supersedes (reports, SLO status), so nothing is stored."""
 
@@ -71,8 +72,9 @@ class Listener:
             await self.subscription.unsubscribe()
             self.subscription = None
 
+    @abstractmethod
     async def _take(self, message) -> None:
-        raise NotImplementedError
+        """Handle one message of the subject."""
 
 
 @dataclass(frozen=True)
