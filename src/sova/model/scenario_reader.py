@@ -79,9 +79,11 @@ def scenario_from_dict(
     source: str = "<scenario>",
     base_dir: Path | None = None,
     profile_check: ProfileCheck | None = None,
+    params: dict[str, Any] | None = None,
 ) -> Scenario:
-    """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError."""
-    raw, params = apply_params(dict(raw), source) if "params" in raw else (raw, {})
+    """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError. `params`
+    sets values of its [params] table (``--param NAME=VALUE``)."""
+    raw, params = apply_params(dict(raw), source, params) if "params" in raw or params else (raw, {})
     r = Reader(source)
     for key in raw:
         if key not in TABLES:

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 
 from sova.model.scenario import ProfileCheck, Scenario
-from sova.model.scenario_params import apply_params
 from sova.model.scenario_reader import scenario_from_dict
 from sova.model.schema import REQUIRED, Field, InputError, Problem, Reader, read_toml
 
@@ -65,7 +64,7 @@ def load_runs(
     raw = read_toml(path, "a scenario .toml file")
     sweep_raw = raw.pop("sweep", None)
     if sweep_raw is None:
-        return None, [scenario_from_dict(_filled(raw, str(path), params), str(path), path.parent, profile_check)]
+        return None, [scenario_from_dict(raw, str(path), path.parent, profile_check, params)]
     r = Reader(str(path))
     entries = sweep_raw if isinstance(sweep_raw, list) else [sweep_raw]
     parts = [
@@ -81,15 +80,8 @@ def load_runs(
         for part in parts:
             _apply(variant, part, part.values[k])
         source = f"{path} [sweep {sweep.key} = {value!r}]"
-        runs.append(scenario_from_dict(_filled(variant, source, params), source, path.parent, profile_check))
+        runs.append(scenario_from_dict(variant, source, path.parent, profile_check, params))
     return sweep, runs
-
-
-def _filled(raw: dict, source: str, params: dict[str, Any] | None) -> dict:
-    """The scenario with --param's values in place, and the values it was made with as its [params] (which
-    the reader keeps: a study's tables carry them in columns)."""
-    filled, values = apply_params(raw, source, params)
-    return {**filled, "params": values} if values else filled
 
 
 def _read_sweep(r: Reader, raw: Any, scenario: dict, where: str) -> Sweep:
