@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from sova.model.power_models import POINTS
+from sova.model.power_models import POINTS, power_at
 
 
 @dataclass
@@ -44,8 +44,6 @@ class Cluster:
     moves: list[tuple[int, int]] = field(default_factory=list)  # (vm, destination) in order
 
     def __post_init__(self) -> None:
-        self._flat = np.ascontiguousarray(self.curves, dtype=float).ravel()
-        self._row = np.arange(len(self.capacity)) * POINTS
         self.drawing = np.zeros(len(self.capacity))  # watts now: kept up to date by move()
         self._undo: list[tuple[int, int, bool]] = []  # per move: (vm, source, was the destination on)
         everyone = np.arange(len(self.capacity))
@@ -54,12 +52,8 @@ class Cluster:
         self.cpu_room = np.where(self.load <= 0, top, np.minimum(top, self.limit * self.capacity)) - self.load
 
     def power(self, hosts: np.ndarray, load: np.ndarray) -> np.ndarray:
-        """Watts of `hosts` at `load`, on their curves (interpolated between the 10 % points)."""
-        position = np.minimum(load / self.capacity[hosts], 1.0) * (POINTS - 1)
-        low = np.minimum(position.astype(np.int64), POINTS - 2)
-        at = self._row[hosts] + low
-        below = self._flat[at]
-        return below + (self._flat[at + 1] - below) * (position - low)
+        """Watts of `hosts` at `load`, on their curves."""
+        return power_at(self.curves[hosts], load / self.capacity[hosts])
 
     def move(self, vm: int, dst: int) -> None:
         src = self.vm_host[vm]
@@ -85,7 +79,7 @@ class Cluster:
         load, capacity = float(self.load[host]), float(self.capacity[host])
         position = min(load / capacity, 1.0) * (POINTS - 1)
         low = min(int(position), POINTS - 2)
-        below, above = self._flat[self._row[host] + low], self._flat[self._row[host] + low + 1]
+        below, above = self.curves[host, low], self.curves[host, low + 1]
         self.drawing[host] = below + (above - below) * (position - low) if self.on[host] else 0.0
         top = capacity * (1 + 1e-12)
         self.cpu_room[host] = (top if load <= 0 else min(top, float(self.limit[host]) * capacity)) - load
