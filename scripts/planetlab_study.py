@@ -1,6 +1,6 @@
 """CloudSim's PlanetLab study over its ten days: every profile of scenarios/papers/cloudsim/planetlab.toml
-on every day (one ``sova run`` per day, --jobs of them at once), then the medians over the days per
-profile as a Markdown table and a plot of energy against SLAV.
+on every day (one ``sova run --workers JOBS`` per day), then the medians over the days per profile as a
+Markdown table and a plot of energy against SLAV.
 
     .venv/bin/python scripts/planetlab_study.py --out results/planetlab --jobs 2
 
@@ -16,7 +16,6 @@ import json
 import statistics
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +47,7 @@ SCALE = {"slav": 1e5, "esv": 1e3}
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "planetlab", help="where each day's results go")
-    parser.add_argument("--jobs", type=int, default=2, help="days run at once (one process each)")
+    parser.add_argument("--jobs", type=int, default=2, help="a day's profiles run in this many processes")
     parser.add_argument("--days", nargs="*", default=list(DAYS), help="days to run (default: all ten)")
     parser.add_argument("--force", action="store_true", help="run days whose results exist again")
     args = parser.parse_args()
@@ -58,12 +57,11 @@ def main() -> int:
             f"unknown day(s) {unknown}; expected some of {' '.join(DAYS)}" if unknown else "--jobs must be >= 1"
         )
     args.out.mkdir(parents=True, exist_ok=True)
-    todo = [d for d in args.days if args.force or not (args.out / d / "summary.json").exists()]
-    with ThreadPoolExecutor(args.jobs) as pool:
-        for day, code in zip(todo, pool.map(lambda d: run_day(d, args.out / d), todo), strict=True):
-            print(f"{day}: {'done' if code == 0 else f'failed ({code})'}", flush=True)
-            if code:
-                return code
+    for day in [d for d in args.days if args.force or not (args.out / d / "summary.json").exists()]:
+        code = run_day(day, args.out / day, args.jobs)
+        print(f"{day}: {'done' if code == 0 else f'failed ({code})'}", flush=True)
+        if code:
+            return code
     summaries = {d: json.loads((args.out / d / "summary.json").read_text())["profiles"] for d in args.days}
     table = median_table(summaries)
     (args.out / "table.md").write_text(table)
@@ -72,9 +70,10 @@ def main() -> int:
     return 0
 
 
-def run_day(day: str, out: Path) -> int:
+def run_day(day: str, out: Path, workers: int) -> int:
     command = [sys.executable, "-m", "sova.cli", "run", str(SCENARIO), "--param", f"day={day}", "--out", str(out)]
-    return subprocess.run([*command, "--force", "--quiet"], stdout=subprocess.DEVNULL).returncode
+    command += ["--workers", str(workers), "--force", "--quiet"]
+    return subprocess.run(command, stdout=subprocess.DEVNULL).returncode
 
 
 def value(profile: dict, key: str) -> float:
