@@ -643,6 +643,28 @@ def test_the_fast_bitbrains_parser_reads_what_the_line_by_line_one_reads():
     assert _bitbrains_table("1;2;3\n") is None  # not a clean table: the line-by-line parser names the line
 
 
+def test_an_archive_read_again_comes_from_memory_until_the_file_changes(tmp_path):
+    import tarfile
+
+    from sova.sim.traces import read_traces
+
+    row = "1376314846;\t{cores};\t11703;\t10.9;\t0.1;\t67108;\t6129;\t0;\t2.1;\t0;\t0.1\n"
+    archive = tmp_path / "set.tar.gz"
+
+    def write(cores: int) -> list[str]:
+        member = tmp_path / "1.csv"
+        member.write_text("Timestamp [ms];\tCPU cores\n" + row.format(cores=cores) * (cores + 1))
+        with tarfile.open(archive, "w:gz") as tar:
+            tar.add(member, arcname="1.csv")
+        return [f"{archive}:1.csv"]
+
+    specs = write(2)
+    first = read_traces("bitbrains", specs)[0]
+    assert read_traces("bitbrains", specs)[0] is first  # the second run of a study parses nothing
+    write(3)  # a longer file: its size changes even within the file system's time resolution
+    assert read_traces("bitbrains", specs)[0].cores == 3
+
+
 def test_a_coarse_step_caps_each_scaled_sample_as_fine_steps_do(tmp_path):
     trace = tmp_path / "spiky"
     trace.write_text("100\n0\n50\n10\n")  # scale 2 takes 100 % to 200 %, capped at one core

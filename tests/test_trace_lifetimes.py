@@ -1,5 +1,5 @@
 """VMs whose lives come from a trace (OpenDC Parquet, Azure V1): they arrive, are sized, replay their CPU
-from their arrival, and leave when the trace says."""
+from their arrival, and leave when the trace says; Bitbrains VMs are sized by their traces."""
 
 from __future__ import annotations
 
@@ -101,4 +101,41 @@ def test_a_vm_that_takes_its_life_from_a_trace_no_lifetime_workload_names_is_ref
             vms=[{"name": "t{i}", "count": 2, "from_trace": True}],
             workloads=[{"kind": "opendc", "vm": "t1", "file": str(OPENDC)}],
         )
-    assert "[[vms]] (t2).from_trace" in str(err.value) and "no azure or opendc workload names" in str(err.value)
+    assert "[[vms]] (t2).from_trace" in str(err.value) and "no azure, opendc or bitbrains workload names" in str(
+        err.value
+    )
+
+
+BITBRAINS_HEAD = "Timestamp [ms];\tCPU cores;\tCPU capacity provisioned [MHZ];\tCPU usage [MHZ];\tCPU usage [%];\t"
+BITBRAINS_HEAD += "Memory capacity provisioned [KB];\tMemory usage [KB];\tDisk read throughput [KB/s];\t"
+BITBRAINS_HEAD += (
+    "Disk write throughput [KB/s];\tNetwork received throughput [KB/s];\tNetwork transmitted throughput [KB/s]"
+)
+
+
+def bitbrains_vm(path: Path, rows: list[tuple[int, int]]) -> Path:
+    """A GWA-T-12 file with (cores, memory KB) per 300 s sample, 50 % busy."""
+    lines = [BITBRAINS_HEAD] + [
+        f"{1372629804 + 300 * k};\t{cores};\t{cores * 2600};\t{cores * 1300};\t50;\t{kb};\t{kb // 4};\t1;\t2;\t3;\t4"
+        for k, (cores, kb) in enumerate(rows)
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_bitbrains_vms_are_sized_by_the_most_their_trace_provisioned_and_placed_by_admission(tmp_path):
+    traces = tmp_path / "rnd"
+    traces.mkdir()
+    bitbrains_vm(traces / "1.csv", [(2, 4 * 1024**2), (4, 8 * 1024**2), (0, 0)])  # resized, then switched off
+    bitbrains_vm(traces / "2.csv", [(1, 1024**2)] * 3)
+    scenario = make_scenario(
+        scenario={"duration": 900, "step": 300},
+        hosts=HOSTS,
+        storage=[{"name": "san"}],
+        vms=[{"name": "t{i}", "count": 2, "from_trace": True}],
+        workloads=[{"kind": "bitbrains", "vm": "t*", "file": str(traces)}],
+    )
+    sim, _ = run(scenario, 900)
+    assert sim.vm_vcpus.tolist() == [4, 1]
+    assert sim.vm_mem.tolist() == pytest.approx([8192.0, 1024.0])  # MiB
+    assert {(e.vm, e.event) for e in sim.lifecycle_log} >= {("t1", "created"), ("t2", "created")}

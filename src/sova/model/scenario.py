@@ -101,7 +101,7 @@ class VmSpec:
     mips: float = 0.0  # per vCPU; 0: a vCPU at 100 % uses a whole host core
     arrive: float = 0.0  # s; a VM that arrives later with no host ("") is placed by the admission policy
     depart: float = 0.0  # s; 0: it stays
-    from_trace: bool = False  # arrive, depart, vCPUs and memory from its azure/opendc workload's trace
+    from_trace: bool = False  # vCPUs and memory (azure, opendc: also arrive and depart) from its trace
 
     @property
     def comes_later(self) -> bool:

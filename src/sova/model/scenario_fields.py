@@ -29,7 +29,7 @@ WORKLOAD_KINDS = (
     "azure",
     "opendc",
 )
-LIFETIME_KINDS = ("azure", "opendc")  # traces that say when each VM was created and deleted
+LIFETIME_KINDS = ("azure", "opendc", "bitbrains")  # traces that size VMs (azure, opendc: and say when they lived)
 MODES = ("auto", "approve", "dry-run")
 AUTO_HOSTS = ("auto", "first-fit", "random")
 
@@ -96,7 +96,7 @@ HOST_FIELDS = {
         "str",
         "linear",
         "power against CPU utilisation: linear (power_idle to power_max), a SPECpower table (hp-ml110-g4, "
-        "hp-ml110-g5: the servers of CloudSim's PlanetLab study), or custom (power_curve)",
+        "hp-ml110-g5: the servers of CloudSim's PlanetLab study; ibm-x3550-x5670), or custom (power_curve)",
         choices=MODELS,
     ),
     "power_curve": Field("any", (), "with power_model = custom: watts at 0, 10, ..., 100 % CPU (11 numbers)"),
@@ -171,8 +171,9 @@ VM_FIELDS = {
     "from_trace": Field(
         "bool",
         False,
-        "arrival, departure, vCPUs and memory come from its azure or opendc workload's trace; placed by the "
-        "admission policy when it arrives (host 'auto') or on its named host",
+        "vCPUs and memory come from its azure, opendc or bitbrains workload's trace, and arrival and departure "
+        "from an azure or opendc one (a bitbrains VM lives the whole run); placed by the admission policy "
+        "when it arrives (host 'auto') or on its named host",
     ),
 }
 

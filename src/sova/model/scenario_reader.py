@@ -311,14 +311,14 @@ def _check_lifetime(r: Reader, where: str, t: dict) -> None:
 
 
 def _check_trace_lifetimes(r: Reader, vms: list[VmSpec], workloads: list[WorkloadSpec]) -> None:
-    """A VM whose lifetime comes from a trace needs a lifetime trace (azure, opendc) that names it."""
+    """A VM sized by its trace needs a trace that sizes VMs (azure, opendc, bitbrains) and names it."""
     matching = NameMatcher([v.name for v in vms])
     covered = {name for w in workloads if w.kind in LIFETIME_KINDS for name in matching(w.vm)}
     lost = [v.name for v in vms if v.from_trace and v.name not in covered]
     if lost:
         r.error(
             f"[[vms]] ({lost[0]}).from_trace",
-            f"{span(lost)} take their lifetime from a trace, but no azure or opendc workload names them; "
+            f"{span(lost)} take their size from a trace, but no azure, opendc or bitbrains workload names them; "
             "expected one whose vm pattern matches them",
         )
 

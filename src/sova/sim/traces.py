@@ -10,11 +10,12 @@ import functools
 import io
 import math
 import tarfile
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+from pyarrow import csv as pa_csv
 
 from sova.model.trace_sets import TraceError, is_trace_set, trace_set  # noqa: F401 (where readers find them)
 
@@ -43,9 +44,12 @@ def parse_planetlab(text: str, name: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class BitbrainsTrace:
-    """Per-sample series of one Bitbrains VM; rates in bytes/s, memory in MiB, CPU in [0, 1]."""
+    """Per-sample series of one Bitbrains VM; rates in bytes/s, memory in MiB, CPU in [0, 1]. ``cores`` and
+    ``memory_mib`` are the most the VM was provisioned over the trace (a VM resized mid-trace needs room
+    for its largest size; a sample of 0 cores is the VM switched off)."""
 
     cores: int
+    memory_mib: float
     cpu: np.ndarray
     mem_used: np.ndarray
     disk_read: np.ndarray
@@ -69,7 +73,8 @@ def parse_bitbrains(text: str, spec: str) -> BitbrainsTrace:
         a = _bitbrains_rows(text, spec)
     kib = 1024.0
     return BitbrainsTrace(
-        cores=max(1, int(a[0, 1])),
+        cores=max(1, int(a[:, 1].max())),
+        memory_mib=float(a[:, 5].max()) / 1024.0,
         cpu=np.clip(a[:, 4] / 100.0, 0.0, 1.0),
         mem_used=a[:, 6] / 1024.0,
         disk_read=a[:, 7] * kib,
@@ -80,18 +85,23 @@ def parse_bitbrains(text: str, spec: str) -> BitbrainsTrace:
 
 
 def _bitbrains_table(text: str) -> np.ndarray | None:
-    """The samples parsed in C (numpy), or None if the text is not a clean table of finite, non-negative
-    numbers: a 500-VM archive is 4 million numbers, too many for a Python loop."""
+    """The samples parsed in C (pyarrow's CSV reader), or None if the text is not a clean table of finite,
+    non-negative numbers: a 500-VM archive is 4 million numbers, too many for a Python loop."""
     header = 1 if text[:9].lower().startswith("timestamp") else 0
+    columns = [f"c{k}" for k in range(_BB_COLUMNS)]
     try:
-        with warnings.catch_warnings():  # an empty table warns; the line-by-line parser says what is wrong
-            warnings.simplefilter("ignore")
-            a = np.loadtxt(
-                io.StringIO(text), delimiter=";", skiprows=header, usecols=range(_BB_COLUMNS), ndmin=2, comments=None
-            )
-    except ValueError:
+        table = pa_csv.read_csv(
+            io.BytesIO(text.replace(";\t", ";").encode()),
+            read_options=pa_csv.ReadOptions(skip_rows=header, column_names=columns, use_threads=False),
+            parse_options=pa_csv.ParseOptions(delimiter=";"),
+            convert_options=pa_csv.ConvertOptions(column_types=dict.fromkeys(columns, pa.float64())),
+        )
+    except (pa.ArrowInvalid, ValueError):  # a ragged or non-numeric line: the line-by-line parser says which
         return None
-    if not len(a) or not np.all(np.isfinite(a)) or (a < 0).any():
+    if not table.num_rows or any(column.null_count for column in table.columns):
+        return None
+    a = np.column_stack([table.column(k).to_numpy() for k in range(_BB_COLUMNS)])
+    if not np.all(np.isfinite(a)) or (a < 0).any():
         return None
     return a
 
@@ -146,8 +156,9 @@ def _read_text(spec: str, encoding: str) -> str:
 
 
 def read_traces(kind: str, specs: list[str]) -> list:
-    """Many traces of one kind, in the given order; the members of an archive are read in one pass."""
-    read, parse, encoding = KINDS[kind]
+    """Many traces of one kind, in the given order; the members of an archive are read in one pass, and
+    kept for the next run in this process (the profiles of a study read the same set)."""
+    read = KINDS[kind][0]
     by_archive: dict[str, set[str]] = {}
     for spec in specs:
         archive, sep, member = spec.partition(".tar.gz:")
@@ -156,17 +167,32 @@ def read_traces(kind: str, specs: list[str]) -> list:
     parsed: dict[str, object] = {}
     for archive, members in by_archive.items():
         try:
-            with tarfile.open(archive, "r:gz") as tar:
-                for info in tar:
-                    if info.name in members and info.isfile():
-                        text = io.TextIOWrapper(tar.extractfile(info), encoding=encoding).read()
-                        parsed[f"{archive}:{info.name}"] = parse(text, f"{archive}:{info.name}")
+            stamp = Path(archive).stat()
         except FileNotFoundError:
             raise TraceError(f"{archive}: no such trace archive") from None
-        except (OSError, UnicodeDecodeError, tarfile.TarError) as exc:
+        except OSError as exc:
             raise TraceError(f"{archive}: cannot read ({exc})") from None
+        parsed.update(_archive_traces(kind, archive, frozenset(members), (stamp.st_mtime_ns, stamp.st_size)))
     missing = [s for s in specs if ".tar.gz:" in s and s not in parsed]
     if missing:
         archive, _, member = missing[0].partition(".tar.gz:")
         raise TraceError(f"{archive}.tar.gz: has no member {member!r}")
     return [parsed[s] if s in parsed else read(s) for s in specs]
+
+
+@functools.lru_cache(maxsize=2)
+def _archive_traces(kind: str, archive: str, members: frozenset[str], stamp: tuple[int, int]) -> dict[str, object]:
+    """The named members of an archive, parsed (`stamp`, the file's mtime and size, renews the cache)."""
+    _, parse, encoding = KINDS[kind]
+    parsed: dict[str, object] = {}
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            for info in tar:
+                if info.name in members and info.isfile():
+                    text = io.TextIOWrapper(tar.extractfile(info), encoding=encoding).read()
+                    parsed[f"{archive}:{info.name}"] = parse(text, f"{archive}:{info.name}")
+    except FileNotFoundError:
+        raise TraceError(f"{archive}: no such trace archive") from None
+    except (OSError, UnicodeDecodeError, tarfile.TarError) as exc:
+        raise TraceError(f"{archive}: cannot read ({exc})") from None
+    return parsed

@@ -1,11 +1,14 @@
 """bitbrains: replay of a Bitbrains GWA-T-12 VM (CPU, memory in use, disk and network throughput), times
-``scale``. Disk throughput becomes IOs of 16 KiB; network throughput a flow to and from outside."""
+``scale``. Disk throughput becomes IOs of 16 KiB; network throughput a flow to and from outside. A VM
+with ``from_trace`` takes its vCPUs and memory from its trace (the most it was provisioned) and runs from
+the start to the end, placed by the admission policy."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from sova.sim.datapath import NODE, VM
+from sova.sim.lifetime_traces import VMLifetimeTrace
 from sova.sim.workload_kinds.base import Demand, IOStreams, WorkloadKind, register_kind
 from sova.sim.workload_kinds.trace_replay import read_group_traces, series_at, stacked, trace_files
 
@@ -24,8 +27,16 @@ class Bitbrains(WorkloadKind):
 
     def prepare(self, group, specs, step) -> None:
         loaded = read_group_traces(group, specs)
+        group.model = loaded
         for key in SERIES:
             group.series[key] = stacked([getattr(trace, key) for trace in loaded])
+
+    def lifetimes(self, group) -> list[VMLifetimeTrace]:
+        """Each row's size as its trace gives it; a Bitbrains VM lives the whole run."""
+        return [
+            VMLifetimeTrace(file, 0.0, np.inf, trace.cores, trace.memory_mib, float(interval), trace.cpu)
+            for file, trace, interval in zip(group.params["file"], group.model, group.params["interval"], strict=True)
+        ]
 
     def register(self, group, sim) -> None:
         outside = (NODE, sim.topology.external)
