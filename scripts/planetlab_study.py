@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from consolidation_report import median_table, plot
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = ROOT / "scenarios" / "papers" / "cloudsim" / "planetlab.toml"
@@ -32,16 +33,6 @@ DAYS = (
     "20110412",
     "20110420",
 )
-COLUMNS = (  # summary key, column title, format
-    ("energy_kwh", "energy (kWh)", "{:.1f}"),
-    ("migrations", "migrations", "{:.0f}"),
-    ("slatah_pct", "SLATAH (%)", "{:.3f}"),
-    ("pdm_pct", "PDM (%)", "{:.5f}"),
-    ("slav", "SLAV (x1e-5)", "{:.4f}"),
-    ("esv", "ESV (x1e-3)", "{:.4f}"),
-    ("host_shutdowns", "host shutdowns", "{:.0f}"),
-)
-SCALE = {"slav": 1e5, "esv": 1e3}
 
 
 def main() -> int:
@@ -65,7 +56,8 @@ def main() -> int:
     summaries = {d: json.loads((args.out / d / "summary.json").read_text())["profiles"] for d in args.days}
     table = median_table(summaries)
     (args.out / "table.md").write_text(table)
-    plot(summaries, args.out / "planetlab-energy-slav.png")
+    title = f"PlanetLab, {len(summaries)} days: energy against SLA violation (NPA left out)"
+    plot(summaries, args.out / "planetlab-energy-slav.png", title)
     print(table)
     return 0
 
@@ -74,55 +66,6 @@ def run_day(day: str, out: Path, workers: int) -> int:
     command = [sys.executable, "-m", "sova.cli", "run", str(SCENARIO), "--param", f"day={day}", "--out", str(out)]
     command += ["--workers", str(workers), "--force", "--quiet"]
     return subprocess.run(command, stdout=subprocess.DEVNULL).returncode
-
-
-def value(profile: dict, key: str) -> float:
-    return profile["migrations"]["count"] if key == "migrations" else profile[key]
-
-
-def median_table(summaries: dict[str, dict]) -> str:
-    """Medians over the days per profile (and the days' range of energy)."""
-    profiles = list(next(iter(summaries.values())))
-    head = "| profile | " + " | ".join(title for _, title, _ in COLUMNS) + " | energy range (kWh) |\n"
-    rows = [head, "|---" * (len(COLUMNS) + 2) + "|\n"]
-    for name in profiles:
-        cells = []
-        for key, _, form in COLUMNS:
-            median = statistics.median(value(day[name], key) for day in summaries.values())
-            cells.append(form.format(median * SCALE.get(key, 1.0)))
-        energy = [day[name]["energy_kwh"] for day in summaries.values()]
-        rows.append(f"| `{name}` | " + " | ".join(cells) + f" | {min(energy):.1f}-{max(energy):.1f} |\n")
-    return "".join(rows)
-
-
-def plot(summaries: dict[str, dict], path: Path) -> None:
-    """Median energy against median SLAV, one point per profile but NPA (its 2,419 kWh would flatten the
-    rest), coloured by detector."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 5))
-    profiles = [name for name in next(iter(summaries.values())) if name != "npa"]
-    colours = {}
-    for name in profiles:
-        detector = name.split("-")[0]
-        energy = statistics.median(day[name]["energy_kwh"] for day in summaries.values())
-        slav = statistics.median(day[name]["slav"] for day in summaries.values())
-        colour = colours.setdefault(detector, f"C{len(colours)}")
-        ax.scatter(slav * 1e5, energy, color=colour, label=detector if colours[detector] == colour else None)
-        ax.annotate(name, (slav * 1e5, energy), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    ax.legend(unique.values(), unique.keys(), title="detector", fontsize=8)
-    ax.set_xlabel("SLAV (x1e-5), median over the days")
-    ax.set_ylabel("energy (kWh), median over the days")
-    ax.set_title(f"PlanetLab, {len(summaries)} days: energy against SLA violation (NPA left out)")
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 if __name__ == "__main__":

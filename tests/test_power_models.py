@@ -22,6 +22,8 @@ def test_a_spec_table_gives_its_own_value_at_each_decile_and_a_straight_line_bet
     # by hand: G4 at 45 %: 99.5 + (102 - 99.5) / 2; G5 at 45 %: 110 + (116 - 110) / 2
     assert power_at(curves, util) == pytest.approx([100.75, 113.0, 86.0, 135.0, 112.0])
     assert power_at(curves[:2], np.array([1.7, -0.2])) == pytest.approx([117.0, 93.7])  # clipped to 0-1
+    ibm = host_curve("ibm-x3550-x5670", 0, 0)[None, :]
+    assert power_at(ibm, np.array([0.05]))[0] == pytest.approx(86.5)  # by hand: halfway from 66 to 107
 
 
 @settings(max_examples=50, deadline=None)

@@ -20,7 +20,7 @@ MAX_MEMORY_MIB = 64 * 1024**2  # 64 TiB
 MAX_LINK_BPS = 3.2e12
 MAX_DURATION_S = 366 * 86400.0  # a year
 FINE_STEP_S = 60.0  # above this, only trace replay and CPU burners are modelled faithfully
-COARSE_STEP_KINDS = frozenset({"planetlab", "bitbrains", "lookbusy"})
+COARSE_STEP_KINDS = frozenset({"planetlab", "bitbrains", "azure", "opendc", "lookbusy"})
 
 
 def warnings(scenario: Scenario) -> list[Problem]:
@@ -42,7 +42,7 @@ def warnings(scenario: Scenario) -> list[Problem]:
                 f"{where}: [scenario].step",
                 f"{scenario.step:g} s steps with {', '.join(fine)} workloads: request queues, streams, jobs and "
                 f"migrations advance a step at a time; steps above {FINE_STEP_S:g} s suit trace studies "
-                "(planetlab, bitbrains, lookbusy)",
+                f"({', '.join(sorted(COARSE_STEP_KINDS))})",
             )
         )
     found += _repeated(

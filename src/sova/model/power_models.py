@@ -4,7 +4,9 @@ A host's curve is its power at 0, 10, ..., 100 % CPU (11 points), interpolated l
 SPECpower_ssj2008 reports servers. ``linear`` is the two-point model from idle to full power; the named
 tables are published SPECpower results of the servers CloudSim's power-aware consolidation study uses
 (Beloglazov & Buyya, CCPE 24(13), 2012, Table 1; CloudSim's PowerModelSpecPowerHpProLiantMl110G4Xeon3040
-and ...G5Xeon3075): the HP ProLiant ML110 G4 (Xeon 3040, 2 x 1,860 MIPS) and G5 (Xeon 3075, 2 x 2,660).
+and ...G5Xeon3075): the HP ProLiant ML110 G4 (Xeon 3040, 2 x 1,860 MIPS) and G5 (Xeon 3075, 2 x 2,660);
+and the IBM System x3550 M3 with two Xeon X5670 (12 x 2,933 MHz; CloudSim's
+PowerModelSpecPowerIbmX3550XeonX5670), the Xeon generation the Bitbrains VMs ran on (2,926 MHz per core).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 SPEC_POWER: dict[str, tuple[float, ...]] = {  # watts at 0, 10, ..., 100 % CPU
     "hp-ml110-g4": (86.0, 89.4, 92.6, 96.0, 99.5, 102.0, 106.0, 108.0, 112.0, 114.0, 117.0),
     "hp-ml110-g5": (93.7, 97.0, 101.0, 105.0, 110.0, 116.0, 121.0, 125.0, 129.0, 133.0, 135.0),
+    "ibm-x3550-x5670": (66.0, 107.0, 120.0, 131.0, 143.0, 156.0, 173.0, 191.0, 211.0, 229.0, 247.0),
 }
 MODELS = ("linear", *SPEC_POWER, "custom")
 POINTS = 11  # 0 %, 10 %, ..., 100 %
