@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import json
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from scipy.sparse import csr_matrix
 
@@ -100,6 +102,14 @@ def test_sova_run_of_trials_writes_the_box_plots_and_a_summary(tmp_path):
     stats = doc["values"][0]["stats"]
     assert stats["greedy-fill"]["web"]["relative_median"] > 1.0
     assert (out / "box_web.png").stat().st_size > 0 and (out / "cdf_web.png").stat().st_size > 0
+    # the runs as one tidy table, the same rows as trials.csv
+    table = pq.read_table(out / "trials.parquet").to_pylist()
+    assert len(table) == len(list(csv.DictReader((out / "trials.csv").open()))) == 2 * 2
+    assert {(row["scenario"], row["seed"], row["profile"]) for row in table} == {
+        ("t", 7, "random"),
+        ("t", 7, "greedy-fill"),
+    }
+    assert all(row["web_rps"] > 0 for row in table)
 
 
 def test_a_swept_trial_set_reports_each_value_and_draws_table_iii(tmp_path):
@@ -116,6 +126,8 @@ def test_a_swept_trial_set_reports_each_value_and_draws_table_iii(tmp_path):
     assert gains[0] > gains[1] >= 0.999  # the slow oversubscribed fabric leaves the most to gain
     assert (out / "sweep_web.png").stat().st_size > 0
     assert "tor_oversubscription" in (out / "report.html").read_text()
+    rows = pq.read_table(out / "trials.parquet").to_pylist()
+    assert sorted({row["link_speed"] for row in rows}) == ["100Mbps", "1Gbps"]  # the swept key by its name
 
 
 def test_tenant_stats_count_the_tenant_placement_pairs_that_improved():

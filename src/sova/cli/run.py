@@ -271,9 +271,7 @@ def _run_trials(args, sweep, runs, names: list[str]):
             finished += scenario.trials.count
             groups.append((value, trial_runs))
     doc = trials_document(runs[0], groups, names, sweep)
-    return (lambda d: write_trials(doc, groups, d, runs[0].outputs.plots, sweep)), (
-        lambda: _print_trials(doc, names, sweep)
-    )
+    return (lambda d: write_trials(doc, groups, d, runs[0], sweep)), (lambda: _print_trials(doc, names, sweep))
 
 
 def _print_trials(doc: dict, names: list[str], sweep) -> None:

@@ -1,4 +1,5 @@
-"""Results of trials (Virtue's method): summary.json, trials.csv, the paper's kinds of plots, report.html.
+"""Results of trials (Virtue's method): summary.json, trials.parquet (one row per run; trials.csv too unless
+[outputs] csv is false), the paper's kinds of plots, report.html.
 
 Per outcome (web requests/s, higher is better; MapReduce completion time, lower is better):
 - a box plot per profile of the outcome normalized to Random's median, with each median's change printed
@@ -18,10 +19,12 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 
 from sova import __version__
 from sova.control.trials import RANDOM, TrialRun
 from sova.model.scenario import Scenario
+from sova.report.metrics_table import write_table
 from sova.report.plot_style import figure, figure_legend, save, set_value_axis
 from sova.report.summary_file import scenario_header, write_summary
 
@@ -119,11 +122,15 @@ def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun
     }
 
 
-def write_trials(doc: dict, groups, d: Path, plots: bool, sweep=None) -> None:
-    """summary.json (`doc`, from trials_document), trials.csv, the plots and report.html."""
-    profiles = doc["profiles"]
+def write_trials(doc: dict, groups, d: Path, scenario: Scenario, sweep=None) -> None:
+    """summary.json (`doc`, from trials_document), trials.parquet (and trials.csv unless [outputs] csv is
+    false), the plots and report.html."""
+    profiles, plots = doc["profiles"], scenario.outputs.plots
     write_summary(d, doc)
-    _write_csv(d / "trials.csv", groups)
+    rows = _trial_rows(groups)
+    _write_parquet(d / TRIALS_FILE, rows, scenario, sweep)
+    if scenario.outputs.csv:
+        _write_csv(d / "trials.csv", rows)
     figures: list[tuple[str, Path]] = []
     if plots and sweep is None:
         runs = groups[0][1]
@@ -146,42 +153,46 @@ def write_trials(doc: dict, groups, d: Path, plots: bool, sweep=None) -> None:
     (d / "report.html").write_text(_html(doc, groups, profiles, figures, sweep), encoding="utf-8")
 
 
-def _write_csv(path: Path, groups) -> None:
+TRIALS_FILE = "trials.parquet"
+TRIAL_COLUMNS = ("trial", "profile", "iteration", "web_rps", "job_time", "jobs_finished", "objective")
+TRIAL_COLUMNS += ("seconds", "moves", "gap")
+
+
+def _trial_rows(groups) -> list[list]:
+    """One row per run: the swept value (None without a sweep), then TRIAL_COLUMNS."""
+    rows = []
+    for v, runs in groups:
+        for r in runs:
+            outcome = r.outcome
+            rows.append([v, r.trial, r.profile, r.iteration, outcome.web_rps, outcome.job_time, outcome.jobs_finished])
+            rows[-1] += [r.objective, r.seconds, r.moves, r.gap]
+    return rows
+
+
+def _write_csv(path: Path, rows: list[list]) -> None:
     with path.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
-        w.writerow(
-            [
-                "value",
-                "trial",
-                "profile",
-                "iteration",
-                "web_rps",
-                "job_time",
-                "jobs_finished",
-                "objective",
-                "seconds",
-                "moves",
-                "gap",
-            ]
-        )
-        for v, runs in groups:
-            for r in runs:
-                o = r.outcome
-                w.writerow(
-                    [
-                        v,
-                        r.trial,
-                        r.profile,
-                        r.iteration,
-                        o.web_rps,
-                        o.job_time,
-                        o.jobs_finished,
-                        r.objective,
-                        r.seconds,
-                        r.moves,
-                        r.gap,
-                    ]
-                )
+        w.writerow(["value", *TRIAL_COLUMNS])
+        w.writerows(rows)
+
+
+def _write_parquet(path: Path, rows: list[list], scenario: Scenario, sweep) -> None:
+    """The runs as one tidy table: scenario, seed, [params] and the swept key (by its name) first."""
+    labels = {"scenario": scenario.name, "seed": scenario.seed, **scenario.params}
+    columns = {name: pa.array([value] * len(rows)) for name, value in labels.items()}
+    if sweep is not None:
+        columns[sweep.key] = _column([row[0] for row in rows])
+    for k, name in enumerate(TRIAL_COLUMNS, start=1):
+        columns[name] = pa.array([row[k] for row in rows])
+    write_table(pa.table(columns), path)
+
+
+def _column(values: list) -> pa.Array:
+    """Values of one type as that type; a sweep of mixed types (1 and "2GiB") as their text."""
+    try:
+        return pa.array(values)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return pa.array([str(v) for v in values])
 
 
 def _final(runs: list[TrialRun], profile: str) -> list[TrialRun]:
