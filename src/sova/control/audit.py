@@ -7,14 +7,14 @@ A plan's entries start with the findings it rests on (event "finding": ``action`
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from sova.analyze.findings import Finding, vm_of
 from sova.model.actions import Action, Outcome
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # slots: a week of a busy policy is half a million entries
 class AuditEntry:
     time: float
     plan: int
@@ -27,6 +27,10 @@ class AuditEntry:
     status: str = ""
     message: str = ""
     details: dict = field(default_factory=dict)
+
+
+_NO_DETAILS: dict = {}  # shared by the entries without details (never changed: entries are frozen)
+_FIELDS = tuple(f.name for f in fields(AuditEntry))
 
 
 class AuditLog:
@@ -45,7 +49,7 @@ class AuditLog:
                 reason=action.reason,
                 status=outcome.status if outcome else "",
                 message=outcome.message if outcome else "",
-                details=dict(outcome.details) if outcome else {},
+                details=dict(outcome.details) if outcome and outcome.details else _NO_DETAILS,
             )
         )
 
@@ -59,7 +63,7 @@ class AuditLog:
     def write_jsonl(self, path: Path) -> None:
         with path.open("w", encoding="utf-8") as f:
             for e in self.entries:  # the fields as they are (asdict's deep copy took most of a big run's writing)
-                f.write(json.dumps(e.__dict__, default=float) + "\n")
+                f.write(json.dumps({name: getattr(e, name) for name in _FIELDS}, default=float) + "\n")
 
     def count(self, event: str | None = None, status: str | None = None) -> int:
         return sum(
