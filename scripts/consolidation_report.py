@@ -16,7 +16,7 @@ COLUMNS = (  # summary key (dotted: nested), column title, format
     ("esv", "ESV (x1e-3)", "{:.4f}"),
     ("host_shutdowns", "host shutdowns", "{:.0f}"),
 )
-SCALE = {"slav": 1e5, "esv": 1e3, "network.link_util_max_mean": 100.0, "storage.latency_mean": 1e3}
+SCALE = {"slav": 1e5, "esv": 1e3, "network.link_util_max_mean": 100.0}
 
 
 def value(profile: dict, key: str) -> float:
@@ -45,30 +45,34 @@ def median_table(summaries: dict[str, dict], columns: tuple = COLUMNS) -> str:
 
 
 def plot(summaries: dict[str, dict], path: Path, title: str, group=lambda name: name.split("-")[0]) -> None:
-    """Median energy against median SLAV, one point per profile but NPA (every host at full power would
-    flatten the rest), coloured by `group` of the profile's name (the detector by default)."""
+    """Median energy against median SLAV, and against SLATAH (SLAV is 0 without migrations, whatever the
+    hosts' overload), one point per profile but NPA (every host at full power would flatten the rest),
+    coloured by `group` of the profile's name (the detector by default)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5))
+    fig, axes = plt.subplots(1, 2, figsize=(13, 5), sharey=True)
     profiles = [name for name in next(iter(summaries.values())) if name != "npa"]
-    colours: dict[str, str] = {}
-    for name in profiles:
-        energy = statistics.median(run[name]["energy_kwh"] for run in summaries.values())
-        slav = statistics.median(run[name]["slav"] for run in summaries.values())
-        kind = group(name)
-        first = kind not in colours
-        colour = colours.setdefault(kind, f"C{len(colours)}")
-        ax.scatter(slav * 1e5, energy, color=colour, label=kind if first else None)
-        ax.annotate(name, (slav * 1e5, energy), fontsize=7, xytext=(3, 3), textcoords="offset points")
-    ax.legend(fontsize=8)
     median = " (medians over the runs)" if len(summaries) > 1 else ""
-    ax.set_xlabel(f"SLAV (x1e-5){median}")
-    ax.set_ylabel(f"energy (kWh){median}")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
+    for ax, (key, label, scale) in zip(
+        axes, (("slav", "SLAV (x1e-5)", 1e5), ("slatah_pct", "SLATAH (%)", 1.0)), strict=True
+    ):
+        colours: dict[str, str] = {}
+        for name in profiles:
+            energy = statistics.median(run[name]["energy_kwh"] for run in summaries.values())
+            x = statistics.median(run[name][key] for run in summaries.values()) * scale
+            kind = group(name)
+            first = kind not in colours
+            colour = colours.setdefault(kind, f"C{len(colours)}")
+            ax.scatter(x, energy, color=colour, label=kind if first else None)
+            ax.annotate(name, (x, energy), fontsize=6, xytext=(3, 3), textcoords="offset points")
+        ax.set_xlabel(label + median)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel(f"energy (kWh){median}")
+    axes[1].legend(fontsize=8)
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
