@@ -92,6 +92,32 @@ def test_a_vm_cannot_be_created_on_a_host_that_is_not_on():
     assert out.status == A.FAILED and out.message == "h2 is sleep; wake it first"
 
 
+def test_an_arrival_no_host_that_is_on_can_take_wakes_a_sleeping_host_and_starts_there():
+    scenario = make_scenario(
+        scenario={"duration": 600},
+        hosts=[{"name": "h{i}", "count": 3, **G4, "sleep_wake_time": 5}],
+        vms=[
+            {"name": "big", "host": "h1", "vcpus": 1, "memory": 3072},
+            {"name": "late", "host": "auto", "arrive": 200, "vcpus": 1, "memory": 2048},
+        ],
+        workloads=[{"vm": "big", "kind": "lookbusy", "util": 0.5}],
+        profiles={"standby": {"policies": ["host-standby"]}},
+    )
+    result = run_profile(scenario, "standby")
+    events = [(e.event, e.action) for e in result.audit.entries if e.event in ("applied", "failed")]
+    # h2 and h3 sleep at the first look; h1 has 1 GiB left, so the arrival wakes h2 (the first asleep),
+    # waits out its 5 s wake-up and starts there; h3 sleeps on
+    assert events[:2] == [
+        ("applied", "set-host-power host=h2 state=sleep"),
+        ("applied", "set-host-power host=h3 state=sleep"),
+    ]
+    assert events[2:] == [("applied", "set-host-power host=h2 state=on"), ("applied", "create-vm vm=late host=h2")]
+    created = next(e for e in result.audit.entries if e.action == "create-vm vm=late host=h2")
+    woken = next(e for e in result.audit.entries if e.action == "set-host-power host=h2 state=on")
+    assert woken.time == pytest.approx(200, abs=1) and 205 <= created.time <= 215
+    assert result.summary["lifecycle"]["never_placed"] == 0 and result.summary["host_wakes"] == 1
+
+
 def test_pdm_counts_a_migration_to_its_second_within_a_300_s_step():
     sim = Simulator(two_hosts(step=300.0))
     driver = SimDriver(sim)

@@ -1,8 +1,9 @@
 """The admission stage: VMs that ask to run are created where the profile's admission policy says.
 
 It runs at every tick of the loop (a request should not wait for a policy period), on a fresh
-observation (a VM created a moment ago must count). A request no host can take waits; the audit log
-says so once per VM, not at every tick, as it says once per VM and host that the host refused it.
+observation (a VM created a moment ago must count). A request no host can take waits, and a host
+asleep or off with room is woken for it; the audit log says so once per VM, not at every tick, as it
+says once per VM and host that the host refused it (and once per host that it could not be woken).
 """
 
 from __future__ import annotations
@@ -30,8 +31,15 @@ class Admission:
         snapshot = self.driver.observe()
         proposed = set()
         for action in self.policy.admit(snapshot, requests, knowledge):
-            proposed.add(action.vm)
             outcome = self.driver.apply(action)
+            if isinstance(action, A.SetHostPower):  # a host woken for requests: they are placed once it is on
+                if outcome.status == A.OK:
+                    self.audit.record(now, 0, "applied", action, outcome)
+                elif ("wake", action.host) not in self._told:
+                    self._told.add(("wake", action.host))
+                    self.audit.record(now, 0, "failed", action, outcome)
+                continue
+            proposed.add(action.vm)
             if outcome.status == A.OK:
                 self.audit.record(now, 0, "applied", action, outcome)
             elif (action.vm, action.host) not in self._told:  # refused there: said once, tried again later
@@ -40,5 +48,7 @@ class Admission:
         for request in requests:
             if request.name not in proposed and request.name not in self._told:
                 self._told.add(request.name)
-                waiting = A.CreateVM(request.name, "", policy=self.policy.name, reason="no host has room for it")
+                waiting = A.CreateVM(
+                    request.name, "", policy=self.policy.name, reason="no host that is on has room for it"
+                )
                 self.audit.record(now, 0, "waiting", waiting)

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from sova.model.actions import CreateVM
+from sova.model.actions import CreateVM, SetHostPower
 from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot, VmRequest
 
@@ -31,13 +31,34 @@ class AdmissionPolicy(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
 
-    def admit(self, snapshot: Snapshot, requests: list[VmRequest], knowledge: Knowledge) -> list[CreateVM]:
-        """A creation for each request placed now, each with its reason."""
+    def admit(
+        self, snapshot: Snapshot, requests: list[VmRequest], knowledge: Knowledge
+    ) -> list[CreateVM | SetHostPower]:
+        """A creation for each request placed now, each with its reason; where no host that is on has room,
+        a host asleep or off is woken for the request (one already waking is waited for), as DPM powers
+        hosts on for demand: the request is placed once the host is on."""
         room = HostRoom(snapshot, CPU_RATIO)
         choose = self.chooser(snapshot, knowledge)
         out = []
+        full: set[tuple] = set()  # request sizes no host has room for: room only shrinks within a batch
         for request in requests:
-            choice = choose(request, room.fits(request))
+            size = (request.memory, request.vcpus, request.vf)
+            if size in full:
+                continue
+            fits = room.fits(request)
+            if not fits.any():
+                wake = room.host_to_wake(request)
+                if wake is None:
+                    full.add(size)
+                    continue
+                host, asleep = wake
+                room.take(host, request)
+                if asleep:
+                    room.waking[host] = True
+                    reason = f"no host that is on has room for {request.name}; woken for it"
+                    out.append(SetHostPower(snapshot.hosts[host], "on", policy=self.name, reason=reason))
+                continue
+            choice = choose(request, fits)
             if choice is None:
                 continue
             host, reason = choice
@@ -76,11 +97,26 @@ class HostRoom:
         )
         self.vfs = (snapshot.vfs_total - snapshot.vfs_used).astype(float)
         self.on = snapshot.hosts_on()  # a host asleep or off takes no VM until it is woken
+        power = np.array(snapshot.host_power or ("on",) * hosts)
+        self.waking = power == "waking"
+        self.down = [power == "sleep", power == "off"]  # sleep first: it wakes in seconds, off boots
 
     def fits(self, request: VmRequest) -> np.ndarray:
         """Per host: it is on and has the memory, vCPUs and (if asked) a free VF for the request."""
         ok = self.on & (self.memory >= request.memory) & (self.vcpus >= request.vcpus)
         return ok & (self.vfs >= 1) if request.vf else ok
+
+    def host_to_wake(self, request: VmRequest) -> tuple[int, bool] | None:
+        """The first host with room for the request that is waking (False: wait for it) or, failing
+        that, asleep, then off (True: wake it); None if no host has room."""
+        room = (self.memory >= request.memory) & (self.vcpus >= request.vcpus)
+        if request.vf:
+            room &= self.vfs >= 1
+        for hosts, asleep in ((self.waking, False), (self.down[0], True), (self.down[1], True)):
+            found = np.flatnonzero(hosts & room)
+            if len(found):
+                return int(found[0]), asleep
+        return None
 
     def take(self, host: int, request: VmRequest) -> None:
         self.memory[host] -= request.memory
