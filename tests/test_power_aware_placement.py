@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sova.model.power_models import host_curve
 from sova.plan.power_aware_placement import Cluster, consolidate, pabfd
@@ -84,3 +86,45 @@ def test_a_host_that_is_not_on_costs_its_whole_power_at_the_load_after():
 def test_an_empty_host_takes_a_vm_above_the_threshold_as_cloudsim_skips_its_overload_test():
     c = cluster([3720, 3720], [G4, G4], [0], [3300], on=[True, False])
     assert pabfd(c, [0], np.array([False, True])) == [] and c.moves == [(0, 1)] and bool(c.on[1])
+
+
+def plain_consolidate(c: Cluster, overloaded: np.ndarray) -> list[int]:
+    """The algorithm as docs/policies.md states it, every underloaded host tried with PABFD (no pruning)."""
+    on_host = [[vm for vm in range(len(c.vm_host)) if c.vm_host[vm] == host] for host in range(len(c.load))]
+    allowed = np.array([bool(vms) for vms in on_host]) & ~overloaded
+    untried, emptied = allowed.copy(), []
+    for host in np.argsort(np.where(allowed, c.load / c.capacity, np.inf), kind="stable"):
+        if not untried[host]:
+            continue
+        untried[host] = allowed[host] = False
+        mark = c.mark()
+        if pabfd(c, [vm for vm in on_host[host] if c.vm_host[vm] == host], allowed, all_or_nothing=True):
+            c.undo(mark)
+            continue
+        emptied.append(int(host))
+        for vm, dst in c.moves[mark:]:
+            untried[dst] = False
+            on_host[dst].append(vm)
+    return emptied
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.integers(0, 2**32 - 1))
+def test_consolidation_prunes_only_hosts_that_plain_pabfd_tries_would_not_empty(seed):
+    rng = np.random.default_rng(seed)
+    hosts, vms = int(rng.integers(3, 25)), int(rng.integers(2, 70))
+    vm_host = rng.integers(0, hosts, vms)
+    demand = rng.choice([250.0, 500.0, 1000.0, 2000.0, 2500.0], vms) * rng.uniform(0.05, 1.0, vms)
+    memory = rng.choice([613.0, 870.0, 1740.0], vms)
+    capacity = rng.choice([3720.0, 5320.0], hosts)
+
+    def fresh() -> Cluster:
+        c = cluster(capacity, [G4 if cap < 4000 else G5 for cap in capacity], vm_host, demand, memory, 8192.0)
+        c.on[rng_on] = False
+        return c
+
+    rng_on = np.flatnonzero(np.bincount(vm_host, minlength=hosts) == 0)[: int(rng.integers(0, 3))]
+    overloaded = rng.random(hosts) < 0.1
+    pruned, plain = fresh(), fresh()
+    assert consolidate(pruned, overloaded.copy()) == plain_consolidate(plain, overloaded.copy())
+    assert pruned.moves == plain.moves

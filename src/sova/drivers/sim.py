@@ -209,7 +209,7 @@ class SimDriver:
                 return A.Outcome(
                     A.RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent", started=self._started.get(vm, now)
                 )
-            rec = next(r for r in reversed(s.migration_log) if r.vm == action.vm)
+            rec = s.last_migration[vm]
             details = {
                 "bytes": rec.bytes,
                 "downtime": rec.downtime,

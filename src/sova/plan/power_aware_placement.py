@@ -135,15 +135,22 @@ def consolidate(cluster: Cluster, overloaded: np.ndarray) -> list[int]:
     untried = allowed.copy()
     emptied = []
     hopeful = _hopeful(cluster, on_host, allowed)
+    stuck: list[tuple[float, float]] = []  # (demand, memory) of largest VMs that fitted nowhere this round
     for host in np.argsort(np.where(allowed, cluster.load / cluster.capacity, np.inf), kind="stable"):
         if not untried[host]:
             continue
         untried[host] = allowed[host] = False
         if not hopeful[host]:
             continue  # a VM of it fitted nowhere at the start, and room only shrinks as hosts fill or leave
-        mark = cluster.mark()
         vms = [vm for vm in on_host[host] if cluster.vm_host[vm] == host]
+        largest = max(vms, key=lambda vm: cluster.vm_demand[vm])  # the VM PABFD places first
+        size = (float(cluster.vm_demand[largest]), float(cluster.vm_memory[largest]))
+        if any(size[0] >= demand and size[1] >= memory for demand, memory in stuck):
+            continue  # a VM no larger fitted nowhere, and fewer hosts have less room since: this one cannot
+        mark = cluster.mark()
         if pabfd(cluster, vms, allowed, all_or_nothing=True):
+            if cluster.mark() == mark:  # the largest VM itself fitted nowhere
+                stuck = [s for s in stuck if not (s[0] >= size[0] and s[1] >= size[1])] + [size]
             cluster.undo(mark)  # one VM found no host: none of them moves
             continue
         emptied.append(host)

@@ -123,6 +123,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self._register_workload_flows()
         self.migrations: dict[int, tuple[Migration, int]] = {}
         self.migration_log: list[MigrationRecord] = []
+        self.last_migration: dict[int, MigrationRecord] = {}  # per VM, its latest finished migration
         self.events = EventLog()  # what finished (batch runs, jobs, transfers), until someone takes it
         self.vf_log: list[tuple[float, str, str, str]] = []  # (time, VM, host, 'attached' | 'detached')
         self._routes_dirty = True

@@ -73,32 +73,29 @@ class HypervisorOperations:
         moved = mig.on_destination
         if moved and self.vm_host[vm] != mig.dst:
             self._move(vm, mig.dst)
-        self.migration_log.append(
-            MigrationRecord(
-                vm=self.vm_names[vm],
-                src=self.host_names[mig.src],
-                dst=self.host_names[mig.dst],
-                started=mig.started,
-                finished=mig.started + mig.elapsed,  # within the step, not rounded to it
-                bytes=mig.sent,
-                downtime=mig.downtime if moved else 0.0,
-                rounds=mig.round,
-                status=status,
-                moved=moved,
-                throttle=mig.throttle,
-                mode=mig.mode,
-            )
+        record = MigrationRecord(
+            vm=self.vm_names[vm],
+            src=self.host_names[mig.src],
+            dst=self.host_names[mig.dst],
+            started=mig.started,
+            finished=mig.started + mig.elapsed,  # within the step, not rounded to it
+            bytes=mig.sent,
+            downtime=mig.downtime if moved else 0.0,
+            rounds=mig.round,
+            status=status,
+            moved=moved,
+            throttle=mig.throttle,
+            mode=mig.mode,
         )
+        self.migration_log.append(record)
+        self.last_migration[vm] = record  # a lookup per poll: the log grows to tens of thousands
 
     def migration_state(self, vm: int) -> str:
         """'running' while in flight, else the status of its last migration ('completed', ...), or 'none'."""
         if vm in self.migrations:
             return "running"
-        name = self.vm_names[vm]
-        for rec in reversed(self.migration_log):
-            if rec.vm == name:
-                return rec.status
-        return "none"
+        last = self.last_migration.get(vm)
+        return "none" if last is None else last.status
 
     def attach_vf(self, vm: int, rate: float) -> None:
         h = int(self.vm_host[vm])
