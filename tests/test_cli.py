@@ -62,10 +62,10 @@ def test_run_writes_every_output(small, tmp_path):
     assert {
         "summary.json",
         "report.html",
-        "metrics-default.csv",
-        "metrics-threshold.csv",
+        "metrics.parquet",
         "audit-threshold.jsonl",
     } <= names
+    assert not any(n.startswith("metrics-") for n in names)  # CSV on request ([outputs] csv = true)
     assert any(n.endswith(".png") for n in names)
     doc = json.loads((out / "summary.json").read_text())
     assert set(doc["profiles"]) == {"default", "threshold"}
@@ -108,7 +108,7 @@ def test_the_installed_command_runs_as_a_program(small, tmp_path):
 
 def test_per_vm_metrics_follow_a_migration(small, tmp_path):
     per_vm = tmp_path / "pervm.toml"
-    per_vm.write_text(SMALL + "\n[outputs]\nper_vm = true\nsample_every = 10\n")
+    per_vm.write_text(SMALL + "\n[outputs]\nper_vm = true\nsample_every = 10\ncsv = true\n")
     out = tmp_path / "res"
     assert main(["run", str(per_vm), "--out", str(out), "--quiet", "--profile", "threshold"]) == 0
     import csv

@@ -49,15 +49,15 @@ def test_results_are_replaced_only_with_force_and_only_what_sova_wrote(small, tm
     out = tmp_path / "res"
     assert _run(small, out) == 0
     marker = json.loads((out / MARKER).read_text())
-    assert marker["state"] == "complete" and "metrics-threshold.csv" in marker["files"]
+    assert marker["state"] == "complete" and "audit-threshold.jsonl" in marker["files"]
     assert _run(small, out) == 2
     assert "pass --force" in capsys.readouterr().err
     (out / "my-notes.txt").write_text("keep me")
     assert _run(small, out, "--force", "--profile", "default") == 0
     assert "kept 1 file(s)" in capsys.readouterr().err
     assert (out / "my-notes.txt").read_text() == "keep me"
-    assert not (out / "metrics-threshold.csv").exists()  # Sova's own, from the first run: gone
-    assert (out / "metrics-default.csv").exists()
+    assert not (out / "audit-threshold.jsonl").exists()  # Sova's own, from the first run: gone
+    assert (out / "audit-default.jsonl").exists()
     assert json.loads((out / "summary.json").read_text())["profiles"].keys() == {"default"}
     assert "my-notes.txt" not in json.loads((out / MARKER).read_text())["files"]
     assert not [p for p in out.iterdir() if p.name.startswith(".sova-partial")]

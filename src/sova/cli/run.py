@@ -20,8 +20,8 @@ def add_parser(sub) -> None:
         help="run a scenario on the simulator, once per profile",
         **described(
             "Run SCENARIO on the built-in simulator once per profile, on the same workload and seed, and write "
-            "summary.json, metrics.parquet, metrics-PROFILE.csv, audit-PROFILE.jsonl, PNG plots and report.html to "
-            "--out.\n\n"
+            "summary.json, metrics.parquet (metrics-PROFILE.csv with [outputs] csv = true), audit-PROFILE.jsonl, PNG "
+            "plots and report.html to --out.\n\n"
             "The results are written all at once at the end: an interrupted run (Ctrl-C, SIGTERM) leaves "
             "nothing behind. --out must be new, empty, or a directory Sova wrote (it holds a .sova-results "
             "file); --force replaces only the files Sova wrote there, never anything else.",

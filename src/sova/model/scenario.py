@@ -150,7 +150,7 @@ class ControlSpec:
 
 @dataclass(frozen=True)
 class OutputSpec:
-    csv: bool = True  # metrics-PROFILE.csv beside metrics.parquet
+    csv: bool = False  # metrics-PROFILE.csv (and trials.csv) beside the Parquet tables, on request
     per_vm: bool = False
     plots: bool = True
     sample_every: float = 0.0

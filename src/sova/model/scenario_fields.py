@@ -210,7 +210,11 @@ CONTROL_FIELDS = {
 }
 
 OUTPUT_FIELDS = {
-    "csv": Field("bool", True, "also write each profile's metrics as metrics-PROFILE.csv (metrics.parquet always)"),
+    "csv": Field(
+        "bool",
+        False,
+        "also write each profile's metrics as metrics-PROFILE.csv, and trials.csv (metrics.parquet always)",
+    ),
     "per_vm": Field("bool", False, "also write per-VM metrics per step (large for big scenarios)"),
     "plots": Field("bool", True, "write PNG plots and embed them in report.html"),
     "sample_every": Field("duration", 0.0, "metrics row interval (0: every step)", lo=0),

@@ -2,7 +2,7 @@
 
 One row per profile and recorded step, with the columns that say which run it is first: ``scenario``,
 ``profile``, ``seed``, the scenario's [params] values, the swept key's value in a sweep, then ``time`` and
-the metrics (as in metrics-PROFILE.csv). Tables of several runs stack: a study's days, or a sweep's
+the metrics (the columns of metrics-PROFILE.csv). Tables of several runs stack: a study's days, or a sweep's
 values, are one ``polars.read_parquet("STUDY/*/metrics.parquet")`` (or a pyarrow dataset of the folder) away.
 A metric one profile records and another not (the hottest hosts' columns name hosts) is null there.
 """

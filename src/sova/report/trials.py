@@ -1,5 +1,5 @@
-"""Results of trials (Virtue's method): summary.json, trials.parquet (one row per run; trials.csv too unless
-[outputs] csv is false), the paper's kinds of plots, report.html.
+"""Results of trials (Virtue's method): summary.json, trials.parquet (one row per run; trials.csv too with
+[outputs] csv = true), the paper's kinds of plots, report.html.
 
 Per outcome (web requests/s, higher is better; MapReduce completion time, lower is better):
 - a box plot per profile of the outcome normalized to Random's median, with each median's change printed
@@ -123,8 +123,8 @@ def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun
 
 
 def write_trials(doc: dict, groups, d: Path, scenario: Scenario, sweep=None) -> None:
-    """summary.json (`doc`, from trials_document), trials.parquet (and trials.csv unless [outputs] csv is
-    false), the plots and report.html."""
+    """summary.json (`doc`, from trials_document), trials.parquet (and trials.csv with [outputs] csv =
+    true), the plots and report.html."""
     profiles, plots = doc["profiles"], scenario.outputs.plots
     write_summary(d, doc)
     rows = _trial_rows(groups)

@@ -251,7 +251,7 @@ def _add_runs(app: FastAPI, runs: RunBook, Reader, Decider) -> None:
         responses={404: {"model": M.Problem}},
     )
     async def result(_: Reader, run_id: RunId, name: Annotated[str, Path(max_length=128)]) -> FileResponse:
-        """A file of a finished run: report.html, summary.json, metrics-PROFILE.csv, a plot."""
+        """A file of a finished run: report.html, summary.json, metrics.parquet, a plot."""
         path = runs.result(run_id, name)
         if path is None:
             raise HTTPException(404, f"run {run_id} has no result {name!r}")
