@@ -4,6 +4,7 @@ run's results; the cluster is a real local Dask cluster the test starts."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 
 import pytest
 
@@ -31,7 +32,7 @@ def scenario():
 
 def comparable(results) -> list[dict]:
     return [
-        {**{k: v for k, v in r.summary.items() if k not in TIMING}, "audit": [e.__dict__ for e in r.audit.entries]}
+        {**{k: v for k, v in r.summary.items() if k not in TIMING}, "audit": [asdict(e) for e in r.audit.entries]}
         for r in results
     ]
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import asdict
 
 import httpx
 import pytest
@@ -97,9 +98,9 @@ def test_a_real_hosts_local_loops_see_only_that_host_its_flows_to_peers_leaving_
 
 def test_the_manager_takes_no_malformed_audit_entry_or_status_from_an_agent():
     good = AuditEntry(5.0, 0, "applied", "see", "set-io-target db1 iops=420", "db1", "raised")
-    entry = _entry(json.dumps(good.__dict__).encode(), "h1")
+    entry = _entry(json.dumps(asdict(good)).encode(), "h1")
     assert entry.details == {"host": "h1"} and entry.action == good.action
-    for bad in ([], {"time": "noon"} | {k: v for k, v in good.__dict__.items() if k != "time"}, {"time": 1.0}):
+    for bad in ([], {"time": "noon"} | {k: v for k, v in asdict(good).items() if k != "time"}, {"time": 1.0}):
         with pytest.raises((ValueError, TypeError)):
             _entry(json.dumps(bad).encode(), "h1")
     assert _status("db1", {"sc_rate": 90})["pf_ratio"] is None
