@@ -28,7 +28,8 @@ run: $(STAMP)
 test: $(STAMP)
 	@$(BIN)/ruff check src tests benchmarks scripts
 	@$(BIN)/ruff format --check src tests benchmarks scripts
-	@$(BIN)/pytest -q
+	@$(BIN)/pytest -q -n auto -m "not lab"
+	@$(BIN)/pytest -q -m lab
 
 lint: $(STAMP)
 	@$(BIN)/ruff check --fix src tests benchmarks scripts

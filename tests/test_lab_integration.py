@@ -39,10 +39,13 @@ from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.model.storage_slo import SloBook
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("libvirtd") is None,
-    reason="the lab needs root and libvirt (as root, `make` installs libvirt)",
-)
+pytestmark = [
+    pytest.mark.lab,  # alone: its guests' CPU load is what the policies under test must see
+    pytest.mark.skipif(
+        os.geteuid() != 0 or shutil.which("libvirtd") is None,
+        reason="the lab needs root and libvirt (as root, `make` installs libvirt)",
+    ),
+]
 
 
 def _libvirt_driver(state, **extra):
