@@ -103,20 +103,21 @@ class HostRoom:
 
     def fits(self, request: VmRequest) -> np.ndarray:
         """Per host: it is on and has the memory, vCPUs and (if asked) a free VF for the request."""
-        ok = self.on & (self.memory >= request.memory) & (self.vcpus >= request.vcpus)
-        return ok & (self.vfs >= 1) if request.vf else ok
+        return self.on & self._room(request)
 
     def host_to_wake(self, request: VmRequest) -> tuple[int, bool] | None:
         """The first host with room for the request that is waking (False: wait for it) or, failing
         that, asleep, then off (True: wake it); None if no host has room."""
-        room = (self.memory >= request.memory) & (self.vcpus >= request.vcpus)
-        if request.vf:
-            room &= self.vfs >= 1
+        room = self._room(request)
         for hosts, asleep in ((self.waking, False), (self.down[0], True), (self.down[1], True)):
             found = np.flatnonzero(hosts & room)
             if len(found):
                 return int(found[0]), asleep
         return None
+
+    def _room(self, request: VmRequest) -> np.ndarray:
+        room = (self.memory >= request.memory) & (self.vcpus >= request.vcpus)
+        return room & (self.vfs >= 1) if request.vf else room
 
     def take(self, host: int, request: VmRequest) -> None:
         self.memory[host] -= request.memory
