@@ -335,7 +335,7 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
             r.error(where, "expected a table")
             continue
         kind = entry.get("kind")
-        if kind in WORKLOAD_PARAMS:
+        if isinstance(kind, str) and kind in WORKLOAD_PARAMS:  # a list or table there is named by r.table
             params_spec = WORKLOAD_PARAMS[kind]
             head = r.table(entry, WORKLOAD_FIELDS, where, extra_ok=(*params_spec, "phases"))
         else:  # which keys are right depends on the kind: name the kind alone, not every key it would make wrong
