@@ -32,18 +32,15 @@ class Admission:
         proposed = set()
         for action in self.policy.admit(snapshot, requests, knowledge):
             outcome = self.driver.apply(action)
-            if isinstance(action, A.SetHostPower):  # a host woken for requests: they are placed once it is on
-                if outcome.status == A.OK:
-                    self.audit.record(now, 0, "applied", action, outcome)
-                elif ("wake", action.host) not in self._told:
-                    self._told.add(("wake", action.host))
-                    self.audit.record(now, 0, "failed", action, outcome)
-                continue
-            proposed.add(action.vm)
+            if isinstance(action, A.CreateVM):
+                proposed.add(action.vm)
+                told = (action.vm, action.host)
+            else:  # a host woken for requests: they are placed once it is on
+                told = ("wake", action.host)
             if outcome.status == A.OK:
                 self.audit.record(now, 0, "applied", action, outcome)
-            elif (action.vm, action.host) not in self._told:  # refused there: said once, tried again later
-                self._told.add((action.vm, action.host))
+            elif told not in self._told:  # refused: said once, tried again later
+                self._told.add(told)
                 self.audit.record(now, 0, "failed", action, outcome)
         for request in requests:
             if request.name not in proposed and request.name not in self._told:

@@ -99,7 +99,8 @@ class HostRoom:
         self.on = snapshot.hosts_on()  # a host asleep or off takes no VM until it is woken
         power = np.array(snapshot.host_power or ("on",) * hosts)
         self.waking = power == "waking"
-        self.down = [power == "sleep", power == "off"]  # sleep first: it wakes in seconds, off boots
+        # where to look for a host to wake, and whether it must be woken: sleep wakes in seconds, off boots
+        self._wake_order = ((self.waking, False), (power == "sleep", True), (power == "off", True))
 
     def fits(self, request: VmRequest) -> np.ndarray:
         """Per host: it is on and has the memory, vCPUs and (if asked) a free VF for the request."""
@@ -109,7 +110,7 @@ class HostRoom:
         """The first host with room for the request that is waking (False: wait for it) or, failing
         that, asleep, then off (True: wake it); None if no host has room."""
         room = self._room(request)
-        for hosts, asleep in ((self.waking, False), (self.down[0], True), (self.down[1], True)):
+        for hosts, asleep in self._wake_order:
             found = np.flatnonzero(hosts & room)
             if len(found):
                 return int(found[0]), asleep

@@ -28,11 +28,15 @@ def run_table(scenario: Scenario, results: list[ProfileResult], extra: dict[str,
     for r in results:
         rows = len(next(iter(r.series.values()))) if r.series else 0
         labels = {"scenario": scenario.name, "profile": r.profile, "seed": r.summary.get("seed", scenario.seed)}
-        labels |= {**scenario.params, **(extra or {})}
-        columns = {name: pa.array([value] * rows) for name, value in labels.items()}
+        columns = label_columns({**labels, **scenario.params, **(extra or {})}, rows)
         columns |= {name: pa.array(np.asarray(values)) for name, values in r.series.items()}
         tables.append(pa.table(columns))
     return stacked(tables)
+
+
+def label_columns(labels: dict[str, Any], rows: int) -> dict[str, pa.Array]:
+    """Columns that say which run the rows are: each label repeated on every row."""
+    return {name: pa.array([value] * rows) for name, value in labels.items()}
 
 
 def stacked(tables: list[pa.Table]) -> pa.Table:

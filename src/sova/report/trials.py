@@ -24,7 +24,7 @@ import pyarrow as pa
 from sova import __version__
 from sova.control.trials import RANDOM, TrialRun
 from sova.model.scenario import Scenario
-from sova.report.metrics_table import write_table
+from sova.report.metrics_table import label_columns, write_table
 from sova.report.plot_style import figure, figure_legend, save, set_value_axis
 from sova.report.summary_file import scenario_header, write_summary
 
@@ -160,13 +160,14 @@ TRIAL_COLUMNS += ("seconds", "moves", "gap")
 
 def _trial_rows(groups) -> list[list]:
     """One row per run: the swept value (None without a sweep), then TRIAL_COLUMNS."""
-    rows = []
-    for v, runs in groups:
-        for r in runs:
-            outcome = r.outcome
-            rows.append([v, r.trial, r.profile, r.iteration, outcome.web_rps, outcome.job_time, outcome.jobs_finished])
-            rows[-1] += [r.objective, r.seconds, r.moves, r.gap]
-    return rows
+    return [[v, *_trial_row(r)] for v, runs in groups for r in runs]
+
+
+def _trial_row(r: TrialRun) -> list:
+    """A run's TRIAL_COLUMNS."""
+    outcome = r.outcome
+    return [r.trial, r.profile, r.iteration, outcome.web_rps, outcome.job_time, outcome.jobs_finished, r.objective,
+            r.seconds, r.moves, r.gap]  # fmt: skip
 
 
 def _write_csv(path: Path, rows: list[list]) -> None:
@@ -178,8 +179,7 @@ def _write_csv(path: Path, rows: list[list]) -> None:
 
 def _write_parquet(path: Path, rows: list[list], scenario: Scenario, sweep) -> None:
     """The runs as one tidy table: scenario, seed, [params] and the swept key (by its name) first."""
-    labels = {"scenario": scenario.name, "seed": scenario.seed, **scenario.params}
-    columns = {name: pa.array([value] * len(rows)) for name, value in labels.items()}
+    columns = label_columns({"scenario": scenario.name, "seed": scenario.seed, **scenario.params}, len(rows))
     if sweep is not None:
         columns[sweep.key] = _column([row[0] for row in rows])
     for k, name in enumerate(TRIAL_COLUMNS, start=1):

@@ -191,8 +191,6 @@ def _archive_traces(kind: str, archive: str, members: frozenset[str], stamp: tup
                 if info.name in members and info.isfile():
                     text = io.TextIOWrapper(tar.extractfile(info), encoding=encoding).read()
                     parsed[f"{archive}:{info.name}"] = parse(text, f"{archive}:{info.name}")
-    except FileNotFoundError:
-        raise TraceError(f"{archive}: no such trace archive") from None
-    except (OSError, UnicodeDecodeError, tarfile.TarError) as exc:
+    except (OSError, UnicodeDecodeError, tarfile.TarError) as exc:  # read_traces found it there a moment ago
         raise TraceError(f"{archive}: cannot read ({exc})") from None
     return parsed
