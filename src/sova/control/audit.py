@@ -18,7 +18,7 @@ from sova.model.actions import Action, Outcome
 class AuditEntry:
     time: float
     plan: int
-    # finding | proposed | rejected | applied | failed | finished | dry-run | pending | approved | expired | waiting
+    # finding | note | proposed | rejected | applied | failed | finished | dry-run | pending | approved | expired | waiting
     event: str
     policy: str
     action: str
@@ -59,6 +59,10 @@ class AuditLog:
         self.entries.append(
             AuditEntry(time, plan, "finding", policy, finding.kind, about, text, details=finding.to_dict())
         )
+
+    def record_note(self, time: float, policy: str, target: str, text: str) -> None:
+        """What a policy could not do, and why (event "note")."""
+        self.entries.append(AuditEntry(time, 0, "note", policy, "", target, text))
 
     def write_jsonl(self, path: Path) -> None:
         with path.open("w", encoding="utf-8") as f:

@@ -8,7 +8,10 @@ Rails, checked when an action is about to start (against the newest Knowledge):
   free on the destination (counting migrations already heading there); the destination's CPU stays
   under ``cpu_headroom`` with the VM's current load added;
 - VF attach: a free VF on the VM's host;
-- host power: only a host with no VM, and none migrating to it, goes to sleep or off.
+- host power: only a host with no VM, and none migrating to it, goes to sleep or off;
+- placement rules (``knowledge.rules``): a migration or a VM's creation may not break a must rule, the VMs
+  migrating counted where they go as well as where they run; an affinity group moves as one plan (a move
+  towards the members that the same plan moves there is allowed).
 A running action that outlives ``action_timeout`` is cancelled and recorded as timed out. In approve
 mode plans wait for ``approve(plan)``/``reject(plan)`` and expire after ``approval_timeout``.
 """
@@ -30,11 +33,17 @@ from sova.model.snapshot import Snapshot
 LOAD_WINDOW = 10.0
 
 
+class Busy(str):
+    """A verdict that only says "not now": a migration cap is full. A patient plan's action waits for it."""
+
+
 @dataclass
 class _Job:
     plan: int
     action: A.Action
     started: float = 0.0
+    patient: bool = False  # waits while its verdict is Busy, up to action_timeout from `queued`
+    queued: float = 0.0
 
 
 @dataclass
@@ -103,9 +112,12 @@ class Executor:
         self._seq = 0
 
     # ---------------------------------------------------------------- plans
-    def submit(self, actions: list[A.Action], knowledge: Knowledge, findings: Findings | None = None) -> int | None:
+    def submit(
+        self, actions: list[A.Action], knowledge: Knowledge, findings: Findings | None = None, patient: bool = False
+    ) -> int | None:
         """Take a plan from a policy, with the findings it was made from; returns its id (None for an empty
-        plan). The audit log records the findings the plan rests on (``Findings.behind``) before its actions."""
+        plan). The audit log records the findings the plan rests on (``Findings.behind``) before its actions.
+        patient: its actions wait while a migration cap is full (an evacuation), instead of being rejected."""
         if not actions:
             return None
         self._seq += 1
@@ -125,7 +137,7 @@ class Executor:
             for a in actions:
                 self.audit.record(now, self._seq, "pending", a, A.Outcome(A.PENDING, "waiting for approval", now))
         else:
-            self.queued.extend(_Job(self._seq, a) for a in actions)
+            self.queued.extend(_Job(self._seq, a, patient=patient, queued=now) for a in actions)
             self._start_ready(knowledge)
         return self._seq
 
@@ -225,7 +237,11 @@ class Executor:
             if job.action.target in busy:
                 keep.append(job)
                 continue
-            verdict = self.check(job.action, knowledge, plugging, ledger)
+            verdict = self.check(job.action, knowledge, plugging, ledger, job.plan)
+            if isinstance(verdict, Busy) and job.patient and now - job.queued < self.rails.action_timeout:
+                keep.append(job)
+                busy.add(job.action.target)  # its plan's later actions on the VM wait behind it
+                continue
             if verdict:
                 self.audit.record(now, job.plan, "rejected", job.action, A.Outcome(A.REJECTED, verdict, now, now))
                 blocked.add(key)
@@ -252,10 +268,11 @@ class Executor:
         knowledge: Knowledge,
         plugging: np.ndarray | None = None,
         ledger: _Ledger | None = None,
+        plan: int | None = None,
     ) -> str | None:
         """Why the action may not start now, or None if it may. `plugging`: VF hot-plugs per host the
         snapshot does not show yet, and `ledger` the running migrations, if the caller keeps count (else
-        counted here)."""
+        counted here); `plan`: the plan the action is of (its other migrations count for affinity)."""
         if not len(knowledge):
             return "no observation of the cluster yet"
         snap = knowledge.latest
@@ -265,6 +282,10 @@ class Executor:
         host_name = getattr(action, "host", None)
         if host_name is not None and host_name not in snap.host_position:
             return f"no host named {host_name!r}"
+        if isinstance(action, (A.Migrate, A.CreateVM)) and knowledge.rules:
+            broken = self._check_rules(action, knowledge, plan)
+            if broken:
+                return broken
         if isinstance(action, A.Migrate):
             return self._check_migrate(action, knowledge, ledger or _Ledger.of(self.running, knowledge))
         if isinstance(action, A.SetHostPower) and action.state != "on":
@@ -283,6 +304,23 @@ class Executor:
             if snap.vfs_used[h] + plugging[h] >= snap.vfs_total[h]:
                 return f"{snap.hosts[h]} has no free VF ({snap.vfs_total[h]} in all)"
         return None
+
+    def _check_rules(self, action: A.Migrate | A.CreateVM, knowledge: Knowledge, plan: int | None) -> str | None:
+        """The must rule the action would break, said with the VM and host, or None."""
+        snap = knowledge.latest
+        host = action.dst if isinstance(action, A.Migrate) else action.host
+        if host not in snap.host_position:
+            return None  # said by the other rails
+        bound = knowledge.rules.bind(snap.vms, snap.hosts)
+        if not bound.rules_of(action.vm):
+            return None
+        heading = {}
+        for job in [*self.running, *(j for j in self.queued if j.plan == plan and j.action is not action)]:
+            m = job.action
+            if isinstance(m, A.Migrate) and m.vm in snap.vm_position and m.dst in snap.host_position:
+                heading[snap.vm_position[m.vm]] = snap.host_position[m.dst]
+        rule = bound.breaking(action.vm, snap.host_position[host], snap.vm_host, heading)
+        return None if rule is None else f"{action.vm} on {host} would break {rule.describe()}"
 
     def _plugging(self, snap: Snapshot) -> np.ndarray:
         """Per host, the VF hot-plugs this executor has running that the snapshot does not show yet (a VM
@@ -308,11 +346,12 @@ class Executor:
         if last is not None and now - last < self.rails.hold_down:
             return f"{action.vm} was migrated {now - last:.0f} s ago; hold-down is {self.rails.hold_down:g} s"
         if ledger.moving >= self.rails.max_migrations_cluster:
-            return f"{ledger.moving} migrations already running (cluster cap {self.rails.max_migrations_cluster})"
+            return Busy(f"{ledger.moving} migrations already running (cluster cap {self.rails.max_migrations_cluster})")
         for h in (src, dst):
             touching = int(ledger.touching[h])
             if touching >= self.rails.max_migrations_per_host:
-                return f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {self.rails.max_migrations_per_host})"
+                cap = self.rails.max_migrations_per_host
+                return Busy(f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {cap})")
         free = snap.host_memory[dst] - ledger.committed[dst] - ledger.incoming[dst]
         if free < snap.vm_memory[v]:
             return f"{action.dst} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"

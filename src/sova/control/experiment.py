@@ -17,8 +17,10 @@ from sova.analyze.intensity import io_degree, io_factor, net_degree, network_fac
 from sova.analyze.interference import predicted_interference
 from sova.analyze.samples import window_samples
 from sova.control.audit import AuditLog
+from sova.control.event_player import EventPlayer
 from sova.control.parallel import run_all
 from sova.control.profiles import build_admission, build_policies
+from sova.control.rule_watch import RuleWatch
 from sova.control.runtime import Runtime
 from sova.control.vm_groups import vm_groups
 from sova.drivers.sim import SimDriver
@@ -113,20 +115,26 @@ def run_profile(
     sim = Simulator(replace(scenario, simulator={**scenario.simulator, **prof.simulator}), seed)
     initial_vfs = frozenset(sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf & sim.vm_present))
     driver = SimDriver(sim)
-    runtime = Runtime(driver, policies, scenario.control, prof.mode, scenario.topology, build_admission(prof))
+    runtime = Runtime(
+        driver, policies, scenario.control, prof.mode, scenario.topology, build_admission(prof), rules=scenario.rules
+    )
     per_host = scenario.outputs.per_vm or len(sim.host_names) <= PER_HOST_MAX
     vm_names = sim.vm_names if scenario.outputs.per_vm else None
     rec = Recorder(sim.host_names, per_host, scenario.outputs.sample_every, vm_names)
     ticks = round(scenario.duration / scenario.tick)
     sensor = [driver.observe()] if scenario.outputs.intensity else None
+    events = EventPlayer(scenario.events, runtime, sim)
+    watch = RuleWatch(scenario.rules, sim)
     wall0 = time.perf_counter()
     runtime.tick()
     for i in range(ticks):
         sim.step()
+        events.tick()
         runtime.tick()
         if not sim.step_ended:
             continue  # a storage epoch inside a fabric step: the loop ran, the recorder waits for the step
         rec.record(sim)
+        watch.observe(scenario.step)
         if sensor is not None:  # one sample per step, as the Sova sensor samples every second
             sensor.append(driver.observe())
         if progress is not None:
@@ -138,6 +146,10 @@ def run_profile(
     summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall)
     if sensor is not None:
         summary["intensity"] = _intensity(sensor)
+    if events.records:
+        summary["events"] = [record.to_dict() for record in events.records]
+    if scenario.rules:
+        summary["rules"] = watch.summary()
     if scenario.outputs.groups:
         summary["groups"] = vm_groups(sim, rec, services, scenario.outputs.groups)
     if scenario.outputs.interference:

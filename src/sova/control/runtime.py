@@ -17,10 +17,12 @@ from sova.control.executor import Executor
 from sova.drivers.base import Driver
 from sova.model.actions import OK, Outcome
 from sova.model.knowledge import Knowledge
+from sova.model.placement_rules import RuleBook, maintenance_rule
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.admission import AdmissionPolicy
 from sova.plan.base import Policy
 from sova.plan.first_fit import FirstFit
+from sova.plan.keep_rules import KeepRules
 from sova.plan.storage.io_control import IoController
 
 
@@ -35,12 +37,21 @@ class Runtime:
         admission: AdmissionPolicy | None = None,
         audit: AuditLog | None = None,
         knowledge: Knowledge | None = None,
+        rules: RuleBook | None = None,
+        keeper: bool = True,
     ):
-        """knowledge: what was observed before (a standby manager's, as it takes the lead); None: nothing."""
+        """knowledge: what was observed before (a standby manager's, as it takes the lead); None: nothing.
+        rules: the placement rules in force (they then replace the Knowledge's). keeper: run ``keep-rules``
+        (the global loop: it moves the VMs that break a must rule, a drained host's too) unless the
+        policies hold one already."""
         self.driver = driver
+        if keeper and not any(isinstance(p, KeepRules) for p in policies):
+            policies = [*policies, KeepRules(**{key: f.default for key, f in KeepRules.params.items()})]
         self.policies = policies
         self.control = control
         self.knowledge = knowledge if knowledge is not None else Knowledge(control.history, topology)
+        if rules is not None:
+            self.knowledge.rules = rules
         self.audit = audit or AuditLog()
         self.findings: dict[str, Findings] = {}  # each policy's findings at its latest round, by policy name
         self.executor = Executor(driver, control, mode, self.audit)
@@ -64,14 +75,42 @@ class Runtime:
                 self._next_run[i] += pol.period * max(1, int((now - self._next_run[i]) // pol.period) + 1)
                 if isinstance(pol, IoController):
                     self._control(pol)
-                elif len(self.knowledge):
+                elif len(self.knowledge) and pol.wants_to_run(self.knowledge):
                     decided = True
                     findings = analysis.findings(pol.analyses())
                     self.findings[pol.name] = findings
-                    self.executor.submit(pol.plan(self.knowledge, findings), self.knowledge, findings)
+                    plan = pol.plan(self.knowledge, findings)
+                    self.executor.submit(plan, self.knowledge, findings, patient=pol.patient)
+                    for target, text in pol.notes:
+                        self.audit.record_note(now, pol.name, target, text)
+                    pol.notes.clear()
         if len(self.knowledge):
             self.executor.tick(self.knowledge)
         return decided
+
+    def drain(self, host: str, by: str = "operator") -> None:
+        """Put `host` into maintenance: a must rule keeps every VM off it (so nothing is placed or migrated
+        there) and ``keep-rules`` moves its VMs away at the next tick, until ``release``."""
+        self._maintain(host, True, by)
+
+    def release(self, host: str, by: str = "operator") -> None:
+        """End `host`'s maintenance: it takes VMs again."""
+        self._maintain(host, False, by)
+
+    def in_maintenance(self) -> list[str]:
+        """The hosts in maintenance, in the order they entered it."""
+        return [rule.hosts[0] for rule in self.knowledge.rules.rules if rule == maintenance_rule(rule.hosts[0])]
+
+    def _maintain(self, host: str, drain: bool, by: str) -> None:
+        rule = maintenance_rule(host)
+        rules = self.knowledge.rules
+        self.knowledge.rules = rules.with_rule(rule) if drain else rules.without(rule.name)
+        now = self.driver.now()
+        text = f"{host} {'put into' if drain else 'released from'} maintenance by {by}"
+        self.audit.record_note(now, "maintenance", host, text)
+        for i, pol in enumerate(self.policies):
+            if isinstance(pol, KeepRules):
+                self._next_run[i] = now  # it moves the VMs off at the next tick
 
     def _control(self, controller: IoController) -> None:
         """One epoch of an IO controller: its VMs' counters in, their throttles out, its events audited."""

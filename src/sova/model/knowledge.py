@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from sova.model.placement_rules import RuleBook
 from sova.model.placement_tracker import PlacementTracker
 from sova.model.scenario import TopologySpec
 from sova.model.snapshot import Snapshot
@@ -20,8 +21,9 @@ from sova.model.snapshot_align import aligned
 
 
 class Knowledge:
-    """Snapshot history (newest last) plus helpers for windowed rates, and the fabric from the inventory
-    (an operator's description of the network, as the Virtue paper's experiment files give it).
+    """Snapshot history (newest last) plus helpers for windowed rates, the fabric from the inventory (an
+    operator's description of the network, as the Virtue paper's experiment files give it) and the
+    placement rules.
 
     The history is kept by time: `history` seconds back from the newest snapshot (and the snapshot just
     before that, so a window of the whole history has its older end), across changes of inventory: a VM
@@ -29,9 +31,10 @@ class Knowledge:
     searches, so a policy asking for a window costs the same whatever the history holds.
     """
 
-    def __init__(self, history: float = 600.0, topology: TopologySpec | None = None):
+    def __init__(self, history: float = 600.0, topology: TopologySpec | None = None, rules: RuleBook | None = None):
         self.history = history
         self.topology = topology
+        self.rules = rules if rules is not None else RuleBook()  # the placement rules in force (maintenance too)
         self._snaps: list[Snapshot] = []
         self._times: list[float] = []
         self._first = 0  # index of the oldest snapshot kept

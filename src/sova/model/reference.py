@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from sova.model import scenario_fields as S
+from sova.model.rule_reader import RULE_FIELDS
+from sova.model.scenario_events import EVENT_FIELDS
 from sova.model.schema import markdown_table
 
 BEGIN = "<!-- BEGIN GENERATED REFERENCE (make docs) -->"
@@ -25,6 +27,8 @@ def scenario_reference() -> str:
         ("`[profiles.NAME]`", S.PROFILE_FIELDS),
         ("`[control]`: the executor's safety rails", S.CONTROL_FIELDS),
         ("`[outputs]`", S.OUTPUT_FIELDS),
+        ("`[[rules]]`: placement rules (docs/operations.md)", RULE_FIELDS),
+        ("`[[events]]`: operators' actions and faults during the run (docs/operations.md)", EVENT_FIELDS),
         ("`[[slos]]`: tenants' storage SLOs (SASLO's Table 1; docs/storage-slo.md)", S.SLO_FIELDS),
         ("`[trials]`: Virtue's method, many Random placements re-placed by each profile", S.TRIALS_FIELDS),
         ("`[simulator]`: model parameters (every experiment shares the defaults)", S.SIMULATOR_FIELDS),

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sova.model.placement_rules import RuleBook
+from sova.model.scenario_events import ScenarioEvent
 from sova.model.scenario_fields import SIMULATOR_FIELDS
 from sova.model.schema import Reader
 from sova.model.storage_slo import StorageSlo
@@ -189,6 +191,8 @@ class Scenario:
     simulator: dict[str, Any] = field(default_factory=dict)
     trials: TrialsSpec | None = None
     slos: tuple[tuple[str, StorageSlo], ...] = ()  # (VM, its storage SLO), from [[slos]]
+    rules: RuleBook = field(default_factory=RuleBook)  # placement rules, from [[rules]]
+    events: tuple[ScenarioEvent, ...] = ()  # operators' actions and faults in time order, from [[events]]
     params: dict[str, Any] = field(default_factory=dict)  # the [params] values it was made with
     source: str = "<scenario>"
     base_dir: Path = field(default_factory=Path.cwd)

@@ -15,6 +15,7 @@ import numpy as np
 from sova.model.initial_placement import place_at_load, span
 from sova.model.name_match import NameMatcher
 from sova.model.power_models import curve_problem
+from sova.model.rule_reader import read_scenario_rules
 from sova.model.scenario import (
     ControlSpec,
     HostSpec,
@@ -31,6 +32,7 @@ from sova.model.scenario import (
     WorkloadSpec,
     peer_name,
 )
+from sova.model.scenario_events import read_events
 from sova.model.scenario_fields import (
     AUTO_HOSTS,
     CONTROL_FIELDS,
@@ -69,6 +71,8 @@ TABLES = {
     "simulator": "[simulator]",
     "trials": "[trials]",
     "slos": "[[slos]]",
+    "rules": "[[rules]]",
+    "events": "[[events]]",
     "sweep": "[sweep]",
     "params": "[params]",
 }
@@ -102,7 +106,10 @@ def scenario_from_dict(
     hosts = _read_hosts(r, raw.get("hosts", []), defaults.get("host", {}))
     storage = _read_storage(r, raw.get("storage", []))
     raw_vms = vms_per_file(r, raw.get("vms", []), base_dir or Path.cwd())
-    vms = _read_vms(r, raw_vms, defaults.get("vm", {}), hosts, storage, head["seed"] or 0)
+    vms = _read_vms(r, raw_vms, defaults.get("vm", {}), hosts, storage)
+    rules = read_scenario_rules(r, raw.get("rules", []), vms, hosts)
+    if not r.problems:
+        vms = place_at_load(r, vms, hosts, np.random.default_rng(head["seed"] or 0), rules)
     workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
     _check_trace_lifetimes(r, vms, workloads)
     profiles = _read_profiles(r, raw.get("profiles", {}))
@@ -113,6 +120,7 @@ def scenario_from_dict(
     outputs = OutputSpec(**r.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
     _check_groups(r, outputs.groups, NameMatcher([v.name for v in vms]))
     slos = read_slos(r, raw.get("slos", []), [v.name for v in vms])
+    events = read_events(r, raw.get("events", []), [h.name for h in hosts], head.get("duration"))
     simulator = r.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")
     trials = TrialsSpec(**r.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
     if trials is not None and head.get("duration") is not None and trials.warmup >= head["duration"]:
@@ -141,6 +149,8 @@ def scenario_from_dict(
         simulator=simulator,
         trials=trials,
         slos=slos,
+        rules=rules,
+        events=events,
         params=params,
         source=source,
         base_dir=base_dir or Path.cwd(),
@@ -258,9 +268,8 @@ def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
     return out
 
 
-def _read_vms(
-    r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec], seed: int
-) -> list[VmSpec]:
+def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec]) -> list[VmSpec]:
+    """The VMs as the file gives them; those with host = 'auto', 'first-fit' or 'random' are placed later."""
     host_names = {h.name for h in hosts}
     storage_names = {s.name for s in storage}
     out: list[VmSpec] = []
@@ -279,9 +288,7 @@ def _read_vms(
         _check_lifetime(r, where, t)
         out += [VmSpec(name=name, **_spec_fields(t)) for name in names]
     _unique(r, [v.name for v in out], "[[vms]]", "VM")
-    if r.problems:
-        return out
-    return place_at_load(r, out, hosts, np.random.default_rng(seed))
+    return out
 
 
 def _check_storage_step(r: Reader, storage_step: float, step: float | None) -> None:

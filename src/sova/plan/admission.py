@@ -36,23 +36,32 @@ class AdmissionPolicy(ABC):
     ) -> list[CreateVM | SetHostPower]:
         """A creation for each request placed now, each with its reason; where no host that is on has room,
         a host asleep or off is woken for the request (one already waking is waited for), as DPM powers
-        hosts on for demand: the request is placed once the host is on."""
+        hosts on for demand: the request is placed once the host is on. Only hosts the request's must
+        placement rules allow are considered, and those that keep its should rules too where any has room."""
         room = HostRoom(snapshot, CPU_RATIO)
         choose = self.chooser(snapshot, knowledge)
+        bound = knowledge.rules.bind(snapshot.vms, snapshot.hosts) if knowledge.rules else None
+        placed: dict[str, int] = {}  # this batch's VMs, for the rules of the next ones
         out = []
         full: set[tuple] = set()  # request sizes no host has room for: room only shrinks within a batch
         for request in requests:
             size = (request.memory, request.vcpus, request.vf)
-            if size in full:
+            ruled = bound is not None and bool(bound.rules_of(request.name))
+            if size in full and not ruled:
                 continue
-            fits = room.fits(request)
+            allowed = bound.allowed(request.name, snapshot.vm_host, extra=placed) if ruled else None
+            fits = room.fits(request) if allowed is None else room.fits(request) & allowed
+            if ruled and fits.any():
+                fits = bound.preferred(request.name, snapshot.vm_host, fits, extra=placed)
             if not fits.any():
-                wake = room.host_to_wake(request)
+                wake = room.host_to_wake(request, allowed)
                 if wake is None:
-                    full.add(size)
+                    if not ruled:
+                        full.add(size)
                     continue
                 host, asleep = wake
                 room.take(host, request)
+                placed[request.name] = host
                 if asleep:
                     room.waking[host] = True
                     reason = f"no host that is on has room for {request.name}; woken for it"
@@ -63,6 +72,7 @@ class AdmissionPolicy(ABC):
                 continue
             host, reason = choice
             room.take(host, request)
+            placed[request.name] = host
             out.append(CreateVM(request.name, snapshot.hosts[host], policy=self.name, reason=reason))
         return out
 
@@ -106,10 +116,10 @@ class HostRoom:
         """Per host: it is on and has the memory, vCPUs and (if asked) a free VF for the request."""
         return self.on & self._room(request)
 
-    def host_to_wake(self, request: VmRequest) -> tuple[int, bool] | None:
-        """The first host with room for the request that is waking (False: wait for it) or, failing
-        that, asleep, then off (True: wake it); None if no host has room."""
-        room = self._room(request)
+    def host_to_wake(self, request: VmRequest, allowed: np.ndarray | None = None) -> tuple[int, bool] | None:
+        """The first host with room for the request (among the `allowed`) that is waking (False: wait for
+        it) or, failing that, asleep, then off (True: wake it); None if no host has room."""
+        room = self._room(request) if allowed is None else self._room(request) & allowed
         for hosts, asleep in self._wake_order:
             found = np.flatnonzero(hosts & room)
             if len(found):

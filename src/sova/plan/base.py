@@ -31,10 +31,20 @@ class Policy(ABC):
     # the analyzers whose findings plan() reads, each with the settings it takes from a parameter of another
     # name ({"hotspot": {"threshold": "alpha"}}); its other settings come from the parameters of their name
     analyzers: ClassVar[dict[str, dict[str, str]]] = {}
+    patient: ClassVar[bool] = False  # its plans' migrations wait while a migration cap is full (an evacuation)
 
     def __init__(self, **params: Any):
         self.settings = params  # the values of this instance; `params` (the class's) says what each one is
         self.period: float = params.get("period", 10.0)
+
+    @property
+    def notes(self) -> list[tuple[str, str]]:
+        """(target, text) for the audit log, taken after each round: what it could not do, and why."""
+        return self.__dict__.setdefault("_notes", [])
+
+    def wants_to_run(self, knowledge: Knowledge) -> bool:
+        """Whether this round is worth running (a policy with nothing to watch skips its rounds)."""
+        return True
 
     def analyses(self) -> list[tuple[str, dict[str, Any]]]:
         """(analyzer name, settings) for each analyzer in ``analyzers``, with this instance's values."""

@@ -73,7 +73,7 @@ class LocalLoops:
         self.driver = driver
         self.policies = [p for p in policies if p.loop == "local"]
         self.controllers = [p for p in self.policies if isinstance(p, IoController)]
-        self.runtime = Runtime(driver, self.policies, control) if self.policies else None
+        self.runtime = Runtime(driver, self.policies, control, keeper=False) if self.policies else None
         self.period = min((p.period for p in self.policies), default=math.inf)  # s between ticks
         self.storage_of = storage_of
         self.wanted: dict[str, StorageSlo] = {}  # every VM's SLO, as the manager gave them

@@ -68,6 +68,10 @@ class PlanBook(AuditLog):
         super().record_finding(time, plan, policy, finding)
         self._findings.setdefault(plan, []).append(finding.to_dict())
 
+    def record_note(self, time: float, policy: str, target: str, text: str) -> None:
+        super().record_note(time, policy, target, text)
+        self.store.append_audit([self.entries[-1]])
+
     def record(self, time: float, plan: int, event: str, action: A.Action, outcome: A.Outcome | None = None) -> None:
         super().record(time, plan, event, action, outcome)
         if event == "proposed":

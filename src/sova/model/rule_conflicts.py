@@ -1,0 +1,127 @@
+"""Must rules that no placement can satisfy, each reported with the VMs and rules involved.
+
+Checked over the names and capacities alone, before anything runs:
+- a VM whose on-hosts and off-hosts rules leave it no host;
+- VMs bound together (affinity rules, chained) that an anti-affinity rule keeps apart;
+- VMs bound together whose host rules share no host, or whose memory fits on none of those hosts;
+- an anti-affinity rule whose VMs cannot each get a host of their own (a bipartite matching of its VMs,
+  each affinity group as one, to the hosts allowed to them: exact for one rule).
+Several anti-affinity rules together, and capacity beyond one group's memory, are found when a placement
+is sought (the executor and the policies then report the rule that stops them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import maximum_bipartite_matching
+
+from sova.model.placement_rules import HOST_KINDS, BoundRules, RuleBook
+
+
+def rule_conflicts(
+    book: RuleBook,
+    vms: tuple[str, ...],
+    hosts: tuple[str, ...],
+    vm_memory: np.ndarray | None = None,
+    host_memory: np.ndarray | None = None,
+) -> list[str]:
+    """Why the must rules cannot all hold for these VMs on these hosts (empty: no conflict found)."""
+    bound = book.bind(vms, hosts)
+    musts = [r for r, rule in enumerate(bound.rules) if rule.must]
+    host_ok = _host_masks(bound, musts)
+    problems = [
+        f"{vms[v]} has no host left by {_names(bound, _host_rules(bound, musts, v))}"
+        for v in range(len(vms))
+        if not host_ok[v].any()
+    ]
+    group_of, chain = _affinity_groups(bound, musts, len(vms))
+    for g in np.unique(group_of[list(chain)]) if chain else ():
+        members = np.flatnonzero(group_of == g)
+        common = host_ok[members].all(axis=0)
+        label = f"{', '.join(vms[v] for v in members)} (kept together by {_names(bound, chain_rules(chain, members))})"
+        if not common.any():
+            problems.append(f"{label} share no host their host rules allow")
+        elif vm_memory is not None and host_memory is not None:
+            need = float(vm_memory[members].sum())
+            if need > host_memory[common].max():
+                problems.append(
+                    f"{label} need {need:.0f} MiB on one host; the largest they may use has "
+                    f"{host_memory[common].max():.0f} MiB"
+                )
+    for r in musts:
+        if bound.rules[r].kind != "anti-affinity" or len(bound.members[r]) < 2:
+            continue
+        problems += _apart_problems(bound, r, group_of, host_ok, chain)
+    return problems
+
+
+def _host_masks(bound: BoundRules, musts: list[int]) -> np.ndarray:
+    """VMs x hosts: the hosts each VM's must host rules allow."""
+    ok = np.ones((len(bound.vms), len(bound.hosts)), dtype=bool)
+    for r in musts:
+        kind = bound.rules[r].kind
+        if kind in HOST_KINDS:
+            members = bound.members[r]
+            ok[members] &= bound.group[r] if kind == "on-hosts" else ~bound.group[r]
+    return ok
+
+
+def _host_rules(bound: BoundRules, musts: list[int], v: int) -> list[int]:
+    return [r for r in bound.of_vm.get(v, []) if r in musts and bound.rules[r].kind in HOST_KINDS]
+
+
+def _affinity_groups(bound: BoundRules, musts: list[int], vms: int) -> tuple[np.ndarray, dict[int, list[int]]]:
+    """Each VM's affinity group (a union-find root) and, for the VMs in a group, the rules that bind them."""
+    parent = np.arange(vms)
+
+    def root(v: int) -> int:
+        while parent[v] != v:
+            parent[v] = parent[parent[v]]
+            v = int(parent[v])
+        return v
+
+    chain: dict[int, list[int]] = {}
+    for r in musts:
+        members = bound.members[r]
+        if bound.rules[r].kind != "affinity" or len(members) < 2:
+            continue
+        for v in members:
+            parent[root(int(v))] = root(int(members[0]))
+            chain.setdefault(int(v), []).append(r)
+    return np.array([root(v) for v in range(vms)], dtype=np.int64), chain
+
+
+def chain_rules(chain: dict[int, list[int]], members: np.ndarray) -> list[int]:
+    return sorted({r for v in members for r in chain.get(int(v), [])})
+
+
+def _apart_problems(
+    bound: BoundRules, r: int, group_of: np.ndarray, host_ok: np.ndarray, chain: dict[int, list[int]]
+) -> list[str]:
+    members = bound.members[r]
+    rule = bound.rules[r]
+    groups, first = np.unique(group_of[members], return_index=True)
+    problems = []
+    for g in groups:
+        together = members[group_of[members] == g]
+        if len(together) > 1:
+            bound_by = _names(bound, chain_rules(chain, together))
+            problems.append(
+                f"{', '.join(bound.vms[v] for v in together)} are kept apart by {rule.name} and together by {bound_by}"
+            )
+    if problems:
+        return problems
+    allowed = np.array([host_ok[group_of == g].all(axis=0) for g in groups])
+    matched = maximum_bipartite_matching(csr_matrix(allowed.astype(np.int8)), perm_type="column")
+    apart = int((matched >= 0).sum())
+    if apart < len(groups):
+        return [
+            f"{rule.name} needs {len(groups)} hosts, one per VM ({', '.join(bound.vms[v] for v in members[first])}); "
+            f"their host rules give at most {apart} of them a host of their own"
+        ]
+    return []
+
+
+def _names(bound: BoundRules, rules: list[int]) -> str:
+    return ", ".join(bound.rules[r].name for r in rules) or "no rule"

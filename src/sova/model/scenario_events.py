@@ -1,0 +1,65 @@
+"""The `[[events]]` of a scenario: what operators do and what breaks, at given times in the run.
+
+    [[events]]
+    at = "10min"
+    kind = "drain"          # put the host into maintenance: its VMs leave, and it takes no VM
+    host = "h3"
+
+    [[events]]
+    at = "40min"
+    kind = "release"        # the host takes VMs again
+    host = "h3"
+
+Each event names a host of the scenario; events are applied in time order (those at one time in file order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sova.model.schema import REQUIRED, Field, Reader
+
+EVENT_KINDS = {
+    "drain": "an operator puts the host into maintenance: keep-rules moves its VMs away; it takes no VM",
+    "release": "an operator ends the host's maintenance",
+}
+
+EVENT_FIELDS = {
+    "at": Field("duration", REQUIRED, "when in the run the event happens", lo=0),
+    "kind": Field(
+        "str",
+        REQUIRED,
+        "what happens: " + "; ".join(f"{k}: {v}" for k, v in EVENT_KINDS.items()),
+        choices=tuple(EVENT_KINDS),
+    ),
+    "host": Field("str", REQUIRED, "the host it happens to"),
+}
+
+
+@dataclass(frozen=True)
+class ScenarioEvent:
+    at: float  # s into the run
+    kind: str  # a key of EVENT_KINDS
+    host: str
+
+
+def read_events(r: Reader, raw: Any, host_names: list[str], duration: float | None) -> tuple[ScenarioEvent, ...]:
+    """The events, in time order; each problem reported with its entry and key."""
+    if not isinstance(raw, list):
+        r.error("[[events]]", f"expected an array of tables ([[events]]), got {type(raw).__name__}")
+        return ()
+    known = set(host_names)
+    events = []
+    for n, entry in enumerate(raw, start=1):
+        where = f"[[events]] #{n}"
+        before = len(r.problems)
+        t = r.table(entry, EVENT_FIELDS, where)
+        if len(r.problems) > before:
+            continue
+        if t["host"] not in known:
+            r.error(f"{where}.host", f"{t['host']!r} is no host of the scenario")
+        if duration is not None and t["at"] >= duration:
+            r.error(f"{where}.at", f"{t['at']:g} s is not within the run ({duration:g} s)")
+        events.append(ScenarioEvent(t["at"], t["kind"], t["host"]))
+    return tuple(sorted(events, key=lambda e: e.at))
