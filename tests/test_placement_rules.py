@@ -167,7 +167,7 @@ def test_bad_rules_are_errors_naming_their_place(rules, message):
 
 def test_a_vm_the_rules_leave_no_host_with_room_is_an_error_naming_them():
     # each host has 1 GiB left for the pair: v1 fits anywhere, v2 then only where v1 is not
-    with pytest.raises(InputError, match="v2 found no host with room that its rules allow.*pair .must affinity"):
+    with pytest.raises(InputError, match=r"v2 found no host with room that its rules allow.*pair \(must affinity"):
         make_scenario(
             hosts=HOSTS_3,
             vms=[
