@@ -13,7 +13,7 @@ import signal
 import sys
 
 from sova import __version__
-from sova.cli import check, lab, manage, place, predict, run, serve, service, slo
+from sova.cli import check, host, lab, manage, place, predict, run, serve, service, slo
 from sova.cli.common import Terminated, described, err, error, print_problems
 from sova.control.parallel import ClusterError
 from sova.drivers.libvirt_driver import DriverError
@@ -56,6 +56,7 @@ def _parser() -> argparse.ArgumentParser:
     lab.add_parser(sub)
     manage.add_parser(sub)
     slo.add_parser(sub)
+    host.add_parser(sub)
     service.add_parsers(sub)
     serve.add_parser(sub)
     return p
@@ -70,6 +71,7 @@ COMMANDS = {
     "lab": lab.command,
     "manage": manage.command,
     "slo": slo.command,
+    "host": host.command,
     "manager": service.manager_command,
     "agent": service.agent_command,
     "token": service.token_command,

@@ -17,7 +17,7 @@ from sova.control.executor import Executor
 from sova.drivers.base import Driver
 from sova.model.actions import OK, Outcome
 from sova.model.knowledge import Knowledge
-from sova.model.placement_rules import RuleBook, maintenance_rule
+from sova.model.placement_rules import RuleBook, hosts_in_maintenance, maintenance_rule
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.admission import AdmissionPolicy
 from sova.plan.base import Policy
@@ -97,14 +97,19 @@ class Runtime:
         """End `host`'s maintenance: it takes VMs again."""
         self._maintain(host, False, by)
 
-    def in_maintenance(self) -> list[str]:
-        """The hosts in maintenance, in the order they entered it."""
-        return [rule.hosts[0] for rule in self.knowledge.rules.rules if rule == maintenance_rule(rule.hosts[0])]
+    def keep_maintenance(self, hosts: list[str]) -> None:
+        """Exactly `hosts` in maintenance, as a store says they were (a manager taking the lead), unaudited."""
+        for host in hosts_in_maintenance(self.knowledge.rules):
+            self._maintain(host, False, "", quiet=True)
+        for host in hosts:
+            self._maintain(host, True, "", quiet=True)
 
-    def _maintain(self, host: str, drain: bool, by: str) -> None:
+    def _maintain(self, host: str, drain: bool, by: str, quiet: bool = False) -> None:
         rule = maintenance_rule(host)
         rules = self.knowledge.rules
         self.knowledge.rules = rules.with_rule(rule) if drain else rules.without(rule.name)
+        if quiet:
+            return
         now = self.driver.now()
         text = f"{host} {'put into' if drain else 'released from'} maintenance by {by}"
         self.audit.record_note(now, "maintenance", host, text)

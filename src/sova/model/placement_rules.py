@@ -44,6 +44,11 @@ def maintenance_rule(host: str) -> PlacementRule:
     return PlacementRule(f"maintenance of {host}", "off-hosts", ("*",), (host,))
 
 
+def hosts_in_maintenance(book: RuleBook) -> list[str]:
+    """The hosts under a maintenance rule, in the order they entered it."""
+    return [rule.hosts[0] for rule in book.rules if len(rule.hosts) == 1 and rule == maintenance_rule(rule.hosts[0])]
+
+
 @dataclass(frozen=True)
 class Violation:
     """A rule the placement breaks, the VMs that break it and the hosts where."""

@@ -30,6 +30,7 @@ from sova.model.schema import Field
 from sova.model.snapshot import VmRequest
 from sova.plan.admission import HostRoom
 from sova.plan.base import Policy, register
+from sova.plan.rule_filter import RuleFilter, restricted
 
 
 @register
@@ -64,6 +65,7 @@ class CloudScope(Policy):
         )
         terms, beta = vm_terms(usage), loading_vectors(usage)
         vm_host = snap.vm_host.copy()
+        rules = RuleFilter.of(knowledge, vm_host)
         room = HostRoom(snap, p["cpu_ratio"])
         changed = knowledge.placement.hosts_within(knowledge.placement.host_changed, snap.hosts, snap.time, p["window"])
         load = host_load(usage, terms)
@@ -82,6 +84,7 @@ class CloudScope(Policy):
             request = VmRequest(found.vm, int(snap.vm_vcpus[j]), float(snap.vm_memory[j]), False, snap.time)
             fits = room.fits(request) & ~changed & np.isfinite(slowdown)
             fits[here] = False
+            fits = restricted(rules, j, fits)
             if not fits.any():
                 continue
             k = int(np.flatnonzero(fits)[np.argmin(slowdown[fits])])

@@ -98,6 +98,11 @@ class PlacementPolicy(Policy):
         except PlacementError:
             self.target = None
             return
+        broken = problem.rules.violations(x1, must_only=True) if problem.rules is not None else []
+        if broken:  # a placement that breaks a must rule is never a target (a safety net: the algorithms keep them)
+            self.notes.append((problem.host_names[0], f"{self.name}'s placement is not used: {broken[0].describe()}"))
+            self.target = None
+            return
         before = Evaluator(problem, self.energy, x0).value()
         after = Evaluator(problem, self.energy, x1).value()
         if before - after >= self.settings["min_gain"]:

@@ -27,6 +27,7 @@ from sova.model.schema import Field
 from sova.plan import vm_selection as select
 from sova.plan.base import Policy, register
 from sova.plan.power_aware_placement import Cluster, consolidate, pabfd
+from sova.plan.rule_filter import RuleFilter
 
 DETECTORS = ("thr", "iqr", "mad", "lr", "lrr")
 
@@ -72,6 +73,7 @@ class PowerAware(Policy):
             vm_demand=asked,
             vm_memory=snap.vm_memory.astype(float),
         )
+        cluster.rules = RuleFilter.of(knowledge, cluster.vm_host)
         leaving = []
         for host in np.flatnonzero(overloaded):
             candidates = list(np.flatnonzero((snap.vm_host == host) & settled))

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sova.model.power_models import POINTS, power_at
+from sova.plan.rule_filter import RuleFilter
 
 
 @dataclass
@@ -42,6 +43,7 @@ class Cluster:
     vm_demand: np.ndarray  # (vms,) CPU
     vm_memory: np.ndarray  # (vms,)
     moves: list[tuple[int, int]] = field(default_factory=list)  # (vm, destination) in order
+    rules: RuleFilter | None = None  # the placement rules, over vm_host (set after construction)
 
     def __post_init__(self) -> None:
         self.drawing = np.zeros(len(self.capacity))  # watts now: kept up to date by move()
@@ -103,6 +105,8 @@ def best_host(cluster: Cluster, vm: int, allowed: np.ndarray) -> int | None:
     demand = cluster.vm_demand[vm]
     ok = allowed & (cluster.memory_free >= cluster.vm_memory[vm]) & (cluster.cpu_room >= demand)
     ok[cluster.vm_host[vm]] = False
+    if cluster.rules is not None:
+        ok = cluster.rules.restrict(vm, ok)
     hosts = np.flatnonzero(ok)
     if len(hosts) <= 1:
         return int(hosts[0]) if len(hosts) else None
@@ -149,7 +153,8 @@ def consolidate(cluster: Cluster, overloaded: np.ndarray) -> list[int]:
             continue  # a VM no larger fitted nowhere, and fewer hosts have less room since: this one cannot
         mark = cluster.mark()
         if pabfd(cluster, vms, allowed, all_or_nothing=True):
-            if cluster.mark() == mark:  # the largest VM itself fitted nowhere
+            if cluster.mark() == mark and (cluster.rules is None or not cluster.rules.binds(largest)):
+                # the largest VM itself fitted nowhere, by its size alone (not its rules)
                 stuck = [s for s in stuck if not (s[0] >= size[0] and s[1] >= size[1])] + [size]
             cluster.undo(mark)  # one VM found no host: none of them moves
             continue

@@ -20,6 +20,7 @@ from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
 from sova.plan.autonomic_manager import HOTSPOT_PARAMS
 from sova.plan.base import Policy, register
+from sova.plan.rule_filter import RuleFilter, restricted
 
 
 @register
@@ -48,6 +49,7 @@ class Sandpiper(Policy):
         mem_free = snap.host_memory - snap.committed_memory()
         exclude = knowledge.placement.moved_within(snap.time, p["min_residence"])
         vsr = volume_to_size(sandpiper_volume(*vm_load.T), snap.vm_memory)
+        rules = RuleFilter.of(knowledge)
         actions: list[Action] = []
         for h in sorted(np.flatnonzero(hot), key=lambda i: -now[i].max()):
             moves = 0
@@ -58,6 +60,7 @@ class Sandpiper(Policy):
                 after = now + load / np.stack([snap.host_cores, snap.nic_bandwidth, snap.host_memory], axis=1)
                 ok = (after < thr).all(axis=1) & (mem_free >= snap.vm_memory[v]) & ~hot
                 ok[h] = False
+                ok = restricted(rules, v, ok)
                 if not ok.any():
                     continue
                 cand = np.flatnonzero(ok)
@@ -80,5 +83,7 @@ class Sandpiper(Policy):
                 now[dst] = after[dst]
                 now[h] -= load / np.array([snap.host_cores[h], snap.nic_bandwidth[h], snap.host_memory[h]])
                 mem_free[dst] -= snap.vm_memory[v]
+                if rules is not None:
+                    rules.placement[v] = dst
                 moves += 1
         return actions

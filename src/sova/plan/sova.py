@@ -8,7 +8,9 @@ Every ``period`` (the sensors' 10 s reporting interval):
    executor waits for the unplug), and the destination's VF scheduler decides later whether it gets a VF
    there (``effector``).
 3. Every Effector schedules its VFs among the remaining VMs (Algorithm 1, lines 10-28; ``dsriov``).
-A VM that landed within ``min_residence`` seconds is not chosen to move again.
+A VM that landed within ``min_residence`` seconds is not chosen to move again. Under placement rules,
+a VM goes only where its must rules allow: when they let no VM of the hot host go to its signalled
+destination, the next least loaded host below alpha that no other signal took is tried.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from sova.plan.autonomic_manager import HOTSPOT_PARAMS, destinations
 from sova.plan.base import Policy, register
 from sova.plan.dsriov import VF_PARAMS, vf_plan
 from sova.plan.effector import choose_vm
+from sova.plan.rule_filter import RuleFilter
 
 MIGRATION_PARAMS = {
     **HOTSPOT_PARAMS,
@@ -73,19 +76,34 @@ class Sova(Policy):
         exclude = track.moved_within(now, p["min_residence"])
         committed = snap.committed_memory()
         members = vms_by_host(snap.vm_host, len(snap.hosts))
+        rules = RuleFilter.of(knowledge)
+        load = np.array([h.load for h in hotspots])
+        # under placement rules, the hosts to try when the rules let no VM of a hot host go to its destination
+        spare = [int(j) for j in np.argsort(load, kind="stable") if load[j] < p["alpha"] and not hotspots[j].hot]
+        taken = {dst for _, dst in pairs}
         actions: list[Action] = []
-        for src, dst in pairs:
+        for src, signalled in pairs:
             spot = hotspots[src]
             host_load = np.array([spot.cpu, spot.nic, spot.mem])
-            pick = choose_vm(snap, vm_load, src, dst, host_load, exclude, committed, members[src])
+            tries = [signalled] if rules is None else [signalled, *(j for j in spare if j not in taken and j != src)]
+            for dst in tries:
+                barred = exclude
+                if rules is not None:  # the VMs whose rules keep them off this destination
+                    barred = exclude | {snap.vms[v] for v in members[src] if not rules.allows(int(v), dst)}
+                pick = choose_vm(snap, vm_load, src, dst, host_load, barred, committed, members[src])
+                if pick is not None:
+                    break
             if pick is None:
                 continue
+            taken.add(dst)
             v, mf = pick
             vm = snap.vms[v]
+            if rules is not None:
+                rules.placement[v] = dst
             why = (
                 f"{spot.host} is a hotspot: {spot.resource} load {spot.load:.0%}, above alpha={p['alpha']:.0%} in "
                 f"{spot.above} of the last {p['n']} reports, forecast {spot.forecast:.0%}; {vm} has the largest MF "
-                f"({mf:.3g}); {snap.hosts[dst]} is the least loaded host"
+                f"({mf:.3g}); {snap.hosts[dst]} is the least loaded host{'' if dst == signalled else ' its rules allow'}"
             )
             if snap.vm_nic[v] == "vf":
                 actions.append(DetachVF(vm=vm, policy=self.name, reason=f"revoke the VF of {vm} before migrating"))

@@ -16,6 +16,7 @@ from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
 from sova.plan.base import Policy, register
+from sova.plan.rule_filter import RuleFilter, restricted
 
 
 @register
@@ -42,6 +43,7 @@ class ThresholdMigration(Policy):
         host_util = np.array([h.load for h in hotspots])  # CPU in the last observation
         vm_cores = knowledge.vm_cpu_cores(p["window"])
         mem_free = snap.host_memory - snap.committed_memory()
+        rules = RuleFilter.of(knowledge)
         actions: list[Action] = []
         for h in np.flatnonzero(hot)[np.argsort(-host_util[hot])]:
             on_host = np.flatnonzero((snap.vm_host == h) & ~snap.vm_migrating)
@@ -52,10 +54,12 @@ class ThresholdMigration(Policy):
             order = np.argsort(-util_of)
             if enough.any():  # the smallest VM that is enough, else the biggest
                 order = np.concatenate([np.flatnonzero(enough)[np.argsort(util_of[enough])], order])
-            move = self._choose(snap, on_host[order], vm_cores, host_util, mem_free, h)
+            move = self._choose(snap, on_host[order], vm_cores, host_util, mem_free, h, rules)
             if move is None:
                 continue
             vm, dst = move
+            if rules is not None:
+                rules.placement[vm] = dst
             host_util[dst] += vm_cores[vm] / snap.host_cores[dst]
             host_util[h] -= vm_cores[vm] / snap.host_cores[h]
             mem_free[dst] -= snap.vm_memory[vm]
@@ -73,11 +77,12 @@ class ThresholdMigration(Policy):
             )
         return actions
 
-    def _choose(self, snap, candidates, vm_cores, host_util, mem_free, src):
+    def _choose(self, snap, candidates, vm_cores, host_util, mem_free, src, rules):
         for vm in candidates:
             after = host_util + vm_cores[vm] / snap.host_cores
             ok = (mem_free >= snap.vm_memory[vm]) & (after <= self.settings["target"])
             ok[src] = False
+            ok = restricted(rules, vm, ok)
             if ok.any():
                 dst = int(np.flatnonzero(ok)[np.argmin(host_util[ok])])
                 return int(vm), dst

@@ -33,6 +33,7 @@ from sova.service.tokens import Token, TokenBook
 
 READERS = ("admin", "operator", "viewer")
 DECIDERS = ("admin", "operator")
+HostName = Annotated[str, Path(max_length=255, pattern=r"^[^\x00-\x1f/]+$", description="the host's name")]
 PlanId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the plan's number")]
 Text = Annotated[str | None, Query(max_length=255, pattern=r"^[^\x00-\x1f]*$")]
 _bearer = HTTPBearer(auto_error=False, description="a token from `sova token add`")
@@ -121,6 +122,20 @@ def make_app(
     @app.get("/api/v1/hosts", response_model=list[M.Host], tags=["cluster"])
     async def hosts(_: Reader) -> list[dict]:
         return views.hosts(manager.runtime.knowledge, manager.collector.received)
+
+    @app.post(
+        "/api/v1/hosts/{host}/{verb}",
+        response_model=M.Maintenance,
+        tags=["cluster"],
+        responses={409: {"model": M.Problem}},
+    )
+    async def maintain(token: Decider, host: HostName, verb: Literal["drain", "release"]) -> dict:
+        """drain: put the host into maintenance (its VMs move away within the placement rules and capacity;
+        nothing is placed or migrated onto it); release: it takes VMs again."""
+        try:
+            return await manager.maintain(host, verb == "drain", by=token.name)
+        except ManagerError as err:
+            raise HTTPException(409, str(err)) from None
 
     @app.get("/api/v1/hosts/series", response_model=M.Series, tags=["cluster"])
     async def host_series(

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 PlanState = Literal["pending", "executing", "done", "rejected", "expired", "dry-run"]
 AuditEvent = Literal[
     "finding",
+    "note",
     "proposed",
     "rejected",
     "applied",
@@ -40,6 +41,14 @@ class Host(BaseModel):
     vfs_used: int
     vfs_total: int
     report_age_s: float | None = Field(description="seconds since its agent's latest report")
+    maintenance: bool = Field(description="drained: its VMs move away and it takes none until released")
+
+
+class Maintenance(BaseModel):
+    host: str
+    maintenance: bool = Field(description="whether the host is in maintenance now")
+    vms: int = Field(description="VMs still on the host in the newest observation")
+    by: str
 
 
 class Vm(BaseModel):

@@ -107,6 +107,7 @@ class Manager:
         # its policies start with that history
         self._fresh(self.runtime.knowledge)
         taken = self.book.resume(self.executor)
+        self.runtime.keep_maintenance(list(self.store.maintenance()))
         self.executor.last_migrated.update(self.store.recent_migrations(self.control.hold_down))
         resent = await self.dispatch.send_unanswered()
         slos = await self.slos.take_lead()
@@ -188,6 +189,28 @@ class Manager:
         await self.driver.send(self.is_leader)
         row = self.store.plan(plan_id)
         return {"plan": plan_id, "state": row.state if row else "", "dropped": dropped}
+
+    async def maintain(self, host: str, drain: bool, by: str) -> dict:
+        """Put `host` into maintenance (drain: its VMs move away under the rules and capacity, and it takes
+        none) or release it, on behalf of `by`; kept in the store, so a manager taking the lead keeps it."""
+        if not (self.leading and self.is_leader()):
+            raise ManagerError("this manager is not the leader; ask the leader")
+        knowledge = self.runtime.knowledge
+        known = knowledge.latest.hosts if len(knowledge) else ()
+        if host not in known:
+            raise ManagerError(f"no host {host!r} has reported (known: {', '.join(known) or 'none'})")
+        if not drain and host not in self.store.maintenance():
+            raise ManagerError(f"{host} is not in maintenance")
+        self.store.set_maintenance(host, by if drain else None)
+        (self.runtime.drain if drain else self.runtime.release)(host, by=by)
+        self.book.flush()
+        snap = knowledge.latest
+        return {
+            "host": host,
+            "maintenance": drain,
+            "vms": int((snap.vm_host == snap.hosts.index(host)).sum()),
+            "by": by,
+        }
 
     def known_vms(self) -> set[str]:
         """The VMs of every host that has reported (an SLO can be set for these)."""

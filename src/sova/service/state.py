@@ -83,6 +83,13 @@ slos = sa.Table(
     sa.Column("set_by", sa.String(255), nullable=False),
     sa.Column("set_at", sa.Float, nullable=False),
 )
+maintenance = sa.Table(
+    "maintenance",
+    metadata,
+    sa.Column("host", sa.String(255), primary_key=True),
+    sa.Column("set_by", sa.String(255), nullable=False),
+    sa.Column("set_at", sa.Float, nullable=False),
+)
 MIGRATIONS = Path(__file__).with_name("migrations")
 AUDIT_FIELDS = ("time", "plan", "event", "policy", "action", "target", "reason", "status", "message")
 
@@ -289,6 +296,20 @@ class StateStore:
             if settings is not None:
                 row = {"vm": vm, "settings": json.dumps(settings), "set_by": by, "set_at": time.time()}
                 connection.execute(slos.insert().values(**row))
+
+    # ------------------------------------------------------------------ maintenance
+    def maintenance(self) -> dict[str, dict]:
+        """The hosts in maintenance: who put each there and when, in the order they entered it."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(maintenance).order_by(maintenance.c.set_at)).all()
+        return {r.host: {"set_by": r.set_by, "set_at": r.set_at} for r in rows}
+
+    def set_maintenance(self, host: str, by: str | None) -> None:
+        """Put a host into maintenance on behalf of `by` (None: release it)."""
+        with self.engine.begin() as connection:
+            connection.execute(maintenance.delete().where(maintenance.c.host == host))
+            if by is not None:
+                connection.execute(maintenance.insert().values(host=host, set_by=by, set_at=time.time()))
 
     def _page(self, table, where, order, offset: int, limit: int, row_of) -> tuple[list, int]:
         with self.engine.connect() as connection:

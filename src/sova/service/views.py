@@ -8,6 +8,7 @@ import time
 import numpy as np
 
 from sova.model.knowledge import Knowledge
+from sova.model.placement_rules import hosts_in_maintenance
 
 LOAD_WINDOW = 10.0  # s over which a utilisation is averaged
 
@@ -23,6 +24,7 @@ def hosts(knowledge: Knowledge, received: dict[str, float]) -> list[dict]:
         return []
     util = knowledge.host_cpu_util(LOAD_WINDOW)
     counts = np.bincount(snap.vm_host, minlength=len(snap.hosts))
+    drained = set(hosts_in_maintenance(knowledge.rules))
     now = time.monotonic()
     return [
         {
@@ -34,6 +36,7 @@ def hosts(knowledge: Knowledge, received: dict[str, float]) -> list[dict]:
             "vfs_used": int(snap.vfs_used[h]),
             "vfs_total": int(snap.vfs_total[h]),
             "report_age_s": round(now - received[name], 3) if name in received else None,
+            "maintenance": name in drained,
         }
         for h, name in enumerate(snap.hosts)
     ]

@@ -58,6 +58,10 @@ def anneal(
                 temp *= cool
                 continue
         _apply(ev, v, h, swap, a)
+        if problem.rules is not None and (problem.breaks(v, ev.x) or (swap >= 0 and problem.breaks(swap, ev.x))):
+            _apply(ev, v, a, swap, h)  # a must rule forbids it
+            temp *= cool
+            continue
         value = ev.value()
         if value <= current or coins[k] < math.exp(-(value - current) / temp):
             current = value

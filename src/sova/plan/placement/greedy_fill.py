@@ -28,10 +28,13 @@ def greedy_fill(problem: Problem, energy: str = "all") -> np.ndarray:
         s[free <= 0] = np.inf
         if mem_free is not None:
             s[mem_free < problem.memory[v]] = np.inf
+        allowed = problem.allowed(int(v), ev.x)
+        if allowed is not None:
+            s[~allowed] = np.inf
         tied = np.flatnonzero(s <= s.min() * (1 + 1e-9) + 1e-12)
         h = int(tied[np.argmin(local[tied])])  # argmin takes the first: the lowest-numbered among equals
         if not np.isfinite(s[h]):
-            raise PlacementError(f"no host has a slot and memory left for VM {problem.vm_names[v]}")
+            raise PlacementError(f"no host has a slot and memory left for VM {problem.vm_names[v]} within its rules")
         ev.move(int(v), h)
         free[h] -= 1
         if mem_free is not None:

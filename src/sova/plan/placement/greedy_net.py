@@ -46,6 +46,9 @@ def greedy_net(problem: Problem, x0: np.ndarray, max_moves: int = 10_000) -> np.
             if mem_used is not None:
                 room &= mem_used - np.where(hosts == a, mem[v], 0) + mem[v] <= problem.host_memory
             s[~room | (hosts == a)] = np.inf
+            allowed = problem.allowed(int(v), ev.x)
+            if allowed is not None:
+                s[~allowed] = np.inf
             h = int(np.argmin(s))
             if s[h] >= current - IMPROVEMENT:
                 h = _fewer_at_max(ev, int(v), s, local, current, at_max)

@@ -47,4 +47,5 @@ def problem_from_knowledge(knowledge: Knowledge, window: float, slots: int) -> P
         host_memory=new.host_memory.astype(float),
         external_tx=ext_tx,
         external_rx=ext_rx,
+        rules=knowledge.rules.bind(new.vms, new.hosts) if knowledge.rules else None,
     )

@@ -81,6 +81,8 @@ def solve(
     hosts = np.arange(H)
     for v in range(V):  # one host per VM
         rows.add(v * H + hosts, np.ones(H), 1.0, 1.0)
+    if problem.rules is not None:
+        _rule_rows(problem, rows)
     cap = problem.capacity()
     for h in range(H):
         col = np.arange(V) * H + h
@@ -152,6 +154,27 @@ def solve(
     x = values[:n_x].reshape(V, H).argmax(axis=1)
     value = Evaluator(problem, "all", x).value()
     return MipResult(x, value, float(info.mip_dual_bound), float(info.mip_gap), status, float(h.getRunTime()))
+
+
+def _rule_rows(problem: Problem, rows: _Rows) -> None:
+    """The must placement rules as rows over x[v, h]: no VM on a host its host rules forbid, at most one
+    VM of an anti-affinity rule per host, and every VM of an affinity rule on its first VM's host."""
+    rules, H = problem.rules, problem.n_hosts
+    for r, rule in enumerate(rules.rules):
+        members = rules.members[r]
+        if not rule.must or not len(members):
+            continue
+        if rule.kind in ("on-hosts", "off-hosts"):
+            barred = np.flatnonzero(~rules.group[r] if rule.kind == "on-hosts" else rules.group[r])
+            for v in members:
+                rows.add(v * H + barred, np.ones(len(barred)), 0.0, 0.0)
+        elif rule.kind == "anti-affinity":
+            for h in range(H):
+                rows.add(members * H + h, np.ones(len(members)), -np.inf, 1.0)
+        else:
+            for v in members[1:]:
+                for h in range(H):
+                    rows.add(np.array([members[0] * H + h, v * H + h]), np.array([1.0, -1.0]), 0.0, 0.0)
 
 
 def _knapsack_cuts(problem: Problem, rows: _Rows, col_u: int, c0: int) -> tuple[np.ndarray, np.ndarray]:

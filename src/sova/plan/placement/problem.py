@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
 
+from sova.model.placement_rules import BoundRules
 from sova.plan.placement.fabric import Levels
 
 
@@ -32,6 +33,7 @@ class Problem:
     host_memory: np.ndarray | None = None
     external_tx: np.ndarray | None = None  # bit/s each VM sends outside the VMs of the problem
     external_rx: np.ndarray | None = None
+    rules: BoundRules | None = None  # the placement rules over these VMs and hosts (None: none)
     _csc: csc_matrix | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
@@ -57,6 +59,18 @@ class Problem:
         if self._csc is None:
             self._csc = self.traffic.tocsc()
         return self._csc
+
+    def allowed(self, v: int, x: np.ndarray) -> np.ndarray | None:
+        """Per host: VM v may be there under the must rules, the others placed as x says (-1: not yet);
+        None when no rule binds it."""
+        if self.rules is None or not self.rules.rules_of(self.vm_names[v]):
+            return None
+        return self.rules.allowed(self.vm_names[v], x)
+
+    def breaks(self, v: int, x: np.ndarray) -> bool:
+        """Whether VM v where x puts it breaks a must rule."""
+        allowed = self.allowed(v, x)
+        return allowed is not None and not allowed[x[v]]
 
     def nic_tx(self) -> np.ndarray:
         """Each VM's NIC transmit rate: to other VMs and outside."""

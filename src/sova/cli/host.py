@@ -1,0 +1,132 @@
+"""``sova host list|drain|release``: the hosts of a running service, and maintenance, through its REST API."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+from sova.cli.common import described, error, number, out
+
+DEFAULT_URL = "http://127.0.0.1:8421"
+
+
+def add_parser(sub) -> None:
+    h = sub.add_parser(
+        "host",
+        help="list the service's hosts; drain one for maintenance, or release it",
+        **described(
+            "Through the manager's REST API (`sova manager` or `sova serve`): list the hosts with their load "
+            "and whether they are in maintenance; drain a host (its VMs move away within the placement rules "
+            "and capacity, VFs given back and asked for again on the destinations, and nothing is placed on "
+            "it), or release it. The token is an operator's or admin's (`sova token add`).",
+            [
+                "sova host list --token sova_...",
+                "sova host drain hv3 --wait          (SOVA_API and SOVA_TOKEN from the environment)",
+                "sova host release hv3 --api https://sova.example:8421 --token sova_...",
+            ],
+        ),
+    )
+    verbs = h.add_subparsers(dest="verb", metavar="list|drain|release", required=True)
+    for verb, text in (
+        ("list", "the hosts, their load and maintenance"),
+        ("drain", "put a host into maintenance: its VMs move away"),
+        ("release", "end a host's maintenance"),
+    ):
+        v = verbs.add_parser(verb, help=text, description=text)
+        if verb != "list":
+            v.add_argument("host", metavar="HOST", help="the host's name, as its agent reports it")
+        v.add_argument(
+            "--api",
+            default=os.environ.get("SOVA_API", DEFAULT_URL),
+            metavar="URL",
+            help="the manager's API (default: $SOVA_API, else %(default)s)",
+        )
+        v.add_argument("--token", default=os.environ.get("SOVA_TOKEN"), help="an API token (default: $SOVA_TOKEN)")
+        v.add_argument("--json", action="store_true", help="print the answer as JSON")
+        if verb == "drain":
+            v.add_argument("--wait", action="store_true", help="wait until the host holds no VM")
+            v.add_argument(
+                "--timeout",
+                type=number("seconds > 0", lo=0, lo_open=True),
+                default=600.0,
+                help="with --wait: give up after this long (%(default)g s)",
+            )
+
+
+def command(args) -> int:
+    import httpx
+
+    if not args.token:
+        error("no API token: give --token or set SOVA_TOKEN (an operator's token from `sova token add`)")
+        return 2
+    headers = {"Authorization": f"Bearer {args.token}"}
+    try:
+        with httpx.Client(base_url=args.api, headers=headers, timeout=30) as client:
+            if args.verb == "list":
+                return _list(client, args.json)
+            answer = _call(client, "post", f"/api/v1/hosts/{args.host}/{args.verb}")
+            if args.json and not getattr(args, "wait", False):
+                out.print(json.dumps(answer, indent=2), markup=False)
+            else:
+                state = "in maintenance" if answer["maintenance"] else "released"
+                out.print(f"{answer['host']} {state} by {answer['by']}; {answer['vms']} VM(s) on it", markup=False)
+            if getattr(args, "wait", False):
+                return _wait(client, args.host, args.timeout)
+            return 0
+    except _ApiError as exc:
+        error(str(exc))
+        return 2
+    except httpx.HTTPError as exc:
+        error(f"cannot reach the API at {args.api}: {exc}")
+        return 2
+
+
+class _ApiError(RuntimeError):
+    pass
+
+
+def _call(client, method: str, path: str):
+    response = getattr(client, method)(path)
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        raise _ApiError(f"{method.upper()} {path}: {response.status_code} {detail}")
+    return response.json()
+
+
+def _list(client, as_json: bool) -> int:
+    hosts = _call(client, "get", "/api/v1/hosts")
+    if as_json:
+        out.print(json.dumps(hosts, indent=2), markup=False)
+        return 0
+    from rich.table import Table
+
+    table = Table("host", "VMs", "CPU", "VFs", "maintenance")
+    for host in hosts:
+        cpu = "" if host["cpu_utilization"] is None else f"{host['cpu_utilization']:.0%}"
+        vfs = f"{host['vfs_used']}/{host['vfs_total']}"
+        table.add_row(host["name"], str(host["vms"]), cpu, vfs, "yes" if host["maintenance"] else "")
+    out.print(table)
+    return 0
+
+
+def _wait(client, host: str, timeout: float) -> int:
+    """Poll the hosts until `host` holds no VM; a line each time the count changes."""
+    deadline, last = time.monotonic() + timeout, None
+    while True:
+        row = next((h for h in _call(client, "get", "/api/v1/hosts") if h["name"] == host), None)
+        if row is None:
+            error(f"{host} no longer reports")
+            return 2
+        if row["vms"] != last:
+            last = row["vms"]
+            out.print(f"{host}: {last} VM(s) left", markup=False)
+        if last == 0:
+            return 0
+        if time.monotonic() > deadline:
+            error(f"{host} still holds {last} VM(s) after {timeout:g} s; see the audit log for what stops them")
+            return 1
+        time.sleep(1.0)
