@@ -9,9 +9,10 @@ Rails, checked when an action is about to start (against the newest Knowledge):
   under ``cpu_headroom`` with the VM's current load added;
 - VF attach: a free VF on the VM's host;
 - host power: only a host with no VM, and none migrating to it, goes to sleep or off;
+- restart of a failed host's VM: memory free on the host it boots on;
 - placement rules (``knowledge.rules``): a migration or a VM's creation may not break a must rule, the VMs
-  migrating counted where they go as well as where they run; an affinity group moves as one plan (a move
-  towards the members that the same plan moves there is allowed).
+  migrating (or restarting) counted where they go as well as where they are; an affinity group moves as one
+  plan (a move towards the members that the same plan moves there is allowed).
 A running action that outlives ``action_timeout`` is cancelled and recorded as timed out. In approve
 mode plans wait for ``approve(plan)``/``reject(plan)`` and expire after ``approval_timeout``.
 """
@@ -256,6 +257,11 @@ class Executor:
                     plugging[snap.vm_host[snap.vm_position[job.action.vm]]] += 1
                 if isinstance(job.action, A.Migrate):
                     ledger.add(job.action, knowledge.latest)
+                elif isinstance(job.action, A.RestartVM):  # the next restarts of the pass count its memory
+                    snap = knowledge.latest
+                    ledger.incoming[snap.host_position[job.action.host]] += snap.vm_memory[
+                        snap.vm_position[job.action.vm]
+                    ]
                 busy.add(job.action.target)
             elif out.status != A.OK:
                 blocked.add(key)
@@ -282,7 +288,7 @@ class Executor:
         host_name = getattr(action, "host", None)
         if host_name is not None and host_name not in snap.host_position:
             return f"no host named {host_name!r}"
-        if isinstance(action, (A.Migrate, A.CreateVM)) and knowledge.rules:
+        if isinstance(action, (A.Migrate, A.CreateVM, A.RestartVM)) and knowledge.rules:
             broken = self._check_rules(action, knowledge, plan)
             if broken:
                 return broken
@@ -293,6 +299,12 @@ class Executor:
             ledger = ledger or _Ledger.of(self.running, knowledge)
             if ledger.committed[h] > 0 or ledger.incoming[h] > 0:
                 return f"{action.host} has VMs (or one migrating to it); only an empty host can go to {action.state}"
+        if isinstance(action, A.RestartVM):
+            h, v = snap.host_position[action.host], snap.vm_position[action.vm]
+            ledger = ledger or _Ledger.of(self.running, knowledge)
+            free = snap.host_memory[h] - ledger.committed[h] - ledger.incoming[h]
+            if free < snap.vm_memory[v]:
+                return f"{action.host} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"
         if isinstance(action, A.AttachVF):
             v = snap.vm_position[action.vm]
             h = int(snap.vm_host[v])
@@ -305,7 +317,9 @@ class Executor:
                 return f"{snap.hosts[h]} has no free VF ({snap.vfs_total[h]} in all)"
         return None
 
-    def _check_rules(self, action: A.Migrate | A.CreateVM, knowledge: Knowledge, plan: int | None) -> str | None:
+    def _check_rules(
+        self, action: A.Migrate | A.CreateVM | A.RestartVM, knowledge: Knowledge, plan: int | None
+    ) -> str | None:
         """The must rule the action would break, said with the VM and host, or None."""
         snap = knowledge.latest
         host = action.dst if isinstance(action, A.Migrate) else action.host
@@ -317,8 +331,11 @@ class Executor:
         heading = {}
         for job in [*self.running, *(j for j in self.queued if j.plan == plan and j.action is not action)]:
             m = job.action
-            if isinstance(m, A.Migrate) and m.vm in snap.vm_position and m.dst in snap.host_position:
-                heading[snap.vm_position[m.vm]] = snap.host_position[m.dst]
+            if not isinstance(m, (A.Migrate, A.RestartVM)) or m.vm not in snap.vm_position:
+                continue
+            going = m.dst if isinstance(m, A.Migrate) else m.host
+            if going in snap.host_position:
+                heading[snap.vm_position[m.vm]] = snap.host_position[going]
         rule = bound.breaking(action.vm, snap.host_position[host], snap.vm_host, heading)
         return None if rule is None else f"{action.vm} on {host} would break {rule.describe()}"
 

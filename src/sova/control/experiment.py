@@ -129,7 +129,7 @@ def run_profile(
     runtime.tick()
     for i in range(ticks):
         sim.step()
-        events.tick()
+        events.tick(scenario.tick)
         runtime.tick()
         if not sim.step_ended:
             continue  # a storage epoch inside a fabric step: the loop ran, the recorder waits for the step

@@ -9,6 +9,8 @@ runs once), then its plan on their findings; the executor advances running actio
 
 from __future__ import annotations
 
+import numpy as np
+
 from sova.analyze.base import AnalyzeStage
 from sova.analyze.findings import Findings
 from sova.control.admission import Admission
@@ -17,11 +19,12 @@ from sova.control.executor import Executor
 from sova.drivers.base import Driver
 from sova.model.actions import OK, Outcome
 from sova.model.knowledge import Knowledge
-from sova.model.placement_rules import RuleBook, hosts_in_maintenance, maintenance_rule
+from sova.model.placement_rules import RuleBook, failure_rule, hosts_failed, hosts_in_maintenance, maintenance_rule
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.admission import AdmissionPolicy
 from sova.plan.base import Policy
 from sova.plan.first_fit import FirstFit
+from sova.plan.ha_restart import HaRestart
 from sova.plan.keep_rules import KeepRules
 from sova.plan.storage.io_control import IoController
 
@@ -41,12 +44,13 @@ class Runtime:
         keeper: bool = True,
     ):
         """knowledge: what was observed before (a standby manager's, as it takes the lead); None: nothing.
-        rules: the placement rules in force (they then replace the Knowledge's). keeper: run ``keep-rules``
-        (the global loop: it moves the VMs that break a must rule, a drained host's too) unless the
-        policies hold one already."""
+        rules: the placement rules in force (they then replace the Knowledge's). keeper: run the global
+        loop's duties unless the policies hold them already: ``keep-rules`` (it moves the VMs that break a
+        must rule, a drained host's too) and ``ha-restart`` (it boots a failed host's VMs elsewhere)."""
         self.driver = driver
-        if keeper and not any(isinstance(p, KeepRules) for p in policies):
-            policies = [*policies, KeepRules(**{key: f.default for key, f in KeepRules.params.items()})]
+        for duty in (KeepRules, HaRestart) if keeper else ():
+            if not any(isinstance(p, duty) for p in policies):
+                policies = [*policies, duty(**{key: f.default for key, f in duty.params.items()})]
         self.policies = policies
         self.control = control
         self.knowledge = knowledge if knowledge is not None else Knowledge(control.history, topology)
@@ -68,6 +72,7 @@ class Runtime:
         if now + 1e-9 >= self._next_monitor:
             self.knowledge.add(self.driver.observe())
             self._next_monitor = now + self.control.monitor_period
+            self._watch_reports()
         self.admission.tick(self.knowledge)
         analysis = AnalyzeStage(self.knowledge)  # the policies due now see one Knowledge: each finding once
         for i, pol in enumerate(self.policies):
@@ -113,9 +118,31 @@ class Runtime:
         now = self.driver.now()
         text = f"{host} {'put into' if drain else 'released from'} maintenance by {by}"
         self.audit.record_note(now, "maintenance", host, text)
+        self._run_now(KeepRules)  # it moves the VMs off at the next tick
+
+    def _watch_reports(self) -> None:
+        """Declare failed a host that has not reported for ``failure_grace`` seconds (a must rule keeps every
+        VM off it, and ``ha-restart`` boots its VMs elsewhere), and take it back when it reports again."""
+        snap = self.knowledge.latest
+        if snap.host_seen is None:
+            return
+        silent = {snap.hosts[h] for h in np.flatnonzero(snap.time - snap.host_seen > self.control.failure_grace)}
+        failed = set(hosts_failed(self.knowledge.rules))
+        for host in sorted(silent - failed):
+            self.knowledge.rules = self.knowledge.rules.with_rule(failure_rule(host))
+            seen = float(snap.host_seen[snap.host_position[host]])
+            text = f"{host} declared failed: no report since {seen:g} s ({snap.time - seen:g} s)"
+            self.audit.record_note(snap.time, "failure", host, text)
+            self._run_now(HaRestart)
+        for host in sorted(failed - silent):
+            self.knowledge.rules = self.knowledge.rules.without(failure_rule(host).name)
+            self.audit.record_note(snap.time, "failure", host, f"{host} reports again")
+
+    def _run_now(self, kind: type) -> None:
+        """The policies of this kind run at the next tick."""
         for i, pol in enumerate(self.policies):
-            if isinstance(pol, KeepRules):
-                self._next_run[i] = now  # it moves the VMs off at the next tick
+            if isinstance(pol, kind):
+                self._next_run[i] = self.driver.now()
 
     def _control(self, controller: IoController) -> None:
         """One epoch of an IO controller: its VMs' counters in, their throttles out, its events audited."""

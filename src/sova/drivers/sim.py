@@ -134,6 +134,7 @@ class SimDriver:
             host_core_mips=s.host_core_mips,
             host_power=tuple(STATE_NAMES[state] for state in s.host_state),
             host_power_curve=s.power_curve,
+            host_seen=s.host_seen.copy(),
         )
 
     def requests(self) -> list[VmRequest]:
@@ -173,6 +174,9 @@ class SimDriver:
             if isinstance(action, A.DetachVF):
                 s.detach_vf(self._vm_index(action.vm))
                 return A.Outcome(A.RUNNING, "traffic moved to the vNIC standby; VF unplugging", started=now)
+            if isinstance(action, A.RestartVM):
+                s.restart_vm(self._vm_index(action.vm, present=False), self._host_index(action.host))
+                return A.Outcome(A.RUNNING, f"{action.vm} booting on {action.host}", started=now)
             if isinstance(action, A.CreateVM):
                 s.create_vm(self._vm_index(action.vm, present=False), self._host_index(action.host))
             elif isinstance(action, A.SetVFRate):
@@ -231,6 +235,13 @@ class SimDriver:
             if s.vf_state(self._vm_index(action.vm, present=False)) == "detaching":
                 return A.Outcome(A.RUNNING, "waiting for the device-removed event")
             return A.Outcome(A.OK, "VF detached", finished=now)
+        if isinstance(action, A.RestartVM):
+            state = s.restart_state(self._vm_index(action.vm, present=False))
+            if state == "booting":
+                return A.Outcome(A.RUNNING, "booting")
+            if state == "running":
+                return A.Outcome(A.OK, f"running on {action.host}", finished=now)
+            return A.Outcome(A.FAILED, f"{action.vm} is down", finished=now)
         return A.Outcome(A.OK, "done", finished=now)
 
     def cancel(self, action: A.Action) -> A.Outcome:

@@ -111,6 +111,14 @@ class CreateVM(Action):
     host: str
 
 
+@dataclass(frozen=True)
+class RestartVM(Action):
+    """Boot a VM of a failed host on another host, from its disks on shared storage (HA restart)."""
+
+    vm: str
+    host: str
+
+
 _KIND_NAMES = {
     Migrate: "migrate",
     AttachVF: "attach-vf",
@@ -124,6 +132,7 @@ _KIND_NAMES = {
     SetDom0Weight: "set-dom0-weight",
     SetHostPower: "set-host-power",
     CreateVM: "create-vm",
+    RestartVM: "restart-vm",
 }
 
 ACTION_KINDS: dict[str, type[Action]] = {name: cls for cls, name in _KIND_NAMES.items()}  # kind -> class

@@ -44,9 +44,23 @@ def maintenance_rule(host: str) -> PlacementRule:
     return PlacementRule(f"maintenance of {host}", "off-hosts", ("*",), (host,))
 
 
+def failure_rule(host: str) -> PlacementRule:
+    """The rule a host declared failed is under, until it reports again: no VM runs on it."""
+    return PlacementRule(f"failure of {host}", "off-hosts", ("*",), (host,))
+
+
 def hosts_in_maintenance(book: RuleBook) -> list[str]:
     """The hosts under a maintenance rule, in the order they entered it."""
-    return [rule.hosts[0] for rule in book.rules if len(rule.hosts) == 1 and rule == maintenance_rule(rule.hosts[0])]
+    return _hosts_under(book, maintenance_rule)
+
+
+def hosts_failed(book: RuleBook) -> list[str]:
+    """The hosts declared failed, in the order they failed."""
+    return _hosts_under(book, failure_rule)
+
+
+def _hosts_under(book: RuleBook, rule_of) -> list[str]:
+    return [rule.hosts[0] for rule in book.rules if len(rule.hosts) == 1 and rule == rule_of(rule.hosts[0])]
 
 
 @dataclass(frozen=True)

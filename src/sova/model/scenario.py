@@ -148,6 +148,7 @@ class ControlSpec:
     action_timeout: float = 600.0
     approval_timeout: float = 300.0
     cpu_headroom: float = 0.9
+    failure_grace: float = 30.0  # s without a report before a host is declared failed (its VMs restarted)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,13 @@
     kind = "release"        # the host takes VMs again
     host = "h3"
 
+    [[events]]
+    at = "5min"
+    kind = "host-crash"     # the host stops with its VMs (a fault)
+    host = "h2"
+
 Each event names a host of the scenario; events are applied in time order (those at one time in file order).
+A host-recover needs a host-crash of the same host before it (and a crash one after its recovery).
 """
 
 from __future__ import annotations
@@ -23,7 +29,10 @@ from sova.model.schema import REQUIRED, Field, Reader
 EVENT_KINDS = {
     "drain": "an operator puts the host into maintenance: keep-rules moves its VMs away; it takes no VM",
     "release": "an operator ends the host's maintenance",
+    "host-crash": "the host stops with its VMs; once silent for [control] failure_grace, ha-restart boots them elsewhere",
+    "host-recover": "the crashed host boots again; its VMs not restarted elsewhere start on it",
 }
+FAULTS = ("host-crash", "host-recover")  # what happens to the simulated hardware, not what an operator does
 
 EVENT_FIELDS = {
     "at": Field("duration", REQUIRED, "when in the run the event happens", lo=0),
@@ -62,4 +71,18 @@ def read_events(r: Reader, raw: Any, host_names: list[str], duration: float | No
         if duration is not None and t["at"] >= duration:
             r.error(f"{where}.at", f"{t['at']:g} s is not within the run ({duration:g} s)")
         events.append(ScenarioEvent(t["at"], t["kind"], t["host"]))
-    return tuple(sorted(events, key=lambda e: e.at))
+    events.sort(key=lambda e: e.at)
+    _check_crashes(r, events)
+    return tuple(events)
+
+
+def _check_crashes(r: Reader, events: list[ScenarioEvent]) -> None:
+    """Each host alternates crash and recovery, starting with a crash."""
+    down: set[str] = set()
+    for event in events:
+        if event.kind == "host-crash" and event.host in down:
+            r.error("[[events]]", f"{event.host} crashes at {event.at:g} s while it is down already")
+        elif event.kind == "host-recover" and event.host not in down:
+            r.error("[[events]]", f"{event.host} recovers at {event.at:g} s, but has not crashed")
+        if event.kind in FAULTS:
+            (down.add if event.kind == "host-crash" else down.discard)(event.host)

@@ -207,6 +207,13 @@ CONTROL_FIELDS = {
     "action_timeout": Field("duration", 600.0, "a running action is cancelled after this long", lo=0, lo_open=True),
     "approval_timeout": Field("duration", 300.0, "approve mode: plans expire unapproved after this", lo=0),
     "cpu_headroom": Field("float", 0.9, "a migration must leave the destination under this CPU load", lo=0, hi=1),
+    "failure_grace": Field(
+        "duration",
+        30.0,
+        "a host silent this long is declared failed and its VMs restarted elsewhere",
+        lo=0,
+        lo_open=True,
+    ),
 }
 
 OUTPUT_FIELDS = {

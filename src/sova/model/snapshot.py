@@ -89,6 +89,9 @@ class Snapshot:
     host_power: tuple[str, ...] | None = None
     # per host: watts at 0, 10, ..., 100 % CPU (the inventory's power model), hosts x 11; None: unknown
     host_power_curve: np.ndarray | None = None
+    # per host: the driver's time of its latest report (a host that stopped reporting keeps its last one, and
+    # its VMs are shown as it last saw them); None: every host reported for this snapshot
+    host_seen: np.ndarray | None = None
 
     @functools.cached_property
     def vm_position(self) -> dict[str, int]:

@@ -20,12 +20,11 @@ from sova.analyze.findings import Findings
 from sova.analyze.rule_check import RuleBroken
 from sova.model.actions import Action, AttachVF, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
-from sova.model.placement_rules import BoundRules
+from sova.model.placement_rules import BoundRules, hosts_failed
 from sova.model.schema import Field
 from sova.model.snapshot import Snapshot
 from sova.plan.base import Policy, register
-
-LOAD_WINDOW = 10.0
+from sova.plan.evacuation import Room, destination, group_of
 
 
 @register
@@ -54,14 +53,15 @@ class KeepRules(Policy):
             return []
         snap = knowledge.latest
         bound = knowledge.rules.bind(snap.vms, snap.hosts)
-        room = _Room.of(snap, knowledge)
+        room = Room.of(snap, knowledge)
         placement = snap.vm_host.copy()
+        failed = [snap.host_position[h] for h in hosts_failed(knowledge.rules)]
         actions: list[Action] = []
         for v, rule in _to_move(bound, placement, {vm for vm, _ in broken}):
-            if placement[v] != snap.vm_host[v] or snap.vm_migrating[v]:
-                continue  # moved with its group already, or on its way
-            group = _group(bound, v, placement)
-            dst = self._destination(bound, snap, group, placement, room)
+            if placement[v] != snap.vm_host[v] or snap.vm_migrating[v] or placement[v] in failed:
+                continue  # moved with its group already, or on its way; a failed host's VMs are ha-restart's
+            group = group_of(bound, v, placement)
+            dst = destination(bound, snap, group, placement, room, self.settings["cpu_limit"])
             if dst is None:
                 self._stuck(snap, bound, group, rule)
                 continue
@@ -70,26 +70,6 @@ class KeepRules(Policy):
                 room.take(int(member), int(placement[member]), dst)
                 placement[member] = dst
         return actions
-
-    def _destination(
-        self, bound: BoundRules, snap: Snapshot, group: np.ndarray, placement: np.ndarray, room: _Room
-    ) -> int | None:
-        src = int(placement[group[0]])
-        without = placement.copy()
-        without[group] = -1
-        fits = room.fits(group, self.settings["cpu_limit"]) & snap.hosts_on()
-        fits[src] = False
-        must = fits.copy()
-        every = fits.copy()
-        for member in group:
-            name = snap.vms[member]
-            must &= bound.allowed(name, without)
-            every &= bound.allowed(name, without, must_only=False)
-        ok = every if (every & must).any() else must
-        if not ok.any():
-            return None
-        candidates = np.flatnonzero(ok)
-        return int(candidates[np.argmin(room.util[candidates])])
 
     def _moves(self, snap: Snapshot, v: int, dst: int, rule: str) -> list[Action]:
         vm, why = snap.vms[v], f"{snap.vms[v]} breaks rule {rule} on {snap.hosts[snap.vm_host[v]]}"
@@ -132,47 +112,3 @@ def _to_move(bound: BoundRules, placement: np.ndarray, breaking: set[str]) -> li
             culprits = [v for v in culprits if placement[v] != hosts[np.argmax(counts)]]
         out += [(v, rule.name) for v in culprits]
     return out
-
-
-def _group(bound: BoundRules, v: int, placement: np.ndarray) -> np.ndarray:
-    """`v` and the VMs that must-affinity rules bind to it (chained) on its host."""
-    group, todo = {v}, [v]
-    while todo:
-        member = todo.pop()
-        for r in bound.of_vm.get(member, []):
-            rule = bound.rules[r]
-            if rule.must and rule.kind == "affinity":
-                mates = bound.members[r][placement[bound.members[r]] == placement[v]]
-                todo += [int(m) for m in mates if int(m) not in group]
-                group.update(int(m) for m in mates)
-    return np.array(sorted(group), dtype=np.int64)
-
-
-class _Room:
-    """Memory free and CPU load per host, as the plan so far leaves them."""
-
-    def __init__(self, snap: Snapshot, util: np.ndarray, cores: np.ndarray):
-        self.snap = snap
-        self.free = snap.host_memory - snap.committed_memory()
-        self.util = util.copy()
-        self.cores = cores
-
-    @classmethod
-    def of(cls, snap: Snapshot, knowledge: Knowledge) -> _Room:
-        util = knowledge.host_cpu_util(LOAD_WINDOW)
-        cores = knowledge.vm_cpu_cores(LOAD_WINDOW)
-        if util is None or cores is None:  # no history yet: the VMs' vCPUs busy, the hosts as they are
-            util, cores = np.zeros(len(snap.hosts)), snap.vm_vcpus.astype(float)
-            util += np.bincount(snap.vm_host, weights=cores, minlength=len(snap.hosts)) / snap.host_cores
-        return cls(snap, util, cores)
-
-    def fits(self, group: np.ndarray, cpu_limit: float) -> np.ndarray:
-        memory = self.snap.vm_memory[group].sum()
-        return (self.free >= memory) & (self.util + self.cores[group].sum() / self.snap.host_cores <= cpu_limit)
-
-    def take(self, v: int, src: int, dst: int) -> None:
-        memory, cores = self.snap.vm_memory[v], self.cores[v]
-        self.free[src] += memory
-        self.free[dst] -= memory
-        self.util[src] -= cores / self.snap.host_cores[src]
-        self.util[dst] += cores / self.snap.host_cores[dst]

@@ -27,6 +27,7 @@ from sova.sim.blkback import BlkbackParams
 from sova.sim.compute import CpuScheduling
 from sova.sim.datapath import Layout
 from sova.sim.events import EventLog
+from sova.sim.host_faults import HostFaults
 from sova.sim.host_power import HostPower
 from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.migration import Migration, migration_config
@@ -41,7 +42,9 @@ from sova.sim.workloads import Workloads
 MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
 
 
-class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOperations, HostPower, VmLifecycle):
+class Simulator(
+    Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOperations, HostPower, HostFaults, VmLifecycle
+):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -70,6 +73,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
             [host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts]
         )
         self._init_host_power(hosts)
+        self._init_host_faults()
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
         self.storage_names = [s.name for s in scenario.storage]
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)
@@ -148,6 +152,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self._add_window(1.0 / self._ticks_per_step)
         self._tick += 1
         self.t = self._tick * self.dt
+        self.host_seen[~self.host_failed] = self.t  # every host that is up has reported by now
         if self.step_ended:  # who is there for the next step: the loop can place arrivals before it
             self._process_lifecycle(self.t)
 
@@ -162,6 +167,7 @@ class Simulator(Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOpe
         self.workloads.apply_phases(t)
         self._process_vf_ops(t)
         self._advance_host_power(t)
+        self._advance_host_faults(t)
         if len(self.rate) != len(self.flows):
             added = len(self.flows) - len(self.rate)  # flows of migrations started since: nothing carried yet
             self.rate = np.concatenate([self.rate, np.zeros(added)])

@@ -43,6 +43,8 @@ class HostPower:
         """Put an empty host to sleep or off, or wake one; refuses a host with VMs or migrations."""
         name = self.host_names[host]
         current = self.host_state[host]
+        if self.host_failed[host]:
+            raise SimError(f"{name} has crashed; it comes back when it is repaired")
         if state == "on":
             if current in (SLEEP, OFF):
                 self._wake(host)
@@ -64,7 +66,7 @@ class HostPower:
 
     def wake_for_migration(self, host: int) -> float:
         """Seconds until the host can take a migration: 0 when on, else the rest of its wake-up (begun now)."""
-        if self.host_state[host] in (SLEEP, OFF):
+        if self.host_state[host] in (SLEEP, OFF) and not self.host_failed[host]:
             self._wake(host)
         return max(self.host_awake_at[host] - self.t, 0.0) if self.host_state[host] == WAKING else 0.0
 

@@ -25,6 +25,8 @@ class HypervisorOperations:
         """The VM's name; refused if it is not there (not arrived yet, or deleted)."""
         if not self.vm_present[vm]:
             raise SimError(f"{self.vm_names[vm]} is not running (it has not arrived or has been deleted)")
+        if self.vm_down[vm]:
+            raise SimError(f"{self.vm_names[vm]} is not running ({self.restart_state(vm)}: its host crashed)")
         return self.vm_names[vm]
 
     def start_migration(self, vm: int, dst: int) -> None:
@@ -35,6 +37,8 @@ class HypervisorOperations:
             raise SimError(f"{name} is already migrating")
         if dst == src:
             raise SimError(f"{name} already runs on {self.host_names[dst]}")
+        if self.host_failed[dst]:
+            raise SimError(f"{self.host_names[dst]} has crashed")
         if self.vm_vf[vm] or vm in self.vf_plugging:
             raise SimError(f"{name} has an SR-IOV VF attached; detach it before migrating")
         free = self.host_mem[dst] - self.host_mem_used(dst)
@@ -169,7 +173,7 @@ class HypervisorOperations:
     def _paused_fraction(self) -> np.ndarray:
         """Fraction of the coming step each VM does not run: paused by a stop-and-copy under way, or its
         vCPUs throttled by auto-converge; all of it while the VM is not there."""
-        out = np.where(self.vm_present, 0.0, 1.0)
+        out = np.where(self.vm_present & ~self.vm_down, 0.0, 1.0)
         for v, (mig, _) in self.migrations.items():
             paused = min(1.0, mig.pause_left() / self.fabric_dt)
             out[v] = paused + (1.0 - paused) * mig.throttle

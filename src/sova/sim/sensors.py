@@ -78,6 +78,9 @@ class Sensors:
         per_host = np.empty((len(HOST_COUNTERS) + 1, self.H))
         per_host[0], per_host[1], per_host[4] = host_busy * dt, dom0_alloc * dt, power * dt
         per_host[2], per_host[3] = load_bytes[lay.nic_tx : lay.nic_rx], load_bytes[lay.nic_rx : lay.dom0]
+        if self.vm_down.any() or self.host_failed.any():  # nothing counts on a crashed host or a down VM
+            per_vm[:, self.vm_down] = 0.0
+            per_host[: len(HOST_COUNTERS), self.host_failed] = 0.0
         self._window = (per_vm, per_host, nbytes)
         self.gauges.update(
             host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
@@ -85,8 +88,9 @@ class Sensors:
 
     def _account_sla(self, want: np.ndarray, vm_alloc: np.ndarray, dt: float) -> None:
         """A fabric step's share of SLATAH's and PDM's times and CPU."""
-        asked = np.where(self.vm_present, want, 0.0)
-        active = np.bincount(self.vm_host, weights=self.vm_present, minlength=self.H) > 0
+        running = self.vm_present & ~self.vm_down
+        asked = np.where(running, want, 0.0)
+        active = np.bincount(self.vm_host, weights=running, minlength=self.H) > 0
         short = np.bincount(self.vm_host, weights=asked - np.where(self.vm_present, vm_alloc, 0.0), minlength=self.H)
         self.host_active_s += active * dt
         self.host_short_s += (active & (short > 1e-6 * self.host_cores)) * dt

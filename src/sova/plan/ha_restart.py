@@ -1,0 +1,83 @@
+"""HA restart: boot the VMs of a failed host on other hosts, as Proxmox HA and vSphere HA do.
+
+The runtime declares a host failed when it has not reported for ``failure_grace`` seconds; a must rule
+then keeps every VM off it. This policy restarts each of its VMs (with the VMs a must affinity rule binds
+to it there, as one group) on the host ``evacuation.destination`` picks: on, with room, within the rules,
+least loaded. Larger VMs go first, as they are the hardest to fit. A VM whose disks are local to the failed
+host (the snapshot's ``vm_disk_local``) cannot be restarted elsewhere; that, and a VM no host can take, is
+reported in the audit log once. CPU: a restarted VM counts the CPU it used in the window before its host's
+last report (its counters stopped with the host), and a host stays under ``cpu_limit``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.analyze.findings import Findings
+from sova.model.actions import Action, RestartVM
+from sova.model.knowledge import Knowledge
+from sova.model.placement_rules import hosts_failed
+from sova.model.schema import Field
+from sova.plan.base import Policy, register
+from sova.plan.evacuation import LOAD_WINDOW, Room, destination, group_of
+
+
+@register
+class HaRestart(Policy):
+    name = "ha-restart"
+    loop = "global"
+    summary = "restart the VMs of a failed host on other hosts, within the placement rules and the room left"
+    params = {
+        "period": Field("duration", 10.0, "how often the policy runs while a host is failed", lo=0, lo_open=True),
+        "cpu_limit": Field("float", 1.0, "the most CPU a host may carry with the restarted VMs", lo=0, hi=1),
+    }
+
+    def __init__(self, **params):
+        super().__init__(**params)
+        self._said: set[str] = set()  # VMs reported as not restartable
+
+    def wants_to_run(self, knowledge: Knowledge) -> bool:
+        return bool(hosts_failed(knowledge.rules))
+
+    def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
+        snap = knowledge.latest
+        failed = [snap.host_position[h] for h in hosts_failed(knowledge.rules) if h in snap.host_position]
+        down = np.flatnonzero(np.isin(snap.vm_host, failed))
+        self._said &= {snap.vms[v] for v in down}
+        if not len(down):
+            return []
+        bound = knowledge.rules.bind(snap.vms, snap.hosts)
+        room = Room.of(snap, knowledge)
+        for h in failed:  # what the failed host's VMs used before it went silent
+            then = knowledge.at_or_before(float(snap.host_seen[h]))
+            before = knowledge.vm_cpu_cores(LOAD_WINDOW, end=then.time) if then is not None else None
+            for v in np.flatnonzero(snap.vm_host == h) if before is not None else ():
+                k = then.vm_position.get(snap.vms[v])
+                if k is not None:
+                    room.cores[v] = before[k]
+        placement = snap.vm_host.copy()
+        actions: list[Action] = []
+        for v in down[np.argsort(-snap.vm_memory[down], kind="stable")]:
+            if placement[v] != snap.vm_host[v]:
+                continue  # restarted with its group
+            host = snap.hosts[placement[v]]
+            if snap.vm_disk_local is not None and snap.vm_disk_local[v]:
+                self._stuck(snap.vms[v], f"{snap.vms[v]} cannot be restarted: its disks are on {host}, which failed")
+                continue
+            group = group_of(bound, int(v), placement)
+            dst = destination(bound, snap, group, placement, room, self.settings["cpu_limit"])
+            if dst is None:
+                names = ", ".join(snap.vms[m] for m in group)
+                self._stuck(snap.vms[v], f"{names} of failed {host}: no host is on, has room and keeps their rules")
+                continue
+            for member in group:
+                why = f"{host} failed; {snap.hosts[dst]} is the least loaded host with room within the rules"
+                actions.append(RestartVM(snap.vms[member], snap.hosts[dst], policy=self.name, reason=why))
+                room.take(int(member), int(placement[member]), dst)
+                placement[member] = dst
+        return actions
+
+    def _stuck(self, vm: str, text: str) -> None:
+        if vm not in self._said:
+            self._said.add(vm)
+            self.notes.append((vm, text))
