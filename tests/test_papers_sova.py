@@ -71,3 +71,19 @@ def test_sec53_vfs_then_vf_handover_then_vm1_migrates_with_its_vf_revoked(seed):
     assert (move.vm, move.src, move.dst, move.status) == ("VM1", "HM1", "HM2", "completed")
     revoked = next(t for t, vm, host, event in r.vf_events if vm == "VM1" and event == "detached")
     assert revoked <= move.started  # its VF was revoked first
+
+
+def test_sec54_algorithm_2_as_the_paper_gives_it_trades_vms_between_saturated_hosts():
+    """The contrast to the steady test: without it the hosts trade VMs back and forth at 1,400 req/s."""
+    from dataclasses import replace
+
+    from sova.control.profiles import check_profile
+    from sova.model.sweep import load_runs
+
+    values, runs = load_runs(PAPERS / "sec54-overall.toml", check_profile)
+    scenario = dict(zip(values.values, runs, strict=True))[1400]
+    plain = replace(scenario.profiles["sova"], params={"sova": {"steady": False}})
+    (r,) = run_scenario(replace(scenario, profiles={"sova": plain}), ["sova"])
+    moves = [(m.src, m.dst, m.started) for m in r.migrations if m.moved]
+    back = [a for a in moves for b in moves if (b[0], b[1]) == (a[1], a[0]) and 0 < b[2] - a[2] < 600]
+    assert len(moves) >= 20 and back

@@ -26,6 +26,7 @@ class PlacementTracker:
         self.host_changed: dict[str, float] = {}
         self.host_received: dict[str, float] = {}
         self.host_sent: dict[str, float] = {}
+        self.pair_moved: dict[tuple[str, str], float] = {}  # (source, destination): when a VM last went so
 
     def observe(self, snap: Snapshot) -> None:
         if self._vm_host is None:
@@ -56,6 +57,7 @@ class PlacementTracker:
         self.vm_arrived[vm] = time
         self.host_changed[src] = self.host_changed[dst] = time
         self.host_sent[src] = self.host_received[dst] = time
+        self.pair_moved[(src, dst)] = time
 
     def hosts_within(self, events: dict[str, float], hosts: tuple[str, ...], now: float, seconds: float) -> np.ndarray:
         """Per host, whether it has an event of `events` (host_sent, host_received or host_changed) in the

@@ -10,6 +10,8 @@ made the host hot (moving a lighter VM cannot relieve it), and it fits in the de
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sova.analyze.volume import migration_factor
@@ -25,9 +27,11 @@ def choose_vm(
     exclude: set[str],
     committed: np.ndarray | None = None,
     resident: np.ndarray | None = None,
+    accept: Callable[[int], bool] | None = None,
 ) -> tuple[int, float] | None:
     """(VM index, its MF) to migrate from `host` to `dst`, or None if no VM qualifies. `committed`
-    (memory per host) and `resident` (the host's VMs) may be passed by a caller that has them."""
+    (memory per host) and `resident` (the host's VMs) may be passed by a caller that has them. `accept`:
+    a further test of a VM; the largest MF among the VMs it accepts wins."""
     hot_resource = int(np.argmax(host_load))
     if committed is None:
         committed = snap.committed_memory()
@@ -47,5 +51,7 @@ def choose_vm(
         return None
     idx = np.array(on)
     mf = migration_factor(vm_load[idx], float(host_load.mean()), snap.vm_memory[idx])
-    best = int(np.argmax(mf))
-    return int(idx[best]), float(mf[best])
+    for best in np.argsort(-mf, kind="stable"):
+        if accept is None or accept(int(idx[best])):
+            return int(idx[best]), float(mf[best])
+    return None

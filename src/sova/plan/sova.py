@@ -8,7 +8,10 @@ Every ``period`` (the sensors' 10 s reporting interval):
    executor waits for the unplug), and the destination's VF scheduler decides later whether it gets a VF
    there (``effector``).
 3. Every Effector schedules its VFs among the remaining VMs (Algorithm 1, lines 10-28; ``dsriov``).
-A VM that landed within ``min_residence`` seconds is not chosen to move again. Under placement rules,
+A VM that landed within ``min_residence`` seconds is not chosen to move again. With ``steady`` (the
+default; issue 17) a VM moves only if its destination stays below ``ceiling`` with it by its forecast, the
+source's load falls by ``min_gain``, and the destination sent no VM to the source within ``min_residence``:
+Algorithm 2 alone lets saturated hosts trade VMs (docs/policies.md). Under placement rules,
 a VM goes only where its must rules allow: when they let no VM of the hot host go to its signalled
 destination, the next least loaded host below alpha that no other signal took is tried.
 """
@@ -35,6 +38,21 @@ MIGRATION_PARAMS = {
     "alpha": Field("float", 0.7, "load threshold of a hotspot; also the most a destination may carry", lo=0, hi=1),
     "host_cooldown": Field(
         "duration", 0.0, "a host that received (sent) a VM sends (receives) none for this long (0: off)", lo=0
+    ),
+    "steady": Field(
+        "bool",
+        True,
+        "move a VM only if the destination, by its forecast, stays below the ceiling with it, the source's "
+        "load falls by min_gain, and the destination sent no VM to the source within min_residence "
+        "(false: Algorithm 2 as the paper gives it)",
+    ),
+    "min_gain": Field("float", 0.05, "with steady: the least fall of the source's load a move must give", lo=0, hi=1),
+    "ceiling": Field(
+        "float",
+        0.9,
+        "with steady: the most a destination may carry after a move, by its forecast (the executor's CPU headroom)",
+        lo=0,
+        hi=1,
     ),
 }
 
@@ -86,11 +104,15 @@ class Sova(Policy):
             spot = hotspots[src]
             host_load = np.array([spot.cpu, spot.nic, spot.mem])
             tries = [signalled] if rules is None else [signalled, *(j for j in spare if j not in taken and j != src)]
+            pick = None
             for dst in tries:
+                if p["steady"] and now - track.pair_moved.get((hosts[dst], hosts[src]), -np.inf) < p["min_residence"]:
+                    continue  # dst sent a VM to src lately: sending one back would trade VMs
                 barred = exclude
                 if rules is not None:  # the VMs whose rules keep them off this destination
                     barred = exclude | {snap.vms[v] for v in members[src] if not rules.allows(int(v), dst)}
-                pick = choose_vm(snap, vm_load, src, dst, host_load, barred, committed, members[src])
+                accept = self._steady_test(snap, vm_load, hotspots, src, dst) if p["steady"] else None
+                pick = choose_vm(snap, vm_load, src, dst, host_load, barred, committed, members[src], accept)
                 if pick is not None:
                     break
             if pick is None:
@@ -109,3 +131,21 @@ class Sova(Policy):
                 actions.append(DetachVF(vm=vm, policy=self.name, reason=f"revoke the VF of {vm} before migrating"))
             actions.append(Migrate(vm=vm, dst=snap.hosts[dst], policy=self.name, reason=why))
         return actions
+
+    def _steady_test(self, snap, vm_load, hotspots, src: int, dst: int):
+        """Whether moving a VM from src to dst keeps dst below `ceiling` after the move, at its forecast (its
+        largest resource with the VM's load added, plus the rise its AR(1) forecast expects), and lowers
+        src's load by min_gain: no move that saturates its destination or relieves too little to matter,
+        so hosts do not trade VMs back and forth."""
+        ceiling, min_gain = self.settings["ceiling"], self.settings["min_gain"]
+        capacity = np.stack([snap.host_cores, snap.nic_bandwidth, snap.host_memory], axis=1).astype(float)
+        here = np.array([hotspots[src].cpu, hotspots[src].nic, hotspots[src].mem])
+        there = np.array([hotspots[dst].cpu, hotspots[dst].nic, hotspots[dst].mem])
+        rise = max(0.0, (hotspots[dst].forecast or hotspots[dst].load) - hotspots[dst].load)
+
+        def accept(v: int) -> bool:
+            after = (there + vm_load[v] * capacity[src] / capacity[dst]).max() + rise
+            gain = here.max() - (here - vm_load[v]).max()
+            return after < ceiling and gain >= min_gain
+
+        return accept
