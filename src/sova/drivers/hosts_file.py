@@ -55,11 +55,16 @@ def _runner(prefix: list[str]):
 
 
 def load_hosts_file(path: Path) -> HostsConfig:
-    r = Reader(str(path))
-    raw = read_toml(path, "a hosts file (TOML)")
-    r.table(raw, {"hosts": Field("table")}, "")
+    return hosts_from_dict(read_toml(path, "a hosts file (TOML)"), str(path))
+
+
+def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
+    """A parsed hosts file, checked whole; InputError with every problem and its place."""
+    r = Reader(source)
+    t = r.table(raw, {"hosts": Field("table")}, "")
     out = HostsConfig()
-    for name, spec in (raw.get("hosts") or {}).items():
+    hosts = t.get("hosts") if isinstance(t.get("hosts"), dict) else {}
+    for name, spec in hosts.items():
         where = f"[hosts.{name}]"
         t = r.table(spec, HOST_FIELDS, where)
         if t["uri"] is None:

@@ -225,13 +225,14 @@ class Simulator(
         work_stretch = stretch / self._thread_speed(vm_alloc, dom0_alloc)
 
         # a stop-and-copy during this step pauses the VM for exactly its part of the step
+        ran_on = self.vm_host.copy()  # where each VM ran this step: a migration that ends now moves it after
         run_now = self._advance_migrations(rate, dt, run)
         vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
         got = Progress(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now)
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want
-        self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt)
+        self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on)
         self.gauges["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
         self.gauges["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)
         self.gauges["nic_rx_util"] = load[self.layout.nic_rx : self.layout.dom0] / np.maximum(nic_cap, 1e-300)

@@ -53,12 +53,13 @@ class Sensors:
         # last step's gauges, for the recorder
         self.gauges: dict[str, np.ndarray] = {}
 
-    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt) -> None:
-        """What the sensors count over the fabric step (added in even parts over its ticks), and gauges."""
+    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on) -> None:
+        """What the sensors count over the fabric step (added in even parts over its ticks), and gauges.
+        `ran_on`: each VM's host during the step (a migration that ended in it moved the VM after)."""
         got = vm_alloc * dt
         want = np.minimum(vm_dem, self.vm_vcpus)
-        self._account_sla(want, vm_alloc, dt)
-        wait = np.minimum((want - vm_alloc) * dt + got * (stretch[self.vm_host] - 1), self.vm_vcpus * dt - got)
+        self._account_sla(want, vm_alloc, dt, ran_on)
+        wait = np.minimum((want - vm_alloc) * dt + got * (stretch[ran_on] - 1), self.vm_vcpus * dt - got)
         blocked = np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0)
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
         src_vm, dst_vm = self._flow_vm_ends()
@@ -72,7 +73,7 @@ class Sensors:
                 row += 1
         lay = self.layout
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
-        host_busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.H) + dom0_alloc
+        host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.H) + dom0_alloc
         util = host_busy / self.host_cores
         power = self._host_power(util, dt)
         per_host = np.empty((len(HOST_COUNTERS) + 1, self.H))
@@ -86,12 +87,12 @@ class Sensors:
             host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
         )
 
-    def _account_sla(self, want: np.ndarray, vm_alloc: np.ndarray, dt: float) -> None:
+    def _account_sla(self, want: np.ndarray, vm_alloc: np.ndarray, dt: float, ran_on: np.ndarray) -> None:
         """A fabric step's share of SLATAH's and PDM's times and CPU."""
         running = self.vm_present & ~self.vm_down
         asked = np.where(running, want, 0.0)
-        active = np.bincount(self.vm_host, weights=running, minlength=self.H) > 0
-        short = np.bincount(self.vm_host, weights=asked - np.where(self.vm_present, vm_alloc, 0.0), minlength=self.H)
+        active = np.bincount(ran_on, weights=running, minlength=self.H) > 0
+        short = np.bincount(ran_on, weights=asked - np.where(self.vm_present, vm_alloc, 0.0), minlength=self.H)
         self.host_active_s += active * dt
         self.host_short_s += (active & (short > 1e-6 * self.host_cores)) * dt
         self.vm_cpu_asked += asked * dt
