@@ -35,6 +35,7 @@ from sova.lab.errors import LabError
 from sova.lab.lab import Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for
 from sova.model import actions as A
 from sova.model.io_sample import IoThrottle
+from sova.model.placement_rules import RuleBook, maintenance_rule
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.model.storage_slo import SloBook
@@ -603,6 +604,38 @@ def test_sova_manager_and_agents_run_the_real_hosts_approve_a_migration_and_hold
     assert lab_.where(state)[moved["vm"]][0] == moved["dst"] != hot
     assert slo.status_code == 200 and throttled > 0  # unthrottled, vm2 reads thousands a second
     assert held[-1]["host"] == vm2_host and held[-1]["target"] == 90
+
+
+def test_sova_manage_drains_a_real_host_under_a_maintenance_rule(lab):
+    """Maintenance on real hosts: keep-rules live-migrates every VM off the drained host, in one patient
+    plan that waits for the per-host migration cap, and nothing goes back to it."""
+    lab_, state = lab
+    placed = lab_.where(state)
+    drained = max((h.name for h in state.hosts), key=lambda h: sum(1 for host, _ in placed.values() if host == h))
+    leaving = sorted(v for v, (h, _) in placed.items() if h == drained)
+    drv = _libvirt_driver(state)
+    entries = []
+
+    def empty() -> bool:
+        snap = drv.observe()
+        return drained not in {snap.hosts[h] for h in snap.vm_host} and not any(snap.vm_migrating)
+
+    try:
+        manage(
+            drv,
+            [],
+            ControlSpec(),
+            duration=240,
+            on_entry=entries.append,
+            should_stop=empty,
+            rules=RuleBook([maintenance_rule(drained)]),
+        )
+    finally:
+        drv.close()
+    moved = [e for e in entries if e.event == "finished" and e.policy == "keep-rules"]
+    assert sorted(e.target for e in moved) == leaving and all(e.status == A.OK for e in moved), entries
+    assert not [e for e in entries if e.event == "rejected"]  # the cap made them wait, not fail
+    assert all(h != drained for h, _ in lab_.where(state).values())
 
 
 def test_up_after_a_crash_cleans_up_first(lab):

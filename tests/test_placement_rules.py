@@ -178,3 +178,20 @@ def test_a_vm_the_rules_leave_no_host_with_room_is_an_error_naming_them():
             ],
             rules=[{"kind": "affinity", "vms": ["v*"], "name": "pair"}],
         )
+
+
+def test_a_rules_file_for_real_hosts_names_vms_that_may_start_later_but_only_known_hosts(tmp_path):
+    from sova.model.rule_reader import load_rules_file
+
+    good = tmp_path / "rules.toml"
+    good.write_text(
+        '[[rules]]\nkind = "anti-affinity"\nvms = ["web*"]\n\n[[rules]]\nkind = "off-hosts"\nvms = ["db"]\nhosts = ["n1"]\n'
+    )
+    book = load_rules_file(good, ["n1", "n2"])
+    assert [r.kind for r in book.rules] == ["anti-affinity", "off-hosts"]
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extra = 1\n[[rules]]\nkind = "off-hosts"\nvms = ["db"]\nhosts = ["n9"]\n')
+    with pytest.raises(InputError) as error:
+        load_rules_file(bad, ["n1", "n2"])
+    text = str(error.value)
+    assert "extra: unknown key" in text and "'n9' matches no host managed here" in text and str(bad) in text

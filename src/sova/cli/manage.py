@@ -57,6 +57,13 @@ def add_parser(sub) -> None:
         help="storage SLOs to start with: [[slos]] entries as in a scenario (profile see; docs/storage-slo.md)",
     )
     m.add_argument(
+        "--rules",
+        type=Path,
+        default=None,
+        metavar="FILE.toml",
+        help="placement rules: [[rules]] entries as in a scenario (docs/operations.md)",
+    )
+    m.add_argument(
         "--control-socket",
         type=Path,
         default=None,
@@ -72,6 +79,7 @@ def command(args) -> int:
     from sova.control.manage import manage
     from sova.control.slo_service import default_socket
     from sova.drivers.libvirt_driver import LibvirtDriver
+    from sova.model.rule_reader import load_rules_file
     from sova.plan.storage.io_control import IoController
 
     hosts, options = {}, {}
@@ -92,6 +100,7 @@ def command(args) -> int:
         if given is not None and not controlled:
             raise InputError([Problem(flag, f"profile {args.profile} holds no storage SLO; expected --profile see")])
     slo_entries = _read_slo_file(args.slos) if args.slos else None  # before connecting: bad input fails at once
+    rules = load_rules_file(args.rules, list(hosts)) if args.rules else None
     audit = _open_audit(args.audit) if args.audit else None
     driver = LibvirtDriver(hosts, **options)
     service = None
@@ -119,7 +128,9 @@ def command(args) -> int:
 
     out.print(f"managing {', '.join(hosts)} with profile {args.profile} ({args.mode}); Ctrl-C stops", markup=False)
     try:
-        manage(driver, policies, control, args.mode, args.duration, on_entry=on_entry, ask=ask, slos=service)
+        manage(
+            driver, policies, control, args.mode, args.duration, on_entry=on_entry, ask=ask, slos=service, rules=rules
+        )
     except KeyboardInterrupt:
         out.print("stopped", markup=False)
     finally:

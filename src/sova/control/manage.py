@@ -22,6 +22,7 @@ from sova.control.audit import AuditEntry
 from sova.control.runtime import Runtime
 from sova.control.slo_service import SloService
 from sova.drivers.base import Driver
+from sova.model.placement_rules import RuleBook
 from sova.model.scenario import ControlSpec
 from sova.model.snapshot import Snapshot
 from sova.model.storage_slo import SloBook
@@ -57,10 +58,12 @@ def manage(
     ask: Callable[[int, list[str]], bool] | None = None,
     should_stop: Callable[[], bool] | None = None,
     slos: SloService | None = None,
+    rules: RuleBook | None = None,
 ) -> Runtime:
     """Run until `duration` seconds have passed (None: until interrupted or should_stop()); `slos`: the
-    tenants' SLOs, which the IO controllers among the policies hold (bound here to the hosts' VMs)."""
-    rt = Runtime(driver, policies, control, mode)
+    tenants' SLOs, which the IO controllers among the policies hold (bound here to the hosts' VMs);
+    `rules`: the placement rules every policy and the executor keep."""
+    rt = Runtime(driver, policies, control, mode, rules=rules)
     layout = driver.observe() if slos is not None else None  # which VM runs on which host
     controllers = bind_to_hosts(policies, slos.book, layout) if slos is not None else []
     if controllers:

@@ -17,6 +17,7 @@ start later, so there they are not); must rules no placement can satisfy are err
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,7 +26,7 @@ from sova.model.name_match import NameMatcher
 from sova.model.placement_rules import HOST_KINDS, KINDS, PlacementRule, RuleBook
 from sova.model.rule_conflicts import rule_conflicts
 from sova.model.scenario import HostSpec, VmSpec
-from sova.model.schema import REQUIRED, Field, Reader
+from sova.model.schema import REQUIRED, Field, InputError, Reader, read_toml
 
 RULE_FIELDS = {
     "name": Field("str", None, "the rule's name, as reports and the audit log give it (default: rule-N)"),
@@ -43,6 +44,7 @@ def read_rules(
     host_names: list[str] | None,
     vm_memory: np.ndarray | None = None,
     host_memory: np.ndarray | None = None,
+    of: str = "of the scenario",
 ) -> RuleBook:
     """The rules of `raw` ([[rules]] entries); problems go to `r`. With the VMs' and hosts' names (a
     scenario's), every pattern must match and the must rules are checked for conflicts."""
@@ -61,11 +63,11 @@ def read_rules(
         name = t["name"] or f"rule-{n}"
         if any(rule.name == name for rule in rules):
             r.error(f"{where}.name", f"rule name {name!r} is used twice")
-        _check_names(r, f"{where}.vms", t["vms"], vm_match, "VM")
+        _check_names(r, f"{where}.vms", t["vms"], vm_match, f"VM {of}")
         if t["kind"] in HOST_KINDS:
             if not t["hosts"]:
                 r.error(f"{where}.hosts", f"a {t['kind']} rule needs its host group, e.g. hosts = ['h1', 'h2']")
-            _check_names(r, f"{where}.hosts", t["hosts"], host_match, "host")
+            _check_names(r, f"{where}.hosts", t["hosts"], host_match, f"host {of}")
         elif t["hosts"]:
             r.error(f"{where}.hosts", f"a {t['kind']} rule binds VMs to each other; it takes no hosts")
         elif vm_match is not None and len({v for p in t["vms"] for v in vm_match(p)}) < 2:
@@ -75,6 +77,19 @@ def read_rules(
     if vm_names is not None and host_names is not None and not r.problems:
         for problem in rule_conflicts(book, tuple(vm_names), tuple(host_names), vm_memory, host_memory):
             r.error("[[rules]]", f"no placement can satisfy the must rules: {problem}")
+    return book
+
+
+def load_rules_file(path: Path, host_names: list[str] | None) -> RuleBook:
+    """A rules file for real hosts (`sova manage --rules`): [[rules]] entries as in a scenario. VM patterns
+    may name VMs that start later; host patterns must name `host_names` (when given). InputError with
+    every problem and its place."""
+    raw = read_toml(path, "a rules file (TOML with [[rules]] entries)")
+    r = Reader(str(path))
+    r.table(raw, {"rules": Field("any", REQUIRED)}, "")
+    book = read_rules(r, raw.get("rules", []), None, host_names, of="managed here")
+    if r.problems:
+        raise InputError(r.problems)
     return book
 
 
@@ -94,9 +109,9 @@ def read_scenario_rules(r: Reader, raw: Any, vms: list[VmSpec], hosts: list[Host
 
 def _check_names(r: Reader, where: str, patterns: list[str], match: NameMatcher | None, what: str) -> None:
     if not patterns:
-        r.error(where, f"expected at least one {what} name or glob")
+        r.error(where, f"expected at least one {what.split()[0]} name or glob")
     if match is None:
         return
     for pattern in patterns:
         if not match(pattern):
-            r.error(where, f"{pattern!r} matches no {what} of the scenario")
+            r.error(where, f"{pattern!r} matches no {what}")
