@@ -4,15 +4,13 @@ problem names its place; and files that are not TOML, not UTF-8 or empty are ref
 
 from __future__ import annotations
 
-import copy
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sova.drivers.hosts_file import hosts_from_dict, load_hosts_file
 from sova.model.schema import InputError
-from test_scenario_fuzz import VALUES, at, places
+from test_scenario_fuzz import mangled
 
 BASE = {
     "hosts": {
@@ -31,14 +29,7 @@ KEYS = ("hosts", "uri", "migration_uri", "nic_bandwidth", "sriov", "pf", "vfs", 
 @settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(st.data())
 def test_a_mangled_hosts_file_is_taken_or_refused_with_every_problem_placed(data):
-    doc = copy.deepcopy(BASE)
-    for _ in range(data.draw(st.integers(1, 3))):
-        path = data.draw(st.sampled_from([(), *places(doc)]))
-        value = data.draw(VALUES)
-        if path and data.draw(st.booleans()):
-            at(doc, path[:-1])[path[-1]] = value
-        elif isinstance(at(doc, path), dict):
-            at(doc, path)[data.draw(st.sampled_from(KEYS))] = value
+    doc = mangled(data, BASE, KEYS)
     try:
         config = hosts_from_dict(doc, "hosts.toml")
     except InputError as err:

@@ -7,34 +7,26 @@ import json
 from pathlib import Path
 
 from helpers import make_scenario
-from sova.control.executor import Executor
 from sova.control.experiment import run_profile
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.model import actions as A
-from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import PlacementRule, RuleBook
 from sova.model.scenario import ControlSpec
 from sova.model.sweep import load_scenario
 from sova.sim.engine import Simulator
+from test_executor import Rig as ExecutorRig
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTS = [{"name": "h{i}", "count": 3, "cores": 8, "memory": "16GiB", "dom0_memory": "1GiB"}]
 
 
-class Rig:
-    def __init__(self, rules, vms, control=None):
-        self.sim = Simulator(make_scenario(hosts=HOSTS, vms=vms))
-        self.driver = SimDriver(self.sim)
-        self.k = Knowledge(rules=RuleBook(rules))
-        self.ex = Executor(self.driver, control or ControlSpec())
-        self.k.add(self.driver.observe())
+class Rig(ExecutorRig):
+    """test_executor's rig, its Knowledge holding placement rules."""
 
-    def run(self, seconds):
-        for _ in range(round(seconds / self.sim.dt)):
-            self.sim.step()
-            self.k.add(self.driver.observe())
-            self.ex.tick(self.k)
+    def __init__(self, rules, vms, control=None):
+        super().__init__(control=control, hosts=HOSTS, vms=vms)
+        self.k.rules = RuleBook(rules)
 
     def where(self, vm):
         return self.sim.host_names[self.sim.vm_host[self.sim.vm_names.index(vm)]]

@@ -48,17 +48,23 @@ def at(doc, path):
     return doc
 
 
-@settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-@given(st.data())
-def test_a_mangled_scenario_is_taken_or_refused_with_every_problem_placed(data):
-    doc = copy.deepcopy(BASE)
+def mangled(data, base: dict, keys: tuple[str, ...]) -> dict:
+    """A copy of `base` with one to three values replaced, or keys (of `keys`) added, by random values."""
+    doc = copy.deepcopy(base)
     for _ in range(data.draw(st.integers(1, 3))):
         path = data.draw(st.sampled_from([(), *places(doc)]))
         value = data.draw(VALUES)
         if path and data.draw(st.booleans()):
             at(doc, path[:-1])[path[-1]] = value  # a value of the wrong type, range or shape
         elif isinstance(at(doc, path), dict):
-            at(doc, path)[data.draw(st.sampled_from(KEYS))] = value  # a key where it may or may not belong
+            at(doc, path)[data.draw(st.sampled_from(keys))] = value  # a key where it may or may not belong
+    return doc
+
+
+@settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_a_mangled_scenario_is_taken_or_refused_with_every_problem_placed(data):
+    doc = mangled(data, BASE, KEYS)
     try:
         scenario_from_dict(doc)
     except InputError as err:
