@@ -104,9 +104,10 @@ def _to_move(bound: BoundRules, placement: np.ndarray, breaking: set[str]) -> li
         rule = violation.rule
         culprits = [bound.position[vm] for vm in violation.vms if vm in breaking]
         if rule.kind == "anti-affinity":  # the first on each host stays
-            taken: set[int] = set()
-            stay = [v for v in culprits if int(placement[v]) not in taken and not taken.add(int(placement[v]))]
-            culprits = [v for v in culprits if v not in stay]
+            first_on: dict[int, int] = {}
+            for v in culprits:
+                first_on.setdefault(int(placement[v]), v)
+            culprits = [v for v in culprits if first_on[int(placement[v])] != v]
         elif rule.kind == "affinity":
             hosts, counts = np.unique(placement[culprits], return_counts=True)
             culprits = [v for v in culprits if placement[v] != hosts[np.argmax(counts)]]
