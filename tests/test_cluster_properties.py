@@ -2,7 +2,8 @@
 
 At every step of every run: no host holds more memory or VFs than it has, nor is given more CPU than its
 cores; every VM is on exactly one host; no must rule is broken, but for an affinity group while one of
-its VMs migrates (a group moves one VM at a time); and every action proposed ends in the audit log with
+its VMs has a move under way in the executor (a group moves one VM at a time); and every action proposed
+ends in the audit log with
 its outcome (or is still running or queued when the run ends). `SOVA_PROPERTY_EXAMPLES` sets how many
 clusters a run draws (200 by default; docs/reliability.md gives the count run once).
 """
@@ -78,11 +79,11 @@ def run_checked(scenario, profile: str):
         sim.step()
         events.tick(scenario.tick)
         runtime.tick()
-        check_step(sim, bound)
+        check_step(sim, bound, runtime)
     return runtime
 
 
-def check_step(sim: Simulator, bound) -> None:
+def check_step(sim: Simulator, bound, runtime: Runtime) -> None:
     present = sim.vm_present
     assert ((sim.vm_host >= 0) & (sim.vm_host < sim.H))[present].all()  # on exactly one host each
     held = np.bincount(sim.vm_host[present], weights=sim.vm_mem[present], minlength=sim.H)
@@ -90,17 +91,12 @@ def check_step(sim: Simulator, bound) -> None:
     vfs = np.bincount(sim.vm_host[present & sim.vm_vf], minlength=sim.H)
     assert (vfs <= sim.max_vfs).all() and (sim.vf_used <= sim.max_vfs).all()
     assert (sim.gauges["host_util"] <= 1 + 1e-9).all(), f"CPU over capacity at {sim.t}: {sim.gauges['host_util']}"
-    moving = set(sim.migrations) | set(np.flatnonzero(sim.vm_down))
+    jobs = runtime.executor.queued + runtime.executor.running
+    moving = {j.action.vm for j in jobs if isinstance(j.action, (A.Migrate, A.RestartVM))}
+    moving |= {sim.vm_names[v] for v in np.flatnonzero(sim.vm_down)}
     for broken in bound.violations(np.where(present, sim.vm_host, -1), must_only=True):
-        members = [sim.vm_names.index(vm) for vm in broken.vms]
-        in_transit = broken.rule.kind == "affinity" and any(v in moving or _just_moved(sim, v) for v in members)
+        in_transit = broken.rule.kind == "affinity" and not moving.isdisjoint(broken.vms)
         assert in_transit, f"{broken.describe()} at {sim.t:g} s"
-
-
-def _just_moved(sim: Simulator, vm: int) -> bool:
-    """Its migration ended within the last two seconds (the next of its group starts at the next tick)."""
-    record = sim.last_migration.get(vm)
-    return record is not None and sim.t - record.finished <= 2.0
 
 
 def check_audit(runtime: Runtime) -> None:

@@ -35,7 +35,8 @@ LOAD_WINDOW = 10.0
 
 
 class Busy(str):
-    """A verdict that only says "not now": a migration cap is full. A patient plan's action waits for it."""
+    """A verdict that only says "not now": a migration cap is full, or the destination's CPU is above the
+    headroom for now. A patient plan's action waits for it (up to action_timeout); others are rejected."""
 
 
 @dataclass
@@ -374,6 +375,6 @@ class Executor:
             return f"{action.dst} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"
         if ledger.util is not None and ledger.cores is not None:
             after = ledger.util[dst] + ledger.cores[v] / snap.host_cores[dst]
-            if after > self.rails.cpu_headroom:
-                return f"{action.dst} would be at {after:.0%} CPU (headroom {self.rails.cpu_headroom:.0%})"
+            if after > self.rails.cpu_headroom:  # not now: load changes (a patient plan waits for it to fall)
+                return Busy(f"{action.dst} would be at {after:.0%} CPU (headroom {self.rails.cpu_headroom:.0%})")
         return None
