@@ -44,14 +44,15 @@ def busy_cluster() -> SimDriver:
 
 
 def by_name(snap: Snapshot) -> dict:
-    """The snapshot keyed by names, not positions: the merge groups VMs by host."""
+    """The snapshot keyed by names, not positions: the merge groups VMs by host. `host_seen` is left out:
+    the manager's collector knows when each report came, and the wire does not carry it (yet)."""
     order = np.argsort(snap.vms)
     view = {"time": snap.time, "hosts": snap.hosts, "vms": sorted(snap.vms)}
     view["vm_host"] = [snap.hosts[h] for h in snap.vm_host[order]]
     view["vm_nic"] = [snap.vm_nic[i] for i in order]
     for f in fields(Snapshot):
         values = getattr(snap, f.name)
-        if isinstance(values, np.ndarray) and f.name not in ("vm_host",) and not f.name.startswith("flow_"):
+        if isinstance(values, np.ndarray) and f.name not in ("vm_host", "host_seen") and not f.name.startswith("flow_"):
             view[f.name] = values[order] if f.name.startswith("vm_") else values
     view |= {f"counters.{c.name}": getattr(snap.counters, c.name)[order] for c in fields(VmCounters)}
     names = [*snap.vms, ""]
