@@ -116,3 +116,24 @@ def test_bad_events_are_errors_naming_their_place(events, message):
     with pytest.raises(InputError) as error:
         make_scenario(hosts=HOSTS, events=events)
     assert message in str(error.value)
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.5, 1.0])
+def test_migrations_fail_at_the_rate_a_scenario_asks_and_the_vm_stays_on_its_source(rate):
+    """The migration_failure_rate fault: each migration fails once its first pass is sent, with that
+    probability (seeded); a failed one leaves the VM running where it was."""
+    sim = Simulator(
+        make_scenario(
+            hosts=[{"name": "h{i}", "count": 2, "memory": "64GiB"}],
+            vms=[{"name": "v{i}", "count": 40, "host": "h1", "memory": "1GiB"}],
+            simulator={"migration_failure_rate": rate},
+        )
+    )
+    for v in range(40):
+        sim.start_migration(v, 1)
+        while v in sim.migrations:
+            sim.step()
+    failed = [r for r in sim.migration_log if r.status == "failed"]
+    assert all(not r.moved and sim.vm_host[sim.vm_names.index(r.vm)] == 0 for r in failed)
+    assert all(r.moved for r in sim.migration_log if r.status != "failed")
+    assert len(failed) == pytest.approx(40 * rate, abs=0 if rate in (0.0, 1.0) else 8)

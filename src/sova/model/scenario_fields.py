@@ -320,6 +320,14 @@ SIMULATOR_FIELDS = {
     "migration_timeout_action": Field(
         "str", "abort", "at the timeout: abort, suspend (stop-and-copy) or postcopy", choices=TIMEOUT_ACTIONS
     ),
+    "migration_failure_rate": Field(
+        "float",
+        0.0,
+        "a fault: the share of migrations that fail once their first pass is sent (a dropped connection); "
+        "the VM stays on its source",
+        lo=0,
+        hi=1,
+    ),
     "storage_step": Field(
         "duration",
         0.0,

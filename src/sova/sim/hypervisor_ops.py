@@ -55,6 +55,8 @@ class HypervisorOperations:
             config=self.migration_config,
             wait_left=self.wake_for_migration(dst),
         )
+        rate = self.params["migration_failure_rate"]
+        mig.doomed = bool(rate) and self.rng.random() < rate  # no draw without the fault: runs stay as they were
         fid = self.add_flow((DOM0, src), (DOM0, dst), "migration")
         self.dom0_mem_reserved[dst] += self.vm_mem[vm]
         self.host_migrations[[src, dst]] += 1

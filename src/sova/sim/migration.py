@@ -79,10 +79,11 @@ class Migration:
     high_rounds: int = 0
     forced: bool = False  # the stop-and-copy was forced by a cap or a timeout, not by convergence
     mode: str = "precopy"  # precopy | postcopy: how the guest got to the destination
-    status: str = ""  # once done: completed | not-converged | timed-out
+    status: str = ""  # once done: completed | not-converged | timed-out | failed (a fault)
     last_bandwidth: float = 0.0
     wait_left: float = 0.0  # s until the destination is awake: the migration sends nothing before
     waited: float = 0.0  # s it waited for that (in elapsed, not in the pre-copy timeout)
+    doomed: bool = False  # a fault (migration_failure_rate): it fails once its first pass is sent
 
     def __post_init__(self) -> None:
         if self.round_left < 0:
@@ -100,7 +101,7 @@ class Migration:
     @property
     def on_destination(self) -> bool:
         """The guest runs on the destination: post-copy has switched over, or the migration completed."""
-        return self.phase == "postcopy" or (self.done and self.status != "timed-out")
+        return self.phase == "postcopy" or (self.done and self.status not in ("timed-out", "failed"))
 
     def pause_left(self) -> float:
         """Seconds the VM stays paused from now, at the last bandwidth (0 while it runs)."""
@@ -167,6 +168,9 @@ class Migration:
             return
         if self.phase == "postcopy":
             self.phase, self.status = "done", "completed"
+            return
+        if self.doomed:  # the fault: the connection drops once the first pass is sent; the guest runs on
+            self.phase, self.status = "done", "failed"
             return
         dirtied = self._dirtied()
         self._auto_converge(dirtied)

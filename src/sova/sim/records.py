@@ -27,7 +27,7 @@ class MigrationRecord:
     bytes: float
     downtime: float
     rounds: int
-    status: str  # completed | not-converged | timed-out | cancelled | unfinished
+    status: str  # completed | not-converged | timed-out | cancelled | unfinished | failed (a fault)
     moved: bool = False  # the VM runs on dst afterwards (a not-converged migration moves it too)
     throttle: float = 0.0  # the highest auto-converge throttle the guest got
     mode: str = "precopy"  # precopy | postcopy
