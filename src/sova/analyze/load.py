@@ -10,8 +10,14 @@ from __future__ import annotations
 import numpy as np
 
 from sova.model.knowledge import Knowledge
+from sova.model.snapshot import Snapshot
 
 RESOURCES = ("cpu", "nic", "mem")
+
+
+def host_capacity(snap: Snapshot) -> np.ndarray:
+    """Hosts x RESOURCES: cores, NIC bit/s and memory MiB, the units a load's share is of."""
+    return np.stack([snap.host_cores, snap.nic_bandwidth, snap.host_memory], axis=1).astype(float)
 
 
 def vms_by_host(vm_host: np.ndarray, n_hosts: int) -> list[np.ndarray]:

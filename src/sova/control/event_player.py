@@ -22,10 +22,11 @@ class EventRecord:
     """One event as it happened."""
 
     event: ScenarioEvent
+    host: int  # the simulator's index of its host
     applied: float
     done: float | None = None  # a drain: when the host held no VM any more; a crash: when its last VM ran again
     migrations: int = 0  # a drain: migrations off the host until then
-    down: list[int] = field(default_factory=list)  # a crash: the VMs it took down
+    down: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # a crash: the VMs it took down
     restarted: int = 0  # a crash: of those, restarted on another host
     down_s: float = 0.0  # a crash: VM-seconds its VMs were down
     _started: int = field(default=0, repr=False)
@@ -52,34 +53,30 @@ class EventPlayer:
         since the last tick)."""
         now, sim = self.sim.t, self.sim
         for record in self.records:
-            if record.event.kind == "host-crash" and record.done is None:
+            if record.done is None and record.event.kind == "host-crash":
                 still = int(sim.vm_down[record.down].sum())
                 record.down_s += seconds * still
+                record.restarted = int((sim.vm_host[record.down] != record.host).sum())
                 if not still:
                     record.done = now
         while self.pending and self.pending[0].at <= now + 1e-9:
             event = self.pending.pop(0)
-            record = EventRecord(event, now, _started=len(sim.migration_log))
             host = sim.host_names.index(event.host)
+            record = EventRecord(event, host, now, _started=len(sim.migration_log))
             if event.kind == "host-crash":
                 sim.crash_host(host)
-                record.down = list(np.flatnonzero(sim.vm_down & (sim.vm_host == host)))
+                record.down = np.flatnonzero(sim.vm_down & (sim.vm_host == host))
             elif event.kind == "host-recover":
                 sim.recover_host(host)
             else:
                 getattr(self.runtime, event.kind)(event.host, by="the scenario")
             self.records.append(record)
         for record in self.records:
-            if record.event.kind == "host-crash":
-                record.restarted = sum(
-                    1 for v in record.down if sim.vm_host[v] != sim.host_names.index(record.event.host)
-                )
-            if record.event.kind == "drain" and record.done is None and self._empty(record.event.host):
+            if record.done is None and record.event.kind == "drain" and self._empty(record.host):
                 record.done = now
                 record.migrations = sum(
-                    1 for m in self.sim.migration_log[record._started :] if m.src == record.event.host and m.moved
+                    1 for m in sim.migration_log[record._started :] if m.src == record.event.host and m.moved
                 )
 
-    def _empty(self, host: str) -> bool:
-        h = self.sim.host_names.index(host)
-        return not np.any((self.sim.vm_host == h) & self.sim.vm_present)
+    def _empty(self, host: int) -> bool:
+        return not np.any((self.sim.vm_host == host) & self.sim.vm_present)

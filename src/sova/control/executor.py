@@ -98,6 +98,16 @@ class _Ledger:
             self.touching[src] += 1
         self.incoming[dst] += snap.vm_memory[v]
 
+    def memory_short(self, snap: Snapshot, vm: str, host: str) -> str | None:
+        """Why `host` lacks the memory for `vm` (its VMs' and those heading to it counted), or None."""
+        h, v = snap.host_position[host], snap.vm_position[vm]
+        free = snap.host_memory[h] - self.committed[h] - self.incoming[h]
+        return (
+            f"{host} has {free:.0f} MiB free; {vm} needs {snap.vm_memory[v]:.0f} MiB"
+            if free < snap.vm_memory[v]
+            else None
+        )
+
 
 class Executor:
     def __init__(self, driver: Driver, control: ControlSpec, mode: str = "auto", audit: AuditLog | None = None):
@@ -301,11 +311,7 @@ class Executor:
             if ledger.committed[h] > 0 or ledger.incoming[h] > 0:
                 return f"{action.host} has VMs (or one migrating to it); only an empty host can go to {action.state}"
         if isinstance(action, A.RestartVM):
-            h, v = snap.host_position[action.host], snap.vm_position[action.vm]
-            ledger = ledger or _Ledger.of(self.running, knowledge)
-            free = snap.host_memory[h] - ledger.committed[h] - ledger.incoming[h]
-            if free < snap.vm_memory[v]:
-                return f"{action.host} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"
+            return (ledger or _Ledger.of(self.running, knowledge)).memory_short(snap, action.vm, action.host)
         if isinstance(action, A.AttachVF):
             v = snap.vm_position[action.vm]
             h = int(snap.vm_host[v])
@@ -370,9 +376,9 @@ class Executor:
             if touching >= self.rails.max_migrations_per_host:
                 cap = self.rails.max_migrations_per_host
                 return Busy(f"{snap.hosts[h]} already has {touching} migration(s) (per-host cap {cap})")
-        free = snap.host_memory[dst] - ledger.committed[dst] - ledger.incoming[dst]
-        if free < snap.vm_memory[v]:
-            return f"{action.dst} has {free:.0f} MiB free; {action.vm} needs {snap.vm_memory[v]:.0f} MiB"
+        short = ledger.memory_short(snap, action.vm, action.dst)
+        if short:
+            return short
         if ledger.util is not None and ledger.cores is not None:
             after = ledger.util[dst] + ledger.cores[v] / snap.host_cores[dst]
             if after > self.rails.cpu_headroom:  # not now: load changes (a patient plan waits for it to fall)

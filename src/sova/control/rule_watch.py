@@ -16,15 +16,16 @@ from sova.sim.engine import Simulator
 class RuleWatch:
     def __init__(self, rules: RuleBook, sim: Simulator):
         self.rules, self.sim = rules, sim
+        # bound once to every VM the run may hold: the Knowledge binds the same book to each snapshot's VMs
+        self.bound = rules.bind(tuple(sim.vm_names), tuple(sim.host_names)) if rules else None
         self.vm_seconds = {rule.name: 0.0 for rule in rules.rules}
         self.first = {rule.name: None for rule in rules.rules}  # when it was first seen broken
 
     def observe(self, seconds: float) -> None:
-        if not self.rules:
+        if self.bound is None:
             return
         sim = self.sim
-        bound = self.rules.bind(tuple(sim.vm_names), tuple(sim.host_names))
-        for broken in bound.violations(np.where(sim.vm_present, sim.vm_host, -1)):
+        for broken in self.bound.violations(np.where(sim.vm_present, sim.vm_host, -1)):
             name = broken.rule.name
             self.vm_seconds[name] += seconds * len(broken.vms)
             if self.first[name] is None:

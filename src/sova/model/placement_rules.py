@@ -34,6 +34,10 @@ class PlacementRule:
     hosts: tuple[str, ...] = ()  # the host group of on-hosts / off-hosts: names or globs
     must: bool = True
 
+    def names(self, vm: str) -> bool:
+        """Whether the rule binds the VM of this name (one of its names or globs matches it)."""
+        return any(fnmatch.fnmatchcase(vm, pattern) for pattern in self.vms)
+
     def describe(self) -> str:
         group = f" hosts {', '.join(self.hosts)}" if self.kind in HOST_KINDS else ""
         return f"{self.name} ({'must' if self.must else 'should'} {self.kind}: VMs {', '.join(self.vms)}{group})"
@@ -131,9 +135,7 @@ class BoundRules:
         if v is not None:
             return self.of_vm.get(v, [])
         if vm not in self._by_name:
-            self._by_name[vm] = [
-                r for r, rule in enumerate(self.rules) if any(fnmatch.fnmatchcase(vm, p) for p in rule.vms)
-            ]
+            self._by_name[vm] = [r for r, rule in enumerate(self.rules) if rule.names(vm)]
         return self._by_name[vm]
 
     def keeps(
@@ -155,7 +157,7 @@ class BoundRules:
         others = self.members[r][self.members[r] != v] if v is not None else self.members[r]
         places = _places(others, vm_host, heading, both=rule.kind == "anti-affinity")
         if extra:
-            new = [h for name, h in extra.items() if name != vm and any(fnmatch.fnmatchcase(name, p) for p in rule.vms)]
+            new = [h for name, h in extra.items() if name != vm and rule.names(name)]
             places = np.concatenate([places, np.array(new, dtype=np.int64)])
         if rule.kind == "anti-affinity":
             mask = np.ones(len(self.hosts), dtype=bool)

@@ -48,13 +48,10 @@ def read_rules(
 ) -> RuleBook:
     """The rules of `raw` ([[rules]] entries); problems go to `r`. With the VMs' and hosts' names (a
     scenario's), every pattern must match and the must rules are checked for conflicts."""
-    if not isinstance(raw, list):
-        r.error("[[rules]]", f"expected an array of tables ([[rules]]), got {type(raw).__name__}")
-        return RuleBook()
     vm_match = NameMatcher(vm_names) if vm_names is not None else None
     host_match = NameMatcher(host_names) if host_names is not None else None
     rules: list[PlacementRule] = []
-    for n, entry in enumerate(raw, start=1):
+    for n, entry in enumerate(r.entries(raw, "[[rules]]"), start=1):
         where = f"[[rules]] #{n}"
         before = len(r.problems)
         t = r.table(entry, RULE_FIELDS, where)
@@ -63,11 +60,11 @@ def read_rules(
         name = t["name"] or f"rule-{n}"
         if any(rule.name == name for rule in rules):
             r.error(f"{where}.name", f"rule name {name!r} is used twice")
-        _check_names(r, f"{where}.vms", t["vms"], vm_match, f"VM {of}")
+        _check_names(r, f"{where}.vms", t["vms"], vm_match, "VM", of)
         if t["kind"] in HOST_KINDS:
             if not t["hosts"]:
                 r.error(f"{where}.hosts", f"a {t['kind']} rule needs its host group, e.g. hosts = ['h1', 'h2']")
-            _check_names(r, f"{where}.hosts", t["hosts"], host_match, f"host {of}")
+            _check_names(r, f"{where}.hosts", t["hosts"], host_match, "host", of)
         elif t["hosts"]:
             r.error(f"{where}.hosts", f"a {t['kind']} rule binds VMs to each other; it takes no hosts")
         elif vm_match is not None and len({v for p in t["vms"] for v in vm_match(p)}) < 2:
@@ -107,11 +104,12 @@ def read_scenario_rules(r: Reader, raw: Any, vms: list[VmSpec], hosts: list[Host
     )
 
 
-def _check_names(r: Reader, where: str, patterns: list[str], match: NameMatcher | None, what: str) -> None:
+def _check_names(r: Reader, where: str, patterns: list[str], match: NameMatcher | None, what: str, of: str) -> None:
+    """Patterns there are; each matches a name (`of`: whose names, "of the scenario")."""
     if not patterns:
-        r.error(where, f"expected at least one {what.split()[0]} name or glob")
+        r.error(where, f"expected at least one {what} name or glob")
     if match is None:
         return
     for pattern in patterns:
         if not match(pattern):
-            r.error(where, f"{pattern!r} matches no {what}")
+            r.error(where, f"{pattern!r} matches no {what} {of}")

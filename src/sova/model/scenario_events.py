@@ -32,7 +32,6 @@ EVENT_KINDS = {
     "host-crash": "the host stops with its VMs; once silent for [control] failure_grace, ha-restart boots them elsewhere",
     "host-recover": "the crashed host boots again; its VMs not restarted elsewhere start on it",
 }
-FAULTS = ("host-crash", "host-recover")  # what happens to the simulated hardware, not what an operator does
 
 EVENT_FIELDS = {
     "at": Field("duration", REQUIRED, "when in the run the event happens", lo=0),
@@ -55,12 +54,9 @@ class ScenarioEvent:
 
 def read_events(r: Reader, raw: Any, host_names: list[str], duration: float | None) -> tuple[ScenarioEvent, ...]:
     """The events, in time order; each problem reported with its entry and key."""
-    if not isinstance(raw, list):
-        r.error("[[events]]", f"expected an array of tables ([[events]]), got {type(raw).__name__}")
-        return ()
     known = set(host_names)
     events = []
-    for n, entry in enumerate(raw, start=1):
+    for n, entry in enumerate(r.entries(raw, "[[events]]"), start=1):
         where = f"[[events]] #{n}"
         before = len(r.problems)
         t = r.table(entry, EVENT_FIELDS, where)
@@ -84,5 +80,7 @@ def _check_crashes(r: Reader, events: list[ScenarioEvent]) -> None:
             r.error("[[events]]", f"{event.host} crashes at {event.at:g} s while it is down already")
         elif event.kind == "host-recover" and event.host not in down:
             r.error("[[events]]", f"{event.host} recovers at {event.at:g} s, but has not crashed")
-        if event.kind in FAULTS:
-            (down.add if event.kind == "host-crash" else down.discard)(event.host)
+        if event.kind == "host-crash":
+            down.add(event.host)
+        elif event.kind == "host-recover":
+            down.discard(event.host)

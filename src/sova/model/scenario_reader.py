@@ -157,13 +157,6 @@ def scenario_from_dict(
     )
 
 
-def _as_list(r: Reader, raw: Any, where: str) -> list[Any]:
-    if isinstance(raw, list):
-        return raw
-    r.error(where, f"expected an array of tables ([[{where.strip('[]')}]]), got {type(raw).__name__}")
-    return []
-
-
 def _expand_names(r: Reader, name: str | None, count: int | None, where: str, start: int | None = 1) -> list[str]:
     if name is None:
         return []
@@ -195,7 +188,7 @@ def _counted_entries(r: Reader, raw: Any, defaults: Any, fields: dict[str, Field
         f"[defaults.{kind}]",
     )
     base = {k: v for k, v in base.items() if v is not None}
-    for n, entry in enumerate(_as_list(r, raw, table), start=1):
+    for n, entry in enumerate(r.entries(raw, table), start=1):
         where = f"{table} #{n}"
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             where += f" ({entry['name']})"
@@ -241,7 +234,7 @@ _STORAGE_MODELS = {"ssd": (8, 100e-6, 20e-6, 4e9), "disk-array": (8, 8e-3, 0.1e-
 
 def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
     out = []
-    for n, entry in enumerate(_as_list(r, raw, "[[storage]]"), start=1):
+    for n, entry in enumerate(r.entries(raw, "[[storage]]"), start=1):
         t = r.table(entry, STORAGE_FIELDS, f"[[storage]] #{n}")
         if t["name"] is None:
             continue
@@ -336,7 +329,7 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
     matching = NameMatcher(names)
     out = []
     has_storage = isinstance(storage_raw, list) and len(storage_raw) > 0
-    for n, entry in enumerate(_as_list(r, raw, "[[workloads]]"), start=1):
+    for n, entry in enumerate(r.entries(raw, "[[workloads]]"), start=1):
         where = f"[[workloads]] #{n}"
         if not isinstance(entry, dict):
             r.error(where, "expected a table")
@@ -373,7 +366,7 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
             params["file"] = _resolve_trace(r, params["file"], base_dir, f"{where}.file")
         phases = []
         raw_phases = entry.get("phases", [])
-        for m, ph in enumerate(_as_list(r, raw_phases, f"{where}.phases"), start=1):
+        for m, ph in enumerate(r.entries(raw_phases, f"{where}.phases"), start=1):
             pwhere = f"{where}.phases #{m}"
             changeable = {k: f for k, f in params_spec.items() if k not in STRUCTURAL_PARAMS}
             fields = {"at": Field("duration", REQUIRED, "when the phase starts", lo=0)}

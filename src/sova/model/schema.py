@@ -103,6 +103,13 @@ class Reader:
     def error(self, where: str, message: str) -> None:
         self.problems.append(Problem(f"{self.source}: {where}" if where else self.source, message))
 
+    def entries(self, raw: Any, where: str) -> list[Any]:
+        """The entries of an array of tables (`where`: "[[vms]]" ...); anything else is a problem (no entries)."""
+        if isinstance(raw, list):
+            return raw
+        self.error(where, f"expected an array of tables ([[{where.strip('[]')}]]), got {type(raw).__name__}")
+        return []
+
     def value(self, raw: Any, spec: Field, where: str) -> Any:
         """Check and convert one value; on error record it and return the default (or None)."""
         fallback = None if spec.default is REQUIRED else spec.default

@@ -41,12 +41,9 @@ def _range(r: Reader, where: str, vm: str, setting: str, raw: Any) -> Range | No
 
 def read_slos(r: Reader, raw: Any, vm_names: list[str]) -> tuple[tuple[str, StorageSlo], ...]:
     """(VM, its SLO) for every VM an entry names, in entry order (a later entry wins)."""
-    if not isinstance(raw, list):
-        r.error("[[slos]]", f"expected an array of tables ([[slos]]), got {type(raw).__name__}")
-        return ()
     matching = NameMatcher(vm_names)
     out: dict[str, StorageSlo] = {}
-    for n, entry in enumerate(raw, start=1):
+    for n, entry in enumerate(r.entries(raw, "[[slos]]"), start=1):
         where = f"[[slos]] #{n}"
         t = r.table(entry, SLO_FIELDS, where)
         pattern = t.get("vm")

@@ -49,9 +49,9 @@ class AdmissionPolicy(ABC):
             ruled = bound is not None and bool(bound.rules_of(request.name))
             if size in full and not ruled:
                 continue
-            allowed = bound.allowed(request.name, snapshot.vm_host, extra=placed) if ruled else None
-            fits = room.fits(request) if allowed is None else room.fits(request) & allowed
-            if ruled and fits.any():
+            fits, allowed = room.fits(request), None
+            if ruled:
+                allowed = bound.allowed(request.name, snapshot.vm_host, extra=placed)  # also for a host to wake
                 fits = bound.preferred(request.name, snapshot.vm_host, fits, extra=placed)
             if not fits.any():
                 wake = room.host_to_wake(request, allowed)

@@ -38,13 +38,12 @@ def destination(
     without[group] = -1
     fits = room.fits(group, cpu_limit) & snap.hosts_on()
     fits[src] = False
-    must = fits.copy()
-    every = fits.copy()
+    must, every = fits.copy(), fits.copy()  # every: the hosts that keep all their rules, must ones included
     for member in group:
         name = snap.vms[member]
         must &= bound.allowed(name, without)
         every &= bound.allowed(name, without, must_only=False)
-    ok = every if (every & must).any() else must
+    ok = every if every.any() else must
     if not ok.any():
         return None
     candidates = np.flatnonzero(ok)

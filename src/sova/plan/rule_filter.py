@@ -35,9 +35,8 @@ class RuleFilter:
         return self.bound.preferred(self.names[vm], self.placement, candidates)
 
     def allows(self, vm: int, host: int) -> bool:
-        one = np.zeros(len(self.bound.hosts), dtype=bool)
-        one[host] = True
-        return bool(self.restrict(vm, one)[host])
+        """Whether `vm` on `host` keeps its must rules."""
+        return self.bound.breaking(self.names[vm], host, self.placement) is None
 
 
 def restricted(rules: RuleFilter | None, vm: int, candidates: np.ndarray) -> np.ndarray:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.analyze.findings import Findings, Hotspot
-from sova.analyze.load import vm_loads
+from sova.analyze.load import host_capacity, vm_loads
 from sova.analyze.volume import sandpiper_volume, volume_to_size
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
@@ -50,14 +50,15 @@ class Sandpiper(Policy):
         exclude = knowledge.placement.moved_within(snap.time, p["min_residence"])
         vsr = volume_to_size(sandpiper_volume(*vm_load.T), snap.vm_memory)
         rules = RuleFilter.of(knowledge)
+        capacity = host_capacity(snap)
         actions: list[Action] = []
         for h in sorted(np.flatnonzero(hot), key=lambda i: -now[i].max()):
             moves = 0
             for v in sorted(np.flatnonzero((snap.vm_host == h) & ~snap.vm_migrating), key=lambda i: -vsr[i]):
                 if moves >= p["max_moves"] or snap.vms[v] in exclude:
                     continue
-                load = vm_load[v] * (snap.host_cores[h], snap.nic_bandwidth[h], snap.host_memory[h])
-                after = now + load / np.stack([snap.host_cores, snap.nic_bandwidth, snap.host_memory], axis=1)
+                load = vm_load[v] * capacity[h]
+                after = now + load / capacity
                 ok = (after < thr).all(axis=1) & (mem_free >= snap.vm_memory[v]) & ~hot
                 ok[h] = False
                 ok = restricted(rules, v, ok)
@@ -81,7 +82,7 @@ class Sandpiper(Policy):
                     )
                 )
                 now[dst] = after[dst]
-                now[h] -= load / np.array([snap.host_cores[h], snap.nic_bandwidth[h], snap.host_memory[h]])
+                now[h] -= load / capacity[h]
                 mem_free[dst] -= snap.vm_memory[v]
                 if rules is not None:
                     rules.placement[v] = dst

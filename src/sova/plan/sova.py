@@ -22,7 +22,7 @@ import numpy as np
 
 from sova.analyze.findings import Findings, Hotspot
 from sova.analyze.intensity_class import classify, vf_eligible
-from sova.analyze.load import vm_loads, vms_by_host
+from sova.analyze.load import host_capacity, vm_loads, vms_by_host
 from sova.analyze.samples import window_samples
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
@@ -96,13 +96,14 @@ class Sova(Policy):
         members = vms_by_host(snap.vm_host, len(snap.hosts))
         rules = RuleFilter.of(knowledge)
         load = np.array([h.load for h in hotspots])
+        now_load = np.array([(h.cpu, h.nic, h.mem) for h in hotspots])  # each resource in the last report
+        capacity = host_capacity(snap)
         # under placement rules, the hosts to try when the rules let no VM of a hot host go to its destination
         spare = [int(j) for j in np.argsort(load, kind="stable") if load[j] < p["alpha"] and not hotspots[j].hot]
         taken = {dst for _, dst in pairs}
         actions: list[Action] = []
         for src, signalled in pairs:
             spot = hotspots[src]
-            host_load = np.array([spot.cpu, spot.nic, spot.mem])
             tries = [signalled] if rules is None else [signalled, *(j for j in spare if j not in taken and j != src)]
             pick = None
             for dst in tries:
@@ -111,8 +112,10 @@ class Sova(Policy):
                 barred = exclude
                 if rules is not None:  # the VMs whose rules keep them off this destination
                     barred = exclude | {snap.vms[v] for v in members[src] if not rules.allows(int(v), dst)}
-                accept = self._steady_test(snap, vm_load, hotspots, src, dst) if p["steady"] else None
-                pick = choose_vm(snap, vm_load, src, dst, host_load, barred, committed, members[src], accept)
+                accept = (
+                    self._steady_test(vm_load, now_load, capacity, hotspots[dst], src, dst) if p["steady"] else None
+                )
+                pick = choose_vm(snap, vm_load, src, dst, now_load[src], barred, committed, members[src], accept)
                 if pick is not None:
                     break
             if pick is None:
@@ -132,16 +135,14 @@ class Sova(Policy):
             actions.append(Migrate(vm=vm, dst=snap.hosts[dst], policy=self.name, reason=why))
         return actions
 
-    def _steady_test(self, snap, vm_load, hotspots, src: int, dst: int):
+    def _steady_test(self, vm_load, now_load, capacity, dst_spot: Hotspot, src: int, dst: int):
         """Whether moving a VM from src to dst keeps dst below `ceiling` after the move, at its forecast (its
         largest resource with the VM's load added, plus the rise its AR(1) forecast expects), and lowers
         src's load by min_gain: no move that saturates its destination or relieves too little to matter,
         so hosts do not trade VMs back and forth."""
         ceiling, min_gain = self.settings["ceiling"], self.settings["min_gain"]
-        capacity = np.stack([snap.host_cores, snap.nic_bandwidth, snap.host_memory], axis=1).astype(float)
-        here = np.array([hotspots[src].cpu, hotspots[src].nic, hotspots[src].mem])
-        there = np.array([hotspots[dst].cpu, hotspots[dst].nic, hotspots[dst].mem])
-        rise = max(0.0, (hotspots[dst].forecast or hotspots[dst].load) - hotspots[dst].load)
+        here, there = now_load[src], now_load[dst]
+        rise = max(0.0, (dst_spot.forecast or dst_spot.load) - dst_spot.load)
 
         def accept(v: int) -> bool:
             after = (there + vm_load[v] * capacity[src] / capacity[dst]).max() + rise

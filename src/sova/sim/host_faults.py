@@ -61,9 +61,7 @@ class HostFaults:
         if self.host_failed[host]:
             raise SimError(f"{where} has crashed")
         self.require_host_on(host)
-        free = self.host_mem[host] - self.host_mem_used(host)
-        if free < self.vm_mem[vm]:
-            raise SimError(f"{where} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
+        self.require_room(host, vm)
         src = int(self.vm_host[vm])
         if self.vm_vf[vm]:
             self.vm_vf[vm] = False
@@ -86,10 +84,3 @@ class HostFaults:
             self.vm_down[up] = False
             self.vm_up_at[up] = np.inf
             self._routes_dirty = True
-
-    def _frozen(self) -> tuple[np.ndarray, np.ndarray]:
-        """(VMs, hosts) whose counters do not move this step: down, and crashed."""
-        return self.vm_down, self.host_failed
-
-    def _waking_or_failed(self, host: int) -> bool:
-        return bool(self.host_failed[host]) or self.host_state[host] == WAKING

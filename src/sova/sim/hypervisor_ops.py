@@ -21,6 +21,13 @@ class HypervisorOperations:
         held = self.vm_mem[(self.vm_host == host) & self.vm_present].sum()  # one host: no bincount of all
         return float(held + self.dom0_mem_reserved[host])
 
+    def require_room(self, host: int, vm: int) -> None:
+        """Refuse a host without the memory for the VM (a migration, a creation, a restart)."""
+        free = self.host_mem[host] - self.host_mem_used(host)
+        if free < self.vm_mem[vm]:
+            where, name = self.host_names[host], self.vm_names[vm]
+            raise SimError(f"{where} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
+
     def require_running(self, vm: int) -> str:
         """The VM's name; refused if it is not there (not arrived yet, or deleted)."""
         if not self.vm_present[vm]:
@@ -41,9 +48,7 @@ class HypervisorOperations:
             raise SimError(f"{self.host_names[dst]} has crashed")
         if self.vm_vf[vm] or vm in self.vf_plugging:
             raise SimError(f"{name} has an SR-IOV VF attached; detach it before migrating")
-        free = self.host_mem[dst] - self.host_mem_used(dst)
-        if free < self.vm_mem[vm]:
-            raise SimError(f"{self.host_names[dst]} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
+        self.require_room(dst, vm)
         mig = Migration(
             vm=vm,
             src=src,

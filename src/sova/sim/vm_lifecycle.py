@@ -100,9 +100,7 @@ class VmLifecycle:
     def _place(self, vm: int, host: int) -> None:
         name, where = self.vm_names[vm], self.host_names[host]
         self.require_host_on(host)
-        free = self.host_mem[host] - self.host_mem_used(host)
-        if free < self.vm_mem[vm]:
-            raise SimError(f"{where} has {free:.0f} MiB free, {name} needs {self.vm_mem[vm]:.0f} MiB")
+        self.require_room(host, vm)
         if self.vm_vf[vm] and self.vf_used[host] >= self.max_vfs[host]:
             raise SimError(f"{where} has no free VF for {name} ({self.max_vfs[host]} in use)")
         self.vm_host[vm] = host
