@@ -195,3 +195,14 @@ def test_a_rules_file_for_real_hosts_names_vms_that_may_start_later_but_only_kno
         load_rules_file(bad, ["n1", "n2"])
     text = str(error.value)
     assert "extra: unknown key" in text and "'n9' matches no host managed here" in text and str(bad) in text
+
+
+def test_a_bad_rule_is_reported_beside_other_problems_of_the_scenario():
+    with pytest.raises(InputError) as error:
+        make_scenario(
+            hosts=HOSTS_3,
+            vms=[{"name": "v1", "host": "nowhere"}],
+            rules=[{"kind": "near", "vms": ["v1", "v2"]}],
+        )
+    text = str(error.value)
+    assert "unknown host 'nowhere'" in text and "[[rules]] #1.kind: got 'near'" in text

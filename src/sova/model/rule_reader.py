@@ -92,8 +92,8 @@ def load_rules_file(path: Path, host_names: list[str] | None) -> RuleBook:
 
 def read_scenario_rules(r: Reader, raw: Any, vms: list[VmSpec], hosts: list[HostSpec]) -> RuleBook:
     """A scenario's [[rules]], checked against its VMs and hosts (and their memory) when those read well."""
-    if r.problems:  # names and sizes may be wrong: the rules alone are read, and checked on the next read
-        return read_rules(Reader(r.source), raw, None, None)
+    if r.problems:  # names and sizes may be wrong: the rules' own keys are checked now, their names next time
+        return read_rules(r, raw, None, None)
     return read_rules(
         r,
         raw,
