@@ -5,7 +5,7 @@
 # `make` as root; elsewhere it says what it needs.
 set -euo pipefail
 PKGS=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils busybox-static
-      libvirt-dev pkg-config iproute2 nats-server postgresql chromium chromium-driver openssl)
+      libvirt-dev pkg-config iproute2 nftables nats-server postgresql chromium chromium-driver openssl)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -20,10 +20,14 @@ BASE = {
             "nic_bandwidth": "10Gbps",
             "sriov": {"pf": "enp65s0f0", "vfs": ["0000:41:10.0", "0000:41:10.2"], "bandwidth": "10Gbps"},
         },
-        "node2": {"uri": "qemu+ssh://root@node2/system"},
-    }
+        "node2": {"uri": "qemu+ssh://root@node2/system", "flows": {"command": ["ssh", "root@node2"], "ports": "vnet*"}},
+    },
+    "topology": {"kind": "leaf-spine", "leaves": 2, "hosts_per_leaf": 2},
 }
-KEYS = ("hosts", "uri", "migration_uri", "nic_bandwidth", "sriov", "pf", "vfs", "bandwidth", "rate_command", "x")
+KEYS = (
+    *("hosts", "uri", "migration_uri", "nic_bandwidth", "sriov", "pf", "vfs", "bandwidth", "rate_command", "x"),
+    *("flows", "command", "ports", "topology", "kind", "leaves", "hosts_per_leaf"),
+)
 
 
 @settings(max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))

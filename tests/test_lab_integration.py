@@ -32,7 +32,7 @@ from sova.drivers.libvirt_common import LIBVIRT_QUOTA_MAX
 from sova.lab import hosts as lab_hosts
 from sova.lab.domain import CONTROL_CHANNEL
 from sova.lab.errors import LabError
-from sova.lab.lab import Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for
+from sova.lab.lab import Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for, lab_topology
 from sova.model import actions as A
 from sova.model.io_sample import IoThrottle
 from sova.model.placement_rules import RuleBook, maintenance_rule
@@ -604,6 +604,55 @@ def test_sova_manager_and_agents_run_the_real_hosts_approve_a_migration_and_hold
     assert lab_.where(state)[moved["vm"]][0] == moved["dst"] != hot
     assert slo.status_code == 200 and throttled > 0  # unthrottled, vm2 reads thousands a second
     assert held[-1]["host"] == vm2_host and held[-1]["target"] == 90
+
+
+def test_virtue_on_real_hosts_brings_two_guests_that_talk_across_hosts_together_from_bridge_flow_counters(lab):
+    """The traffic matrix from real hosts: each bridge counts bytes per MAC pair (nftables), the driver maps
+    the MACs to VMs, and greedy-net (profile virtue) moves one of two guests that stream to each other
+    across hosts onto the other's host."""
+    lab_, state = lab
+    placed = lab_.where(state)
+    sender = min(v for v, (h, _) in placed.items())
+    receiver = min(v for v, (h, _) in placed.items() if h != placed[sender][0])
+    lab_.load(sender, [f"net={receiver}:100"])
+    drv = _libvirt_driver(state)
+    s, r = (drv.observe().vm_position[n] for n in (sender, receiver))
+
+    def streaming(snap, cpu, ops, tx) -> bool:
+        return tx[s] > 1e6
+
+    before, *_ = measured_until(drv, streaming)
+    time.sleep(3)
+    snap = drv.observe()
+    pairs = [np.flatnonzero((x.flow_src == s) & (x.flow_dst == r)) for x in (before, snap)]
+    assert [len(p) for p in pairs] == [1, 1] and not drv.flows.errors, (snap.flow_src, snap.flow_dst, drv.flows.errors)
+    counted = snap.flow_bytes[pairs[1][0]] - before.flow_bytes[pairs[0][0]]
+    sent = snap.counters.vnic_tx_bytes[s] - before.counters.vnic_tx_bytes[s]  # the guest's interface, by libvirt
+    assert 0.9 < counted / sent < 1.1, (counted, sent)  # the bridge counted the stream the guest sent
+    entries = []
+
+    def together() -> bool:
+        where = {vm: h for vm, (h, _) in lab_.where(state).items()}
+        return where[sender] == where[receiver] and not any(drv.observe().vm_migrating)
+
+    params = {"greedy-net": {"window": 10, "cycle": 15, "period": 5}}
+    policies = check_profile(Reader("test"), ProfileSpec("virtue", ("greedy-net",), params=params))
+    try:
+        manage(
+            drv,
+            policies,
+            ControlSpec(),
+            duration=150,
+            on_entry=entries.append,
+            should_stop=together,
+            topology=lab_topology(),
+        )
+    finally:
+        drv.close()
+        lab_.load(sender, [])
+    moved = [e for e in entries if e.event == "finished" and e.policy == "greedy-net"]
+    assert moved and all(e.status == A.OK for e in moved), entries
+    assert {e.target for e in moved} <= {sender, receiver} and together()
 
 
 def test_sova_manage_drains_a_real_host_under_a_maintenance_rule(lab):

@@ -276,6 +276,32 @@ def test_hosts_file_names_every_problem_with_its_table_and_key(tmp_path):
         load_hosts_file(f)
 
 
+def test_hosts_file_reads_flow_counters_and_the_topology_in_host_order(tmp_path):
+    from sova.drivers.hosts_file import load_hosts_file
+    from sova.model.schema import InputError
+
+    f = tmp_path / "hosts.toml"
+    f.write_text(
+        '[hosts.node1]\nuri = "qemu+tls://node1/system"\n[hosts.node1.flows]\ncommand = ["ssh", "root@node1"]\n'
+        '[hosts.node2]\nuri = "qemu+tls://node2/system"\n[hosts.node2.flows]\n'
+        '[hosts.node3]\nuri = "qemu+tls://node3/system"\n'
+        '[topology]\nkind = "leaf-spine"\nhosts_per_leaf = 2\nleaves = 2\n'
+    )
+    cfg = load_hosts_file(f)
+    assert cfg.flows["node1"].run.prefix == ("ssh", "root@node1") and cfg.flows["node1"].ports == "vnet*"
+    assert cfg.flows["node2"].run.prefix == () and "node3" not in cfg.flows  # an empty table: locally
+    assert cfg.topology.kind == "leaf-spine" and cfg.topology.hosts_per_leaf == 2
+    f.write_text(
+        '[hosts.node1]\nuri = "qemu+tls://node1/system"\n[hosts.node1.flows]\nports = "vnet*\\"; drop"\n'
+        '[topology]\nkind = "leaf-spine"\nhosts_per_leaf = 0\n'
+    )
+    with pytest.raises(InputError) as e:
+        load_hosts_file(f)
+    text = str(e.value)
+    assert "[hosts.node1].flows.ports: 'vnet*\"; drop' is not an interface name" in text
+    assert "[topology].hosts_per_leaf" in text
+
+
 def test_guest_counters_do_not_jump_when_the_agent_starts_reporting(monkeypatch):
     import sova.drivers.libvirt_driver as mod
     from sova.drivers.guest_agent import GuestReport

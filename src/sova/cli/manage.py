@@ -80,19 +80,25 @@ def command(args) -> int:
     from sova.control.slo_service import default_socket
     from sova.drivers.libvirt_driver import LibvirtDriver
     from sova.model.rule_reader import load_rules_file
+    from sova.model.scenario import TopologySpec
     from sova.plan.storage.io_control import IoController
 
-    hosts, options = {}, {}
+    hosts, options, topology = {}, {}, None
     if args.lab is not None:
-        from sova.lab.lab import driver_settings
+        from sova.lab.lab import driver_settings, lab_topology
 
         hosts, options = driver_settings(args.lab)
+        topology = lab_topology()
     if args.hosts_file is not None:
+        from sova.drivers.flow_counters import FlowCounters
         from sova.drivers.hosts_file import load_hosts_file
 
         cfg = load_hosts_file(args.hosts_file)
         hosts.update(cfg.hosts)
         options.update(sriov=cfg.sriov, migration_uri=cfg.migration_uri, nic_bandwidth=cfg.nic_bandwidth)
+        if cfg.flows:
+            options["flows"] = FlowCounters(cfg.flows)
+        topology = cfg.topology or topology
     hosts.update(pairs(args.host, "--host", "NAME=URI, e.g. node1=qemu+ssh://root@node1/system"))
     policies, control = profile_and_rails(args, "sova manage")
     controlled = any(isinstance(p, IoController) for p in policies)
@@ -129,7 +135,16 @@ def command(args) -> int:
     out.print(f"managing {', '.join(hosts)} with profile {args.profile} ({args.mode}); Ctrl-C stops", markup=False)
     try:
         manage(
-            driver, policies, control, args.mode, args.duration, on_entry=on_entry, ask=ask, slos=service, rules=rules
+            driver,
+            policies,
+            control,
+            args.mode,
+            args.duration,
+            on_entry=on_entry,
+            ask=ask,
+            slos=service,
+            rules=rules,
+            topology=topology or TopologySpec(),  # unknown: one switch, each host's port its own NIC
         )
     except KeyboardInterrupt:
         out.print("stopped", markup=False)

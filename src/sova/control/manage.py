@@ -23,7 +23,7 @@ from sova.control.runtime import Runtime
 from sova.control.slo_service import SloService
 from sova.drivers.base import Driver
 from sova.model.placement_rules import RuleBook
-from sova.model.scenario import ControlSpec
+from sova.model.scenario import ControlSpec, TopologySpec
 from sova.model.snapshot import Snapshot
 from sova.model.storage_slo import SloBook
 from sova.plan.base import Policy
@@ -38,6 +38,7 @@ BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
     "cloudscope": ("cloudscope",),  # CloudScope Algorithm 1: move VMs predicted slow
     "cloudscope-dom0": ("cloudscope-dom0",),  # CloudScope Eq. 8: raise Dom0's weight for VMs missing their SLO
     "see": ("see",),  # SASLO: each VM's storage IO held to its SLO (sova slo set)
+    "virtue": ("greedy-net",),  # Virtue's Greedy Net: VMs that talk across hosts moved together (flow counters)
 }
 
 
@@ -59,11 +60,13 @@ def manage(
     should_stop: Callable[[], bool] | None = None,
     slos: SloService | None = None,
     rules: RuleBook | None = None,
+    topology: TopologySpec | None = None,
 ) -> Runtime:
     """Run until `duration` seconds have passed (None: until interrupted or should_stop()); `slos`: the
     tenants' SLOs, which the IO controllers among the policies hold (bound here to the hosts' VMs);
-    `rules`: the placement rules every policy and the executor keep."""
-    rt = Runtime(driver, policies, control, mode, rules=rules)
+    `rules`: the placement rules every policy and the executor keep; `topology`: the fabric the hosts
+    are on, in their order (network-aware placement needs it)."""
+    rt = Runtime(driver, policies, control, mode, topology, rules=rules)
     layout = driver.observe() if slos is not None else None  # which VM runs on which host
     controllers = bind_to_hosts(policies, slos.book, layout) if slos is not None else []
     if controllers:

@@ -11,16 +11,28 @@
     bandwidth = "10Gbps"
     rate_command = ["ssh", "root@node1.example.org"]         # how to run `ip link set PF vf N max_tx_rate`
 
+    [hosts.node1.flows]                                      # VM-to-VM byte counters on the host's bridge
+    command = ["ssh", "root@node1.example.org"]              # how to run `nft` there (empty: locally)
+    ports = "vnet*"                                          # the guests' bridge ports
+
+    [topology]                                               # the fabric, hosts in file order (as in a
+    kind = "leaf-spine"                                      # scenario; default: one switch)
+    hosts_per_leaf = 16
+
 Every problem is reported with its table and key, as for scenario files.
 """
 
 from __future__ import annotations
 
-import subprocess
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sova.drivers.flow_counters import FlowCounterHost
+from sova.drivers.host_command import HostCommand
 from sova.drivers.vf import SriovHost, pci_parts
+from sova.model.scenario import TopologySpec
+from sova.model.scenario_reader import check_topology_fits, read_topology
 from sova.model.schema import Field, InputError, Reader, read_toml
 
 HOST_FIELDS = {
@@ -28,12 +40,18 @@ HOST_FIELDS = {
     "migration_uri": Field("str", "", "where a source host's daemon reaches this one for peer-to-peer migration"),
     "nic_bandwidth": Field("bandwidth", 10e9, "bit/s of the host's port", lo=0, lo_open=True),
     "sriov": Field("table", {}, "the host's SR-IOV NIC (see below); none: no VFs"),
+    "flows": Field("table", {}, "the host's bridge counts VM-to-VM bytes (see below); none: no traffic matrix"),
 }
 SRIOV_FIELDS = {
     "pf": Field("str", doc="the physical function's network interface"),
     "vfs": Field("list[str]", doc="PCI addresses of the VFs Sova may hand out, in VF-number order"),
     "bandwidth": Field("bandwidth", 10e9, "bit/s of the PF's port", lo=0, lo_open=True),
     "rate_command": Field("list[str]", [], "prefix that runs a command on the host (empty: locally)"),
+}
+PORTS_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}\*?$")  # Linux names: at most 15 characters
+FLOW_FIELDS = {
+    "command": Field("list[str]", [], "prefix that runs `nft` on the host (empty: locally)"),
+    "ports": Field("str", "vnet*", "the guests' ports on the bridge, a name or nftables wildcard"),
 }
 
 
@@ -43,15 +61,8 @@ class HostsConfig:
     migration_uri: dict[str, str] = field(default_factory=dict)
     sriov: dict[str, SriovHost] = field(default_factory=dict)
     nic_bandwidth: dict[str, float] = field(default_factory=dict)
-
-
-def _runner(prefix: list[str]):
-    def run(cmd: list[str]) -> None:
-        r = subprocess.run([*prefix, *cmd], capture_output=True, text=True, timeout=30)
-        if r.returncode != 0:
-            raise RuntimeError(f"{' '.join([*prefix, *cmd])}: {r.stderr.strip()}")
-
-    return run
+    flows: dict[str, FlowCounterHost] = field(default_factory=dict)
+    topology: TopologySpec | None = None
 
 
 def load_hosts_file(path: Path) -> HostsConfig:
@@ -61,8 +72,9 @@ def load_hosts_file(path: Path) -> HostsConfig:
 def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
     """A parsed hosts file, checked whole; InputError with every problem and its place."""
     r = Reader(source)
-    t = r.table(raw, {"hosts": Field("table")}, "")
+    t = r.table(raw, {"hosts": Field("table"), "topology": Field("table", {})}, "")
     out = HostsConfig()
+    topology = t.get("topology")
     hosts = t.get("hosts") if isinstance(t.get("hosts"), dict) else {}
     for name, spec in hosts.items():
         where = f"[hosts.{name}]"
@@ -83,10 +95,19 @@ def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
                 except ValueError as e:
                     r.error(f"{where}.sriov.vfs[{i}]", str(e))
             if s["pf"] and s["vfs"]:
-                run = _runner(s["rate_command"]) if s["rate_command"] else None
-                out.sriov[name] = SriovHost(s["pf"], s["vfs"], s["bandwidth"], run)
+                out.sriov[name] = SriovHost(
+                    s["pf"], s["vfs"], s["bandwidth"], HostCommand(tuple(s["rate_command"] or ()))
+                )
+        if isinstance(spec, dict) and "flows" in spec:  # an empty table: count locally, libvirt's tap names
+            f = r.table(t["flows"], FLOW_FIELDS, f"{where}.flows")
+            if f["ports"] is not None and not PORTS_RE.match(f["ports"]):
+                r.error(f"{where}.flows.ports", f"{f['ports']!r} is not an interface name, with * at the end or not")
+            out.flows[name] = FlowCounterHost(HostCommand(tuple(f["command"] or ())), f["ports"] or "vnet*")
     if not out.hosts and not r.problems:
         r.error("[hosts]", "no hosts; expected at least one [hosts.NAME] table with a uri")
+    if topology:
+        out.topology = read_topology(r, topology)
+        check_topology_fits(r, out.topology, len(hosts))
     if r.problems:
         raise InputError(r.problems)
     return out

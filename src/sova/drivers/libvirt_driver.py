@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sova.drivers.flow_counters import FlowCounters, vm_flows
 from sova.drivers.guest_agent import GuestChannel, GuestReport
 from sova.drivers.libvirt_common import (
     _MAC_RE,
@@ -63,6 +64,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         migration_uri: dict[str, str] | None = None,
         unsafe_migration: bool = False,
         dirty_rate_every: float = 10.0,
+        flows: FlowCounters | None = None,
     ):
         if not hosts:
             raise DriverError("the libvirt driver needs at least one host (--host NAME=URI)")
@@ -82,6 +84,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         self.migration_uri = migration_uri or {}
         self.unsafe_migration = unsafe_migration
         self.dirty_rate_every = dirty_rate_every
+        self.flows = flows
         self._conns: dict[str, Any] = {}
         self._t0 = time.monotonic()
         self._io = LibvirtIo(self)
@@ -196,6 +199,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         migrating = np.zeros(V, dtype=bool)
         disk_local = np.zeros(V, dtype=bool)
         vfs_used = np.zeros(H)
+        mac_owner: dict[str, int] = {}  # every MAC of every VM's NICs -> the VM's index
         self._where = {}
         for v, name in enumerate(names):
             hi, dom, st, _ = rows[name]
@@ -217,6 +221,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             c["blocked_time"][v] = state.blocked
             vf_macs = {vf_mac(state.index)}
             xml = self._xml(dom)  # one read per VM and observation: every device question below uses it
+            mac_owner.update((mac, v) for mac in _MAC_RE.findall(xml))
             disk_types = _DISK_TYPE_RE.findall(xml)
             disk_local[v] = bool(disk_types) and all(t in ("file", "block") for t in disk_types)
             for i in range(int(st.get("net.count", 0))):
@@ -268,6 +273,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             vfs_used[hi] += has_vf
             migrating[v] = bool(job and not job.done and isinstance(job.action, A.Migrate))
         nic_rx, nic_tx = self._host_nic_counters(vm_host, c)
+        flow_src, flow_dst, flow_bytes = vm_flows(self.flows.totals() if self.flows else {}, mac_owner)
         return Snapshot(
             time=now,
             hosts=self.host_names,
@@ -293,6 +299,9 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             vm_vf_rate=vf_rate,
             vm_migrating=migrating,
             counters=VmCounters(**c),
+            flow_src=flow_src,
+            flow_dst=flow_dst,
+            flow_bytes=flow_bytes,
             dom0_weight=dom0_weight,
             vm_disk_local=disk_local,
         )

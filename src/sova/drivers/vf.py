@@ -10,9 +10,10 @@ outbound rate limited by libvirt's ``<bandwidth>``; the lab's guest agent moves 
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from sova.drivers.host_command import HostCommand
 
 
 def vf_mac(vm_index: int) -> str:
@@ -27,18 +28,12 @@ class SriovHost:
     pf: str  # the PF's network interface, e.g. enp65s0f0
     vfs: list[str]  # VF PCI addresses "0000:41:10.0", in VF-number order
     bandwidth: float = 10e9  # bit/s of the port
-    run: Callable[[list[str]], None] | None = None  # runs a command on the host (default: locally)
+    run: Callable[[list[str]], object] = field(default_factory=HostCommand)  # runs a command on the host
 
     def set_rate(self, vf_number: int, rate: float) -> None:
         """Cap a VF's transmit rate on the PF (Mbit/s, 0 = no cap), as `ip link` does."""
         cmd = ["ip", "link", "set", self.pf, "vf", str(vf_number), "max_tx_rate", str(round(rate / 1e6))]
-        (self.run or _run_local)(cmd)
-
-
-def _run_local(cmd: list[str]) -> None:
-    r = subprocess.run(cmd, capture_output=True, text=True)
-    if r.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)}: {r.stderr.strip()}")
+        self.run(cmd)
 
 
 @dataclass

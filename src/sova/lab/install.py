@@ -19,6 +19,7 @@ PACKAGES = (
     "qemu-system-x86",
     "qemu-utils",
     "busybox-static",
+    "nftables",  # the bridges' VM-to-VM flow counters
 )
 COMMANDS = {"libvirtd": "libvirt-daemon", "qemu-system-x86_64": "qemu-system-x86", "qemu-img": "qemu-utils"}
 

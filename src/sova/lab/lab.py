@@ -27,6 +27,7 @@ from sova.lab import guest_image, hosts, install
 from sova.lab.domain import AGENT_CHANNEL, CONTROL_CHANNEL, GuestSpec, domain_xml
 from sova.lab.errors import LabError
 from sova.lab.hosts import Host
+from sova.model.scenario import TopologySpec
 
 DEFAULT_DIR = Path("/var/lib/sova-lab")
 GUEST_MEMORY_MIB = 128  # the notes: 80 MiB at least, 96-128 fine
@@ -384,9 +385,16 @@ def driver_settings(lab_dir: Path) -> tuple[dict[str, str], dict]:
     return {h.name: h.uri for h in state.hosts}, driver_options(state)
 
 
+def lab_topology() -> TopologySpec:
+    """The lab's fabric: one bridge, each host's port shaped to the lab's link speed."""
+    return TopologySpec(kind="single-switch", link_speed=LAB_LINK_BANDWIDTH)
+
+
 def driver_options(state: LabState) -> dict:
     """Keyword arguments for LibvirtDriver that fit this lab: agent sockets and uplink counters read
     through the host's directories and namespace, VFs emulated, migrations of disks on one file system."""
+    from sova.drivers.flow_counters import FlowCounterHost, FlowCounters
+    from sova.drivers.host_command import HostCommand
     from sova.drivers.vf import EmulatedVfs
 
     by_name = {h.name: h for h in state.hosts}
@@ -414,7 +422,9 @@ def driver_options(state: LabState) -> dict:
             return None
         return int(usage) * 1e-9, os.cpu_count() or 1
 
+    flows = {h.name: FlowCounterHost(HostCommand(("ip", "netns", "exec", h.netns))) for h in state.hosts}
     return {
+        "flows": FlowCounters(flows),  # nftables counters on each host's br0, at the guests' taps
         "guest_socket": guest_socket,
         "host_nic": host_nic,
         "host_cpu": host_cpu,

@@ -96,7 +96,7 @@ def scenario_from_dict(
             r.error(f"[{key}]", f"unknown table{extra}; a scenario has {', '.join(TABLES.values())}")
     head = r.table(raw.get("scenario", {}), SCENARIO_FIELDS, "[scenario]")
     _check_name(r, head.get("name"))
-    topo = TopologySpec(**r.table(raw.get("topology", {}), TOPOLOGY_FIELDS, "[topology]"))
+    topo = read_topology(r, raw.get("topology", {}))
     defaults = raw.get("defaults", {})
     if not isinstance(defaults, dict):
         r.error("[defaults]", "expected a table with optional host and vm sub-tables")
@@ -125,7 +125,7 @@ def scenario_from_dict(
     trials = TrialsSpec(**r.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
     if trials is not None and head.get("duration") is not None and trials.warmup >= head["duration"]:
         r.error("[trials].warmup", f"{trials.warmup:g} s leaves nothing of the {head['duration']:g} s run to measure")
-    _check_topology_fits(r, topo, len(hosts))
+    check_topology_fits(r, topo, len(hosts))
 
     if head.get("duration") is not None and head.get("step") is not None and head["step"] > head["duration"]:
         r.error("[scenario].step", f"step {head['step']:g} s is longer than the duration {head['duration']:g} s")
@@ -455,7 +455,12 @@ def _profile_simulator(r: Reader, raw: Any, profile: str) -> dict[str, Any]:
     return {key: checked[key] for key in raw if key in checked} if isinstance(raw, dict) else {}
 
 
-def _check_topology_fits(r: Reader, t: TopologySpec, n_hosts: int) -> None:
+def read_topology(r: Reader, raw) -> TopologySpec:
+    """A [topology] table (a scenario's, or a hosts file's for real hosts), its problems noted on `r`."""
+    return TopologySpec(**r.table(raw, TOPOLOGY_FIELDS, "[topology]"))
+
+
+def check_topology_fits(r: Reader, t: TopologySpec, n_hosts: int) -> None:
     slots = {
         "single-switch": n_hosts,
         "leaf-spine": t.leaves * t.hosts_per_leaf,
