@@ -32,6 +32,7 @@ from sova.model.scenario import ControlSpec
 from sova.model.snapshot import Snapshot
 
 LOAD_WINDOW = 10.0
+_ENDINGS = frozenset({"finished", "rejected", "expired", "dry-run"})
 
 
 class Busy(str):
@@ -121,15 +122,30 @@ class Executor:
         self.running: list[_Job] = []
         self.pending: dict[int, PendingPlan] = {}
         self.last_migrated: dict[str, float] = {}
+        self.settled: list[tuple[A.Action, A.Outcome]] = []  # actions that ended, for their policies to see
         self._seq = 0
+
+    def _record(self, now: float, plan: int, event: str, action: A.Action, outcome: A.Outcome | None = None) -> None:
+        """Audit an event; an action that ended (finished, rejected, expired, failed or done at once) is also
+        kept in ``settled`` until the runtime hands it to its policy."""
+        self.audit.record(now, plan, event, action, outcome)
+        if outcome is not None and (event in _ENDINGS or (event == "applied" and outcome.status != A.RUNNING)):
+            self.settled.append((action, outcome))
 
     # ---------------------------------------------------------------- plans
     def submit(
-        self, actions: list[A.Action], knowledge: Knowledge, findings: Findings | None = None, patient: bool = False
+        self,
+        actions: list[A.Action],
+        knowledge: Knowledge,
+        findings: Findings | None = None,
+        patient: bool = False,
+        lost: dict[int, str] | None = None,
     ) -> int | None:
         """Take a plan from a policy, with the findings it was made from; returns its id (None for an empty
         plan). The audit log records the findings the plan rests on (``Findings.behind``) before its actions.
-        patient: its actions wait while a migration cap is full (an evacuation), instead of being rejected."""
+        patient: its actions wait while a migration cap is full (an evacuation), instead of being rejected.
+        lost: the actions (by identity) that lost a conflict with another policy's, each with why: they are
+        recorded as proposed and rejected, and the rest goes on."""
         if not actions:
             return None
         self._seq += 1
@@ -138,16 +154,21 @@ class Executor:
         for f in behind:
             self.audit.record_finding(now, self._seq, actions[0].policy, f)
         for a in actions:
-            self.audit.record(now, self._seq, "proposed", a)
+            self._record(now, self._seq, "proposed", a)
+        if lost:
+            for a in actions:
+                if id(a) in lost:
+                    self._record(now, self._seq, "rejected", a, A.Outcome(A.REJECTED, lost[id(a)], now, now))
+            actions = [a for a in actions if id(a) not in lost]
         if self.mode == "dry-run":
             for a in actions:
                 verdict = self.check(a, knowledge)
                 msg = f"not applied (dry run); rails: {verdict or 'would pass'}"
-                self.audit.record(now, self._seq, "dry-run", a, A.Outcome(A.DRY_RUN, msg, now, now))
+                self._record(now, self._seq, "dry-run", a, A.Outcome(A.DRY_RUN, msg, now, now))
         elif self.mode == "approve":
             self.pending[self._seq] = PendingPlan(self._seq, list(actions), now, behind)
             for a in actions:
-                self.audit.record(now, self._seq, "pending", a, A.Outcome(A.PENDING, "waiting for approval", now))
+                self._record(now, self._seq, "pending", a, A.Outcome(A.PENDING, "waiting for approval", now))
         else:
             self.queued.extend(_Job(self._seq, a, patient=patient, queued=now) for a in actions)
             self._start_ready(knowledge)
@@ -173,20 +194,31 @@ class Executor:
         """Plans with an action queued or running."""
         return {job.plan for job in self.queued} | {job.plan for job in self.running}
 
+    def in_flight(self) -> list[tuple[A.Action, bool]]:
+        """The actions in hand, each with whether it has started (the rest wait in the queue)."""
+        return [(j.action, True) for j in self.running] + [(j.action, False) for j in self.queued]
+
+    def preempt(self, action: A.Action, why: str) -> None:
+        """Drop a queued action (recorded as rejected, with why) for another policy's of a higher priority."""
+        now = self.driver.now()
+        for job in [j for j in self.queued if j.action is action]:
+            self.queued.remove(job)
+            self._record(now, job.plan, "rejected", action, A.Outcome(A.REJECTED, why, now, now))
+
     def drop_queued(self, plan_id: int, why: str) -> int:
         """Drop a plan's actions that have not started (recorded as rejected); how many."""
         now = self.driver.now()
         dropped = [job for job in self.queued if job.plan == plan_id]
         self.queued = [job for job in self.queued if job.plan != plan_id]
         for job in dropped:
-            self.audit.record(now, plan_id, "rejected", job.action, A.Outcome(A.REJECTED, why, now, now))
+            self._record(now, plan_id, "rejected", job.action, A.Outcome(A.REJECTED, why, now, now))
         return len(dropped)
 
     def approve(self, plan_id: int, knowledge: Knowledge) -> None:
         plan = self._take_pending(plan_id)
         now = self.driver.now()
         for a in plan.actions:
-            self.audit.record(now, plan_id, "approved", a, A.Outcome(A.OK, "approved by operator", now))
+            self._record(now, plan_id, "approved", a, A.Outcome(A.OK, "approved by operator", now))
         self.queued.extend(_Job(plan_id, a) for a in plan.actions)
         self._start_ready(knowledge)
 
@@ -194,7 +226,7 @@ class Executor:
         plan = self._take_pending(plan_id)
         now = self.driver.now()
         for a in plan.actions:
-            self.audit.record(now, plan_id, "rejected", a, A.Outcome(A.REJECTED, why, now, now))
+            self._record(now, plan_id, "rejected", a, A.Outcome(A.REJECTED, why, now, now))
 
     def _take_pending(self, plan_id: int) -> PendingPlan:
         if plan_id not in self.pending:
@@ -215,20 +247,18 @@ class Executor:
                         still.append(job)
                         continue
                     msg = f"no result after {self.rails.action_timeout:g} s; cancelled"
-                    self.audit.record(
-                        now, job.plan, "finished", job.action, A.Outcome(A.TIMEOUT, msg, job.started, now)
-                    )
+                    self._record(now, job.plan, "finished", job.action, A.Outcome(A.TIMEOUT, msg, job.started, now))
                     continue
                 still.append(job)
                 continue
             if isinstance(job.action, A.Migrate) and out.status == A.OK:
                 self.last_migrated[job.action.vm] = now
-            self.audit.record(now, job.plan, "finished", job.action, out)
+            self._record(now, job.plan, "finished", job.action, out)
         self.running = still
         for pid in [p for p, plan in self.pending.items() if now - plan.created > self.rails.approval_timeout]:
             for a in self.pending.pop(pid).actions:
                 msg = f"not approved within {self.rails.approval_timeout:g} s"
-                self.audit.record(now, pid, "expired", a, A.Outcome(A.EXPIRED, msg, now, now))
+                self._record(now, pid, "expired", a, A.Outcome(A.EXPIRED, msg, now, now))
         self._start_ready(knowledge)
 
     def _start_ready(self, knowledge: Knowledge) -> None:
@@ -244,7 +274,7 @@ class Executor:
             key = (job.plan, job.action.target)
             if key in blocked:
                 why = A.Outcome(A.REJECTED, "an earlier action of its plan on the same target was rejected", now, now)
-                self.audit.record(now, job.plan, "rejected", job.action, why)
+                self._record(now, job.plan, "rejected", job.action, why)
                 continue
             if job.action.target in busy:
                 keep.append(job)
@@ -255,11 +285,12 @@ class Executor:
                 busy.add(job.action.target)  # its plan's later actions on the VM wait behind it
                 continue
             if verdict:
-                self.audit.record(now, job.plan, "rejected", job.action, A.Outcome(A.REJECTED, verdict, now, now))
+                details = {"not_now": True} if isinstance(verdict, Busy) else {}  # a cap or the headroom: try later
+                self._record(now, job.plan, "rejected", job.action, A.Outcome(A.REJECTED, verdict, now, now, details))
                 blocked.add(key)
                 continue
             out = self.driver.apply(job.action)
-            self.audit.record(now, job.plan, "applied", job.action, out)
+            self._record(now, job.plan, "applied", job.action, out)
             if out.status == A.RUNNING:
                 job.started = now
                 self.running.append(job)

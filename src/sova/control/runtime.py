@@ -14,6 +14,7 @@ import numpy as np
 from sova.analyze.base import AnalyzeStage
 from sova.analyze.findings import Findings
 from sova.control.admission import Admission
+from sova.control.arbiter import Claim, Verdict, arbitrate
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor
 from sova.drivers.base import Driver
@@ -52,6 +53,12 @@ class Runtime:
             if not any(isinstance(p, duty) for p in policies):
                 policies = [*policies, duty(**{key: f.default for key, f in duty.params.items()})]
         self.policies = policies
+        for pol in policies:  # who binds whom: the extension points of the others (docs/policies.md)
+            others = [o for o in policies if o is not pol and o.extends()]
+            pol.peers = [o for o in others if o.rank >= pol.rank]
+            pol.scorers = others
+        self._order = {pol.name: i for i, pol in reversed(list(enumerate(policies)))}
+        self._rank = {pol.name: pol.rank for pol in reversed(policies)}
         self.control = control
         self.knowledge = knowledge if knowledge is not None else Knowledge(control.history, topology)
         if rules is not None:
@@ -75,6 +82,7 @@ class Runtime:
             self._watch_reports()
         self.admission.tick(self.knowledge)
         analysis = AnalyzeStage(self.knowledge)  # the policies due now see one Knowledge: each finding once
+        plans: list[tuple[Policy, list, object]] = []
         for i, pol in enumerate(self.policies):
             if now + 1e-9 >= self._next_run[i]:
                 self._next_run[i] += pol.period * max(1, int((now - self._next_run[i]) // pol.period) + 1)
@@ -84,14 +92,44 @@ class Runtime:
                     decided = True
                     findings = analysis.findings(pol.analyses())
                     self.findings[pol.name] = findings
-                    plan = pol.plan(self.knowledge, findings)
-                    self.executor.submit(plan, self.knowledge, findings, patient=pol.patient)
+                    plans.append((pol, pol.plan(self.knowledge, findings), findings))
+                    pol.outcomes.clear()  # it has seen them
                     for target, text in pol.notes:
                         self.audit.record_note(now, pol.name, target, text)
                     pol.notes.clear()
+        self._submit(plans)
         if len(self.knowledge):
             self.executor.tick(self.knowledge)
+        self._hand_back_outcomes()
         return decided
+
+    def _submit(self, plans: list[tuple[Policy, list, object]]) -> None:
+        """The plans of the policies due in this tick, their conflicts with each other and with the actions
+        in the executor's hands settled by priority (control/arbiter.py), each loser recorded with why."""
+        wanted = [self._claim(a) for _, plan, _ in plans for a in plan]
+        held = self.executor.in_flight() if wanted else []
+        verdict = Verdict({}, [])
+        if len({c.policy for c in wanted} | {a.policy for a, _ in held}) > 1:  # else nothing can conflict
+            verdict = arbitrate(wanted, [self._claim(a, running, not running) for a, running in held])
+        for claim, why in verdict.preempted:
+            self.executor.preempt(claim.action, why)
+        for pol, plan, findings in plans:
+            self.executor.submit(plan, self.knowledge, findings, patient=pol.patient, lost=verdict.lost)
+
+    def _claim(self, action, running: bool = False, queued: bool = False) -> Claim:
+        order = self._order.get(action.policy, len(self._order))
+        return Claim(action, self._rank.get(action.policy, 0), order, running, queued)
+
+    def _hand_back_outcomes(self) -> None:
+        """Each ended action's outcome to the policy that wanted it, for its next round."""
+        if not self.executor.settled:
+            return
+        by_name = {pol.name: pol for pol in self.policies}
+        for action, outcome in self.executor.settled:
+            pol = by_name.get(action.policy)
+            if pol is not None:
+                pol.outcomes.append((action, outcome))
+        self.executor.settled.clear()
 
     def drain(self, host: str, by: str = "operator") -> None:
         """Put `host` into maintenance: a must rule keeps every VM off it (so nothing is placed or migrated

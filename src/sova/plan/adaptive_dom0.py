@@ -30,6 +30,7 @@ from sova.plan.base import Policy, register
 @register
 class AdaptiveDom0(Policy):
     name = "cloudscope-dom0"
+    priority = 40  # a host-level tuning yields to a move
     loop = "local"
     summary = "raise Dom0's CPU weight where a VM misses its slowdown SLO on an unsaturated host (Eq. 8)"
     params = {

@@ -6,6 +6,11 @@ same description), the ``analyzers`` whose findings it plans from, and
 (per-host agent) or ``global`` (manager) loop; the Runtime's Analyze stage runs the analyzers first and
 hands their findings to ``plan``. Adding a policy means adding a module in ``sova.plan`` that defines a
 subclass with the ``@register`` decorator; nothing else.
+
+Policies of one profile compose (docs/policies.md): each has a ``priority`` (a parameter; its class's
+default) by which the runtime settles conflicting actions, and may take part in the others' decisions at
+three extension points: ``filter_hosts`` (where a VM may not go), ``score_hosts`` (where it had better go)
+and ``pinned`` (which VMs may not be moved). A policy sees how its earlier actions ended in ``outcomes``.
 """
 
 from __future__ import annotations
@@ -13,9 +18,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+import numpy as np
+
 from sova.analyze.base import registry as analyzer_registry
 from sova.analyze.findings import Findings
-from sova.model.actions import Action
+from sova.model.actions import Action, Outcome
 from sova.model.knowledge import Knowledge
 from sova.model.plugins import import_modules
 from sova.model.schema import Field
@@ -32,10 +39,22 @@ class Policy(ABC):
     # name ({"hotspot": {"threshold": "alpha"}}); its other settings come from the parameters of their name
     analyzers: ClassVar[dict[str, dict[str, str]]] = {}
     patient: ClassVar[bool] = False  # its plans' migrations wait while a migration cap is full (an evacuation)
+    priority: ClassVar[int] = 0  # the default of its `priority` parameter: who wins a conflict
 
     def __init__(self, **params: Any):
         self.settings = params  # the values of this instance; `params` (the class's) says what each one is
         self.period: float = params.get("period", 10.0)
+        self.rank: int = params.get("priority", type(self).priority)
+        # the profile's other policies whose filters and pins bind this one (set by the runtime): those not
+        # of a lower priority; their scores guide it whatever their priority
+        self.peers: list[Policy] = []
+        self.scorers: list[Policy] = []
+
+    @property
+    def outcomes(self) -> list[tuple[Action, Outcome]]:
+        """How this policy's actions ended since its last round (finished, failed, rejected, expired): the
+        runtime fills it, and empties it after each round."""
+        return self.__dict__.setdefault("_outcomes", [])
 
     @property
     def notes(self) -> list[tuple[str, str]]:
@@ -59,12 +78,36 @@ class Policy(ABC):
         """The actions this policy wants now, each with its reason, from the Knowledge and the findings of
         its analyzers."""
 
+    # ---------------------------------------------------------------- extension points (all optional)
+    def filter_hosts(self, knowledge: Knowledge, vm: int, candidates: np.ndarray) -> np.ndarray | None:
+        """Of the candidate hosts (a mask) for VM index `vm`, those where this policy lets it go; None: all."""
+        return None
+
+    def score_hosts(self, knowledge: Knowledge, vm: int, candidates: np.ndarray) -> np.ndarray | None:
+        """Per host, how much this policy would like VM `vm` there (0: no opinion; only the candidates'
+        entries are read); None: no opinion anywhere."""
+        return None
+
+    def pinned(self, knowledge: Knowledge) -> dict[str, str]:
+        """The VMs this policy wants left where they run, each with why."""
+        return {}
+
+    @classmethod
+    def extends(cls) -> bool:
+        """Whether it defines an extension point (the runtime hands it to the others only then)."""
+        return any(getattr(cls, n) is not getattr(Policy, n) for n in ("filter_hosts", "score_hosts", "pinned"))
+
 
 def register(cls: type[Policy]) -> type[Policy]:
     if not cls.name:
         raise ValueError(f"policy class {cls.__name__} has no name")
     if "period" not in cls.params:
         raise ValueError(f"policy {cls.name} must declare a 'period' parameter")
+    if "priority" not in cls.__dict__.get("params", {}):  # every policy has one; its default is the class's
+        cls.params = {
+            **cls.params,
+            "priority": Field("int", cls.priority, "who wins when policies of a profile want conflicting actions"),
+        }
     known = analyzer_registry()
     for name, renamed in cls.analyzers.items():
         if name not in known:

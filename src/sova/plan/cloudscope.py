@@ -30,12 +30,13 @@ from sova.model.schema import Field
 from sova.model.snapshot import VmRequest
 from sova.plan.admission import HostRoom
 from sova.plan.base import Policy, register
-from sova.plan.rule_filter import RuleFilter, restricted
+from sova.plan.host_filter import HostFilter, restricted
 
 
 @register
 class CloudScope(Policy):
     name = "cloudscope"
+    priority = 50  # relieving a VM predicted slow
     summary = "move the VMs predicted to slow down most to the host where they would slow down least (Alg. 1)"
     params = {
         "period": Field("duration", 60.0, "how often the policy runs", lo=0, lo_open=True),
@@ -48,6 +49,9 @@ class CloudScope(Policy):
         "min_residence": Field("duration", 600.0, "a VM that just moved is not targeted for this long", lo=0),
         "cpu_ratio": Field("float", 4.0, "vCPUs per host core a destination may hold", lo=0, lo_open=True),
         "vms": Field("str", "*", "the VMs it may move: a name or glob (Algorithm 1's targeted VMs)"),
+        "guard": Field(
+            "bool", True, "keep the profile's other policies from moving a VM where it is predicted slowdown_above"
+        ),
     }
     analyzers = {"interference": {}}
 
@@ -65,7 +69,8 @@ class CloudScope(Policy):
         )
         terms, beta = vm_terms(usage), loading_vectors(usage)
         vm_host = snap.vm_host.copy()
-        rules = RuleFilter.of(knowledge, vm_host)
+        rules = HostFilter.of(knowledge, vm_host, self)
+        targeted = [f for f in targeted if rules is None or f.vm not in rules.pinned]
         room = HostRoom(snap, p["cpu_ratio"])
         changed = knowledge.placement.hosts_within(knowledge.placement.host_changed, snap.hosts, snap.time, p["window"])
         load = host_load(usage, terms)
@@ -103,6 +108,31 @@ class CloudScope(Policy):
                 )
             )
         return actions
+
+    def filter_hosts(self, knowledge: Knowledge, vm: int, candidates: np.ndarray) -> np.ndarray | None:
+        """Extension point (with ``guard``): the hosts where `vm` is not predicted slowdown_above or more
+        (a host it cannot be predicted on passes)."""
+        model = _predictor(knowledge, self.settings["window"], self.__dict__.setdefault("_cache", {}))
+        if not self.settings["guard"] or model is None:
+            return None
+        terms, beta, load, guests = model
+        here = int(knowledge.latest.vm_host[vm])
+        slowdown = slowdown_if_placed(load, vm_load(terms, vm), guests, beta[vm], here)
+        return ~(np.isfinite(slowdown) & (slowdown >= self.settings["slowdown_above"]))
+
+
+def _predictor(knowledge: Knowledge, window: float, cache: dict):
+    """The window's usage, terms, loading vectors, host loads and guests, learned once per observation."""
+    time = knowledge.latest.time
+    if cache.get("time") != time:
+        usage = window_usage(knowledge, window)
+        cache.clear()
+        cache["time"] = time
+        if usage is not None:
+            terms = vm_terms(usage)
+            guests = np.bincount(usage.snapshot.vm_host, minlength=len(usage.snapshot.hosts))
+            cache["model"] = (terms, loading_vectors(usage), host_load(usage, terms), guests)
+    return cache.get("model")
 
 
 def _load_with(usage: VmUsage, terms: dict[str, np.ndarray], vm_host: np.ndarray) -> HostLoad:

@@ -128,6 +128,7 @@ def host_actions(snap, host, on, net, io, cand, demand, slots, plugging, p, poli
 @register
 class DynamicSRIOV(Policy):
     name = "dsriov"
+    priority = 40  # a VF handed out or taken back yields to a move
     loop = "local"
     summary = "give each host's SR-IOV VFs to its most network-intensive VMs, with rate tiers"
     params = VF_PARAMS
@@ -139,3 +140,10 @@ class DynamicSRIOV(Policy):
             return []
         snap = knowledge.latest
         return vf_plan(snap, scores_of(classes, snap), vf_eligible(snap), self.settings, self.name)
+
+    def score_hosts(self, knowledge: Knowledge, vm: int, candidates: np.ndarray) -> np.ndarray | None:
+        """Extension point: a VM on a VF had better move to a host with a VF free, to get one back there."""
+        snap = knowledge.latest
+        if snap.vm_nic[vm] != "vf":
+            return None
+        return (snap.vfs_used < snap.vfs_total).astype(float)

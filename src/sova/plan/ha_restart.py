@@ -25,6 +25,7 @@ from sova.plan.evacuation import LOAD_WINDOW, Room, destination, group_of
 @register
 class HaRestart(Policy):
     name = "ha-restart"
+    priority = 100  # VMs of a failed host come back before anything else
     loop = "global"
     summary = "restart the VMs of a failed host on other hosts, within the placement rules and the room left"
     params = {

@@ -19,6 +19,7 @@ from sova.plan.base import Policy, register
 @register
 class HostStandby(Policy):
     name = "host-standby"
+    priority = 20  # saving energy yields to everything else
     summary = "empty hosts go to sleep (or off) after an idle time; migrations wake them"
     params = {
         "period": Field("duration", 60.0, "how often it looks", lo=0, lo_open=True),

@@ -30,6 +30,7 @@ from sova.plan.evacuation import Room, destination, group_of
 @register
 class KeepRules(Policy):
     name = "keep-rules"
+    priority = 100  # the rules before anything else
     loop = "global"
     summary = "move the VMs that break a must placement rule (a drained host's too) to hosts that keep the rules"
     params = {

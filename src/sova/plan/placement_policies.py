@@ -15,14 +15,14 @@ from typing import ClassVar
 import numpy as np
 
 from sova.analyze.findings import Findings
-from sova.model.actions import Action, Migrate
+from sova.model.actions import FAILED, REJECTED, TIMEOUT, Action, Migrate, Outcome
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
 from sova.plan.base import Policy, register
 from sova.plan.placement.annealing import anneal
 from sova.plan.placement.greedy_fill import greedy_fill
 from sova.plan.placement.greedy_net import greedy_net
-from sova.plan.placement.measure import problem_from_knowledge
+from sova.plan.placement.measure import problem_from_knowledge, traffic_matrix
 from sova.plan.placement.milp import solve
 from sova.plan.placement.minimax import Evaluator
 from sova.plan.placement.moves import next_wave
@@ -51,6 +51,7 @@ MODEL_PARAMS = {
 
 class PlacementPolicy(Policy):
     loop = "global"
+    priority = 30  # optimizing a placement yields to relief
     energy: ClassVar[str] = "all"
     params = PLACEMENT_PARAMS
 
@@ -68,6 +69,11 @@ class PlacementPolicy(Policy):
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         snap = knowledge.latest
+        if self.target is not None and (refused := _refused(self.outcomes)) is not None:
+            action, outcome = refused  # a wave's move failed or was refused for good: measure again
+            self.notes.append((action.vm, f"{action.describe()} {outcome.status}: {outcome.message}; measuring again"))
+            self.target = None
+            self.next_cycle = max(self.next_cycle, snap.time + self.settings["window"])
         if self.target is not None:
             if self.problem is None or self.problem.vm_names != snap.vms:
                 self.target = None  # the inventory changed: measure again
@@ -111,6 +117,37 @@ class PlacementPolicy(Policy):
             self.why = f"{self.name}: maximum utilization {before:.0%} -> {after:.0%} with {moves} migration(s)"
         else:
             self.target = None
+
+    def score_hosts(self, knowledge: Knowledge, vm: int, candidates: np.ndarray) -> np.ndarray | None:
+        """Extension point: the share of `vm`'s traffic (both ways, over the window) with the VMs on each host,
+        so the profile's other policies send a VM towards the VMs it talks to."""
+        cache = self.__dict__.setdefault("_traffic", {})
+        if cache.get("time") != knowledge.latest.time:
+            w = knowledge.window(self.settings["window"])
+            cache.clear()
+            cache["time"] = knowledge.latest.time
+            if w is not None and len(w[1].flow_bytes):
+                both = traffic_matrix(*w)
+                cache["both"] = (both + both.T).tocsr()
+        both = cache.get("both")
+        if both is None:
+            return None
+        row = both.getrow(vm)
+        total = row.sum()
+        if total <= 0:
+            return None
+        hosts = knowledge.latest.vm_host[row.indices]
+        return np.bincount(hosts, weights=row.data, minlength=len(candidates)) / total
+
+
+def _refused(outcomes: list[tuple[Action, Outcome]]) -> tuple[Action, Outcome] | None:
+    """The first migration that failed, timed out, or was refused for more than "not now"."""
+    for action, outcome in outcomes:
+        if not isinstance(action, Migrate):
+            continue
+        if outcome.status in (FAILED, TIMEOUT) or (outcome.status == REJECTED and not outcome.details.get("not_now")):
+            return action, outcome
+    return None
 
 
 @register

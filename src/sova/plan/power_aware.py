@@ -26,8 +26,8 @@ from sova.model.power_models import POINTS
 from sova.model.schema import Field
 from sova.plan import vm_selection as select
 from sova.plan.base import Policy, register
+from sova.plan.host_filter import HostFilter, pinned_mask
 from sova.plan.power_aware_placement import Cluster, consolidate, pabfd
-from sova.plan.rule_filter import RuleFilter
 
 DETECTORS = ("thr", "iqr", "mad", "lr", "lrr")
 
@@ -35,6 +35,7 @@ DETECTORS = ("thr", "iqr", "mad", "lr", "lrr")
 @register
 class PowerAware(Policy):
     name = "power-aware"
+    priority = 20  # saving energy yields to everything else
     summary = "Beloglazov-Buyya consolidation: overload detection, VM selection, PABFD, emptying underloaded hosts"
     params = {
         "period": Field("duration", 300.0, "how often it runs (CloudSim's scheduling interval)", lo=0, lo_open=True),
@@ -73,7 +74,9 @@ class PowerAware(Policy):
             vm_demand=asked,
             vm_memory=snap.vm_memory.astype(float),
         )
-        cluster.rules = RuleFilter.of(knowledge, cluster.vm_host)
+        cluster.rules = HostFilter.of(knowledge, cluster.vm_host, self)
+        pinned = pinned_mask(cluster.rules, snap.vms)
+        settled &= ~pinned
         leaving = []
         for host in np.flatnonzero(overloaded):
             candidates = list(np.flatnonzero((snap.vm_host == host) & settled))
@@ -85,7 +88,8 @@ class PowerAware(Policy):
             leaving += select.select_until_relieved(candidates, lambda c: self._choose(c, snap, asked), still)
         pabfd(cluster, leaving, ~overloaded)
         if self.settings["consolidate"]:
-            consolidate(cluster, overloaded | ~_settled_hosts(snap))
+            held = np.bincount(snap.vm_host, weights=pinned, minlength=len(snap.hosts)) > 0  # a host keeping a VM
+            consolidate(cluster, overloaded | ~_settled_hosts(snap) | held)
         return [self._migrate(snap, vm, dst, overloaded) for vm, dst in _net_moves(cluster.moves, snap.vm_host)]
 
     # ------------------------------------------------------------------ monitoring

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sova.model.power_models import POINTS, power_at
-from sova.plan.rule_filter import RuleFilter
+from sova.plan.host_filter import HostFilter
 
 
 @dataclass
@@ -43,7 +43,7 @@ class Cluster:
     vm_demand: np.ndarray  # (vms,) CPU
     vm_memory: np.ndarray  # (vms,)
     moves: list[tuple[int, int]] = field(default_factory=list)  # (vm, destination) in order
-    rules: RuleFilter | None = None  # the placement rules, over vm_host (set after construction)
+    rules: HostFilter | None = None  # the placement rules, over vm_host (set after construction)
 
     def __post_init__(self) -> None:
         self.drawing = np.zeros(len(self.capacity))  # watts now: kept up to date by move()

@@ -20,12 +20,13 @@ from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
 from sova.plan.autonomic_manager import HOTSPOT_PARAMS
 from sova.plan.base import Policy, register
-from sova.plan.rule_filter import RuleFilter, restricted
+from sova.plan.host_filter import HostFilter, restricted
 
 
 @register
 class Sandpiper(Policy):
     name = "sandpiper"
+    priority = 50  # relieving a hotspot
     loop = "global"
     summary = "live-migrate VMs off hotspots in decreasing volume-to-size ratio (Sandpiper)"
     params = {
@@ -49,7 +50,9 @@ class Sandpiper(Policy):
         mem_free = snap.host_memory - snap.committed_memory()
         exclude = knowledge.placement.moved_within(snap.time, p["min_residence"])
         vsr = volume_to_size(sandpiper_volume(*vm_load.T), snap.vm_memory)
-        rules = RuleFilter.of(knowledge)
+        rules = HostFilter.of(knowledge, policy=self)
+        if rules is not None:
+            exclude = exclude | set(rules.pinned)
         capacity = host_capacity(snap)
         actions: list[Action] = []
         for h in sorted(np.flatnonzero(hot), key=lambda i: -now[i].max()):

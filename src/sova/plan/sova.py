@@ -31,7 +31,7 @@ from sova.plan.autonomic_manager import HOTSPOT_PARAMS, destinations
 from sova.plan.base import Policy, register
 from sova.plan.dsriov import VF_PARAMS, vf_plan
 from sova.plan.effector import choose_vm
-from sova.plan.rule_filter import RuleFilter
+from sova.plan.host_filter import HostFilter
 
 MIGRATION_PARAMS = {
     **HOTSPOT_PARAMS,
@@ -60,6 +60,7 @@ MIGRATION_PARAMS = {
 @register
 class Sova(Policy):
     name = "sova"
+    priority = 50  # relieving a hotspot
     loop = "global"
     summary = "coordinate dynamic SR-IOV and hotspot migration (Sova Algorithms 1 and 2)"
     params = {**VF_PARAMS, **MIGRATION_PARAMS}
@@ -94,7 +95,9 @@ class Sova(Policy):
         exclude = track.moved_within(now, p["min_residence"])
         committed = snap.committed_memory()
         members = vms_by_host(snap.vm_host, len(snap.hosts))
-        rules = RuleFilter.of(knowledge)
+        rules = HostFilter.of(knowledge, policy=self)
+        if rules is not None:
+            exclude = exclude | set(rules.pinned)
         load = np.array([h.load for h in hotspots])
         now_load = np.array([(h.cpu, h.nic, h.mem) for h in hotspots])  # each resource in the last report
         capacity = host_capacity(snap)

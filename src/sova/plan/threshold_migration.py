@@ -16,12 +16,13 @@ from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
 from sova.plan.base import Policy, register
-from sova.plan.rule_filter import RuleFilter, restricted
+from sova.plan.host_filter import HostFilter, pinned_mask, restricted
 
 
 @register
 class ThresholdMigration(Policy):
     name = "threshold-migration"
+    priority = 50  # relieving an overloaded host
     summary = "migrate a VM off hosts whose CPU stays above a threshold (k of n observations)"
     params = {
         "period": Field("duration", 30.0, "how often the policy runs", lo=0, lo_open=True),
@@ -43,10 +44,11 @@ class ThresholdMigration(Policy):
         host_util = np.array([h.load for h in hotspots])  # CPU in the last observation
         vm_cores = knowledge.vm_cpu_cores(p["window"])
         mem_free = snap.host_memory - snap.committed_memory()
-        rules = RuleFilter.of(knowledge)
+        rules = HostFilter.of(knowledge, policy=self)
+        pinned = pinned_mask(rules, snap.vms)
         actions: list[Action] = []
         for h in np.flatnonzero(hot)[np.argsort(-host_util[hot])]:
-            on_host = np.flatnonzero((snap.vm_host == h) & ~snap.vm_migrating)
+            on_host = np.flatnonzero((snap.vm_host == h) & ~snap.vm_migrating & ~pinned)
             if not len(on_host):
                 continue
             util_of = vm_cores[on_host] / snap.host_cores[h]

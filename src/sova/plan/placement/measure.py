@@ -9,11 +9,21 @@ real deployment observes; never the simulator's demands.
 from __future__ import annotations
 
 import numpy as np
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 
 from sova.model.knowledge import Knowledge
+from sova.model.snapshot import Snapshot
 from sova.plan.placement.fabric import levels_for
 from sova.plan.placement.problem import PlacementError, Problem
+
+
+def traffic_matrix(old: Snapshot, new: Snapshot) -> csr_matrix:
+    """VM-to-VM bit/s between two snapshots (old indexed like new), from the flow counters."""
+    V = len(new.vms)
+    rate = np.maximum(new.flow_bytes - old.flow_bytes, 0.0) * 8 / (new.time - old.time)
+    src, dst = new.flow_src, new.flow_dst
+    inside = (dst >= 0) & (dst != src)
+    return coo_matrix((rate[inside], (src[inside], dst[inside])), shape=(V, V)).tocsr()
 
 
 def problem_from_knowledge(knowledge: Knowledge, window: float, slots: int) -> Problem:
@@ -24,12 +34,8 @@ def problem_from_knowledge(knowledge: Knowledge, window: float, slots: int) -> P
         raise PlacementError("the inventory has no fabric (topology): network-aware placement needs it")
     old, new = w  # old is indexed like new, even if VMs came or went in the window
     dt = new.time - old.time
-    V = len(new.vms)
     cpu = (new.counters.cpu_time - old.counters.cpu_time) / dt
-    rate = (new.flow_bytes - old.flow_bytes) * 8 / dt
-    src, dst = new.flow_src, new.flow_dst
-    inside = (dst >= 0) & (dst != src)
-    traffic = coo_matrix((rate[inside], (src[inside], dst[inside])), shape=(V, V)).tocsr()
+    traffic = traffic_matrix(old, new)
     c0, c1 = old.counters, new.counters
     tx = (c1.guest_tx_bytes - c0.guest_tx_bytes) * 8 / dt
     rx = (c1.guest_rx_bytes - c0.guest_rx_bytes) * 8 / dt

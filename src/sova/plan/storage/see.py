@@ -33,6 +33,7 @@ SIZE_STEP = 4096.0  # Δ_S: a memory page
 @register
 class SloEnforcement(IoController):
     name = "see"
+    priority = 60  # its pin (off by default) binds the migration policies (50) but not the rules' keeper (100)
     summary = "SASLO: a PI controller per VM holds its IO throughput to its target; AOT coordinates the targets"
     params = {
         **FEEDBACK_PARAMS,
@@ -44,6 +45,7 @@ class SloEnforcement(IoController):
         "max_in_flight": Field(
             "int", 1024, "the most requests Façade lets a VM with a latency SLO keep in flight", lo=1
         ),
+        "pin": Field("bool", False, "keep the VMs under SLO control where they run: a live migration stalls their IO"),
         "binding": Field(
             "float",
             0.9,
@@ -53,6 +55,12 @@ class SloEnforcement(IoController):
             hi=1,
         ),
     }
+
+    def pinned(self, knowledge) -> dict[str, str]:
+        """Extension point (with ``pin``): the VMs whose storage SLO this controller holds stay put."""
+        if not self.settings.get("pin"):
+            return {}
+        return {vm: "its storage SLO is held where it runs" for vm in self.vms}
 
     def start(self, n: int) -> None:
         p = self.settings
