@@ -1,4 +1,5 @@
-"""Random clusters, workloads, rules, drains and crashes under every migration profile (hypothesis, seeded).
+"""Random clusters, workloads, rules, drains, crashes and lesser faults under every migration profile, alone
+and composed (hypothesis, seeded).
 
 At every step of every run: no host holds more memory or VFs than it has, nor is given more CPU than its
 cores; every VM is on exactly one host; no must rule is broken, but for an affinity group while one of
@@ -26,7 +27,10 @@ from sova.model.schema import InputError
 from sova.sim.engine import Simulator
 
 EXAMPLES = int(os.environ.get("SOVA_PROPERTY_EXAMPLES", "100"))
-PROFILES = ("none", "sandpiper", "sova", "threshold-migration", "power-aware", "cloudscope")
+PROFILES = (
+    *("none", "sandpiper", "sova", "threshold-migration", "power-aware", "cloudscope"),
+    *("sandpiper+dsriov", "sova+host-standby", "threshold-migration+cloudscope"),  # policies that compose
+)
 TERMINAL = {"rejected", "finished", "failed", "expired", "dry-run"}
 DURATION = 150
 
@@ -64,6 +68,13 @@ def clusters(draw):
     if draw(st.booleans()):
         crashed = draw(st.sampled_from([h["name"] for h in host_specs]))
         events.append({"at": 60, "kind": "host-crash", "host": crashed})
+    for kind, end, at in (("nic-down", "nic-up", 30), ("vf-fail", "vf-recover", 50)):
+        if draw(st.booleans()):
+            host = draw(st.sampled_from([h["name"] for h in host_specs]))
+            events += [{"at": at, "kind": kind, "host": host}, {"at": at + 60, "kind": end, "host": host}]
+    if draw(st.booleans()):
+        gap = {"kind": "sensor-gap", "host": draw(st.sampled_from([h["name"] for h in host_specs]))}
+        events.append({**gap, "at": 70, "duration": draw(st.sampled_from([10, 45]))})  # 45: declared failed
     return host_specs, vm_specs, workloads, rules, events, draw(st.sampled_from(PROFILES))
 
 
@@ -116,7 +127,7 @@ def check_audit(runtime: Runtime) -> None:
 @given(clusters())
 def test_random_clusters_keep_capacity_placement_rules_and_the_audit_at_every_step(cluster):
     hosts, vms, workloads, rules, events, profile = cluster
-    profiles = {"none": {"policies": []}} if profile == "none" else {profile: {"policies": [profile]}}
+    profiles = {profile: {"policies": [] if profile == "none" else profile.split("+")}}
     try:
         scenario = make_scenario(
             scenario={"duration": DURATION, "seed": 1},

@@ -105,8 +105,11 @@ def test_without_room_the_vms_that_fit_nowhere_are_reported_once():
 @pytest.mark.parametrize(
     "events, message",
     [
-        ([{"at": 10, "kind": "host-recover", "host": "h1"}], "h1 recovers at 10 s, but has not crashed"),
-        ([{"at": 10, "kind": "host-crash", "host": "h1"}] * 2, "h1 crashes at 10 s while it is down already"),
+        ([{"at": 10, "kind": "host-recover", "host": "h1"}], "host-recover of h1 at 10 s without a host-crash"),
+        ([{"at": 10, "kind": "host-crash", "host": "h1"}] * 2, "host-crash of h1 at 10 s while the last one has not"),
+        ([{"at": 10, "kind": "nic-up", "host": "h1"}], "nic-up of h1 at 10 s without a nic-down"),
+        ([{"at": 10, "kind": "sensor-gap", "host": "h1"}], "#1.duration: a sensor-gap needs a duration above 0"),
+        ([{"at": 10, "kind": "vf-fail", "host": "h1", "duration": 5}], "#1.duration: a sensor-gap needs"),
         ([{"at": 10, "kind": "host-crash", "host": "h7"}], "[[events]] #1.host: 'h7' is no host of the scenario"),
         ([{"at": 90, "kind": "drain", "host": "h1"}], "[[events]] #1.at: 90 s is not within the run (60 s)"),
         ([{"at": 1, "kind": "reboot", "host": "h1"}], "[[events]] #1.kind: got 'reboot'"),

@@ -3,7 +3,11 @@ a manager), faults to the simulator (a manager learns of them only from what the
 cost is measured:
 - a drain: when the host held no VM any more, and the migrations it took;
 - a crash: the VMs it took down, how many were restarted elsewhere, and when the last of them ran again
-  (the VM-seconds they were down in all, until restarted or the run ended).
+  (the VM-seconds they were down in all, until restarted or the run ended);
+- a NIC down: the VMs cut off, and the VM-seconds they spent on the host while it was (a VM migrated
+  away is no longer cut off);
+- failed VFs: the VMs that fell back to their vNICs;
+- a sensor gap: whether the host was declared failed meanwhile.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sova.control.runtime import Runtime
-from sova.model.scenario_events import ScenarioEvent
+from sova.model.placement_rules import hosts_failed
+from sova.model.scenario_events import FAULT_ENDS, ScenarioEvent
 from sova.sim.engine import Simulator
 
 
@@ -28,7 +33,10 @@ class EventRecord:
     migrations: int = 0  # a drain: migrations off the host until then
     down: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))  # a crash: the VMs it took down
     restarted: int = 0  # a crash: of those, restarted on another host
-    down_s: float = 0.0  # a crash: VM-seconds its VMs were down
+    down_s: float = 0.0  # a crash: VM-seconds its VMs were down; a NIC down: VM-seconds its VMs were cut off
+    ended: float | None = None  # a NIC down or failed VFs: when they worked again
+    declared_failed: bool = False  # a sensor gap: the runtime declared the host failed meanwhile
+    restarts_failed: int = 0  # a sensor gap: restarts of its VMs (running still) that failed meanwhile
     _started: int = field(default=0, repr=False)
 
     def to_dict(self) -> dict:
@@ -39,6 +47,13 @@ class EventRecord:
         elif self.event.kind == "host-crash":
             out |= {"vms_down": len(self.down), "restarted": self.restarted, "all_running_at": self.done}
             out |= {"recovery_time": took, "down_vm_seconds": self.down_s}
+        elif self.event.kind == "nic-down":
+            out |= {"vms_cut": len(self.down), "up_at": self.ended, "cut_vm_seconds": self.down_s}
+        elif self.event.kind == "vf-fail":
+            out |= {"vms_fell_back": len(self.down), "recovered_at": self.ended}
+        elif self.event.kind == "sensor-gap":
+            out |= {"duration": self.event.duration, "declared_failed": self.declared_failed}
+            out |= {"restarts_failed": self.restarts_failed}
         return out
 
 
@@ -47,27 +62,39 @@ class EventPlayer:
         self.pending = list(events)
         self.runtime, self.sim = runtime, sim
         self.records: list[EventRecord] = []
+        self._audited = 0  # audit entries looked at
 
     def tick(self, seconds: float) -> None:
         """Apply the events that are due; follow the drains and crashes not done yet (`seconds`: the time
         since the last tick)."""
         now, sim = self.sim.t, self.sim
         for record in self.records:
+            self._follow(record, seconds)
             if record.done is None and record.event.kind == "host-crash":
                 still = int(sim.vm_down[record.down].sum())
                 record.down_s += seconds * still
                 record.restarted = int((sim.vm_host[record.down] != record.host).sum())
                 if not still:
                     record.done = now
+        self._audited = len(self.runtime.audit.entries)
         while self.pending and self.pending[0].at <= now + 1e-9:
             event = self.pending.pop(0)
             host = sim.host_names.index(event.host)
             record = EventRecord(event, host, now, _started=len(sim.migration_log))
+            if event.kind in FAULT_ENDS.values():
+                self._end(event, host, now)
+                continue
             if event.kind == "host-crash":
                 sim.crash_host(host)
                 record.down = np.flatnonzero(sim.vm_down & (sim.vm_host == host))
-            elif event.kind == "host-recover":
-                sim.recover_host(host)
+            elif event.kind == "nic-down":
+                record.down = np.flatnonzero((sim.vm_host == host) & sim.vm_present)
+                sim.nic_down(host)
+            elif event.kind == "vf-fail":
+                record.down = np.flatnonzero((sim.vm_host == host) & sim.vm_vf)
+                sim.fail_vfs(host)
+            elif event.kind == "sensor-gap":
+                sim.silence(host, event.duration)
             else:
                 getattr(self.runtime, event.kind)(event.host, by="the scenario")
             self.records.append(record)
@@ -77,6 +104,35 @@ class EventPlayer:
                 record.migrations = sum(
                     1 for m in sim.migration_log[record._started :] if m.src == record.event.host and m.moved
                 )
+
+    def _end(self, event: ScenarioEvent, host: int, now: float) -> None:
+        """A fault ends: the simulator takes it back, and its record notes when."""
+        if event.kind == "host-recover":
+            self.sim.recover_host(host)
+        elif event.kind == "nic-up":
+            self.sim.nic_up_again(host)
+        else:
+            self.sim.recover_vfs(host)
+        start = next(k for k, end in FAULT_ENDS.items() if end == event.kind)
+        for record in self.records:
+            if record.event.kind == start and record.host == host and record.ended is None:
+                record.ended = now
+        self.records.append(EventRecord(event, host, now))
+
+    def _follow(self, record: EventRecord, seconds: float) -> None:
+        """A NIC down counts its VMs still on the host; a sensor gap, whether the host was declared failed."""
+        kind, sim = record.event.kind, self.sim
+        if kind == "nic-down" and record.ended is None:
+            record.down_s += seconds * int((sim.vm_host[record.down] == record.host).sum())
+        elif kind == "sensor-gap" and sim.t <= record.applied + record.event.duration + seconds:
+            record.declared_failed |= record.event.host in hosts_failed(self.runtime.knowledge.rules)
+            entries = self.runtime.audit.entries[self._audited :]
+            on_host = {sim.vm_names[v] for v in np.flatnonzero(sim.vm_host == record.host)}
+            record.restarts_failed += sum(
+                1
+                for e in entries
+                if e.action.startswith("restart-vm") and e.status == "failed" and e.target in on_host
+            )
 
     def _empty(self, host: int) -> bool:
         return not np.any((self.sim.vm_host == host) & self.sim.vm_present)

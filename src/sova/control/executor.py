@@ -3,6 +3,8 @@
 Rails, checked when an action is about to start (against the newest Knowledge):
 - the VM and hosts exist; nothing else is running on the same VM (actions on one VM run in order,
   so "detach the VF, then migrate" waits for the unplug to finish);
+- no action on a host that has not reported for three monitor periods (a VM's host, a migration's
+  destination): what it shows is old (a restart's VM is on a failed host: only where it boots counts);
 - migrations: not to the VM's own host; no VF attached; per-VM hold-down after its last migration;
   at most ``max_migrations_per_host`` touching a host and ``max_migrations_cluster`` in all; memory
   free on the destination (counting migrations already heading there); the destination's CPU stays
@@ -330,6 +332,9 @@ class Executor:
         host_name = getattr(action, "host", None)
         if host_name is not None and host_name not in snap.host_position:
             return f"no host named {host_name!r}"
+        silent = self._silent(snap, action)
+        if silent:
+            return Busy(silent)
         if isinstance(action, (A.Migrate, A.CreateVM, A.RestartVM)) and knowledge.rules:
             broken = self._check_rules(action, knowledge, plan)
             if broken:
@@ -376,6 +381,23 @@ class Executor:
                 heading[snap.vm_position[m.vm]] = snap.host_position[going]
         rule = bound.breaking(action.vm, snap.host_position[host], snap.vm_host, heading)
         return None if rule is None else f"{action.vm} on {host} would break {rule.describe()}"
+
+    def _silent(self, snap: Snapshot, action: A.Action) -> str | None:
+        """Why the action may not act on a host now: the host (the VM's, or the one it names) has not
+        reported for three monitor periods (a sensor gap, or a failure not declared yet), so what it shows
+        is old. A restart acts on the host it boots the VM on only: its VM's host is the failed one."""
+        if snap.host_seen is None:
+            return None
+        hosts = [getattr(action, "host", None), getattr(action, "dst", None)]
+        if getattr(action, "vm", None) is not None and not isinstance(action, A.RestartVM):
+            hosts.append(snap.hosts[snap.vm_host[snap.vm_position[action.vm]]])
+        for host in hosts:
+            if host is None or host not in snap.host_position:
+                continue
+            quiet = snap.time - snap.host_seen[snap.host_position[host]]
+            if quiet > 3 * self.rails.monitor_period + 1e-9:
+                return f"{host} has not reported for {quiet:g} s"
+        return None
 
     def _plugging(self, snap: Snapshot) -> np.ndarray:
         """Per host, the VF hot-plugs this executor has running that the snapshot does not show yet (a VM

@@ -6,6 +6,8 @@ actions into simulator operations and reports refusals as failed outcomes, never
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from sova.model import actions as A
@@ -37,6 +39,7 @@ class SimDriver:
         )
         self._inventory = -1
         self._list_inventory()
+        self._heard: Snapshot | None = None  # the last snapshot, whose rows a silent host keeps showing
 
     def _list_inventory(self) -> None:
         """The VMs there now and the flows between them, re-read only when a VM came or went."""
@@ -91,6 +94,14 @@ class SimDriver:
             controls.in_flight[idx] = throttle.in_flight
 
     def observe(self) -> Snapshot:
+        snap = self._observe()
+        silent = ~self.sim.reporting() & ~self.sim.host_failed
+        if silent.any() and self._heard is not None:
+            snap = held_for_silent_hosts(snap, self._heard, silent)
+        self._heard = snap
+        return snap
+
+    def _observe(self) -> Snapshot:
         s = self.sim
         self._list_inventory()
         c = s.counters
@@ -253,3 +264,21 @@ class SimDriver:
                     return A.Outcome(A.CANCELLED, "migration cancelled; the VM stays on its source", finished=now)
                 return A.Outcome(A.RUNNING, "in post-copy, which cannot be cancelled; it runs to its end")
         return A.Outcome(A.OK, "nothing to cancel", finished=now)
+
+
+def held_for_silent_hosts(snap: Snapshot, heard: Snapshot, silent: np.ndarray) -> Snapshot:
+    """`snap` with the silent hosts' counters, and their VMs' (where they were), as last heard: a host in a
+    sensor gap shows its last report."""
+    c = {k: getattr(snap.counters, k).copy() for k in VmCounters.__dataclass_fields__}
+    host_rows = {k: getattr(snap, k).copy() for k in ("host_cpu_time", "dom0_cpu_time", "nic_rx_bytes", "nic_tx_bytes")}
+    for name in host_rows:
+        host_rows[name][silent] = getattr(heard, name)[silent]
+    vm_host = snap.vm_host.copy()
+    then = heard.vm_position
+    for v, vm in enumerate(snap.vms):
+        old = then.get(vm)
+        if old is not None and (silent[snap.vm_host[v]] or silent[heard.vm_host[old]]):
+            vm_host[v] = heard.vm_host[old]
+            for k in c:
+                c[k][v] = getattr(heard.counters, k)[old]
+    return dataclasses.replace(snap, vm_host=vm_host, counters=VmCounters(**c), **host_rows)

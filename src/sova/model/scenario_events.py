@@ -15,8 +15,15 @@
     kind = "host-crash"     # the host stops with its VMs (a fault)
     host = "h2"
 
+    [[events]]
+    at = "20min"
+    kind = "sensor-gap"     # the host runs on but reports nothing for a while
+    host = "h4"
+    duration = "45s"
+
 Each event names a host of the scenario; events are applied in time order (those at one time in file order).
-A host-recover needs a host-crash of the same host before it (and a crash one after its recovery).
+A fault that ends (host-recover, nic-up, vf-recover) needs its start (host-crash, nic-down, vf-fail) on the
+same host before it, and the same fault does not start again before it ended.
 """
 
 from __future__ import annotations
@@ -31,7 +38,14 @@ EVENT_KINDS = {
     "release": "an operator ends the host's maintenance",
     "host-crash": "the host stops with its VMs; once silent for [control] failure_grace, ha-restart boots them elsewhere",
     "host-recover": "the crashed host boots again; its VMs not restarted elsewhere start on it",
+    "nic-down": "the host's port to the fabric fails: its VMs reach no other host and not the outside",
+    "nic-up": "the host's port works again",
+    "vf-fail": "the host NIC's VFs fail: its VMs on a VF fall back to their vNICs; no VF is offered",
+    "vf-recover": "the host NIC's VFs work again",
+    "sensor-gap": "the host runs on but reports nothing for `duration`",
 }
+# a fault's start -> its end
+FAULT_ENDS = {"host-crash": "host-recover", "nic-down": "nic-up", "vf-fail": "vf-recover"}
 
 EVENT_FIELDS = {
     "at": Field("duration", REQUIRED, "when in the run the event happens", lo=0),
@@ -42,6 +56,7 @@ EVENT_FIELDS = {
         choices=tuple(EVENT_KINDS),
     ),
     "host": Field("str", REQUIRED, "the host it happens to"),
+    "duration": Field("duration", 0.0, "sensor-gap: how long the host reports nothing", lo=0),
 }
 
 
@@ -50,6 +65,7 @@ class ScenarioEvent:
     at: float  # s into the run
     kind: str  # a key of EVENT_KINDS
     host: str
+    duration: float = 0.0  # a sensor gap's length
 
 
 def read_events(r: Reader, raw: Any, host_names: list[str], duration: float | None) -> tuple[ScenarioEvent, ...]:
@@ -66,21 +82,24 @@ def read_events(r: Reader, raw: Any, host_names: list[str], duration: float | No
             r.error(f"{where}.host", f"{t['host']!r} is no host of the scenario")
         if duration is not None and t["at"] >= duration:
             r.error(f"{where}.at", f"{t['at']:g} s is not within the run ({duration:g} s)")
-        events.append(ScenarioEvent(t["at"], t["kind"], t["host"]))
+        if (t["kind"] == "sensor-gap") != (t["duration"] > 0):
+            r.error(f"{where}.duration", "a sensor-gap needs a duration above 0, and only a sensor-gap takes one")
+        events.append(ScenarioEvent(t["at"], t["kind"], t["host"], t["duration"]))
     events.sort(key=lambda e: e.at)
-    _check_crashes(r, events)
+    _check_faults(r, events)
     return tuple(events)
 
 
-def _check_crashes(r: Reader, events: list[ScenarioEvent]) -> None:
-    """Each host alternates crash and recovery, starting with a crash."""
-    down: set[str] = set()
+def _check_faults(r: Reader, events: list[ScenarioEvent]) -> None:
+    """On each host, each fault starts and ends in turn, starting with its start."""
+    started = {end: start for start, end in FAULT_ENDS.items()}
+    under: set[tuple[str, str]] = set()  # (host, fault start) under way
     for event in events:
-        if event.kind == "host-crash" and event.host in down:
-            r.error("[[events]]", f"{event.host} crashes at {event.at:g} s while it is down already")
-        elif event.kind == "host-recover" and event.host not in down:
-            r.error("[[events]]", f"{event.host} recovers at {event.at:g} s, but has not crashed")
-        if event.kind == "host-crash":
-            down.add(event.host)
-        elif event.kind == "host-recover":
-            down.discard(event.host)
+        if event.kind in FAULT_ENDS and (event.host, event.kind) in under:
+            r.error("[[events]]", f"{event.kind} of {event.host} at {event.at:g} s while the last one has not ended")
+        elif event.kind in started and (event.host, started[event.kind]) not in under:
+            r.error("[[events]]", f"{event.kind} of {event.host} at {event.at:g} s without a {started[event.kind]}")
+        if event.kind in FAULT_ENDS:
+            under.add((event.host, event.kind))
+        elif event.kind in started:
+            under.discard((event.host, started[event.kind]))

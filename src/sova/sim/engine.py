@@ -31,6 +31,7 @@ from sova.sim.host_faults import HostFaults
 from sova.sim.host_power import HostPower
 from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.migration import Migration, migration_config
+from sova.sim.network_faults import NetworkFaults
 from sova.sim.records import Flow, MigrationRecord
 from sova.sim.routing import Routing
 from sova.sim.sensors import Sensors
@@ -43,7 +44,15 @@ MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
 
 
 class Simulator(
-    Routing, CpuScheduling, StorageSubsystem, Sensors, HypervisorOperations, HostPower, HostFaults, VmLifecycle
+    Routing,
+    CpuScheduling,
+    StorageSubsystem,
+    Sensors,
+    HypervisorOperations,
+    HostPower,
+    HostFaults,
+    NetworkFaults,
+    VmLifecycle,
 ):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
@@ -111,6 +120,7 @@ class Simulator(
         self.layout = Layout(self.topology.n_links, self.H, self.V)
         eff = self.params["protocol_efficiency"]
         self.static_cap = np.concatenate([self.topology.link_cap * eff, self.nic_bw * eff, self.nic_bw * eff])
+        self._init_network_faults()
         payload = self.params["packet_payload"]
         self.dom0_cost_bit = self.params["dom0_cost_per_byte"] / 8 + self.params["dom0_cost_per_packet"] / (8 * payload)
         self.guest_cost_bit = self.params["guest_cost_per_byte"] / 8 + self.params["guest_cost_per_packet"] / (
@@ -152,7 +162,7 @@ class Simulator(
         self._add_window(1.0 / self._ticks_per_step)
         self._tick += 1
         self.t = self._tick * self.dt
-        self.host_seen[~self.host_failed] = self.t  # every host that is up has reported by now
+        self.host_seen[self.reporting()] = self.t  # every host that is up and not silent has reported by now
         if self.step_ended:  # who is there for the next step: the loop can place arrivals before it
             self._process_lifecycle(self.t)
 
@@ -197,7 +207,7 @@ class Simulator(
         data = self._entry_base * np.where(self._entry_dom0 >= 0, vif_factor[np.maximum(self._entry_dom0, 0)], 1.0)
 
         # CPU pass 1: the CPU Dom0 could get for forwarding, with guests asking for their offered load
-        nic_cap = self.nic_bw * p["protocol_efficiency"]
+        nic_cap = self.nic_bw * p["protocol_efficiency"] * self.nic_up
         offered = self._offered(demand, active, nic_cap)
         guest_net = self._guest_net_cpu(offered)
         vm_dem = np.minimum(cpu_dem + guest_net, self.vm_cpu_limit())

@@ -57,7 +57,7 @@ class HostFaults:
         """Boot a down VM of a crashed host on `host` (on, with the memory for it)."""
         name, where = self.vm_names[vm], self.host_names[host]
         if not (self.vm_down[vm] and self.host_failed[self.vm_host[vm]]):
-            raise SimError(f"{name} is not down on a crashed host; migrate it instead")
+            raise SimError(f"{name} is not down on a crashed host: it runs on, holding its disks; not restarted")
         if self.host_failed[host]:
             raise SimError(f"{where} has crashed")
         self.require_host_on(host)
