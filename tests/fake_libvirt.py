@@ -50,7 +50,7 @@ class FakeDom:
 
     def XMLDesc(self, flags=0):
         return (
-            f"<domain><devices><disk type='{self.disk_type}' device='disk'><target dev='vda' bus='virtio'/></disk>"
+            f"<domain><name>{self._name}</name><devices><disk type='{self.disk_type}' device='disk'><target dev='vda' bus='virtio'/></disk>"
             "<interface type='bridge'><mac address='52:54:00:00:00:01'/><target dev='vnet0'/>"
             "<alias name='ua-net0'/></interface>" + "".join(self.devices) + "</devices></domain>"
         )
@@ -60,6 +60,10 @@ class FakeDom:
 
     def state(self):
         return [3 if self.paused_after_failure else 1, 1]
+
+    def create(self):
+        self.calls.append(("create",))
+        self.stats["state.state"] = 1
 
     def resume(self):
         self.calls.append(("resume",))
@@ -140,6 +144,14 @@ class FakeConn:
 
     def getAllDomainStats(self, stats, flags):
         return [(d, dict(d.stats)) for d in self.doms.values()]
+
+    def defineXML(self, xml):
+        """Define (or redefine) a domain from its XML; it is shut off until create()."""
+        name = xml.split("<name>", 1)[1].split("</name>", 1)[0]
+        dom = self.doms.get(name) or FakeDom(name, self, {"state.state": 5})
+        self.doms[name] = dom
+        dom.calls.append(("defineXML", xml))
+        return dom
 
     def lookupByName(self, name):
         if name not in self.doms:

@@ -687,9 +687,45 @@ def test_sova_manage_drains_a_real_host_under_a_maintenance_rule(lab):
     assert all(h != drained for h, _ in lab_.where(state).values())
 
 
+def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_from_the_shared_disks(lab):
+    """A host crashes (its daemon and QEMUs killed): `sova manage` sees it stop answering, declares it failed
+    after failure_grace, and ha-restart defines and starts each of its VMs on the other host, where the
+    guest boots and its agent answers."""
+    lab_, state = lab
+    placed = lab_.where(state)
+    crashed = max((h.name for h in state.hosts), key=lambda h: sum(1 for host, _ in placed.values() if host == h))
+    survivor = next(h.name for h in state.hosts if h.name != crashed)
+    lost = sorted(v for v, (h, _) in placed.items() if h == crashed)
+    drv = _libvirt_driver(state)
+    entries = []
+
+    def all_back() -> bool:
+        where = lab_.where(state)
+        return all(where.get(vm) == (survivor, "running") for vm in lost)
+
+    try:
+        drv.observe()  # the manager knew the host and its VMs before it failed
+        lab_.crash(crashed)
+        manage(
+            drv,
+            [],
+            ControlSpec(failure_grace=5.0),
+            duration=120,
+            on_entry=entries.append,
+            should_stop=all_back,
+        )
+        restarted = [e for e in entries if e.event == "applied" and e.action.startswith("restart-vm")]
+        assert sorted(e.target for e in restarted) == lost and all(e.status == A.OK for e in restarted), entries
+        assert any(e.event == "note" and f"{crashed} declared failed" in e.reason for e in entries)
+        assert ping(lab_, drv, lost[0], "after-restart", timeout=90)  # the guest booted on the survivor
+    finally:
+        drv.close()
+
+
 def test_up_after_a_crash_cleans_up_first(lab):
     lab_, state = lab
-    os.kill(state.hosts[0].pid, 9)  # a crashed daemon; its QEMUs keep running
+    with contextlib.suppress(ProcessLookupError):  # down already if the HA test crashed it
+        os.kill(state.hosts[0].pid, 9)  # a crashed daemon; its QEMUs keep running
     new = lab_.up(n_hosts=1, vms_per_host=1)
     assert [h.name for h in new.hosts] == ["host1"] and [v.name for v in new.vms] == ["vm1"]
     assert len(_qemu_pids(Path(new.dir))) == 1

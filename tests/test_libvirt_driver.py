@@ -207,6 +207,32 @@ def test_a_restarted_daemon_is_reconnected_and_an_unreachable_host_is_skipped():
     assert c.opened.count("fake://b") >= 2
 
 
+def test_a_silent_host_shows_its_vms_as_last_heard_and_a_failed_hosts_vm_restarts_elsewhere():
+    c = Cluster()
+    c.add("fake://a", "vm1")
+    c.add("fake://b", "vm2")
+    drv = make(c, shared_disks=True)
+    drv.connect()
+    first = drv.observe()
+    assert first.host_seen.tolist() == [first.time, first.time] and not first.vm_disk_local.any()
+    c.conns["fake://b"].alive = False  # b crashes
+    c.down.add("fake://b")
+    held = drv.observe()
+    assert held.vms == ("vm1", "vm2") and held.hosts[held.vm_host[1]] == "b"  # as b last showed it
+    assert held.host_seen[1] == first.time < held.host_seen[0] == held.time
+    assert held.counters.cpu_time[1] == first.counters.cpu_time[1] and held.host_cores[1] == first.host_cores[1]
+    out = drv.apply(A.RestartVM(vm="vm2", host="a"))
+    assert out.status == A.OK and "defined and started on a" in out.message
+    restarted = c.conns["fake://a"].doms["vm2"]
+    assert [call[0] for call in restarted.calls] == ["defineXML", "create"] and "<name>vm2</name>" in restarted.calls[
+        0
+    ][1]
+    after = drv.observe()
+    assert after.vms == ("vm1", "vm2") and after.hosts[after.vm_host[1]] == "a"  # running: no held copy
+    again = drv.apply(A.RestartVM(vm="vm2", host="a"))
+    assert again.status == A.FAILED and "vm2 runs on a; not restarted" in again.message
+
+
 def test_bad_uris_and_unreachable_hosts_are_clear_errors():
     with pytest.raises(DriverError, match="not a libvirt URI"):
         LibvirtDriver({"a": "node1"}, open_conn=lambda u: None)
@@ -282,12 +308,14 @@ def test_hosts_file_reads_flow_counters_and_the_topology_in_host_order(tmp_path)
 
     f = tmp_path / "hosts.toml"
     f.write_text(
+        "shared_storage = true\n"
         '[hosts.node1]\nuri = "qemu+tls://node1/system"\n[hosts.node1.flows]\ncommand = ["ssh", "root@node1"]\n'
         '[hosts.node2]\nuri = "qemu+tls://node2/system"\n[hosts.node2.flows]\n'
         '[hosts.node3]\nuri = "qemu+tls://node3/system"\n'
         '[topology]\nkind = "leaf-spine"\nhosts_per_leaf = 2\nleaves = 2\n'
     )
     cfg = load_hosts_file(f)
+    assert cfg.shared_storage
     assert cfg.flows["node1"].run.prefix == ("ssh", "root@node1") and cfg.flows["node1"].ports == "vnet*"
     assert cfg.flows["node2"].run.prefix == () and "node3" not in cfg.flows  # an empty table: locally
     assert cfg.topology.kind == "leaf-spine" and cfg.topology.hosts_per_leaf == 2

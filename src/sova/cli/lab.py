@@ -68,7 +68,18 @@ def add_parser(sub) -> None:
     )
     load.add_argument("vm", metavar="VM")
     load.add_argument("settings", nargs="*", metavar="KEY=VALUE")
-    for p in (up, load, *[lab_sub.choices[n] for n in ("status", "down")]):
+    crash = lab_sub.add_parser(
+        "crash",
+        help="crash a host: its daemon and its guests killed at once",
+        **described(
+            "Kill a host's libvirtd and its guests' QEMU processes with SIGKILL, as a power loss would: a "
+            "manager sees the host stop answering (and, with ha-restart, boots its VMs on the others from the "
+            "lab's shared disks). `sova lab up` or `down` cleans up after it.",
+            ["sudo sova lab crash host1"],
+        ),
+    )
+    crash.add_argument("host", metavar="HOST")
+    for p in (up, load, crash, *[lab_sub.choices[n] for n in ("status", "down")]):
         p.add_argument("--dir", type=Path, default=None, help="lab directory (default /var/lib/sova-lab)")
 
 
@@ -86,6 +97,9 @@ def command(args) -> int:
             out.print(line, markup=False, soft_wrap=True)
     elif args.lab_command == "load":
         out.print(f"{args.vm}: {lab.load(args.vm, args.settings)}", markup=False)
+    elif args.lab_command == "crash":
+        killed = lab.crash(args.host)
+        out.print(f"{args.host} crashed: {len(killed)} process(es) killed", markup=False)
     else:
         lab.down()
         out.print(f"lab in {lab.dir} removed", markup=False)

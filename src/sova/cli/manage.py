@@ -96,6 +96,7 @@ def command(args) -> int:
         cfg = load_hosts_file(args.hosts_file)
         hosts.update(cfg.hosts)
         options.update(sriov=cfg.sriov, migration_uri=cfg.migration_uri, nic_bandwidth=cfg.nic_bandwidth)
+        options["shared_disks"] = cfg.shared_storage
         if cfg.flows:
             options["flows"] = FlowCounters(cfg.flows)
         topology = cfg.topology or topology

@@ -129,9 +129,7 @@ class EventPlayer:
             entries = self.runtime.audit.entries[self._audited :]
             on_host = {sim.vm_names[v] for v in np.flatnonzero(sim.vm_host == record.host)}
             record.restarts_failed += sum(
-                1
-                for e in entries
-                if e.action.startswith("restart-vm") and e.status == "failed" and e.target in on_host
+                1 for e in entries if e.action.startswith("restart-vm") and e.status == "failed" and e.target in on_host
             )
 
     def _empty(self, host: int) -> bool:

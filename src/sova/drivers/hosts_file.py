@@ -1,5 +1,6 @@
 """The hosts file of `sova manage --hosts-file`: each host's libvirt URI and its SR-IOV settings.
 
+    shared_storage = true                                    # guests' disks on storage every host mounts
     [hosts.node1]
     uri = "qemu+tls://node1.example.org/system"
     migration_uri = "qemu+tls://node1.example.org/system"   # optional: peer-to-peer migration to it
@@ -63,6 +64,7 @@ class HostsConfig:
     nic_bandwidth: dict[str, float] = field(default_factory=dict)
     flows: dict[str, FlowCounterHost] = field(default_factory=dict)
     topology: TopologySpec | None = None
+    shared_storage: bool = False  # a failed host's VMs can be booted on another (HA restart)
 
 
 def load_hosts_file(path: Path) -> HostsConfig:
@@ -72,7 +74,13 @@ def load_hosts_file(path: Path) -> HostsConfig:
 def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
     """A parsed hosts file, checked whole; InputError with every problem and its place."""
     r = Reader(source)
-    t = r.table(raw, {"hosts": Field("table"), "topology": Field("table", {})}, "")
+    top = {
+        "hosts": Field("table"),
+        "topology": Field("table", {}),
+        "shared_storage": Field("bool", False, "disk files and devices are on storage every host reaches"),
+    }
+    t = r.table(raw, top, "")
+    shared = bool(t.get("shared_storage"))
     out = HostsConfig()
     topology = t.get("topology")
     hosts = t.get("hosts") if isinstance(t.get("hosts"), dict) else {}
@@ -110,4 +118,5 @@ def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
         check_topology_fits(r, out.topology, len(hosts))
     if r.problems:
         raise InputError(r.problems)
+    out.shared_storage = shared
     return out

@@ -59,6 +59,7 @@ class _VmState:
     guest: tuple[float, float, float, float, float] | None = None  # last guest report (4 net counters, MiB used)
     from_agent: bool = False  # the guest counters come from the agent (else from the host's view)
     stats: dict[str, Any] = field(default_factory=dict)  # the newest value of every stat libvirt gave
+    definition: str = ""  # its persistent domain XML, to boot it on another host if its host fails
 
     def monotonic(self, key: str, value: float) -> float:
         """A cumulative counter that survives resets: QEMU's CPU time and a new tap's byte counts start

@@ -6,7 +6,8 @@ counters and times, balloon) and the node's CPU counters, plus each guest agent'
 apply() starts actions and never raises: refusals and libvirt errors become failed outcomes.
 Long actions (migration, VF unplug) run in the background and are polled; a migration that fails or
 is cancelled leaves the VM running on its source with its VF back. A host whose daemon went away is
-reconnected on the next call; while it is away its VMs are absent from snapshots.
+reconnected on the next call; while it is away it shows as it last answered (``host_seen`` says when),
+with its VMs, and a VM of a failed host can be restarted elsewhere (libvirt_failover.py).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sova.drivers.libvirt_common import (
     quota_is_unlimited,
 )
 from sova.drivers.libvirt_dom0 import DOM0_NAME, is_xen, read_dom0_weight, set_dom0_weight
+from sova.drivers.libvirt_failover import HostFailover
 from sova.drivers.libvirt_io import LibvirtIo
 from sova.drivers.libvirt_migration import MigrationJobs
 from sova.drivers.libvirt_vfs import VfOperations
@@ -47,7 +49,7 @@ from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 _DISK_TYPE_RE = re.compile(r"<disk type='(\w+)' device='disk'")  # a disk's backend: file, block, network, ...
 
 
-class LibvirtDriver(VfOperations, MigrationJobs):
+class LibvirtDriver(VfOperations, MigrationJobs, HostFailover):
     """Hosts by name -> libvirt URI. See docs/libvirt.md for URIs, SR-IOV settings and what a host needs."""
 
     def __init__(
@@ -65,6 +67,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         unsafe_migration: bool = False,
         dirty_rate_every: float = 10.0,
         flows: FlowCounters | None = None,
+        shared_disks: bool = False,
     ):
         if not hosts:
             raise DriverError("the libvirt driver needs at least one host (--host NAME=URI)")
@@ -85,6 +88,9 @@ class LibvirtDriver(VfOperations, MigrationJobs):
         self.unsafe_migration = unsafe_migration
         self.dirty_rate_every = dirty_rate_every
         self.flows = flows
+        self.shared_disks = shared_disks  # disk files and devices are on storage every host reaches
+        self._seen: dict[str, float] = {}  # host -> when it last answered
+        self._last_heard: Snapshot | None = None
         self._conns: dict[str, Any] = {}
         self._t0 = time.monotonic()
         self._io = LibvirtIo(self)
@@ -175,6 +181,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
                 self.unreachable[h] = str(e)
                 self._conns.pop(h, None)
                 continue
+            self._heard(h, now)
             mem[hi], cores[hi] = info[1], info[2]
             host_cpu[hi] = (cpu.get("kernel", 0) + cpu.get("user", 0)) * NS
             own = self.host_cpu(h) if self.host_cpu is not None else None
@@ -223,7 +230,10 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             xml = self._xml(dom)  # one read per VM and observation: every device question below uses it
             mac_owner.update((mac, v) for mac in _MAC_RE.findall(xml))
             disk_types = _DISK_TYPE_RE.findall(xml)
-            disk_local[v] = bool(disk_types) and all(t in ("file", "block") for t in disk_types)
+            disk_local[v] = (
+                not self.shared_disks and bool(disk_types) and all(t in ("file", "block") for t in disk_types)
+            )
+            self._remember(state, dom)
             for i in range(int(st.get("net.count", 0))):
                 if self._is_vf_interface(xml, host, i, st, vf_macs):
                     continue
@@ -274,7 +284,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             migrating[v] = bool(job and not job.done and isinstance(job.action, A.Migrate))
         nic_rx, nic_tx = self._host_nic_counters(vm_host, c)
         flow_src, flow_dst, flow_bytes = vm_flows(self.flows.totals() if self.flows else {}, mac_owner)
-        return Snapshot(
+        snap = Snapshot(
             time=now,
             hosts=self.host_names,
             vms=names,
@@ -305,6 +315,7 @@ class LibvirtDriver(VfOperations, MigrationJobs):
             dom0_weight=dom0_weight,
             vm_disk_local=disk_local,
         )
+        return self._hold_silent(snap)
 
     def _vf_capacity(self, host: str) -> int:
         if host in self.sriov:
@@ -416,6 +427,8 @@ class LibvirtDriver(VfOperations, MigrationJobs):
                 return self._set_dom0_weight(action, now)
             if isinstance(action, A.SetHostPower):
                 raise _Refused("switching a host's power needs IPMI or wake-on-LAN, which this driver does not drive")
+            if isinstance(action, A.RestartVM):
+                return self._restart(action, now)
             host, dom = self._dom(vm)
         except _Refused as r:
             return A.Outcome(A.FAILED, str(r), now, now)

@@ -6,10 +6,9 @@ actions into simulator operations and reports refusals as failed outcomes, never
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
+from sova.drivers.last_report import held_for_silent_hosts
 from sova.model import actions as A
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
@@ -264,21 +263,3 @@ class SimDriver:
                     return A.Outcome(A.CANCELLED, "migration cancelled; the VM stays on its source", finished=now)
                 return A.Outcome(A.RUNNING, "in post-copy, which cannot be cancelled; it runs to its end")
         return A.Outcome(A.OK, "nothing to cancel", finished=now)
-
-
-def held_for_silent_hosts(snap: Snapshot, heard: Snapshot, silent: np.ndarray) -> Snapshot:
-    """`snap` with the silent hosts' counters, and their VMs' (where they were), as last heard: a host in a
-    sensor gap shows its last report."""
-    c = {k: getattr(snap.counters, k).copy() for k in VmCounters.__dataclass_fields__}
-    host_rows = {k: getattr(snap, k).copy() for k in ("host_cpu_time", "dom0_cpu_time", "nic_rx_bytes", "nic_tx_bytes")}
-    for name in host_rows:
-        host_rows[name][silent] = getattr(heard, name)[silent]
-    vm_host = snap.vm_host.copy()
-    then = heard.vm_position
-    for v, vm in enumerate(snap.vms):
-        old = then.get(vm)
-        if old is not None and (silent[snap.vm_host[v]] or silent[heard.vm_host[old]]):
-            vm_host[v] = heard.vm_host[old]
-            for k in c:
-                c[k][v] = getattr(heard.counters, k)[old]
-    return dataclasses.replace(snap, vm_host=vm_host, counters=VmCounters(**c), **host_rows)

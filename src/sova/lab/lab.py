@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -238,6 +239,20 @@ class Lab:
         return command.removeprefix("load").strip() or "idle"
 
     # ------------------------------------------------------------------ down
+    def crash(self, host: str) -> list[int]:
+        """Stop a host as a power loss would: every process of its cgroup (its daemon, its guests' QEMUs)
+        killed at once; returns their PIDs once they are gone. Its disks stay on the shared file system."""
+        state = self.state()
+        h = state.host(host)
+        group = Path("/sys/fs/cgroup/cpuacct") / f"{state.lab_id}-{h.name}"
+        pids = sorted({int(p) for f in group.rglob("cgroup.procs") for p in f.read_text().split()})
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in pids:
+            hosts.stop_pid(pid, timeout=10)  # gone (reaped if ours) by now or soon
+        return pids
+
     def down(self) -> None:
         """Stop and remove everything the lab in this directory made; safe to run twice."""
         state = LabState.load(self.dir)
@@ -430,4 +445,5 @@ def driver_options(state: LabState) -> dict:
         "host_cpu": host_cpu,
         "emulated_vfs": EmulatedVfs(count=2, bridge="br0", bandwidth=LAB_LINK_BANDWIDTH),
         "unsafe_migration": True,  # the disks are files on one local file system that every lab host sees
+        "shared_disks": True,  # so a failed host's VMs can be booted on another
     }

@@ -1,0 +1,58 @@
+"""Host failures on real hosts: when each host last answered, its VMs shown as it last saw them while it
+is silent, and HA restart (``restart-vm``): the VM's persistent definition, read while its host was up,
+defined on another host and started there, from disks on storage both hosts reach.
+
+The driver cannot tell a crashed host from one it cannot reach: a restart is safe only where the VM's
+disks are locked while it runs (libvirt's sanlock or virtlockd) or the silent host is fenced first (not
+done by Sova yet). The old definition stays on the failed host, shut off, for an operator to remove.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from sova.drivers.last_report import with_vms_of_silent_hosts
+from sova.drivers.libvirt_common import _msg, _Refused
+from sova.model import actions as A
+from sova.model.snapshot import Snapshot
+
+
+class HostFailover:
+    def _heard(self, host: str, now: float) -> None:
+        self._seen[host] = now
+
+    def _hold_silent(self, snap: Snapshot) -> Snapshot:
+        """`snap` with host_seen, and the silent hosts' rows and VMs as last heard."""
+        seen = np.array([self._seen.get(h, 0.0) for h in self.host_names])
+        silent = seen < snap.time
+        if silent.any() and self._last_heard is not None:
+            snap = with_vms_of_silent_hosts(snap, self._last_heard, silent)
+        snap = dataclasses.replace(snap, host_seen=seen)
+        self._last_heard = snap
+        return snap
+
+    def _remember(self, state, dom) -> None:
+        """Keep a VM's persistent definition, read once (its inactive XML)."""
+        if not state.definition:
+            try:
+                state.definition = dom.XMLDesc(self._flag("VIR_DOMAIN_XML_INACTIVE", 2))
+            except Exception:
+                state.definition = ""
+
+    def _restart(self, action: A.RestartVM, now: float) -> A.Outcome:
+        state = self._vm.get(action.vm)
+        if state is None or not state.definition:
+            raise _Refused(f"no definition of {action.vm} was read while its host was up")
+        running = self._where.get(action.vm)
+        if running is not None:
+            raise _Refused(f"{action.vm} runs on {running}; not restarted")
+        conn = self._conn(action.host)
+        if conn is None:
+            raise _Refused(f"host {action.host} is unreachable: {self.unreachable.get(action.host, '')}")
+        try:
+            conn.defineXML(state.definition).create()
+        except Exception as e:
+            raise _Refused(f"{action.vm} could not be started on {action.host}: {_msg(e)}") from e
+        return A.Outcome(A.OK, f"{action.vm} defined and started on {action.host}", now, self.now())
