@@ -72,3 +72,27 @@ def test_a_drained_host_empties_stays_in_maintenance_across_a_restart_and_is_rel
     assert kept == [("h1",)]
     assert released[0] == 0 and "h1 released by operator" in released[1]
     assert again[0] == 2 and "h1 is not in maintenance" in again[2]
+
+
+def test_the_managers_rules_move_a_vm_that_breaks_one_and_a_drain_adds_to_them(nats_server, tmp_path):
+    """`sova manager --rules`: keep-rules, through the agents, moves one of two VMs a must anti-affinity rule
+    keeps apart off their shared host; a drain later keeps both the operator's rule and its own."""
+    from sova.model.placement_rules import PlacementRule, RuleBook
+
+    apart = RuleBook([PlacementRule("apart", "anti-affinity", ("v1", "v2"))])
+
+    async def run():
+        stack = Stack(nats_server, tmp_path, scenario=three_hosts(), policies=[])
+        await stack.start_cluster()
+        manager = await stack.start_manager(rules=apart)
+        try:
+            await wait_for(lambda: len(set(vm_hosts(stack.cluster).values())) == 2, timeout=120)
+            await manager.maintain("h3", True, "operator")
+            rules = sorted(r.name for r in manager.runtime.knowledge.rules.rules)
+            return vm_hosts(stack.cluster), rules
+        finally:
+            await stack.stop_all()
+
+    where, rules = asyncio.run(run())
+    assert where["v1"] != where["v2"]
+    assert rules == ["apart", "maintenance of h3"]

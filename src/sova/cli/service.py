@@ -147,6 +147,13 @@ def add_parsers(sub) -> None:
     )
 
     m.add_argument(
+        "--rules",
+        type=Path,
+        default=None,
+        metavar="FILE.toml",
+        help="placement rules: [[rules]] entries as in a scenario (docs/operations.md)",
+    )
+    m.add_argument(
         "--name", default=None, metavar="NAME", help="this manager's name in the lease (default HOSTNAME-PID)"
     )
     m.add_argument(
@@ -253,6 +260,7 @@ def manager_command(args) -> int:
 
     from sova.cli.manage import profile_and_rails
     from sova.control.manage import BUILTIN_PROFILES
+    from sova.model.rule_reader import load_rules_file
     from sova.service.api_server import ApiServerError
     from sova.service.bus import BusError
     from sova.service.daemons import ManagerSettings, run_manager
@@ -284,6 +292,7 @@ def manager_command(args) -> int:
         runs=args.runs or state_dir() / "runs",
         parallel_runs=args.parallel_runs,
         run_traces=args.run_traces,
+        rules=load_rules_file(args.rules, None) if args.rules else None,
     )
     where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
     loops = f"global loops: {', '.join(p.name for p in policies if p.loop == 'global') or 'none'}; "

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sova.drivers.base import Driver
+from sova.model.placement_rules import RuleBook
 from sova.model.scenario import ControlSpec, Scenario
 from sova.plan.base import Policy
 from sova.service.agent import HostAgent, LocalSide, SimCluster, run_host_agent
@@ -54,6 +55,7 @@ class ManagerSettings:
     runs: Path | None = None  # where simulation runs submitted through the API go (None: no runs)
     parallel_runs: int = 1
     run_traces: Path | None = None  # where submitted scenarios may read trace files
+    rules: RuleBook | None = None  # the operator's placement rules (--rules)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -87,6 +89,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
         stale_after=settings.stale_after,
         lease=Lease(bus, settings.name, settings.lease_ttl),
         action_expiry=settings.action_expiry,
+        rules=settings.rules,
     )
     server = None
     runs = RunBook(settings.runs, settings.parallel_runs, settings.run_traces) if settings.runs is not None else None

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from sova.control.runtime import Runtime
 from sova.model.knowledge import Knowledge
+from sova.model.placement_rules import RuleBook
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.base import Policy
 from sova.service.bus import Bus
@@ -56,9 +57,13 @@ class Manager:
         topology: TopologySpec | None = None,
         lease: Lease | None = None,
         action_expiry: float = 120.0,
+        rules: RuleBook | None = None,
     ):
         """lease: the lease this manager leads under, beside a standby (None: it is the only manager);
-        action_expiry: seconds after its sending that an agent may still start an action."""
+        action_expiry: seconds after its sending that an agent may still start an action; rules: the
+        operator's placement rules, which every policy and the executor keep (a drained host's rule is
+        added to them)."""
+        self.rules = rules
         self.bus, self.store, self.tick, self.mode, self.profile = bus, store, tick, mode, profile
         self.policies = [p for p in policies if p.loop == "global"]  # the local ones run in the agents
         self.control, self.topology = control, topology
@@ -79,7 +84,14 @@ class Manager:
         self.book = PlanBook(self.store)
         self.driver = BusDriver(self.collector, self.book, self.dispatch, self.action_expiry)
         self.runtime = Runtime(
-            self.driver, self.policies, self.control, self.mode, self.topology, audit=self.book, knowledge=knowledge
+            self.driver,
+            self.policies,
+            self.control,
+            self.mode,
+            self.topology,
+            audit=self.book,
+            knowledge=knowledge,
+            rules=self.rules if knowledge is None else None,  # a knowledge kept has them, and the drains
         )
 
     @property
