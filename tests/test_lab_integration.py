@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -35,7 +36,6 @@ from sova.lab.errors import LabError
 from sova.lab.lab import Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for, lab_topology
 from sova.model import actions as A
 from sova.model.io_sample import IoThrottle
-from sova.model.placement_rules import RuleBook, maintenance_rule
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.model.storage_slo import SloBook
@@ -655,36 +655,45 @@ def test_virtue_on_real_hosts_brings_two_guests_that_talk_across_hosts_together_
     assert {e.target for e in moved} <= {sender, receiver} and together()
 
 
-def test_sova_manage_drains_a_real_host_under_a_maintenance_rule(lab):
-    """Maintenance on real hosts: keep-rules live-migrates every VM off the drained host, in one patient
-    plan that waits for the per-host migration cap, and nothing goes back to it."""
+def test_sova_host_drain_through_a_running_manages_socket_empties_a_real_host(lab, tmp_path):
+    """Maintenance on real hosts: `sova host drain HOST --socket --wait` asks a running `sova manage`, whose
+    keep-rules live-migrates every VM off the drained host in one patient plan that waits for the per-host
+    migration cap; nothing goes back to it, and `release` ends it."""
+    from sova.control.host_control import HostControl
+    from sova.control.slo_service import SloService
+
     lab_, state = lab
     placed = lab_.where(state)
     drained = max((h.name for h in state.hosts), key=lambda h: sum(1 for host, _ in placed.values() if host == h))
     leaving = sorted(v for v, (h, _) in placed.items() if h == drained)
     drv = _libvirt_driver(state)
-    entries = []
-
-    def empty() -> bool:
-        snap = drv.observe()
-        return drained not in {snap.hosts[h] for h in snap.vm_host} and not any(snap.vm_migrating)
-
+    control = SloService(None, HostControl())
+    path = tmp_path / "manage.sock"
+    control.listen(path)
+    entries, stop = [], threading.Event()
+    kwargs = {"duration": 300, "on_entry": entries.append, "should_stop": stop.is_set, "slos": control}
+    loop = threading.Thread(target=manage, args=(drv, [], ControlSpec()), kwargs=kwargs)
+    loop.start()
     try:
-        manage(
-            drv,
-            [],
-            ControlSpec(),
-            duration=240,
-            on_entry=entries.append,
-            should_stop=empty,
-            rules=RuleBook([maintenance_rule(drained)]),
-        )
+        wait_until(lambda: control.hosts.handle({"op": "hosts"})["hosts"], "the manage's first observation")
+        code = cli_main(["host", "drain", drained, "--socket", str(path), "--wait", "--timeout", "240"])
+        released = cli_main(["host", "release", drained, "--socket", str(path)])
+        wait_until(lambda: any("released from" in e.reason for e in entries if e.event == "note"), "the release")
     finally:
+        stop.set()
+        loop.join(timeout=60)
+        control.close()
         drv.close()
+    assert code == 0 and released == 0
     moved = [e for e in entries if e.event == "finished" and e.policy == "keep-rules"]
     assert sorted(e.target for e in moved) == leaving and all(e.status == A.OK for e in moved), entries
     assert not [e for e in entries if e.event == "rejected"]  # the cap made them wait, not fail
     assert all(h != drained for h, _ in lab_.where(state).values())
+    notes = [e.reason for e in entries if e.event == "note"]
+    assert (
+        f"{drained} put into maintenance by operator" in notes
+        and f"{drained} released from maintenance by operator" in notes
+    )
 
 
 def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_from_the_shared_disks(lab):

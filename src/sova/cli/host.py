@@ -1,10 +1,12 @@
-"""``sova host list|drain|release``: the hosts of a running service, and maintenance, through its REST API."""
+"""``sova host list|drain|release``: the hosts of a running service, and maintenance, through its REST API;
+or, with ``--socket``, those of a running `sova manage`, through its control socket."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
+from pathlib import Path
 
 from sova.cli.common import described, error, number, out
 
@@ -19,11 +21,13 @@ def add_parser(sub) -> None:
             "Through the manager's REST API (`sova manager` or `sova serve`): list the hosts with their load "
             "and whether they are in maintenance; drain a host (its VMs move away within the placement rules "
             "and capacity, VFs given back and asked for again on the destinations, and nothing is placed on "
-            "it), or release it. The token is an operator's or admin's (`sova token add`).",
+            "it), or release it. The token is an operator's or admin's (`sova token add`). With --socket, the same "
+            "for a running `sova manage` (its control socket; whoever may open it is its operator).",
             [
                 "sova host list --token sova_...",
                 "sova host drain hv3 --wait          (SOVA_API and SOVA_TOKEN from the environment)",
                 "sova host release hv3 --api https://sova.example:8421 --token sova_...",
+                "sova host drain node3 --wait --socket /run/user/0/sova-manage-0.sock      (a sova manage)",
             ],
         ),
     )
@@ -43,6 +47,13 @@ def add_parser(sub) -> None:
             help="the manager's API (default: $SOVA_API, else %(default)s)",
         )
         v.add_argument("--token", default=os.environ.get("SOVA_TOKEN"), help="an API token (default: $SOVA_TOKEN)")
+        v.add_argument(
+            "--socket",
+            type=Path,
+            default=None,
+            metavar="PATH",
+            help="a running sova manage's control socket instead of the API (see its --control-socket)",
+        )
         v.add_argument("--json", action="store_true", help="print the answer as JSON")
         if verb == "drain":
             v.add_argument("--wait", action="store_true", help="wait until the host holds no VM")
@@ -57,6 +68,8 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     import httpx
 
+    if args.socket is not None:
+        return _through_socket(args)
     if not args.token:
         error("no API token: give --token or set SOVA_TOKEN (an operator's token from `sova token add`)")
         return 2
@@ -114,10 +127,14 @@ def _list(client, as_json: bool) -> int:
 
 
 def _wait(client, host: str, timeout: float) -> int:
-    """Poll the hosts until `host` holds no VM; a line each time the count changes."""
+    return _wait_rows(lambda: _call(client, "get", "/api/v1/hosts"), host, timeout)
+
+
+def _wait_rows(rows, host: str, timeout: float) -> int:
+    """Poll the hosts (`rows()`) until `host` holds no VM; a line each time the count changes."""
     deadline, last = time.monotonic() + timeout, None
     while True:
-        row = next((h for h in _call(client, "get", "/api/v1/hosts") if h["name"] == host), None)
+        row = next((h for h in rows() if h["name"] == host), None)
         if row is None:
             error(f"{host} no longer reports")
             return 2
@@ -130,3 +147,37 @@ def _wait(client, host: str, timeout: float) -> int:
             error(f"{host} still holds {last} VM(s) after {timeout:g} s; see the audit log for what stops them")
             return 1
         time.sleep(1.0)
+
+
+def _through_socket(args) -> int:
+    """The same verbs against a running `sova manage`'s control socket."""
+    from sova.control.slo_service import ask
+
+    request = {"op": "hosts"} if args.verb == "list" else {"op": args.verb, "host": args.host}
+    answer = ask(args.socket, request)
+    if not answer.get("ok"):
+        error(answer.get("error", "refused"))
+        return 2
+    if args.json:
+        out.print(json.dumps(answer, indent=2), markup=False)
+    elif args.verb == "list":
+        for row in answer["hosts"]:
+            flag = "  maintenance" if row["maintenance"] else ""
+            out.print(f"{row['name']:20} {row['vms']:4d} VM(s){flag}", markup=False)
+    else:
+        state = "in maintenance" if answer["maintenance"] else "released"
+        out.print(f"{answer['host']} {state} by {answer['by']}; {answer['vms']} VM(s) on it", markup=False)
+    if not getattr(args, "wait", False):
+        return 0
+
+    def rows():
+        reply = ask(args.socket, {"op": "hosts"})
+        if not reply.get("ok"):
+            raise _ApiError(reply.get("error", "refused"))
+        return reply["hosts"]
+
+    try:
+        return _wait_rows(rows, args.host, args.timeout)
+    except _ApiError as exc:
+        error(str(exc))
+        return 2

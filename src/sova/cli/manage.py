@@ -68,7 +68,7 @@ def add_parser(sub) -> None:
         type=Path,
         default=None,
         metavar="PATH",
-        help="with profile see: where `sova slo` reaches this manage (default: the user's runtime directory)",
+        help="where `sova slo` and `sova host --socket` reach this manage (default: the user's runtime directory)",
     )
 
 
@@ -77,7 +77,6 @@ def command(args) -> int:
     from dataclasses import asdict
 
     from sova.control.manage import manage
-    from sova.control.slo_service import default_socket
     from sova.drivers.libvirt_driver import LibvirtDriver
     from sova.model.rule_reader import load_rules_file
     from sova.model.scenario import TopologySpec
@@ -103,9 +102,8 @@ def command(args) -> int:
     hosts.update(pairs(args.host, "--host", "NAME=URI, e.g. node1=qemu+ssh://root@node1/system"))
     policies, control = profile_and_rails(args, "sova manage")
     controlled = any(isinstance(p, IoController) for p in policies)
-    for flag, given in (("--slos", args.slos), ("--control-socket", args.control_socket)):
-        if given is not None and not controlled:
-            raise InputError([Problem(flag, f"profile {args.profile} holds no storage SLO; expected --profile see")])
+    if args.slos is not None and not controlled:
+        raise InputError([Problem("--slos", f"profile {args.profile} holds no storage SLO; expected --profile see")])
     slo_entries = _read_slo_file(args.slos) if args.slos else None  # before connecting: bad input fails at once
     rules = load_rules_file(args.rules, list(hosts)) if args.rules else None
     audit = _open_audit(args.audit) if args.audit else None
@@ -113,8 +111,7 @@ def command(args) -> int:
     service = None
     try:
         driver.connect()
-        if controlled:
-            service = _slo_service(driver, slo_entries, args.slos, args.control_socket or default_socket())
+        service = _control_service(driver, controlled, slo_entries, args.slos, args.control_socket)
     except BaseException:
         driver.close()
         if audit is not None:
@@ -246,26 +243,37 @@ def _read_slo_file(path: Path) -> list:
     return entries
 
 
-def _slo_service(driver, entries: list | None, path_given: Path | None, socket_path: Path):
-    """The tenants' SLO book over the hosts' VMs, filled from --slos, listening at `socket_path`."""
-    from sova.control.slo_service import SloService
+def _control_service(driver, controlled: bool, entries: list | None, path_given: Path | None, socket_path):
+    """The control socket: drains (`sova host ... --socket`) always, and with profile see the tenants' SLO
+    book over the hosts' VMs, filled from --slos. Without see and without --control-socket, a default
+    socket another manage holds only means this one serves none (said once)."""
+    from sova.control.host_control import HostControl
+    from sova.control.slo_service import SloService, default_socket
     from sova.model.schema import Reader
     from sova.model.slo_reader import read_slos, slo_book
     from sova.model.storage_slo import SloError
 
-    vms = list(driver.observe().vms)
-    slos = ()
-    if entries:
-        r = Reader(f"--slos {path_given}")
-        slos = read_slos(r, entries, vms)
-        if r.problems:
-            raise InputError(r.problems)
-    service = SloService(slo_book(vms, slos))
+    book = None
+    if controlled:
+        vms = list(driver.observe().vms)
+        slos = ()
+        if entries:
+            r = Reader(f"--slos {path_given}")
+            slos = read_slos(r, entries, vms)
+            if r.problems:
+                raise InputError(r.problems)
+        book = slo_book(vms, slos)
+    service = SloService(book, HostControl())
+    where = socket_path or default_socket()
     try:
-        service.listen(socket_path)
+        service.listen(where)
     except (SloError, OSError) as exc:
-        raise InputError([Problem(f"--control-socket {socket_path}", str(exc))]) from None
-    out.print(f"storage SLOs: `sova slo set|get VM --socket {socket_path}`", markup=False)
+        if controlled or socket_path is not None:
+            raise InputError([Problem(f"--control-socket {where}", str(exc))]) from None
+        out.print(f"no control socket ({exc}): `sova host drain --socket` cannot reach this manage", markup=False)
+        return None
+    words = "`sova slo set|get VM`, `sova host drain|release HOST`" if controlled else "`sova host drain|release HOST`"
+    out.print(f"control: {words} --socket {where}", markup=False)
     return service
 
 

@@ -63,12 +63,15 @@ def manage(
     topology: TopologySpec | None = None,
 ) -> Runtime:
     """Run until `duration` seconds have passed (None: until interrupted or should_stop()); `slos`: the
-    tenants' SLOs, which the IO controllers among the policies hold (bound here to the hosts' VMs);
+    control socket's service: the tenants' SLOs, which the IO controllers among the policies hold (bound
+    here to the hosts' VMs), and the operator's drains (its ``hosts``), applied between ticks;
     `rules`: the placement rules every policy and the executor keep; `topology`: the fabric the hosts
     are on, in their order (network-aware placement needs it)."""
     rt = Runtime(driver, policies, control, mode, topology, rules=rules)
-    layout = driver.observe() if slos is not None else None  # which VM runs on which host
-    controllers = bind_to_hosts(policies, slos.book, layout) if slos is not None else []
+    hosts = slos.hosts if slos is not None else None  # drains asked on the socket
+    held = slos is not None and slos.book is not None
+    layout = driver.observe() if held else None  # which VM runs on which host
+    controllers = bind_to_hosts(policies, slos.book, layout) if held else []
     if controllers:
         tick = min(tick, *(c.period for c in controllers))
     start = driver.now()
@@ -80,7 +83,11 @@ def manage(
         changed = slos.take_changed() if controllers else set()
         if changed and not all(c.refresh(changed) for c in controllers):  # the VMs under SLO changed
             bind_to_hosts(policies, slos.book, rt.knowledge.latest if len(rt.knowledge) else layout)
+        for host, drain in hosts.take() if hosts is not None else ():
+            (rt.drain if drain else rt.release)(host, by="operator")
         rt.tick()
+        if hosts is not None and len(rt.knowledge):
+            hosts.publish(rt.knowledge.latest)
         if mode == "approve" and ask is not None:
             for pid, plan in list(rt.executor.pending.items()):
                 findings = [f"finding: {f.describe()}" for f in plan.findings]

@@ -1,5 +1,6 @@
 """The storage tenant API of a running `sova manage`: Table 1's calls (set_Throughput, set_IOsize, set_SC,
-set_PF, get_Status; and the latency SLO) over a Unix socket, which `sova slo set|get` speaks.
+set_PF, get_Status; and the latency SLO) over a Unix socket, which `sova slo set|get` speaks; the same
+socket takes `sova host drain|release|list --socket` (control/host_control.py).
 
 One JSON object per line each way:
 
@@ -28,6 +29,8 @@ import threading
 from dataclasses import asdict
 from pathlib import Path
 
+from sova.control.host_control import OPS as HOST_OPS
+from sova.control.host_control import HostControl
 from sova.model.storage_slo import SloBook, SloError, slo_settings, updated_slo
 
 REQUEST_MAX = 64 * 1024  # bytes of one request line
@@ -42,8 +45,11 @@ def default_socket() -> Path:
 class SloService:
     """A SloBook behind a lock, with the requests of `sova slo` applied to it."""
 
-    def __init__(self, book: SloBook):
+    def __init__(self, book: SloBook | None, hosts: HostControl | None = None):
+        """book: None where the manage holds no SLO (its profile runs no IO controller); hosts: the manage's
+        maintenance requests, served on the same socket (drain, release, hosts)."""
         self.book = book
+        self.hosts = hosts
         self._lock = threading.Lock()
         self._changed: set[str] = set()
         self._server: socketserver.ThreadingUnixStreamServer | None = None
@@ -54,8 +60,13 @@ class SloService:
         if not isinstance(request, dict):
             return _refused(f"expected a JSON object, got {type(request).__name__}")
         op, vm = request.get("op"), request.get("vm")
+        if op in HOST_OPS and self.hosts is not None:
+            return self.hosts.handle(request)
         if op not in ("set", "get"):
-            return _refused(f"op: expected 'set' or 'get', got {op!r}")
+            more = ", 'drain', 'release', 'hosts'" if self.hosts is not None else ""
+            return _refused(f"op: expected 'set' or 'get'{more}, got {op!r}")
+        if self.book is None:
+            return _refused("this sova manage holds no storage SLO (its profile is not see)")
         if not isinstance(vm, str) or not vm:
             return _refused(f"vm: expected a VM name, got {vm!r}")
         try:

@@ -44,11 +44,16 @@ class Policy(ABC):
     def __init__(self, **params: Any):
         self.settings = params  # the values of this instance; `params` (the class's) says what each one is
         self.period: float = params.get("period", 10.0)
-        self.rank: int = params.get("priority", type(self).priority)
-        # the profile's other policies whose filters and pins bind this one (set by the runtime): those not
-        # of a lower priority; their scores guide it whatever their priority
-        self.peers: list[Policy] = []
-        self.scorers: list[Policy] = []
+
+    # the profile's other policies whose filters and pins bind this one (set by the runtime): those not of a
+    # lower priority; their scores guide it whatever their priority
+    peers: tuple[Policy, ...] | list[Policy] = ()
+    scorers: tuple[Policy, ...] | list[Policy] = ()
+
+    @property
+    def rank(self) -> int:
+        """Its priority: the `priority` parameter, else its class's."""
+        return getattr(self, "settings", {}).get("priority", type(self).priority)
 
     @property
     def outcomes(self) -> list[tuple[Action, Outcome]]:
