@@ -56,13 +56,7 @@ def add_parser(sub) -> None:
         metavar="FILE.toml",
         help="storage SLOs to start with: [[slos]] entries as in a scenario (profile see; docs/storage-slo.md)",
     )
-    m.add_argument(
-        "--rules",
-        type=Path,
-        default=None,
-        metavar="FILE.toml",
-        help="placement rules: [[rules]] entries as in a scenario (docs/operations.md)",
-    )
+    add_rules_argument(m)
     m.add_argument(
         "--control-socket",
         type=Path,
@@ -153,6 +147,17 @@ def command(args) -> int:
         if audit is not None:
             audit.close()
     return 0
+
+
+def add_rules_argument(parser) -> None:
+    """--rules FILE.toml: the operator's placement rules (`sova manage`, `sova manager`)."""
+    parser.add_argument(
+        "--rules",
+        type=Path,
+        default=None,
+        metavar="FILE.toml",
+        help="placement rules: [[rules]] entries as in a scenario (docs/operations.md)",
+    )
 
 
 def add_profile_arguments(parser, scenario: bool = False, default: str = "sova", mode: bool = True) -> None:

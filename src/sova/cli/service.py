@@ -111,7 +111,7 @@ def open_store(url: str):
 
 
 def add_parsers(sub) -> None:
-    from sova.cli.manage import add_profile_arguments
+    from sova.cli.manage import add_profile_arguments, add_rules_argument
 
     m = sub.add_parser(
         "manager",
@@ -146,13 +146,7 @@ def add_parsers(sub) -> None:
         help="leave out a host whose last report is older (default 30)",
     )
 
-    m.add_argument(
-        "--rules",
-        type=Path,
-        default=None,
-        metavar="FILE.toml",
-        help="placement rules: [[rules]] entries as in a scenario (docs/operations.md)",
-    )
+    add_rules_argument(m)
     m.add_argument(
         "--name", default=None, metavar="NAME", help="this manager's name in the lease (default HOSTNAME-PID)"
     )

@@ -30,6 +30,9 @@ from sova.plan.keep_rules import KeepRules
 from sova.plan.storage.io_control import IoController
 
 
+OUTCOMES_KEPT = 1000  # per policy, until its next round
+
+
 class Runtime:
     def __init__(
         self,
@@ -129,6 +132,7 @@ class Runtime:
             pol = by_name.get(action.policy)
             if pol is not None:
                 pol.outcomes.append((action, outcome))
+                del pol.outcomes[:-OUTCOMES_KEPT]  # a policy that has not run for long sees the latest
         self.executor.settled.clear()
 
     def drain(self, host: str, by: str = "operator") -> None:
