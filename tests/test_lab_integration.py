@@ -431,6 +431,7 @@ def test_cancel_aborts_a_running_migration_and_the_vm_stays(lab, driver):
 def test_a_restarted_libvirtd_is_reconnected(lab, driver):
     _, state = lab
     h2 = state.host("host2")
+    driver.observe()  # heard from both
     lab_hosts.stop_pid(h2.pid)
     try:
         silent = driver.observe()
