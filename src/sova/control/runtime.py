@@ -29,7 +29,6 @@ from sova.plan.ha_restart import HaRestart
 from sova.plan.keep_rules import KeepRules
 from sova.plan.storage.io_control import IoController
 
-
 OUTCOMES_KEPT = 1000  # per policy, until its next round
 
 

@@ -36,6 +36,7 @@ from sova.drivers.libvirt_common import (
     load_libvirt,
     quota_is_unlimited,
 )
+from sova.drivers.libvirt_dirty_rate import DirtyRates
 from sova.drivers.libvirt_dom0 import DOM0_NAME, is_xen, read_dom0_weight, set_dom0_weight
 from sova.drivers.libvirt_failover import HostFailover
 from sova.drivers.libvirt_io import LibvirtIo
@@ -49,7 +50,7 @@ from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 _DISK_TYPE_RE = re.compile(r"<disk type='(\w+)' device='disk'")  # a disk's backend: file, block, network, ...
 
 
-class LibvirtDriver(VfOperations, MigrationJobs, HostFailover):
+class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
     """Hosts by name -> libvirt URI. See docs/libvirt.md for URIs, SR-IOV settings and what a host needs."""
 
     def __init__(
@@ -377,17 +378,6 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover):
             if state.channel is not None:
                 state.channel.answers = answers  # the same guest on its new host
         return state.channel.poll() if state.channel else None
-
-    def _dirty_rate(self, name: str, dom, st: dict, now: float) -> float:
-        rate, started = self._dirty.get(name, (0.0, -1e9))
-        if "dirtyrate.megabytes_per_second" in st and st.get("dirtyrate.calc_status") == 2:
-            rate = st["dirtyrate.megabytes_per_second"] * 2**20
-        if self.dirty_rate_every > 0 and now - started >= self.dirty_rate_every:
-            with contextlib.suppress(Exception):
-                dom.startDirtyRateCalc(1, 0)
-                started = now
-        self._dirty[name] = (rate, started)
-        return rate
 
     def _cpu_tune(self, dom, n_vcpu: int) -> tuple[float, float]:
         try:
