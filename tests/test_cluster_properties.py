@@ -6,7 +6,7 @@ cores; every VM is on exactly one host; no must rule is broken, but for an affin
 its VMs has a move under way in the executor (a group moves one VM at a time); and every action proposed
 ends in the audit log with
 its outcome (or is still running or queued when the run ends). `SOVA_PROPERTY_EXAMPLES` sets how many
-clusters a run draws (100 by default; docs/reliability.md gives the count run once).
+clusters a run draws (75 by default; docs/reliability.md gives the count run once).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from sova.model import actions as A
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator
 
-EXAMPLES = int(os.environ.get("SOVA_PROPERTY_EXAMPLES", "100"))
+EXAMPLES = int(os.environ.get("SOVA_PROPERTY_EXAMPLES", "75"))
 PROFILES = (
     *("none", "sandpiper", "sova", "threshold-migration", "power-aware", "cloudscope"),
     *("sandpiper+dsriov", "sova+host-standby", "threshold-migration+cloudscope"),  # policies that compose

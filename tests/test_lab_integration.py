@@ -464,7 +464,7 @@ def test_sova_manage_moves_a_vm_off_a_hot_host_by_itself_then_stays_quiet(lab):
             moved_at.append(time.monotonic())
 
     def done() -> bool:
-        return bool(moved_at) and time.monotonic() - moved_at[0] > 40
+        return bool(moved_at) and time.monotonic() - moved_at[0] > 30
 
     try:
         rt = manage(drv, policies, ControlSpec(), duration=240, on_entry=on_entry, should_stop=done)
@@ -494,7 +494,7 @@ def test_sova_manage_runs_the_cloudscope_profile_on_real_hosts_and_predicts_ever
         p.period = 5.0
     entries = []
     try:
-        rt = manage(drv, policies, ControlSpec(), duration=45, on_entry=entries.append)  # a 30 s window and more
+        rt = manage(drv, policies, ControlSpec(), duration=38, on_entry=entries.append)  # a 30 s window and more
     finally:
         drv.close()
         for vm in busy:
