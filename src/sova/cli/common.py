@@ -52,6 +52,22 @@ def described(description: str, examples: list[str] = (), notes: str = "") -> di
     }
 
 
+def ask_manage(path, request: dict, as_json: bool) -> dict | None:
+    """Send a request to a running `sova manage`'s control socket: its answer, printed as JSON when asked;
+    None (said on stderr) when it was refused or nobody answered."""
+    import json
+
+    from sova.control.slo_service import ask
+
+    answer = ask(path, request)
+    if not answer.get("ok"):
+        error(answer.get("error", "no answer"))
+        return None
+    if as_json:
+        out.print(json.dumps(answer, indent=2), markup=False)
+    return answer
+
+
 def warn(text: str) -> None:
     err.print("warning: " + text, markup=False, highlight=False, soft_wrap=True, style="yellow")
 

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from sova.cli.common import described, error, number, out
+from sova.cli.common import ask_manage, described, error, number, out
 
 DEFAULT_URL = "http://127.0.0.1:8421"
 
@@ -154,17 +154,14 @@ def _through_socket(args) -> int:
     from sova.control.slo_service import ask
 
     request = {"op": "hosts"} if args.verb == "list" else {"op": args.verb, "host": args.host}
-    answer = ask(args.socket, request)
-    if not answer.get("ok"):
-        error(answer.get("error", "refused"))
+    answer = ask_manage(args.socket, request, args.json)
+    if answer is None:
         return 2
-    if args.json:
-        out.print(json.dumps(answer, indent=2), markup=False)
-    elif args.verb == "list":
+    if not args.json and args.verb == "list":
         for row in answer["hosts"]:
             flag = "  maintenance" if row["maintenance"] else ""
             out.print(f"{row['name']:20} {row['vms']:4d} VM(s){flag}", markup=False)
-    else:
+    elif not args.json:
         state = "in maintenance" if answer["maintenance"] else "released"
         out.print(f"{answer['host']} {state} by {answer['by']}; {answer['vms']} VM(s) on it", markup=False)
     if not getattr(args, "wait", False):

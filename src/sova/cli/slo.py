@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
-from sova.cli.common import described, error, number, out
+from sova.cli.common import ask_manage, described, error, number, out
 
 
 def _unit(parse):
@@ -71,8 +70,6 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
-    from sova.control.slo_service import ask
-
     request: dict = {"op": args.verb, "vm": args.vm}
     if args.verb == "set":
         given = {"throughput": args.throughput, "io_size": args.io_size, "sc_rate": args.sc, "pf_ratio": args.pf}
@@ -82,13 +79,10 @@ def command(args) -> int:
         if len(request) == 2:
             error("nothing to set: give --throughput, --io-size, --sc, --pf or --latency")
             return 2
-    answer = ask(args.socket, request)
-    if not answer.get("ok"):
-        error(answer.get("error", "no answer"))
+    answer = ask_manage(args.socket, request, args.json)
+    if answer is None:
         return 2
-    if args.json:
-        out.print(json.dumps(answer, indent=2), markup=False)
-    else:
+    if not args.json:
         _show(answer)
     return 0
 

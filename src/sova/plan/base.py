@@ -98,9 +98,14 @@ class Policy(ABC):
         return {}
 
     @classmethod
+    def defines(cls, point: str) -> bool:
+        """Whether it defines the extension point of that name (its own, not the base's no-op)."""
+        return getattr(cls, point) is not getattr(Policy, point)
+
+    @classmethod
     def extends(cls) -> bool:
         """Whether it defines an extension point (the runtime hands it to the others only then)."""
-        return any(getattr(cls, n) is not getattr(Policy, n) for n in ("filter_hosts", "score_hosts", "pinned"))
+        return any(cls.defines(point) for point in ("filter_hosts", "score_hosts", "pinned"))
 
 
 def register(cls: type[Policy]) -> type[Policy]:

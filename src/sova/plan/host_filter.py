@@ -20,8 +20,8 @@ class HostFilter:
         self.names = snap.vms
         self.placement = placement  # VM -> host as the plan so far leaves it (the caller's array, kept up to date)
         peers = policy.peers if policy is not None else []
-        self.filters = [p for p in peers if type(p).filter_hosts is not Policy.filter_hosts]
-        self.scorers = [p for p in (policy.scorers if policy else []) if type(p).score_hosts is not Policy.score_hosts]
+        self.filters = [p for p in peers if p.defines("filter_hosts")]
+        self.scorers = [p for p in (policy.scorers if policy else []) if p.defines("score_hosts")]
         self.pinned: dict[str, str] = {}  # VM -> why a peer wants it left where it runs
         for peer in peers:
             for vm, why in peer.pinned(knowledge).items():
