@@ -6,11 +6,25 @@ import contextlib
 import threading
 from pathlib import Path
 
+import pytest
+
 from sova.model.scenario import Scenario
 from sova.model.scenario_reader import scenario_from_dict
 from sova.model.storage_slo import SloBook
+from sova.model.trace_sets import public_source
 
 ROOT = Path(__file__).resolve().parents[1]
+# the public traces beside the checkout (../shared/traces/README.md), which a fresh clone does not have; the
+# project's own excerpts are in scenarios/traces
+SHARED_TRACES = ROOT.parent / "shared" / "traces"
+
+
+def needs_shared_traces(*parts: str):
+    """Skip a test unless SHARED_TRACES/parts is there; the reason says where those traces come from."""
+    path = SHARED_TRACES.joinpath(*parts)
+    source = public_source(path) or "shared/traces/README.md names each set's source"
+    return pytest.mark.skipif(not path.exists(), reason=f"needs public traces not in the project, at {path}: {source}")
+
 
 # two hosts, four VMs on the first (a hotspot), a web service; profiles default and threshold
 SMALL = """

@@ -189,7 +189,7 @@ def test_a_link_of_zero_gives_valid_json_with_the_reason_and_a_report_without_na
 CLI_CASES = [
     (["place", "{scenario}", "--algorithm", "greedy-fill", "--window", "nan"], "--window: expected a positive number"),
     (["place", "{scenario}", "--algorithm", "greedy-fill", "--window", "-1"], "--window: expected a positive number"),
-    (["run", "{scenario}", "--seed", "nan"], "--seed: expected a non-negative integer, got 'nan'"),
+    (["run", "{scenario}", "--seed", "nan"], "--seed: expected a whole number from 0 to 2^63 - 1, got 'nan'"),
     (["run", "{scenario}", "--jobs", "0"], "--jobs: expected a positive number of processes, got '0'"),
     (["run", "{scenario}", "--profile", "nope"], "--profile nope: no such profile"),
     (["manage", "--host", "a=test:///default", "--duration", "inf"], "--duration: expected a positive number"),

@@ -1,16 +1,18 @@
-"""Real block-IO traces: the four formats' readers on the shared samples (counts from their READMEs), their
+"""Real block-IO traces: the four formats' readers on the public samples (counts from their READMEs), their
 errors on bad files, and the block-trace workload kind replaying them at their own pace and as fast as
-the storage goes."""
+the storage goes. The samples too large for the project are read from beside the checkout (SHARED_TRACES);
+the rest, and excerpts of the large ones, from scenarios/traces."""
 
 from __future__ import annotations
 
 import bz2
+import csv
 import gzip
 
 import numpy as np
 import pytest
 
-from helpers import ROOT, make_scenario
+from helpers import ROOT, SHARED_TRACES, make_scenario, needs_shared_traces
 from sova.model.scenario_reader import scenario_from_dict
 from sova.model.schema import InputError
 from sova.sim.block_traces import read_block_trace
@@ -18,20 +20,22 @@ from sova.sim.engine import Simulator
 from sova.sim.traces import TraceError
 from sova.sim.workload_kinds.block_trace import READ_BYTES, READS, WRITE_BYTES, WRITES, Replay
 
-TRACES = ROOT.parent / "shared" / "traces"  # not in the repository: shared/traces/README.md
-CLOUDPHYSICS = TRACES / "cloudphysics_libcachesim" / "cloudPhysicsIO.csv"
-MSR = TRACES / "msr_cambridge_sample" / "msr-cambridge1-sample.csv"
-SYSTOR = TRACES / "snia_systor17_sample" / "systor17-traces-sample.csv.gz"
-SYSTOR_ADDITIONAL = TRACES / "snia_systor17_sample" / "systor17-additional-sample.csv.gz"
-TENCENT = TRACES / "tencent_cbs_sample" / "cloud_storage-sample.bz2"
-
-needs_traces = pytest.mark.skipif(not TRACES.is_dir(), reason=f"the shared traces are not at {TRACES}")
+CLOUDPHYSICS = SHARED_TRACES / "cloudphysics_libcachesim" / "cloudPhysicsIO.csv"
+SYSTOR = SHARED_TRACES / "snia_systor17_sample" / "systor17-traces-sample.csv.gz"
+SYSTOR_ADDITIONAL = SHARED_TRACES / "snia_systor17_sample" / "systor17-additional-sample.csv.gz"
+TENCENT = SHARED_TRACES / "tencent_cbs_sample" / "cloud_storage-sample.bz2"
+# in the project (scenarios/traces/README.md): the whole MSR sample, and excerpts of the others
+EXCERPTS = ROOT / "scenarios" / "traces"
+MSR = EXCERPTS / "msr-cambridge-hm0-1000.csv.gz"
+CLOUDPHYSICS_30_50 = EXCERPTS / "cloudphysics-30-50min.csv.gz"  # minutes 30-50 of CLOUDPHYSICS
+SYSTOR_100 = EXCERPTS / "systor17-lun0-100.csv.gz"  # the first 100 requests of SYSTOR
+TENCENT_300 = EXCERPTS / "tencent-cbs-300.csv.bz2"  # the first 300 requests of TENCENT
 
 
 # ---------------------------------------------------------------- the samples, as their READMEs count them
 
 
-@needs_traces
+@needs_shared_traces("cloudphysics_libcachesim")
 def test_the_cloudphysics_sample_holds_113872_requests_46974_of_them_reads_over_two_hours():
     trace = read_block_trace(CLOUDPHYSICS, "cloudphysics")
     assert len(trace) == 113_872 and trace.read.sum() == 46_974
@@ -40,7 +44,6 @@ def test_the_cloudphysics_sample_holds_113872_requests_46974_of_them_reads_over_
     assert trace.offset[0] == 42_932_745 * 512  # the first request's lbn, in bytes
 
 
-@needs_traces
 def test_the_msr_sample_holds_1000_requests_508_reads_over_127_seconds():
     trace = read_block_trace(MSR, "msr")
     assert len(trace) == 1_000 and trace.read.sum() == 508 and trace.volume == 0
@@ -48,7 +51,7 @@ def test_the_msr_sample_holds_1000_requests_508_reads_over_127_seconds():
     assert trace.size[0] == 2048 and trace.offset[0] == 9_056_014_336  # the first line, in bytes
 
 
-@needs_traces
+@needs_shared_traces("snia_systor17_sample")
 @pytest.mark.parametrize(("path", "reads", "span"), [(SYSTOR, 826, 2.45), (SYSTOR_ADDITIONAL, 700, 1.33)])
 def test_each_systor_sample_holds_999_requests_with_its_read_count_and_span(path, reads, span):
     trace = read_block_trace(path, "systor")
@@ -57,7 +60,7 @@ def test_each_systor_sample_holds_999_requests_with_its_read_count_and_span(path
     assert np.all(np.diff(trace.time) >= 0)  # the file is not in time order; the trace is
 
 
-@needs_traces
+@needs_shared_traces("tencent_cbs_sample")
 def test_the_tencent_sample_holds_50000_requests_of_2038_volumes_and_the_busiest_is_replayed_by_default():
     every = read_block_trace(TENCENT, "tencent", volume=None)
     assert len(every) == 50_000 and every.read.sum() == 24_521
@@ -68,27 +71,27 @@ def test_the_tencent_sample_holds_50000_requests_of_2038_volumes_and_the_busiest
     assert one.volume == 1063 and 0 < len(one) < len(busiest)
 
 
-@needs_traces
 @pytest.mark.parametrize(
     ("path", "expected"),
-    [(CLOUDPHYSICS, "cloudphysics"), (MSR, "msr"), (SYSTOR, "systor"), (TENCENT, "tencent")],
+    [(CLOUDPHYSICS_30_50, "cloudphysics"), (MSR, "msr"), (SYSTOR_100, "systor"), (TENCENT_300, "tencent")],
 )
 def test_auto_tells_each_samples_format_from_its_first_line(path, expected):
     assert read_block_trace(path).format == expected
 
 
-@needs_traces
 def test_requests_of_a_whole_second_are_spread_evenly_over_it_in_file_order():
-    trace = read_block_trace(CLOUDPHYSICS)
+    trace = read_block_trace(CLOUDPHYSICS_30_50)
     first = trace.time[trace.time < 1]  # the first second's requests
     assert np.allclose(first, np.arange(len(first)) / len(first))
-    assert trace.size[0] == 512 and trace.size[3] == 6656  # the file's order within the second
+    with gzip.open(CLOUDPHYSICS_30_50, "rt") as f:
+        sizes = [float(row["size"]) for row, _ in zip(csv.DictReader(f), first, strict=False)]
+    assert len(set(sizes)) > 1 and list(trace.size[: len(first)]) == sizes  # the file's order within the second
 
 
-@needs_traces
 def test_a_trace_is_parsed_once_per_file_format_and_volume():
     assert read_block_trace(MSR) is read_block_trace(str(MSR))
-    assert read_block_trace(TENCENT, volume=1063) is not read_block_trace(TENCENT)
+    assert read_block_trace(TENCENT_300).volume == 1125  # the busiest of the excerpt
+    assert read_block_trace(TENCENT_300, volume=1063) is not read_block_trace(TENCENT_300)
 
 
 # ---------------------------------------------------------------- bad files
@@ -201,22 +204,20 @@ def trace_counts(trace, requests: np.ndarray) -> tuple[float, float, float, floa
     return read.sum(), (~read).sum(), size[read].sum(), size[~read].sum()
 
 
-@needs_traces
 def test_at_its_own_pace_a_vm_issues_the_requests_the_trace_has_in_the_window_it_replays():
-    sim = replay_sim(300, file=str(CLOUDPHYSICS), start=1800)
-    expected = trace_counts(read_block_trace(CLOUDPHYSICS), in_window(read_block_trace(CLOUDPHYSICS), 1800, 2100))
+    sim = replay_sim(300, file=str(CLOUDPHYSICS_30_50), start=30)
+    trace = read_block_trace(CLOUDPHYSICS_30_50)
+    expected = trace_counts(trace, in_window(trace, 30, 330))
     assert expected[0] > 1000 and expected[1] > 1000  # a busy stretch of reads and writes
     assert counted(sim) == pytest.approx(expected, rel=1e-9)  # reads, writes and their bytes
 
 
-@needs_traces
 def test_speed_two_replays_two_trace_seconds_per_simulated_second():
-    sim = replay_sim(60, file=str(CLOUDPHYSICS), start=1800, speed=2)
-    trace = read_block_trace(CLOUDPHYSICS)
-    assert counted(sim) == pytest.approx(trace_counts(trace, in_window(trace, 1800, 1920)), rel=1e-9)
+    sim = replay_sim(60, file=str(CLOUDPHYSICS_30_50), start=30, speed=2)
+    trace = read_block_trace(CLOUDPHYSICS_30_50)
+    assert counted(sim) == pytest.approx(trace_counts(trace, in_window(trace, 30, 150)), rel=1e-9)
 
 
-@needs_traces
 def test_at_its_own_pace_a_replay_loops_at_the_end_of_the_trace():
     trace = read_block_trace(MSR)
     sim = replay_sim(300, file=str(MSR))  # 127.4 s a loop: two loops and part of a third
@@ -225,7 +226,6 @@ def test_at_its_own_pace_a_replay_loops_at_the_end_of_the_trace():
     assert counted(sim) == pytest.approx(trace_counts(trace, requests), rel=1e-9)
 
 
-@needs_traces
 def test_the_vms_of_one_entry_replay_the_trace_half_a_loop_apart_unless_told_not_to_stagger():
     trace = read_block_trace(MSR)
     sim = replay_sim(60, vms=2, file=str(MSR))
@@ -242,24 +242,25 @@ def test_the_vms_of_one_entry_replay_the_trace_half_a_loop_apart_unless_told_not
     assert list(lockstep.workloads.group("block-trace").state["clock"]) == [0.0, 0.0]
 
 
-@needs_traces
 def test_as_fast_as_possible_a_replay_outruns_the_trace_on_an_ssd_in_the_traces_read_share():
-    trace = read_block_trace(CLOUDPHYSICS)
+    trace = read_block_trace(CLOUDPHYSICS_30_50)
     seconds = 30
-    sim = replay_sim(seconds, file=str(CLOUDPHYSICS), pace="fast", iodepth=32)
+    sim = replay_sim(seconds, file=str(CLOUDPHYSICS_30_50), pace="fast", iodepth=32)
     reads, writes, _, _ = counted(sim)
-    own_rate = len(trace) / trace.duration  # 15.8 requests/s
+    own_rate = len(trace) / trace.duration  # 28 requests/s
     assert (reads + writes) / seconds > 1000 * own_rate
     assert (reads + writes) / len(trace) > 10  # many loops of the trace: its read share over a loop
     assert reads / (reads + writes) == pytest.approx(trace.read.mean(), abs=0.01)
 
 
-@needs_traces
 @pytest.mark.parametrize("device", ["ssd", "disk-array"])
 def test_a_fast_replay_counts_the_reads_and_bytes_of_the_trace_requests_it_served(device):
-    # a disk array serves sequential stretches 80 times faster than random ones: the replay's pace swings
-    trace = read_block_trace(CLOUDPHYSICS)
-    sim = replay_sim(30, file=str(CLOUDPHYSICS), pace="fast", device=device)
+    # a disk array serves sequential stretches 80 times faster than random ones: the replay's pace swings.
+    # 25 s keep the disk array within the excerpt's first loop: the mix jumps where a loop ends, and the
+    # counters pay what the served requests held beyond it over the next step or two (0.75 % of the bytes
+    # at 30 s), as the module says
+    trace = read_block_trace(CLOUDPHYSICS_30_50)
+    sim = replay_sim(25, file=str(CLOUDPHYSICS_30_50), pace="fast", device=device)
     reads, writes, read_bytes, write_bytes = counted(sim)
     position = sim.workloads.group("block-trace").state["position"][0]
     assert reads + writes == pytest.approx(position, rel=1e-9)  # the position moved by what was served
@@ -269,14 +270,12 @@ def test_a_fast_replay_counts_the_reads_and_bytes_of_the_trace_requests_it_serve
     assert (read_bytes + write_bytes) / (reads + writes) == pytest.approx(mean_size, rel=0.005)
 
 
-@needs_traces
 def test_a_fast_replay_keeps_its_depth_outstanding():
-    sim = replay_sim(5, file=str(CLOUDPHYSICS), pace="fast", iodepth=4)
+    sim = replay_sim(5, file=str(CLOUDPHYSICS_30_50), pace="fast", iodepth=4)
     served, latency = sim.gauges["io"]["served_ios"][0], sim.gauges["io"]["latency"][0]
     assert served * latency == pytest.approx(4, rel=1e-6)  # Little's law
 
 
-@needs_traces
 def test_a_phase_may_switch_a_replay_from_its_own_pace_to_as_fast_as_possible():
     sim = replay_sim(20, file=str(MSR), phases=[{"at": 10, "pace": "fast"}])
     trace = read_block_trace(MSR)
@@ -285,7 +284,6 @@ def test_a_phase_may_switch_a_replay_from_its_own_pace_to_as_fast_as_possible():
     assert reads + writes > 100 * (first[0] + first[1])
 
 
-@needs_traces
 def test_a_scenario_naming_an_absent_volume_is_refused_naming_its_workload_entry():
     scenario = make_scenario(
         storage=[{"name": "ssd"}],

@@ -6,10 +6,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
-from helpers import ROOT, SMALL
+from helpers import ROOT, SHARED_TRACES, SMALL
 from sova.cli import main
+from sova.cli.check import NEEDS_TRACES
 
 
 def test_help_lists_every_command(capsys):
@@ -26,9 +28,77 @@ def test_help_lists_every_command(capsys):
 
 
 def test_validate_accepts_the_shipped_scenarios(capsys):
+    """Every shipped scenario is valid; on a clone without the public traces beside it (../shared), one that
+    reads them is checked as far as it can be and said to need them, with where they come from."""
+    said = ""
     for path in sorted((ROOT / "scenarios").rglob("*.toml")):
-        assert main(["validate", str(path)]) == 0, path
-    assert "ok" in capsys.readouterr().out
+        status = main(["validate", str(path)])
+        if status == NEEDS_TRACES and not SHARED_TRACES.is_dir():
+            err = capsys.readouterr().err
+            assert "comes from: " in err and "point at it: --param " in err, path
+            continue
+        assert status == 0, path
+        said += capsys.readouterr().out
+    assert "ok" in said
+
+
+PLANETLAB = ROOT / "scenarios" / "papers" / "cloudsim" / "planetlab.toml"
+
+
+def test_validate_says_which_traces_are_absent_where_they_come_from_and_the_param_that_points_at_them(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    assert main(["validate", str(PLANETLAB), "--param", f"traces={elsewhere}"]) == NEEDS_TRACES == 3
+    captured = capsys.readouterr()
+    assert "ok" not in captured.out and "problem(s) found" not in captured.err
+    lines = captured.err.splitlines()
+    assert lines[0].startswith(f"needs traces: {PLANETLAB}: no problem found but that traces it reads are not there")
+    assert lines[1:3] == [
+        f"  not there: {elsewhere / '20110303'}",
+        "    read by: [[vms]] #1 (vm{i}).files, [[vms]] #2 (vm{i}).files, [[vms]] #3 (vm{i}).files, "
+        "[[vms]] #4 (vm{i}).files, [[workloads]] #1.file",
+    ]
+    # the scenario's own value names the PlanetLab set: where it comes from, though the path is the user's
+    assert lines[3].startswith("    comes from: PlanetLab per-VM CPU of March-April 2011")
+    assert "github.com/Cloudslab/cloudsim" in lines[3]
+    assert lines[4] == f"    point at it: --param traces=DIR, DIR holding 20110303 (now {str(elsewhere)!r})"
+    assert len(lines) == 5  # nothing else: the VMs of the absent set are no duplicates of one another
+
+
+def test_traces_that_are_there_without_the_day_asked_for_are_said_to_hold_no_such_day(tmp_path, capsys):
+    args = ["validate", str(PLANETLAB), "--param", f"traces={tmp_path}", "--param", "day=20110399"]
+    assert main(args) == NEEDS_TRACES
+    assert f"point at it: traces = {str(tmp_path)!r} is there but holds no 20110399: check day (now 20110399)" in (
+        capsys.readouterr().err
+    )
+
+
+def test_an_absent_trace_path_written_in_the_scenario_is_to_be_corrected_there(tmp_path, capsys):
+    scenario = tmp_path / "s.toml"
+    scenario.write_text(
+        '[scenario]\nname = "s"\nduration = 60\n\n[[hosts]]\nname = "h1"\n\n'
+        '[[vms]]\nname = "vm{i}"\nfiles = "day1"\nhost = "h1"\n\n'
+        '[[workloads]]\nvm = "vm*"\nkind = "planetlab"\nfile = "day1"\n'
+    )
+    assert main(["validate", str(scenario)]) == NEEDS_TRACES
+    err = capsys.readouterr().err
+    assert f"not there: {tmp_path / 'day1'}" in err and "comes from" not in err  # no public set it knows
+    assert "point at it: the path is written in the scenario (no [params] value holds it); correct it there" in err
+
+
+def test_absent_traces_beside_another_problem_are_one_of_the_problems(tmp_path, capsys):
+    args = ["validate", str(PLANETLAB), "--param", f"traces={tmp_path / 'elsewhere'}", "--param", "host_memory=-1"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "[[hosts]] #1 (g4-{i}).memory: got -1.0" in err
+    assert f"[[vms]] #1 (vm{{i}}).files: trace set {str(tmp_path / 'elsewhere' / '20110303')!r} does not exist" in err
+    assert "used twice" not in err and "7 problem(s) found" in err and "needs traces" not in err
+
+
+def test_validate_help_documents_its_exit_statuses(capsys):
+    with pytest.raises(SystemExit):
+        main(["validate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "exit status: 0 valid; 2 problems found (each printed); 3 no problem found but that trace files" in text
 
 
 def test_validate_reports_each_problem_with_its_location(tmp_path, capsys):
@@ -80,20 +150,31 @@ def test_unknown_profile_and_bad_seed(small, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:  # argparse: a usage error
         main(["run", str(small), "--out", str(tmp_path / "r"), "--seed", "-1"])
     assert exc.value.code == 2
-    assert "argument --seed: expected a non-negative integer, got '-1'" in capsys.readouterr().err
+    assert "argument --seed: expected a whole number from 0 to 2^63 - 1, got '-1'" in capsys.readouterr().err
     assert not (tmp_path / "r").exists()
 
 
-def test_a_run_that_fails_midway_leaves_no_directory(small, tmp_path, monkeypatch):
+def test_a_report_that_fails_after_the_runs_keeps_what_was_simulated_and_the_error(small, tmp_path, monkeypatch):
     import sova.report.writer as writer
 
     def broken(*a, **k):
         raise RuntimeError("disk on fire")
 
     monkeypatch.setattr(writer, "make_plots", broken)
-    with pytest.raises(RuntimeError):
-        main(["run", str(small), "--out", str(tmp_path / "r"), "--quiet"])
-    assert list(tmp_path.iterdir()) == [small]
+    assert main(["run", str(small), "--out", str(tmp_path / "r"), "--quiet"]) == 1
+    out = tmp_path / "r"
+    assert "writing the results failed: RuntimeError: disk on fire" in (out / "error.txt").read_text()
+    doc = json.loads((out / "summary.json").read_text())
+    assert doc["incomplete"] == {
+        "failed": "writing the results",
+        "error": "RuntimeError: disk on fire",
+        "finished": 2,
+        "runs": 2,
+    }
+    assert [run["profile"] for run in doc["runs"]] == ["default", "threshold"]
+    assert doc["runs"][1]["summary"]["migrations"]["completed"] >= 1
+    assert not (out / "report.html").exists()  # nothing the failed writer left half-done
+    assert pq.read_table(out / "metrics.parquet").column("profile").unique().to_pylist() == ["default", "threshold"]
 
 
 def test_the_installed_command_runs_as_a_program(small, tmp_path):

@@ -7,14 +7,14 @@ from collections import Counter
 
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, SHARED_TRACES, needs_shared_traces
 from sova.control.experiment import run_profile
 from sova.control.profiles import check_profile
 from sova.model.sweep import load_runs
 
 SCENARIO = ROOT / "scenarios" / "papers" / "cloudsim" / "planetlab.toml"
-TRACES = ROOT.parent / "shared" / "traces" / "planetlab"
-pytestmark = pytest.mark.skipif(not TRACES.is_dir(), reason=f"the shared traces are not at {TRACES}")
+TRACES = SHARED_TRACES / "planetlab"
+needs_planetlab = needs_shared_traces("planetlab")
 
 
 def day(name: str = "20110303"):
@@ -22,6 +22,16 @@ def day(name: str = "20110303"):
     return scenario
 
 
+def excerpt():
+    """The study on the project's two PlanetLab files (scenarios/traces/planetlab) as its day: for what does
+    not depend on the day's traces."""
+    _, (scenario,) = load_runs(
+        SCENARIO, check_profile, {"traces": str(ROOT / "scenarios" / "traces"), "day": "planetlab"}
+    )
+    return scenario
+
+
+@needs_planetlab
 def test_the_study_is_800_g4_and_g5_hosts_and_one_vm_per_trace_in_cloudsims_four_type_blocks():
     scenario = day()
     assert Counter(h.power_model for h in scenario.hosts) == {"hp-ml110-g4": 400, "hp-ml110-g5": 400}
@@ -37,12 +47,13 @@ def test_the_study_is_800_g4_and_g5_hosts_and_one_vm_per_trace_in_cloudsims_four
 
 
 def test_the_profiles_are_cloudsims_npa_dvfs_and_every_detector_and_selection():
-    names = set(day().profiles)
+    names = set(excerpt().profiles)
     pairs = {f"{d}-{s}-{p}" for d, p in (("thr", 0.8), ("iqr", 1.5), ("mad", 2.5), ("lr", 1.2), ("lrr", 1.2))
              for s in ("mmt", "mc", "mu", "rs")}  # fmt: skip
     assert names == {"npa", "dvfs", *pairs}
 
 
+@needs_planetlab
 def test_npa_draws_every_hosts_full_power_all_day_as_the_paper_reports():
     summary = run_profile(day(), "npa").summary
     # 400 G4 at 117 W and 400 G5 at 135 W for 24 h: 100.8 kW x 24 h
@@ -50,6 +61,7 @@ def test_npa_draws_every_hosts_full_power_all_day_as_the_paper_reports():
     assert summary["migrations"]["count"] == 0
 
 
+@needs_planetlab
 def test_a_day_of_thr_mmt_migrates_off_hot_hosts_and_keeps_the_emptied_ones_asleep():
     scenario = day()
     dvfs = run_profile(scenario, "dvfs").summary

@@ -39,7 +39,7 @@ def test_a_submitted_scenario_runs_in_its_own_process_and_its_results_can_be_fet
         book.stop()  # a run still going when a check failed
     assert first["state"] == second["state"] == "queued" and states == ("running", "queued")
     assert done["state"] == "done", done["error"]
-    assert done["progress"] == {"done": 30, "total": 30, "unit": "simulated steps"} and done["report"]
+    assert done["progress"] == {"done": 30, "total": 30, "unit": "simulated seconds"} and done["report"]
     assert book.result(first["id"], "report.html").read_text().lower().startswith("<!doctype html>")
     assert book.result(first["id"], "../run.json") is None and book.result("../x", "report.html") is None
     assert later["state"] == "done" and later["progress"]["total"] == 60  # both profiles

@@ -140,11 +140,87 @@ def number(what: str, lo: float | None = None, hi: float | None = None, integer:
 
 
 def add_window_argument(parser) -> None:
-    """--window SECONDS: how long a scenario is measured with no policy before a command works on it."""
+    """--window DURATION: how long a scenario is measured with no policy before a command works on it;
+    seconds or a duration as a scenario writes one ('90', '10min'). The command checks it against the
+    scenario's duration (window_within)."""
+    import argparse
+    import math
+    import re
+
+    from sova.model import units
+
+    expected = "a positive number of seconds"
+
+    def window(text: str) -> float:
+        try:
+            seconds = units.duration(text)
+        except ValueError:
+            seconds = math.nan
+        if not (math.isfinite(seconds) and seconds > 0):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r} (or a duration, like '10min')")
+        return seconds
+
+    window.__name__ = expected  # argparse names the type in some messages
+    # "-1min" is a value (refused by the type), as "-1" is and as Python 3.13's argparse takes it, not an option
+    parser._negative_number_matcher = re.compile(r"-\.?\d")
     parser.add_argument(
         "--window",
-        type=number("a positive number of seconds", lo=0, lo_open=True),
+        type=window,
         default=60.0,
-        metavar="SECONDS",
-        help="measurement window (default 60)",
+        metavar="DURATION",
+        help="measurement window: seconds or a duration like 10min (default 60)",
     )
+
+
+def window_within(window: float, scenario, path) -> None:
+    """--window no longer than the scenario it measures, or InputError naming both: past its end the run
+    measures time the scenario does not describe (its runs stop there), and a huge window would not end."""
+    if window > scenario.duration:
+        raise InputError(
+            [
+                Problem(
+                    "--window",
+                    f"{window:g} s is longer than {path}'s duration of {scenario.duration:g} s ([scenario].duration); "
+                    f"expected at most {scenario.duration:g} s",
+                )
+            ]
+        )
+
+
+DASK_SCHEMES = ("tcp", "tls")  # the ones a Dask distributed scheduler listens on over a network
+
+
+def cluster_address(text: str) -> str:
+    """An argparse type for --cluster: a Dask scheduler's address, SCHEME://HOST:PORT (tcp or tls; a bare
+    HOST:PORT is tcp, as Dask reads it); anything else is a usage error saying what was expected."""
+    import argparse
+    from urllib.parse import urlsplit
+
+    expected = f"a Dask scheduler's address such as tcp://HOST:8786 ({' or '.join(DASK_SCHEMES)}), got {text!r}"
+    parts = urlsplit(text if "://" in text else f"tcp://{text}")
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    if parts.scheme not in DASK_SCHEMES or not parts.hostname or not port:
+        raise argparse.ArgumentTypeError(f"expected {expected}")
+    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
+        raise argparse.ArgumentTypeError(f"expected {expected} (nothing after the port)")
+    return text
+
+
+cluster_address.__name__ = "a Dask scheduler's address"
+
+
+def a_path(text: str):
+    """An argparse type for a file or directory argument: "" is refused (Path("") would be the current
+    directory, which nobody means by an empty argument)."""
+    import argparse
+    from pathlib import Path
+
+    if not text.strip() or "\0" in text:
+        raise argparse.ArgumentTypeError(f"expected a path, got {text!r}")
+    return Path(text)
+
+
+a_path.__name__ = "a path"

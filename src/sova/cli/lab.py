@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from sova.cli.common import described, err, number, out
+from sova.cli.common import a_path, described, err, number, out
 
 
 def add_parser(sub) -> None:
@@ -80,7 +78,7 @@ def add_parser(sub) -> None:
     )
     crash.add_argument("host", metavar="HOST")
     for p in (up, load, crash, *[lab_sub.choices[n] for n in ("status", "down")]):
-        p.add_argument("--dir", type=Path, default=None, help="lab directory (default /var/lib/sova-lab)")
+        p.add_argument("--dir", type=a_path, default=None, help="lab directory (default /var/lib/sova-lab)")
 
 
 def command(args) -> int:

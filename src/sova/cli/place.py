@@ -6,7 +6,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from sova.cli.common import add_window_argument, described, out, pairs, toml_value
+from sova.cli.common import add_window_argument, described, out, pairs, toml_value, window_within
+from sova.model.schema import InputError, Problem
 
 
 def add_parser(sub) -> None:
@@ -36,7 +37,10 @@ def command(args) -> int:
     from sova.cli.run import load
     from sova.control.place import place
 
-    _, runs = load(args.scenario)
+    sweep, runs = load(args.scenario)
+    if sweep is not None:
+        raise InputError([_sweep_problem(args.scenario, sweep)])
+    window_within(args.window, runs[0], args.scenario)
     params = {k: toml_value(v) for k, v in pairs(args.param, "--param", "KEY=VALUE, e.g. steps=50000")}
     r = place(runs[0], args.algorithm, args.window, params)
     table = Table(title=f"{args.algorithm} on {args.scenario.name} (measured {args.window:g} s)")
@@ -51,3 +55,15 @@ def command(args) -> int:
         out.print(f"  move {vm}: {a} -> {b}", markup=False)
     out.print(f"{len(r.moves)} move(s); optimizer {r.seconds * 1000:.0f} ms; nothing was migrated", markup=False)
     return 0
+
+
+def _sweep_problem(path: Path, sweep) -> Problem:
+    """A sweep file is several scenarios; `sova place` places one: name the file, the sweep and its key."""
+    where = "[[sweep]]" if sweep.lockstep else "[sweep]"
+    values = ", ".join(str(v) for v in sweep.values[:8]) + (", ..." if len(sweep.values) > 8 else "")
+    return Problem(
+        f"{path}: {where}",
+        f"a sweep of key {sweep.key} (table {sweep.table}) over {len(sweep.values)} values ({values}) cannot be "
+        f"placed: `sova place` places one scenario; expected a file without {where} (a copy with {sweep.key} set "
+        "to the value to place)",
+    )

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from sova.cli.common import add_window_argument, described, error, number, out
+from sova.cli.common import add_window_argument, described, error, number, out, window_within
 
 
 def add_parser(sub) -> None:
@@ -56,6 +56,7 @@ def command(args) -> int:
     elif args.value is not None:
         error(f"--value: {args.scenario.name} has no [sweep] to take a value of")
         return 2
+    window_within(args.window, runs[k], args.scenario)
     p = predict(runs[k], args.window, args.vm)
     top = int(args.top)
     table = Table(title=f"predicted slowdown on {args.scenario.name} (measured {args.window:g} s)")

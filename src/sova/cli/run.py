@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import signal
 from pathlib import Path
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from sova.cli.common import Terminated, before_run, described, err, error, number, out, pairs, toml_value
+from sova.cli.common import (
+    Terminated,
+    a_path,
+    before_run,
+    cluster_address,
+    described,
+    err,
+    error,
+    number,
+    out,
+    pairs,
+    toml_value,
+    warn,
+)
 from sova.cli.summary import print_summary, print_sweep
-from sova.model.schema import InputError, Problem
+from sova.model.schema import MAX_SEED, InputError, Problem
 
 
 def add_parser(sub) -> None:
@@ -40,7 +54,7 @@ def add_parser(sub) -> None:
     )
     run.add_argument("scenario", type=Path, metavar="SCENARIO.toml", help="scenario file")
     run.add_argument(
-        "--out", type=Path, default=None, metavar="DIR", help="result directory (default: results/SCENARIO-NAME)"
+        "--out", type=a_path, default=None, metavar="DIR", help="result directory (default: results/SCENARIO-NAME)"
     )
     run.add_argument(
         "--profile",
@@ -51,7 +65,7 @@ def add_parser(sub) -> None:
     )
     run.add_argument(
         "--seed",
-        type=number("a non-negative integer", 0, integer=True),
+        type=number("a whole number from 0 to 2^63 - 1", 0, MAX_SEED, integer=True),
         default=None,
         help="override the scenario's random seed",
     )
@@ -74,6 +88,7 @@ def add_parser(sub) -> None:
     run.add_argument("--jobs", type=number("a positive number of processes", 1, integer=True), help=argparse.SUPPRESS)
     run.add_argument(
         "--cluster",
+        type=cluster_address,
         default=None,
         metavar="tcp://HOST:PORT",
         help="run them on this Dask distributed scheduler's workers instead (Sova installed there, the "
@@ -82,7 +97,7 @@ def add_parser(sub) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress bar and no summary table")
     run.add_argument(
         "--progress-file",
-        type=Path,
+        type=a_path,
         default=None,
         metavar="FILE.json",
         help='keep {"done": N, "total": M, "unit": ...} up to date in FILE (for tools that follow the run)',
@@ -90,21 +105,55 @@ def add_parser(sub) -> None:
 
 
 class ProgressFile:
-    """The run's progress as a small JSON file, replaced atomically at most twice a second."""
+    """The run's progress as a small JSON file, replaced atomically at most twice a second.
 
-    def __init__(self, path: Path | None, total: int, unit: str):
+    The file is written once when the run starts, so a path that cannot be written is an input error
+    before any work; should writing fail later (a full disk), the run goes on and stops following."""
+
+    def __init__(self, path: Path | None, total: float, unit: str):
         self.path, self.total, self.unit, self.last = path, total, unit, 0.0
+        if path is None:
+            return
+        if path.is_dir():
+            raise InputError([Problem(f"--progress-file {path}", "is a directory; expected a file name")])
+        try:
+            self._write(0)
+        except OSError as exc:
+            raise InputError(
+                [
+                    Problem(
+                        f"--progress-file {path}",
+                        f"cannot be written: {exc.strerror or exc}; expected a file in a writable directory",
+                    )
+                ]
+            ) from None
 
-    def __call__(self, done: int) -> None:
-        import json
+    def __call__(self, done: float) -> None:
         import time
 
-        if self.path is None or (done < self.total and time.monotonic() - self.last < 0.5):
+        finished = done >= self.total * (1 - 1e-9)
+        if self.path is None or (not finished and time.monotonic() - self.last < 0.5):
             return
         self.last = time.monotonic()
-        partial = self.path.with_name(self.path.name + ".partial")
-        partial.write_text(json.dumps({"done": done, "total": self.total, "unit": self.unit}))
-        partial.replace(self.path)
+        try:
+            self._write(self.total if finished else done)
+        except OSError as exc:
+            warn(f"--progress-file {self.path}: cannot be written ({exc.strerror or exc}); no longer followed")
+            self.path = None
+
+    def _write(self, done: float) -> None:
+        import json
+        import os
+        import tempfile
+
+        fd, partial = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump({"done": round(done, 3), "total": round(self.total, 3), "unit": self.unit}, f)
+            os.replace(partial, self.path)
+        except OSError:
+            Path(partial).unlink(missing_ok=True)  # our own new file: nothing half-written stays
+            raise
 
 
 def load(path: Path, params: list[str] | None = None):
@@ -114,7 +163,12 @@ def load(path: Path, params: list[str] | None = None):
     from sova.model.sweep import load_runs
 
     values = {k: toml_value(v) for k, v in pairs(params or [], "--param", "NAME=VALUE, e.g. day=20110306")}
-    return load_runs(path, profile_check=check_profile, params=values)
+    sweep, runs = load_runs(path, profile_check=check_profile, params=values)
+    if runs[0].trials is not None:  # each profile holds what a trial can run, whichever --profile picks
+        from sova.control.trials import check_trials
+
+        check_trials(runs[0], list(runs[0].profiles))
+    return sweep, runs
 
 
 def command(args) -> int:
@@ -126,11 +180,11 @@ def command(args) -> int:
     target = result_dir.prepare(dest, args.force)  # before the run: a place that cannot be written fails now
     try:
         if runs[0].trials is not None:
-            fill, report = _run_trials(args, sweep, runs, names)
+            fill, report, salvage = _run_trials(args, sweep, runs, names)
         else:
-            fill, report = _run_profiles(args, sweep, runs, names)
+            fill, report, salvage = _run_profiles(args, sweep, runs, names)
         try:
-            fill(target.staging)
+            _fill(fill, salvage, target.staging, runs[0])
         except OSError as exc:
             error(f"cannot write the results to {target.dest}: {exc.strerror or exc}; nothing was written")
             target.discard()
@@ -146,6 +200,14 @@ def command(args) -> int:
         if not isinstance(exc, KeyboardInterrupt):
             raise
         return _interrupted(exc, target.written_to)  # a signal held while the results moved into place
+    if salvage.failed:
+        from sova.report.salvage import ERROR_FILE
+
+        error(
+            f"{salvage.failed} failed: {salvage.error}; the {salvage.finished} of {salvage.total} runs that "
+            f"finished are in {written}/ ({ERROR_FILE} there has the traceback)"
+        )
+        return 1
     try:
         if not args.quiet:
             report()
@@ -155,6 +217,28 @@ def command(args) -> int:
         _print(f"note: {target.note}")
     out.print(f"results in {written}/ (open {written / 'report.html'})", markup=False, soft_wrap=True)
     return 0
+
+
+def _fill(fill, salvage, staging: Path, scenario) -> None:
+    """The full results into staging; if a run failed, or writing them fails for anything but the disk,
+    what finished and the error instead (``sova.report.salvage``)."""
+    import traceback
+
+    from sova.report.result_dir import MARKER
+    from sova.report.salvage import write_salvage
+
+    if not salvage.failed:
+        try:
+            fill(staging)
+            return
+        except OSError:
+            raise
+        except Exception as exc:  # a bug in the report must not lose the simulation
+            salvage.fail("writing the results", f"{type(exc).__name__}: {exc}", traceback.format_exc())
+            for leftover in staging.iterdir():  # the half-written files of the staging directory (Sova's own)
+                if leftover.name != MARKER:
+                    shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
+    write_salvage(staging, scenario, salvage)
 
 
 def _interrupted(exc: KeyboardInterrupt, written: Path) -> int:
@@ -185,69 +269,95 @@ def _runs(args):
     names = args.profile or list(first.profiles)
     if first.trials is not None and args.cluster:
         raise InputError([Problem("--cluster", "a scenario with [trials] runs them on this machine; use --workers N")])
-    if first.trials is not None:
-        from sova.control.trials import check_trials
-
-        check_trials(first, names)
     return sweep, runs, names
 
 
 def _run_profiles(args, sweep, runs, names: list[str]):
-    """Every profile on the scenario (at every value of a sweep): how to write the results, and the summary."""
-    from sova.control.experiment import SweepRun, run_scenario, run_study, run_sweep
+    """Every profile on the scenario (at every value of a sweep): how to write the results, the summary, and
+    what finished (with what failed, if a run did)."""
+    from sova.control.experiment import SweepRun, run_study, run_sweep
+    from sova.control.parallel import RunFailed
+    from sova.report.salvage import Salvage
     from sova.report.writer import write_results, write_sweep_results
 
-    steps = sum(round(s.duration / s.tick) for s in runs)
+    salvage = Salvage(total=len(runs) * len(names))
+    seconds = sum(s.duration for s in runs)  # simulated seconds of each profile, over every sweep value
     with Progress(
         TextColumn("[bold]{task.description:<14}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("sim-s"),
+        TextColumn("simulated s"),
         TimeRemainingColumn(),
         console=err,
         transient=False,
         disable=args.quiet,
     ) as bar:
-        tasks = {n: bar.add_task(n, total=steps) for n in names}
-        done = dict.fromkeys(names, 0)
-        follow = ProgressFile(args.progress_file, steps * len(names), "simulated steps")
+        tasks = {n: bar.add_task(n, total=seconds) for n in names}
+        done = dict.fromkeys(names, 0.0)
+        follow = ProgressFile(args.progress_file, seconds * len(names), "simulated seconds")
 
-        def progress(name: str, step: int, total: int) -> None:
-            if step % 50 == 0 or step == total:
-                bar.update(tasks[name], completed=done[name] + step)
-                follow(sum(done.values()) + step)
-            if step == total:
+        def progress(name: str, simulated: float, total: float) -> None:
+            bar.update(tasks[name], completed=done[name] + simulated)  # rich redraws at its own pace
+            follow(sum(done.values()) + simulated)
+            if simulated == total:
                 done[name] += total
 
-        if args.workers or args.cluster:  # whole runs in parallel: the bar counts runs done
-            for task in tasks.values():
-                bar.remove_task(task)
-            whole = bar.add_task("runs", total=len(runs) * len(names))
-            follow = ProgressFile(args.progress_file, len(runs) * len(names), "runs")
+        try:
+            if args.workers or args.cluster:  # whole runs in parallel: the bar counts runs done
+                for task in tasks.values():
+                    bar.remove_task(task)
+                whole = bar.add_task("runs", total=len(runs) * len(names))
+                follow = ProgressFile(args.progress_file, len(runs) * len(names), "runs")
 
-            def finished(n: int) -> None:
-                bar.update(whole, completed=n)
-                follow(n)
+                def finished(n: int) -> None:
+                    bar.update(whole, completed=n)
+                    follow(n)
 
-            study = run_study(runs, names, args.workers or 1, args.cluster, finished)
-            if sweep is None:
-                results = study[0]
-                return (lambda d: write_results(runs[0], results, d)), (lambda: print_summary(results, runs[0]))
-            sweep_runs = [SweepRun(v, r) for v, r in zip(sweep.values, study, strict=True)]
-            return (lambda d: write_sweep_results(sweep, runs, sweep_runs, d)), (lambda: print_sweep(sweep, sweep_runs))
-        if sweep is None:
-            results = run_scenario(runs[0], names, progress=progress)
-            return (lambda d: write_results(runs[0], results, d)), (lambda: print_summary(results, runs[0]))
-        sweep_runs = run_sweep(runs, sweep.values, names, progress=progress)
-        return (lambda d: write_sweep_results(sweep, runs, sweep_runs, d)), (lambda: print_sweep(sweep, sweep_runs))
+                study = run_study(runs, names, args.workers or 1, args.cluster, finished)
+                sweep_runs = [SweepRun(v, r) for v, r in zip(sweep.values if sweep else [None], study, strict=True)]
+            else:
+                sweep_runs = run_sweep(runs, sweep.values if sweep else [None], names, progress=progress)
+        except RunFailed as failure:  # items are (value, profile) pairs: what finished is kept, and why
+            for k, result in failure.finished.items():
+                salvage.profiles.append(
+                    (runs[k // len(names)], _which(sweep, k // len(names), names[k % len(names)]), result)
+                )
+            failed = _which(sweep, failure.index // len(names), names[failure.index % len(names)])
+            salvage.fail(" at ".join(_describe(failed)), failure.error, failure.trace)
+            return None, None, salvage
+    for k, run in enumerate(sweep_runs):
+        salvage.profiles += [(runs[k], _which(sweep, k, r.profile), r) for r in run.results]
+    if sweep is None:
+        results = sweep_runs[0].results
+        return (lambda d: write_results(runs[0], results, d)), (lambda: print_summary(results, runs[0])), salvage
+    return (
+        (lambda d: write_sweep_results(sweep, runs, sweep_runs, d)),
+        (lambda: print_sweep(sweep, sweep_runs)),
+        salvage,
+    )
+
+
+def _which(sweep, k: int, profile: str) -> dict:
+    """Which run of a study this is: its profile, and in a sweep the value of each swept key."""
+    if sweep is None:
+        return {"profile": profile}
+    return {"profile": profile, **{part.key: part.values[k] for part in (sweep, *sweep.lockstep)}}
+
+
+def _describe(which: dict) -> list[str]:
+    """["profile threshold", "rate = 3"]: a run's labels, as a sentence names them."""
+    return [f"profile {which['profile']}", *(f"{key} = {value}" for key, value in which.items() if key != "profile")]
 
 
 def _run_trials(args, sweep, runs, names: list[str]):
     """A scenario with [trials]: every profile re-places many Random placements (Virtue's method)."""
+    from sova.control.parallel import RunFailed
     from sova.control.trials import run_trials
+    from sova.report.salvage import Salvage
     from sova.report.trials import trials_document, write_trials
 
     groups = []
+    salvage = Salvage(total=sum(s.trials.count for s in runs))
     with Progress(
         TextColumn("[bold]{task.description:<14}"),
         BarColumn(),
@@ -258,7 +368,7 @@ def _run_trials(args, sweep, runs, names: list[str]):
         disable=args.quiet,
     ) as bar:
         values = sweep.values if sweep is not None else [None]
-        follow = ProgressFile(args.progress_file, sum(s.trials.count for s in runs), "trials")
+        follow = ProgressFile(args.progress_file, salvage.total, "trials")
         finished = 0
         for k, (value, scenario) in enumerate(zip(values, runs, strict=True)):
             task = bar.add_task(scenario.name if sweep is None else sweep.describe(k), total=scenario.trials.count)
@@ -267,11 +377,22 @@ def _run_trials(args, sweep, runs, names: list[str]):
                 bar.update(task, completed=n)
                 follow(before + n)
 
-            trial_runs = run_trials(scenario, names, args.workers or args.jobs or 0, progress)
+            try:
+                trial_runs = run_trials(scenario, names, args.workers or args.jobs or 0, progress)
+            except RunFailed as failure:  # what finished is kept, and why the rest did not
+                salvage.trials += [run for runs_of in failure.finished.values() for run in runs_of]
+                where = f"trial {failure.index + 1}" + ("" if sweep is None else f" at {sweep.describe(k)}")
+                salvage.fail(where, failure.error, failure.trace)
+                return None, None, salvage
             finished += scenario.trials.count
             groups.append((value, trial_runs))
+            salvage.trials += trial_runs
     doc = trials_document(runs[0], groups, names, sweep)
-    return (lambda d: write_trials(doc, groups, d, runs[0], sweep)), (lambda: _print_trials(doc, names, sweep))
+    return (
+        (lambda d: write_trials(doc, groups, d, runs[0], sweep)),
+        (lambda: _print_trials(doc, names, sweep)),
+        salvage,
+    )
 
 
 def _print_trials(doc: dict, names: list[str], sweep) -> None:

@@ -6,7 +6,7 @@ import socket
 import time
 from pathlib import Path
 
-from sova.cli.common import described, out
+from sova.cli.common import a_path, described, out
 from sova.cli.service import DEFAULT_API, add_sim_arguments, host_port, state_dir
 from sova.model.schema import InputError, Problem
 
@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
     s.add_argument("--lab", type=Path, default=None, metavar="DIR", help="the real hosts of the lab in DIR")
     s.add_argument("--api", default=DEFAULT_API, metavar="HOST:PORT", help="where the API listens (%(default)s)")
     add_sim_arguments(s)
-    s.add_argument("--dir", type=Path, default=None, metavar="DIR", help="where the stack keeps its files (new)")
+    s.add_argument("--dir", type=a_path, default=None, metavar="DIR", help="where the stack keeps its files (new)")
     _profile_arguments(s)
 
 
@@ -71,6 +71,7 @@ def command(args) -> int:
         for value in values:
             profile_args += [flag, value]
     manager_args += [*profile_args, "--mode", args.mode]
+    _make_directory(directory)  # last of the checks: a refused input leaves no directory behind
     agents = [(name, agent_args + profile_args) for name, agent_args in agents]
     stack = LocalStack(directory, api, manager_args, agents, hosts)
     out.print(f"starting nats-server, the manager and the agents of {what} in {directory} ...", markup=False)
@@ -124,3 +125,12 @@ def _check_port_free(api: tuple[str, int]) -> None:
             probe.bind(api)
         except OSError as exc:
             raise InputError([Problem(f"--api {api[0]}:{api[1]}", f"cannot listen there: {exc.strerror}")]) from None
+
+
+def _make_directory(directory: Path) -> None:
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            [Problem(f"--dir {directory}", f"cannot be created: {exc.strerror or exc}; expected a writable place")]
+        ) from None

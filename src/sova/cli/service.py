@@ -6,8 +6,8 @@ import os
 import socket
 from pathlib import Path
 
-from sova.cli.common import described, number, out, pairs
-from sova.model.schema import InputError, Problem
+from sova.cli.common import a_path, described, number, out, pairs
+from sova.model.schema import MAX_SEED, InputError, Problem
 
 PASSWORD_ENV = "SOVA_NATS_PASSWORD"
 DEFAULT_API = "127.0.0.1:8421"
@@ -58,7 +58,10 @@ def add_sim_arguments(parser) -> None:
         help="with --sim: simulated seconds per wall second (default 1)",
     )
     parser.add_argument(
-        "--seed", type=number("a whole number", integer=True), default=None, help="with --sim: the seed"
+        "--seed",
+        type=number("a whole number from 0 to 2^63 - 1", 0, MAX_SEED, integer=True),
+        default=None,
+        help="with --sim: the seed",
     )
 
 
@@ -168,7 +171,7 @@ def add_parsers(sub) -> None:
 
     m.add_argument(
         "--runs",
-        type=Path,
+        type=a_path,
         default=None,
         metavar="DIR",
         help="where simulation runs submitted through the API go (default ~/.local/state/sova/runs)",
@@ -223,7 +226,7 @@ def add_parsers(sub) -> None:
         help="seconds between reports (default 1; with --sim the scenario's monitor period, simulated)",
     )
     a.add_argument(
-        "--ledger", type=Path, default=None, metavar="PATH", help="the agent's ledger (a directory with --sim)"
+        "--ledger", type=a_path, default=None, metavar="PATH", help="the agent's ledger (a directory with --sim)"
     )
 
     t = sub.add_parser(

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import math
+import re
 from pathlib import Path
 
 from sova.cli.common import ask_manage, described, error, number, out
+
+# storage_slo.RANGES as `sova slo set` takes them
+FLAGS = {"throughput": "--throughput", "io_size": "--io-size", "sc_rate": "--sc", "pf_ratio": "--pf"}
 
 
 def _unit(parse):
@@ -19,6 +24,21 @@ def _unit(parse):
 
     typed.__name__ = parse.__name__
     return typed
+
+
+def _latency(text: str) -> float:
+    """--latency's type: a duration above 0; a negative one is named as such, not as a malformed duration."""
+    from sova.model import units
+
+    try:
+        seconds = units.duration(text)
+    except ValueError:  # units take no sign: "-20ms" is a negative latency, anything else malformed
+        seconds = -1.0 if text.strip().startswith("-") else math.nan
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"a latency target must be above 0, like 20ms; got {text!r}")
+    if not math.isfinite(seconds):
+        raise argparse.ArgumentTypeError(f"expected a latency target like 20ms or 0.02 (seconds); got {text!r}")
+    return seconds
 
 
 def add_parser(sub) -> None:
@@ -54,6 +74,9 @@ def add_parser(sub) -> None:
         v.add_argument("--json", action="store_true", help="print the answer as JSON")
         if verb == "get":
             continue
+        # "-20ms" is a value, as argparse takes "-20" and as Python 3.13's argparse takes "-20ms" too: a negative
+        # latency or bound is then refused by its type, not read as an unknown option
+        v._negative_number_matcher = re.compile(r"-\.?\d")
         iops = number("a number of IOPS >= 0", lo=0)
         percent = number("a percentage (0-100)", lo=0, hi=100)
         v.add_argument("--throughput", nargs=2, type=iops, metavar=("LOW", "HIGH"), help="IOPS target range")
@@ -66,7 +89,7 @@ def add_parser(sub) -> None:
         )
         v.add_argument("--sc", nargs=2, type=percent, metavar=("LOW", "HIGH"), help="SC rate range, per cent")
         v.add_argument("--pf", nargs=2, type=percent, metavar=("LOW", "HIGH"), help="PF ratio range, per cent")
-        v.add_argument("--latency", type=_unit(units.duration), metavar="TIME", help="mean latency target, e.g. 20ms")
+        v.add_argument("--latency", type=_latency, metavar="TIME", help="mean latency target, e.g. 20ms")
 
 
 def command(args) -> int:
@@ -79,12 +102,30 @@ def command(args) -> int:
         if len(request) == 2:
             error("nothing to set: give --throughput, --io-size, --sc, --pf or --latency")
             return 2
+        problem = _local_problem(args.vm, request)
+        if problem:
+            error(problem)
+            return 2
     answer = ask_manage(args.socket, request, args.json)
     if answer is None:
         return 2
     if not args.json:
         _show(answer)
     return 0
+
+
+def _local_problem(vm: str, request: dict) -> str:
+    """What manage would refuse in a set, found before it is sent (as the storage SLO model checks it), with
+    the option it came from; "" when there is nothing."""
+    from sova.model.storage_slo import SloError, checked_range
+
+    for key, flag in FLAGS.items():
+        if key in request:
+            try:
+                checked_range(vm, key, *request[key])
+            except SloError as exc:
+                return f"{flag}: {exc}"
+    return ""
 
 
 def _show(answer: dict) -> None:

@@ -25,11 +25,10 @@ def simulated_steps(runs: list[Scenario], profiles: list[str]) -> int:
     """Simulated steps a `sova run` takes: every profile at every sweep value; trials run each placement."""
     total = 0
     for s in runs:
-        steps = round(s.duration / s.tick)
         if s.trials is not None:  # a Random placement, then each profile's placement per iteration
-            total += s.trials.count * steps * (1 + len(profiles) * s.trials.iterations)
-        else:
-            total += len(profiles) * steps
+            total += s.trials.count * round(s.duration / s.tick) * (1 + len(profiles) * s.trials.iterations)
+        else:  # a profile may tick finer than the scenario (its own storage_step)
+            total += sum(round(s.duration / s.for_profile(name).tick) for name in profiles)
     return total
 
 

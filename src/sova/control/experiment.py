@@ -7,9 +7,10 @@ table documented in docs/outputs.md.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -34,7 +35,7 @@ from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
 from sova.sim.records import LifecycleRecord, MigrationRecord
 from sova.sim.sla import sla_metrics
 
-Progress = Callable[[str, int, int], None]
+Progress = Callable[[str, float, float], None]  # (profile, simulated seconds done, of all)
 
 
 @dataclass
@@ -71,7 +72,11 @@ def run_scenario(
         raise KeyError(
             f"profile(s) {', '.join(unknown)} not in the scenario; it defines {', '.join(scenario.profiles)}"
         )
-    return [run_profile(scenario, n, seed, progress) for n in names]
+    return run_all(functools.partial(_run_named, scenario, seed, progress), names)
+
+
+def _run_named(scenario: Scenario, seed: int | None, progress: Progress | None, name: str) -> ProfileResult:
+    return run_profile(scenario, name, seed, progress)
 
 
 @dataclass
@@ -83,8 +88,16 @@ class SweepRun:
 
 
 def run_sweep(scenarios: list[Scenario], values, profiles: list[str] | None = None, progress: Progress | None = None):
-    """Run every profile at every value; `scenarios` holds one scenario per value."""
-    return [SweepRun(v, run_scenario(s, profiles, progress=progress)) for v, s in zip(values, scenarios, strict=True)]
+    """Run every profile at every value; `scenarios` holds one scenario per value. A run that fails ends the
+    sweep with RunFailed, whose items are (value, profile) pairs in this order."""
+    names = profiles or list(scenarios[0].profiles)
+    pairs = [(scenario, name) for scenario in scenarios for name in names]
+    results = run_all(functools.partial(_run_pair, progress), pairs)
+    return [SweepRun(v, results[k * len(names) : (k + 1) * len(names)]) for k, v in enumerate(values)]
+
+
+def _run_pair(progress: Progress | None, pair: tuple[Scenario, str]) -> ProfileResult:
+    return run_profile(pair[0], pair[1], progress=progress)
 
 
 def run_study(
@@ -109,10 +122,11 @@ def _run_item(item: tuple[Scenario, str]) -> ProfileResult:
 def run_profile(
     scenario: Scenario, name: str, seed: int | None = None, progress: Progress | None = None
 ) -> ProfileResult:
+    scenario = scenario.for_profile(name)  # its clock too: a profile's own storage_step ticks finer
     prof = scenario.profiles[name]
     policies = build_policies(scenario, prof)
     controllers = bind_controllers(policies, scenario)
-    sim = Simulator(replace(scenario, simulator={**scenario.simulator, **prof.simulator}), seed)
+    sim = Simulator(scenario, seed)
     initial_vfs = frozenset(sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf & sim.vm_present))
     driver = SimDriver(sim)
     runtime = Runtime(
@@ -137,8 +151,8 @@ def run_profile(
         watch.observe(scenario.step)
         if sensor is not None:  # one sample per step, as the Sova sensor samples every second
             sensor.append(driver.observe())
-        if progress is not None:
-            progress(name, i + 1, ticks)
+        if progress is not None:  # in simulated seconds; the last tick says the whole duration exactly
+            progress(name, scenario.duration if i + 1 == ticks else (i + 1) * scenario.tick, scenario.duration)
     for vm in list(sim.migrations):  # still in flight at the end of the run
         sim.cancel_migration(vm, "unfinished")
     wall = time.perf_counter() - wall0
@@ -200,6 +214,7 @@ def _services(sim: Simulator, rec: Recorder) -> list[dict]:
     return out
 
 
+NO_MIGRATION = "no migration completed in the run"
 NOTHING_SERVED = "no request was served in the run (every one was dropped or none was sent)"
 
 
@@ -335,11 +350,13 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "postcopy": sum(m.mode == "postcopy" for m in sim.migration_log),
         "throttle_max": float(max((m.throttle for m in sim.migration_log), default=0.0)),
         "time_total": float(sum(m.finished - m.started for m in done)),
-        "time_mean": float(np.mean([m.finished - m.started for m in done])) if done else 0.0,
+        "time_mean": float(np.mean([m.finished - m.started for m in done])) if done else None,
         "bytes": float(sum(m.bytes for m in sim.migration_log)),
-        "downtime_mean": float(np.mean([m.downtime for m in done])) if done else 0.0,
-        "downtime_max": float(max((m.downtime for m in done), default=0.0)),
+        "downtime_mean": float(np.mean([m.downtime for m in done])) if done else None,
+        "downtime_max": float(max(m.downtime for m in done)) if done else None,
     }
+    if not done:
+        _undefined(out, "migrations", dict.fromkeys(("time_mean", "downtime_mean", "downtime_max"), NO_MIGRATION))
     if sim.lifecycle_log:
         out["lifecycle"] = _lifecycle(sim.lifecycle_log, len(sim.waiting))
         if out["lifecycle"]["wait_mean"] is None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -29,6 +30,32 @@ class ClusterError(RuntimeError):
     """The Dask cluster cannot be reached or failed a run; the message says which and why."""
 
 
+class RunFailed(Exception):
+    """A run raised: which item (its index), the error with its traceback (as text: it may come from another
+    process), and the results of the runs that had finished, by index, so that none of them is lost."""
+
+    def __init__(self, index: int, error: str, trace: str, finished: dict[int, Any] | None = None):
+        super().__init__(index, error, trace, finished)
+        self.index, self.error, self.trace, self.finished = index, error, trace, finished or {}
+
+    def __str__(self) -> str:
+        return self.error
+
+
+class _Guarded:
+    """function(item), its error (a bug, not Ctrl-C) raised as RunFailed with the item's index and traceback."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, indexed):
+        k, item = indexed
+        try:
+            return k, self.function(item)
+        except Exception as exc:
+            raise RunFailed(k, f"{type(exc).__name__}: {exc}", traceback.format_exc()) from None
+
+
 def run_all(
     function: Callable[[Item], Result],
     items: Sequence[Item],
@@ -36,28 +63,33 @@ def run_all(
     cluster: str | None = None,
     done: Done | None = None,
 ) -> list[Result]:
-    """function(item) for every item, in the items' order (see the module's docstring)."""
-    if cluster:
-        return _on_cluster(function, items, cluster, done)
-    workers = min(workers, len(items))
-    if workers <= 1:
-        out = []
-        for n, item in enumerate(items, start=1):
-            out.append(function(item))
-            if done:
-                done(n)
-        return out
-    return _in_processes(function, items, workers, done)
+    """function(item) for every item, in the items' order (see the module's docstring). A run that raises
+    ends the study with RunFailed, which holds the results of the runs that had finished."""
+    finished: dict[int, Any] = {}
+    try:
+        if cluster:
+            _on_cluster(_Guarded(function), items, cluster, done, finished)
+        elif min(workers, len(items)) <= 1:
+            guarded = _Guarded(function)
+            for n, indexed in enumerate(enumerate(items), start=1):
+                k, finished[k] = guarded(indexed)
+                if done:
+                    done(n)
+        else:
+            _in_processes(_Guarded(function), items, min(workers, len(items)), done, finished)
+    except RunFailed as failure:
+        failure.finished = dict(sorted(finished.items()))
+        raise
+    return [finished[k] for k in range(len(items))]
 
 
-def _in_processes(function, items, workers: int, done: Done | None) -> list[Any]:
+def _in_processes(guarded: _Guarded, items, workers: int, done: Done | None, finished: dict[int, Any]) -> None:
     pool = None
-    results: list[Any] = [None] * len(items)
     try:
         with signals.held():  # a pool cut short while it starts can hang the exit; started, it can be ended
             pool = multiprocessing.Pool(workers, initializer=signals.worker_process, initargs=(os.getpid(),))
-        for n, (k, result) in enumerate(pool.imap_unordered(_Indexed(function), enumerate(items)), start=1):
-            results[k] = result
+        for n, (k, result) in enumerate(pool.imap_unordered(guarded, enumerate(items)), start=1):
+            finished[k] = result  # results come back in any order and are put in place
             if done:
                 done(n)
         pool.close()
@@ -68,39 +100,24 @@ def _in_processes(function, items, workers: int, done: Done | None) -> list[Any]
     finally:
         if pool is not None:
             pool.join()
-    return results
 
 
-class _Indexed:
-    """(k, item) -> (k, function(item)): results come back in any order and are put in place."""
-
-    def __init__(self, function):
-        self.function = function
-
-    def __call__(self, indexed):
-        k, item = indexed
-        return k, self.function(item)
-
-
-def _on_cluster(function, items, address: str, done: Done | None) -> list[Any]:
+def _on_cluster(guarded: _Guarded, items, address: str, done: Done | None, finished: dict[int, Any]) -> None:
     try:
         from distributed import Client, as_completed
     except ImportError as exc:  # pragma: no cover - a dependency of Sova
         raise ClusterError(f"--cluster needs dask.distributed ({exc})") from None
     try:
         client = Client(address, timeout=10)
-    except (OSError, TimeoutError) as exc:
+    except (OSError, TimeoutError, ValueError) as exc:  # ValueError: an address Dask cannot read
         raise ClusterError(f"cannot reach the Dask scheduler at {address}: {exc}") from None
     futures = []
     try:
-        futures = client.map(function, list(items), pure=False)
-        position = {f.key: k for k, f in enumerate(futures)}
-        results: list[Any] = [None] * len(items)
+        futures = client.map(guarded, list(enumerate(items)), pure=False)
         for n, future in enumerate(as_completed(futures), start=1):
-            results[position[future.key]] = future.result()  # a run's own error is raised here, as in a serial run
+            k, finished[k] = future.result()  # a run's own error is raised here, as in a serial run
             if done:
                 done(n)
-        return results
     finally:
         client.cancel([f for f in futures if not f.done()])
         client.close()

@@ -43,7 +43,14 @@ def check_profile(
                 f"unknown policy {name!r}{extra}; known: {', '.join(sorted(known))}",
             )
             continue
-        params = r.table(prof.params.get(name, {}), cls.params, params_at.format(profile=prof.name, policy=name))
+        where = params_at.format(profile=prof.name, policy=name)
+        params = r.table(prof.params.get(name, {}), cls.params, where)
+        for low, high in cls.ordered:
+            if params[low] is not None and params[high] is not None and params[low] > params[high]:
+                r.error(
+                    f"{where}{'' if where.endswith(' ') else '.'}{low}",
+                    f"{params[low]!r} is above {high} = {params[high]!r}; expected at most {high}",
+                )
         out.append(cls(**params))
     if prof.admission not in admission_policies():
         known_admission = admission_policies()

@@ -99,7 +99,8 @@ def run_trials(
     done = (lambda n: progress(n, spec.count)) if progress else None
     per_trial = run_all(functools.partial(run_trial, scenario, names), list(range(spec.count)), jobs, done=done)
     out = [run for runs in per_trial for run in runs]
-    return sorted(out, key=lambda r: (r.trial, names.index(r.profile), r.iteration))
+    order = {RANDOM: -1} | {name: k for k, name in enumerate(names)}  # each trial's Random placement first
+    return sorted(out, key=lambda r: (r.trial, order[r.profile], r.iteration))
 
 
 def run_trial(scenario: Scenario, profiles: list[str], k: int) -> list[TrialRun]:

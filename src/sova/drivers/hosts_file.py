@@ -20,7 +20,12 @@
     kind = "leaf-spine"                                      # scenario; default: one switch)
     hosts_per_leaf = 16
 
-Every problem is reported with its table and key, as for scenario files.
+Every problem is reported with its table and key, as for scenario files. A URI is a libvirt URI of
+the QEMU driver, qemu[+TRANSPORT]://[USER@]HOST[:PORT]/system (or /session, or qemu:///system for this
+machine), with ?PARAMETERS as libvirt takes them; qemu+tcp:// is refused, for uri and migration_uri alike
+(it is unauthenticated; `sova manage --lab` reaches the lab's hosts without a hosts file). No two hosts have
+one URI, a host's VFs are distinct PCI addresses, and the PF is a Linux interface name: it reaches `ip link`
+through `rate_command`, which may be a shell on the host (ssh).
 """
 
 from __future__ import annotations
@@ -28,28 +33,37 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from sova.drivers.flow_counters import FlowCounterHost
 from sova.drivers.host_command import HostCommand
 from sova.drivers.vf import SriovHost, pci_parts
 from sova.model.scenario import TopologySpec
-from sova.model.scenario_reader import check_topology_fits, read_topology
-from sova.model.schema import Field, InputError, Reader, read_toml
+from sova.model.schema import MAX_LINK_BPS, Field, InputError, Reader, read_toml
+from sova.model.topology_reader import check_topology_fits, read_topology
 
 HOST_FIELDS = {
-    "uri": Field("str", doc="libvirt URI of the host (qemu+tls:// or qemu+ssh://; qemu+tcp:// only in a lab)"),
-    "migration_uri": Field("str", "", "where a source host's daemon reaches this one for peer-to-peer migration"),
-    "nic_bandwidth": Field("bandwidth", 10e9, "bit/s of the host's port", lo=0, lo_open=True),
+    "uri": Field("str", doc="libvirt URI of the host's QEMU (qemu+tls://, qemu+ssh:// or qemu:///; not qemu+tcp://)"),
+    "migration_uri": Field(
+        "str", "", "where a source host's daemon reaches this one for peer-to-peer migration (a URI as uri is)"
+    ),
+    "nic_bandwidth": Field("bandwidth", 10e9, "bit/s of the host's port", lo=0, lo_open=True, hi=MAX_LINK_BPS),
     "sriov": Field("table", {}, "the host's SR-IOV NIC (see below); none: no VFs"),
     "flows": Field("table", {}, "the host's bridge counts VM-to-VM bytes (see below); none: no traffic matrix"),
 }
 SRIOV_FIELDS = {
     "pf": Field("str", doc="the physical function's network interface"),
     "vfs": Field("list[str]", doc="PCI addresses of the VFs Sova may hand out, in VF-number order"),
-    "bandwidth": Field("bandwidth", 10e9, "bit/s of the PF's port", lo=0, lo_open=True),
+    "bandwidth": Field("bandwidth", 10e9, "bit/s of the PF's port", lo=0, lo_open=True, hi=MAX_LINK_BPS),
     "rate_command": Field("list[str]", [], "prefix that runs a command on the host (empty: locally)"),
 }
 PORTS_RE = re.compile(r"^[A-Za-z0-9_.:-]{1,15}\*?$")  # Linux names: at most 15 characters
+IFNAME_RE = re.compile(r"^(?!\.\.?$)[A-Za-z0-9_.-]{1,15}$")  # one interface: no alias ':', not . or ..
+# qemu[+TRANSPORT]://AUTHORITY/PATH[?QUERY]: libvirt's remote transports (tcp: refused) and local daemons
+URI_RE = re.compile(r"^qemu(?:\+(unix|ssh|libssh|libssh2|tls|tcp))?://([^/?#\s]*)(/[^?#\s]*)(?:\?[^#\s]*)?$")
+REMOTE_TRANSPORTS = ("ssh", "libssh", "libssh2", "tls")  # need a host name
+URI_PATHS = ("/system", "/session")  # the QEMU driver's daemons
+URI_EXAMPLES = "qemu+tls://node1/system, qemu+ssh://root@node1/system or qemu:///system"
 FLOW_FIELDS = {
     "command": Field("list[str]", [], "prefix that runs `nft` on the host (empty: locally)"),
     "ports": Field("str", "vnet*", "the guests' ports on the bridge, a name or nftables wildcard"),
@@ -84,24 +98,30 @@ def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
     out = HostsConfig()
     topology = t.get("topology")
     hosts = t.get("hosts") if isinstance(t.get("hosts"), dict) else {}
+    uri_owner: dict[tuple, str] = {}  # a URI, as libvirt compares it -> the first host that has it
     for name, spec in hosts.items():
         where = f"[hosts.{name}]"
         t = r.table(spec, HOST_FIELDS, where)
         if t["uri"] is None:
             continue
-        if t["uri"].startswith("qemu+tcp://"):
-            r.error(f"{where}.uri", "qemu+tcp:// is unauthenticated; use qemu+tls:// or qemu+ssh:// outside a lab")
+        if _check_uri(r, t["uri"], f"{where}.uri"):
+            same = uri_owner.setdefault(_uri_key(t["uri"]), name)
+            if same != name:
+                r.error(f"{where}.uri", f"{t['uri']!r} is also the uri of [hosts.{same}]; expected a URI for each host")
+        if isinstance(spec.get("migration_uri"), str):  # written (a string), even empty
+            _check_uri(r, t["migration_uri"], f"{where}.migration_uri")
         out.hosts[name] = t["uri"]
         out.nic_bandwidth[name] = t["nic_bandwidth"]
         if t["migration_uri"]:
             out.migration_uri[name] = t["migration_uri"]
         if t["sriov"]:
             s = r.table(t["sriov"], SRIOV_FIELDS, f"{where}.sriov")
-            for i, vf in enumerate(s["vfs"] or []):
-                try:
-                    pci_parts(vf)
-                except ValueError as e:
-                    r.error(f"{where}.sriov.vfs[{i}]", str(e))
+            if s["pf"] is not None and not IFNAME_RE.match(s["pf"]):
+                r.error(
+                    f"{where}.sriov.pf",
+                    f"{s['pf']!r} is not a network interface name: expected 1 to 15 letters, digits, '_', '.' or '-'",
+                )
+            _check_vfs(r, s["vfs"] or [], f"{where}.sriov.vfs")
             if s["pf"] and s["vfs"]:
                 out.sriov[name] = SriovHost(
                     s["pf"], s["vfs"], s["bandwidth"], HostCommand(tuple(s["rate_command"] or ()))
@@ -120,3 +140,56 @@ def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
         raise InputError(r.problems)
     out.shared_storage = shared
     return out
+
+
+def _check_uri(r: Reader, uri: str, where: str) -> bool:
+    """A libvirt URI of the QEMU driver that Sova may use (local, or remote over an authenticated transport);
+    False, with the problem noted, if not."""
+    problem = _uri_problem(uri)
+    if problem:
+        r.error(where, problem)
+    return not problem
+
+
+def _uri_problem(uri: str) -> str:
+    m = URI_RE.match(uri) if uri.isprintable() else None
+    if m is None:
+        return f"{uri!r} is not a libvirt URI of QEMU; expected one like {URI_EXAMPLES}"
+    transport, authority, path = m.groups()
+    if transport == "tcp":
+        return "qemu+tcp:// is unauthenticated; use qemu+tls:// or qemu+ssh:// outside a lab"
+    parts = urlsplit(uri)
+    try:
+        parts.port  # noqa: B018 - urlsplit checks the port when it is read
+    except ValueError:
+        return f"{uri!r}: expected a port from 0 to 65535 after the host"
+    if path not in URI_PATHS:
+        return f"{uri!r}: expected the path /system (or /session) of the QEMU driver, got {path!r}"
+    if transport in REMOTE_TRANSPORTS and not parts.hostname:
+        return f"{uri!r} names no host; expected qemu+{transport}://HOST/system"
+    if transport == "unix" and authority:
+        return f"{uri!r}: qemu+unix:// reaches this machine's daemon; expected qemu+unix:///system"
+    return ""
+
+
+def _uri_key(uri: str) -> tuple:
+    """A URI as libvirt reads it: the scheme and the host name in any case, the rest as written."""
+    try:
+        parts = urlsplit(uri)
+        return parts.scheme, parts.username, parts.hostname, parts.port, parts.path, parts.query
+    except ValueError:  # a bad port, reported by _check_uri
+        return (uri,)
+
+
+def _check_vfs(r: Reader, vfs: list[str], where: str) -> None:
+    """Each VF a PCI address, and none twice (the same device handed to two guests)."""
+    seen: dict[tuple[int, int, int, int], int] = {}
+    for i, vf in enumerate(vfs):
+        try:
+            address = pci_parts(vf)
+        except ValueError as e:
+            r.error(f"{where}[{i}]", str(e))
+            continue
+        first = seen.setdefault(address, i)
+        if first != i:
+            r.error(f"{where}[{i}]", f"{vf!r} is the PCI address of vfs[{first}] again; expected each VF once")

@@ -35,7 +35,8 @@ def place_at_load(
         names = [v.name for v in too_big if v.memory == size]
         r.error(
             f"[[vms]] ({names[0]}).memory",
-            f"{span(names)} need {size:.0f} MiB each, more than any host has for VMs: the largest, "
+            f"{span(names)} {'needs' if len(names) == 1 else 'need'} {size:.0f} MiB{'' if len(names) == 1 else ' each'}, "
+            "more than any host has for VMs: the largest, "
             f"{largest.name!r}, has {capacity[largest.name]:.0f} MiB ({largest.memory:.0f} MiB less "
             f"{largest.dom0_memory:.0f} MiB for Dom0)",
         )

@@ -9,14 +9,14 @@ parameters are checked one floor up (``sova.control.profiles``), because the pol
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sova.model.placement_rules import RuleBook
 from sova.model.scenario_events import ScenarioEvent
 from sova.model.scenario_fields import SIMULATOR_FIELDS
-from sova.model.schema import Reader
+from sova.model.schema import Problem, Reader
 from sova.model.storage_slo import StorageSlo
 
 
@@ -195,6 +195,7 @@ class Scenario:
     rules: RuleBook = field(default_factory=RuleBook)  # placement rules, from [[rules]]
     events: tuple[ScenarioEvent, ...] = ()  # operators' actions and faults in time order, from [[events]]
     params: dict[str, Any] = field(default_factory=dict)  # the [params] values it was made with
+    warnings: tuple[Problem, ...] = ()  # values taken that are most likely not meant (shown before a run)
     source: str = "<scenario>"
     base_dir: Path = field(default_factory=Path.cwd)
 
@@ -203,6 +204,11 @@ class Scenario:
         """The finest clock: the simulator (and the loop) advance by it; the fabric steps every `step`."""
         storage_step = self.simulator.get("storage_step") or 0.0
         return storage_step if 0 < storage_step < self.step else self.step
+
+    def for_profile(self, name: str) -> Scenario:
+        """The scenario as profile `name` runs it: its [simulator] keys over the scenario's."""
+        own = self.profiles[name].simulator
+        return replace(self, simulator={**self.simulator, **own}) if own else self
 
     def vm_index(self) -> dict[str, int]:
         return {v.name: i for i, v in enumerate(self.vms)}

@@ -7,7 +7,7 @@ docs/scenario-format.md is generated from them (``make docs``), so the docs cann
 from __future__ import annotations
 
 from sova.model.power_models import MODELS
-from sova.model.schema import REQUIRED, Field
+from sova.model.schema import MAX_SEED, REQUIRED, Field
 from sova.model.workload_params import STRUCTURAL_PARAMS, TRACE_SAMPLING, WORKLOAD_PARAMS  # noqa: F401
 
 TOPOLOGY_KINDS = ("single-switch", "leaf-spine", "fat-tree", "three-tier")
@@ -33,20 +33,24 @@ LIFETIME_KINDS = ("azure", "opendc", "bitbrains")  # traces that size VMs (azure
 MODES = ("auto", "approve", "dry-run")
 AUTO_HOSTS = ("auto", "first-fit", "random")
 
+ELSEWHERE = (None, None)  # no typical range of its own: sova.model.plausibility warns, summed over entries
+
 SCENARIO_FIELDS = {
     "name": Field("str", REQUIRED, "short name of the scenario, used in reports"),
     "description": Field("str", "", "one paragraph saying what the scenario shows"),
-    "duration": Field("duration", REQUIRED, "simulated time to run", lo=0, lo_open=True),
+    "duration": Field("duration", REQUIRED, "simulated time to run", lo=0, lo_open=True, typical=ELSEWHERE),
     "step": Field(
         "duration", 1.0, "simulator time step (above 60 s: trace studies; see docs/simulator.md)", lo=0.001, hi=3600
     ),
-    "seed": Field("int", 1, "random seed; the same seed gives the same run", lo=0),
+    "seed": Field("int", 1, "random seed; the same seed gives the same run", lo=0, hi=MAX_SEED),
 }
 
 TOPOLOGY_FIELDS = {
     "kind": Field("str", "single-switch", "shape of the fabric", choices=TOPOLOGY_KINDS),
-    "link_speed": Field("bandwidth", 10e9, "speed of host links (and of all links unless set below)", lo=0),
-    "uplink_speed": Field("bandwidth", 0.0, "leaf-spine / fat-tree: switch-to-switch links (0: link_speed)"),
+    "link_speed": Field(
+        "bandwidth", 10e9, "speed of host links (and of all links unless set below)", lo=0, typical=ELSEWHERE
+    ),
+    "uplink_speed": Field("bandwidth", 0.0, "leaf-spine / fat-tree: switch-to-switch links (0: link_speed)", lo=0),
     "latency_per_hop": Field("duration", 2e-6, "one-way latency per switch hop", lo=0),
     "leaves": Field("int", 4, "leaf-spine: number of leaf (ToR) switches", lo=1),
     "spines": Field("int", 2, "leaf-spine: number of spine switches (ECMP over them)", lo=1),
@@ -58,11 +62,15 @@ TOPOLOGY_FIELDS = {
     "racks_per_agg": Field("int", 2, "three-tier: racks under each aggregation switch", lo=1),
     "tor_oversubscription": Field("float", 1.0, "three-tier: ToR-to-aggregation oversubscription", lo=1),
     "agg_oversubscription": Field("float", 1.0, "three-tier: aggregation-to-core oversubscription", lo=1),
-    "external_speed": Field("bandwidth", 100e9, "link from the top of the fabric to the outside world", lo=0),
+    "external_speed": Field(
+        "bandwidth", 100e9, "link from the top of the fabric to the outside world", lo=0, typical=ELSEWHERE
+    ),
 }
 
 NIC_FIELDS = {
-    "bandwidth": Field("bandwidth", 10e9, "physical port speed (10 GbE by default)", lo=0, lo_open=True),
+    "bandwidth": Field(
+        "bandwidth", 10e9, "physical port speed (10 GbE by default)", lo=0, lo_open=True, typical=ELSEWHERE
+    ),
     "sriov": Field("bool", True, "whether the NIC can expose SR-IOV virtual functions"),
     "max_vfs": Field("int", 63, "VFs per port (an Intel 82599 port has up to 63)", lo=0, hi=256),
 }
@@ -86,7 +94,7 @@ HOST_FIELDS = {
         "float", 2.6, "clock speed per core; 1 GHz counts as 1,000 MIPS where mips is not given", lo=0, lo_open=True
     ),
     "mips": Field("float", 0.0, "speed per core in MIPS (0: from ghz), for VMs whose demand is in MIPS", lo=0),
-    "memory": Field("memory", 65536.0, "RAM (64 GiB by default)", lo=0, lo_open=True),
+    "memory": Field("memory", 65536.0, "RAM (64 GiB by default)", lo=0, lo_open=True, typical=ELSEWHERE),
     "dom0_vcpus": Field("int", 2, "vCPUs of the control domain (Dom0 / host networking)", lo=1),
     "dom0_weight": Field("int", 256, "scheduler weight of Dom0 (Xen credit default 256)", lo=1),
     "dom0_memory": Field("memory", 4096.0, "memory reserved for Dom0", lo=0),
@@ -268,7 +276,9 @@ TRIALS_FIELDS = {
 }
 
 SIMULATOR_FIELDS = {
-    "protocol_efficiency": Field("float", 1448 / 1538, "payload share of a link's bit rate (TCP/IPv4, 1500 MTU)"),
+    "protocol_efficiency": Field(
+        "float", 1448 / 1538, "payload share of a link's bit rate (TCP/IPv4, 1500 MTU)", lo=0, hi=1, lo_open=True
+    ),
     "packet_payload": Field("size", 1448.0, "payload bytes per packet (MSS)", lo=1),
     "dom0_cost_per_packet": Field("duration", 2.2e-6, "Dom0 CPU per packet crossing a netback", lo=0),
     "dom0_cost_per_byte": Field("duration", 0.1e-9, "Dom0 CPU per byte crossing a netback", lo=0),

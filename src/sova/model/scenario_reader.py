@@ -15,6 +15,7 @@ import numpy as np
 from sova.model.initial_placement import place_at_load, span
 from sova.model.name_match import NameMatcher
 from sova.model.power_models import curve_problem
+from sova.model.profile_reader import read_profiles
 from sova.model.rule_reader import read_scenario_rules
 from sova.model.scenario import (
     ControlSpec,
@@ -23,10 +24,8 @@ from sova.model.scenario import (
     OutputSpec,
     Phase,
     ProfileCheck,
-    ProfileSpec,
     Scenario,
     StorageSpec,
-    TopologySpec,
     TrialsSpec,
     VmSpec,
     WorkloadSpec,
@@ -40,12 +39,10 @@ from sova.model.scenario_fields import (
     LIFETIME_KINDS,
     NIC_FIELDS,
     OUTPUT_FIELDS,
-    PROFILE_FIELDS,
     SCENARIO_FIELDS,
     SIMULATOR_FIELDS,
     STORAGE_FIELDS,
     STRUCTURAL_PARAMS,
-    TOPOLOGY_FIELDS,
     TRIALS_FIELDS,
     VM_FIELDS,
     WORKLOAD_FIELDS,
@@ -54,7 +51,8 @@ from sova.model.scenario_fields import (
 from sova.model.scenario_params import apply_params
 from sova.model.schema import REQUIRED, Field, InputError, Reader
 from sova.model.slo_reader import read_slos
-from sova.model.trace_sets import vms_per_file
+from sova.model.topology_reader import check_topology_fits, read_topology
+from sova.model.trace_sets import absent, vms_per_file
 
 # the top-level tables of a scenario file, as each is written
 TABLES = {
@@ -112,7 +110,7 @@ def scenario_from_dict(
         vms = place_at_load(r, vms, hosts, np.random.default_rng(head["seed"] or 0), rules)
     workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
     _check_trace_lifetimes(r, vms, workloads)
-    profiles = _read_profiles(r, raw.get("profiles", {}))
+    profiles = read_profiles(r, raw.get("profiles", {}))
     if profile_check is not None:
         for prof in profiles.values():
             profile_check(r, prof)
@@ -129,7 +127,10 @@ def scenario_from_dict(
 
     if head.get("duration") is not None and head.get("step") is not None and head["step"] > head["duration"]:
         r.error("[scenario].step", f"step {head['step']:g} s is longer than the duration {head['duration']:g} s")
-    _check_storage_step(r, simulator.get("storage_step") or 0.0, head.get("step"))
+    _check_simulator(r, simulator, head.get("step"), "[simulator]")
+    for prof in profiles.values():
+        if prof.simulator:  # the settings it runs with: the scenario's, with the profile's own on top
+            _check_simulator(r, {**simulator, **prof.simulator}, head.get("step"), f"[profiles.{prof.name}.simulator]")
     if r.problems:
         raise InputError(r.problems)
     return Scenario(
@@ -152,6 +153,7 @@ def scenario_from_dict(
         rules=rules,
         events=events,
         params=params,
+        warnings=tuple(r.warnings),
         source=source,
         base_dir=base_dir or Path.cwd(),
     )
@@ -221,6 +223,12 @@ def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
         ]
         if t["power_idle"] is not None and t["power_max"] is not None and t["power_max"] < t["power_idle"]:
             r.error(f"{where}.power_max", "must be at least power_idle")
+        if t["memory"] is not None and t["dom0_memory"] is not None and t["dom0_memory"] >= t["memory"]:
+            r.error(
+                f"{where}.dom0_memory",
+                f"{t['dom0_memory']:,.0f} MiB leaves nothing of the host's {t['memory']:,.0f} MiB for VMs; expected "
+                "less than memory",
+            )
         if t["cores"] is not None and t["threads_per_core"] and t["cores"] % t["threads_per_core"]:
             r.error(f"{where}.cores", f"must be a multiple of threads_per_core ({t['threads_per_core']})")
     if not out:
@@ -279,19 +287,23 @@ def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage
             if not host.nic.sriov or host.nic.max_vfs == 0:
                 r.error(f"{where}.nic", f"host {host.name!r} has no SR-IOV VFs; expected 'vnic'")
         _check_lifetime(r, where, t)
+        if t["block"] not in (None, "1/1") and not t["files"]:
+            r.error(f"{where}.block", f"{t['block']!r} is read only with files (one VM per trace file); expected files")
         out += [VmSpec(name=name, **_spec_fields(t)) for name in names]
     _unique(r, [v.name for v in out], "[[vms]]", "VM")
     return out
 
 
-def _check_storage_step(r: Reader, storage_step: float, step: float | None) -> None:
-    """The storage subsystem's epochs tile the fabric's step: a whole number of them per step."""
+def _check_simulator(r: Reader, simulator: dict[str, Any], step: float | None, where: str) -> None:
+    """What the keys' ranges alone cannot say of the [simulator] settings a run will use (the scenario's, or
+    a profile's merged over them): the storage subsystem's epochs tile the fabric's step."""
+    storage_step = simulator.get("storage_step") or 0.0
     if not storage_step or step is None:
         return
     epochs = step / storage_step
     if storage_step > step or abs(epochs - round(epochs)) > 1e-6 * epochs:
         r.error(
-            "[simulator].storage_step",
+            f"{where}.storage_step",
             f"{storage_step:g} s does not divide the step ({step:g} s) into whole epochs; expected e.g. "
             f"{step / max(1, round(epochs)):g} s",
         )
@@ -360,6 +372,9 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
                         "or a pattern with {i} standing for the workload VM's own number",
                     )
                     break
+                if other == own:
+                    r.warn(f"{where}.{key}", f"is {own} itself (of {vm!r}): its traffic to itself crosses no network")
+                    break
         if head["kind"] == "web":
             _check_tiers(r, where, params, matching(vm or ""), matching)
         if params.get("file"):
@@ -420,57 +435,8 @@ def _resolve_trace(r: Reader, value: str, base_dir: Path, where: str) -> str:
     if not path.is_absolute():
         path = (base_dir / path).resolve()
     if not path.exists():
-        r.error(where, f"trace file {str(path)!r} does not exist")
+        absent(r, where, path)
     return f"{path}:{member}" if member else str(path)
-
-
-def _read_profiles(r: Reader, raw: Any) -> dict[str, ProfileSpec]:
-    if not isinstance(raw, dict):
-        r.error("[profiles]", "expected a table of profiles: [profiles.NAME]")
-        return {}
-    out = {}
-    for name, entry in raw.items():
-        t = r.table(entry, PROFILE_FIELDS, f"[profiles.{name}]")
-        params = t["params"] or {}
-        for pol, p in params.items():
-            if not isinstance(p, dict):
-                r.error(f"[profiles.{name}.params.{pol}]", "expected a table of parameters")
-        out[name] = ProfileSpec(
-            name=name,
-            policies=tuple(t["policies"] or ()),
-            mode=t["mode"] or "auto",
-            params={k: v for k, v in params.items() if isinstance(v, dict)},
-            admission=t["admission"] or "first-fit",
-            simulator=_profile_simulator(r, t["simulator"] or {}, name),
-        )
-    if not out:
-        out["default"] = ProfileSpec(name="default")
-    return out
-
-
-def _profile_simulator(r: Reader, raw: Any, profile: str) -> dict[str, Any]:
-    """The [simulator] keys a profile sets, checked as [simulator]'s (only those given: the rest are the
-    scenario's)."""
-    checked = r.table(raw, SIMULATOR_FIELDS, f"[profiles.{profile}.simulator]")
-    return {key: checked[key] for key in raw if key in checked} if isinstance(raw, dict) else {}
-
-
-def read_topology(r: Reader, raw) -> TopologySpec:
-    """A [topology] table (a scenario's, or a hosts file's for real hosts), its problems noted on `r`."""
-    return TopologySpec(**r.table(raw, TOPOLOGY_FIELDS, "[topology]"))
-
-
-def check_topology_fits(r: Reader, t: TopologySpec, n_hosts: int) -> None:
-    slots = {
-        "single-switch": n_hosts,
-        "leaf-spine": t.leaves * t.hosts_per_leaf,
-        "fat-tree": t.k * (t.k // 2) * (t.hosts_per_edge or t.k // 2),
-        "three-tier": t.racks * t.hosts_per_rack,
-    }.get(t.kind, n_hosts)
-    if n_hosts > slots:
-        r.error("[topology]", f"a {t.kind} with these sizes has {slots} host ports but there are {n_hosts} hosts")
-    if t.kind == "fat-tree" and t.k % 2:
-        r.error("[topology].k", f"fat-tree radix k must be even, got {t.k}")
 
 
 def _few(names: set[str] | list[str], n: int = 8) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,12 @@ class Field:
     lo: float | None = None
     hi: float | None = None
     lo_open: bool = False
+    # (low, high) of the values anyone means (None: no end); a value outside is taken, with a warning.
+    # Quantities with a unit have one by default (TYPICAL); 0 where the default is 0 means "none"
+    typical: tuple[float | None, float | None] | None = None
+
+    def typical_range(self) -> tuple[float | None, float | None] | None:
+        return self.typical if self.typical is not None else TYPICAL.get(self.kind)
 
     def expected(self) -> str:
         text = _KIND_TEXT[self.kind]
@@ -66,12 +73,34 @@ class Field:
             text = "one of " + ", ".join(repr(c) for c in self.choices)
         bounds = []
         if self.lo is not None:
-            bounds.append(f"{'>' if self.lo_open else '>='} {self.lo:g}")
+            bounds.append(f"{'>' if self.lo_open else '>='} {_bound(self.lo, self.kind)}")
         if self.hi is not None:
-            bounds.append(f"<= {self.hi:g}")
+            bounds.append(f"<= {_bound(self.hi, self.kind)}")
         if bounds:
             text += " " + " and ".join(bounds)
         return text
+
+
+MAX_SEED = 2**63 - 1  # a seed is stored as a 64-bit integer (Parquet, the service's database)
+
+# Past these, a quantity is beyond any machine of today (2026), most likely a slip of a unit or a digit:
+# the fastest Ethernet ports run at 1.6 Tb/s, the largest servers hold ~32 TiB of memory; a year is the
+# longest study anyone simulates. Below 1 kb/s or 32 MiB, a bare number was most likely meant in Gb/s or GiB.
+MAX_LINK_BPS = 3.2e12
+MAX_MEMORY_MIB = 64 * 1024**2
+MAX_DURATION_S = 366 * 86400.0
+TYPICAL: dict[str, tuple[float | None, float | None]] = {
+    "bandwidth": (1e3, MAX_LINK_BPS),
+    "memory": (32.0, MAX_MEMORY_MIB),
+    "duration": (None, MAX_DURATION_S),
+    "size": (None, 2.0**50),  # a PiB
+}
+UNIT = {"bandwidth": "bit/s", "memory": "MiB", "duration": "s", "size": "bytes"}
+
+
+def _bound(value: float, kind: str) -> str:
+    """A range's end as the reader should type it: an integer key's exactly, a number's short."""
+    return str(int(value)) if kind == "int" else f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -83,6 +112,14 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.location}: {self.message}"
+
+
+@dataclass(frozen=True)
+class AbsentTraces(Problem):
+    """Nothing at a trace path the input names: its traces are not there (public traces not downloaded,
+    or kept elsewhere), which says nothing against the rest of the input. ``path`` is the one looked at."""
+
+    path: str
 
 
 class InputError(Exception):
@@ -99,9 +136,16 @@ class Reader:
 
     source: str
     problems: list[Problem] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # valid, but most likely not meant
 
     def error(self, where: str, message: str) -> None:
-        self.problems.append(Problem(f"{self.source}: {where}" if where else self.source, message))
+        self.problems.append(Problem(self._place(where), message))
+
+    def warn(self, where: str, message: str) -> None:
+        self.warnings.append(Problem(self._place(where), message))
+
+    def _place(self, where: str) -> str:
+        return f"{self.source}: {where}" if where else self.source
 
     def entries(self, raw: Any, where: str) -> list[Any]:
         """The entries of an array of tables (`where`: "[[vms]]" ...); anything else is a problem (no entries)."""
@@ -132,7 +176,23 @@ class Reader:
             if too_low or too_high:
                 self.error(where, f"got {value!r}; expected {spec.expected()}")
                 return fallback
+            self._check_typical(value, spec, where)
         return value
+
+    def _check_typical(self, value: float, spec: Field, where: str) -> None:
+        """A warning for a value outside the field's typical range (see ``Field.typical``)."""
+        span = spec.typical_range()
+        if span is None or value == spec.default or (value == 0 and spec.default == 0):
+            return
+        low, high = span
+        if (low is None or value >= low) and (high is None or value <= high):
+            return
+        bounds = " and ".join(
+            f"{op} {units.shown(b, spec.kind)}" for op, b in ((">=", low), ("<=", high)) if b is not None
+        )
+        unit = UNIT.get(spec.kind)
+        hint = f"is the unit right? (a bare number is {unit})" if unit else "is that meant?"
+        self.warn(where, f"{units.shown(value, spec.kind)} is outside what is typical ({bounds}); {hint}")
 
     @staticmethod
     def _convert(raw: Any, spec: Field) -> Any:
@@ -202,8 +262,10 @@ def read_toml(path: Path, expected: str) -> dict[str, Any]:
     file if it is missing, unreadable, not UTF-8 or not TOML. `expected` says what the file should be."""
     if path.is_dir():
         raise InputError([Problem(str(path), f"is a directory; expected {expected}")])
+    text = ""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8-sig"))
+        text = path.read_text(encoding="utf-8-sig")
+        return tomllib.loads(text)
     except FileNotFoundError:
         raise InputError([Problem(str(path), f"no such file; expected {expected}")]) from None
     except OSError as exc:
@@ -211,7 +273,22 @@ def read_toml(path: Path, expected: str) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise InputError([Problem(str(path), f"not UTF-8 text: {exc}")]) from None
     except tomllib.TOMLDecodeError as exc:
-        raise InputError([Problem(str(path), f"not valid TOML: {exc}")]) from None
+        raise InputError([Problem(str(path), f"not valid TOML: {exc}{_toml_hint(text, str(exc))}")]) from None
+
+
+def _toml_hint(text: str, message: str) -> str:
+    """What most likely went wrong on the line a TOML error points at, for the slips tomllib words obscurely
+    (an unclosed table header reads as "Cannot declare ... twice", an unclosed string as "Illegal character")."""
+    found = re.search(r"at line (\d+)", message)
+    lines = text.splitlines()
+    if found is None or not 0 < int(found.group(1)) <= len(lines):
+        return ""
+    line = lines[int(found.group(1)) - 1].split("#")[0].strip()
+    if line.startswith("[") and not line.rstrip().endswith("]"):
+        return f"; the table header {line!r} is not closed: expected ']' at its end"
+    if line.count('"') % 2 or line.count("'") % 2:
+        return f"; a string on that line is not closed: {line!r}"
+    return ""
 
 
 def markdown_table(fields: dict[str, Field]) -> str:

@@ -43,6 +43,7 @@ def read_slos(r: Reader, raw: Any, vm_names: list[str]) -> tuple[tuple[str, Stor
     """(VM, its SLO) for every VM an entry names, in entry order (a later entry wins)."""
     matching = NameMatcher(vm_names)
     out: dict[str, StorageSlo] = {}
+    named_by: dict[str, str] = {}  # VM: the entry that last set its SLO
     for n, entry in enumerate(r.entries(raw, "[[slos]]"), start=1):
         where = f"[[slos]] #{n}"
         t = r.table(entry, SLO_FIELDS, where)
@@ -66,7 +67,16 @@ def read_slos(r: Reader, raw: Any, vm_names: list[str]) -> tuple[tuple[str, Stor
             except SloError as exc:
                 r.error(f"{where}.latency", str(exc))
         slo = StorageSlo(**{k: v for k, v in ranges.items() if v is not None}, ramp=ramp, latency=latency)
+        again = [vm for vm in vms if vm in named_by]
+        if again:
+            more = f" (and {len(again) - 1} more)" if len(again) > 1 else ""
+            r.warn(
+                f"{where}.vm",
+                f"{pattern!r} gives {again[0]}{more} a second SLO, after {named_by[again[0]]}; this one holds, the "
+                "earlier is dropped (one SLO per VM)",
+            )
         out.update((vm, slo) for vm in vms)
+        named_by.update((vm, f"{where} ({pattern})") for vm in vms)
     return tuple(out.items())
 
 

@@ -73,6 +73,18 @@ def load_runs(
     ]
     if any(len(p.values) != len(parts[0].values) for p in parts):
         raise InputError([Problem(f"{path}: [[sweep]]", "every entry must have as many values as the first")])
+    runs_values = list(zip(*(p.values for p in parts), strict=True))  # what each run sets, lockstep keys too
+    twice = [v for k, v in enumerate(runs_values) if v in runs_values[:k]]
+    if twice:
+        where = "[[sweep]] #1.values" if isinstance(sweep_raw, list) else "[sweep].values"
+        shown = (
+            repr(twice[0][0])
+            if len(parts) == 1
+            else ", ".join(f"{p.key} = {v!r}" for p, v in zip(parts, twice[0], strict=True))
+        )
+        raise InputError(
+            [Problem(f"{path}: {where}", f"{shown} is given twice; expected each value once (each is a run)")]
+        )
     sweep = Sweep(**{**parts[0].__dict__, "lockstep": tuple(parts[1:])})
     runs = []
     for k, value in enumerate(sweep.values):

@@ -126,6 +126,34 @@ class _Builder:
         )
 
 
+def host_ports(spec: TopologySpec, n_hosts: int) -> int:
+    """How many hosts the fabric has ports for (a single switch: as many as there are)."""
+    return {
+        "leaf-spine": spec.leaves * spec.hosts_per_leaf,
+        "fat-tree": spec.k * (spec.k // 2) * (spec.hosts_per_edge or spec.k // 2),
+        "three-tier": spec.racks * spec.hosts_per_rack,
+    }.get(spec.kind, n_hosts)
+
+
+def fabric_size(spec: TopologySpec, n_hosts: int, n_storage: int = 0) -> tuple[int, int]:
+    """(nodes, directed links) ``build_topology`` would make, counted without building anything: a fabric
+    far larger than its hosts need is refused or warned of before it takes minutes and gigabytes."""
+    if spec.kind == "leaf-spine":
+        switches, cables, top = spec.leaves + spec.spines, spec.leaves * spec.spines, spec.spines
+    elif spec.kind == "fat-tree":
+        half = spec.k // 2
+        switches, cables, top = half * half + spec.k * 2 * half, 2 * spec.k * half * half, half * half
+    elif spec.kind == "three-tier":
+        aggs = -(-spec.racks // spec.racks_per_agg)
+        switches, cables, top = 1 + aggs + spec.racks, spec.racks + aggs, 1
+    else:
+        switches, cables, top = 1, 0, 1
+    gateway = 1 if top > 1 else 0
+    nodes = n_hosts + switches + gateway + n_storage + 1  # the last: external
+    cables += min(n_hosts, host_ports(spec, n_hosts)) + gateway * top + n_storage + 1
+    return nodes, 2 * cables
+
+
 def build_topology(spec: TopologySpec, host_names: list[str], storage: tuple[StorageSpec, ...] = ()) -> Topology:
     """Build the fabric a scenario describes; hosts fill the ports in order."""
     b = _Builder(host_names)

@@ -87,3 +87,28 @@ def memory_mib(value: object) -> float:
 def duration(value: object) -> float:
     """A duration in seconds; bare numbers are seconds."""
     return _parse(value, _DURATION, "a duration", "'30s', '10min' or '2h'", 1.0)
+
+
+_SHOWN = {  # (scale in the internal unit, name), largest first
+    "bandwidth": ((1e12, "Tb/s"), (1e9, "Gb/s"), (1e6, "Mb/s"), (1e3, "kb/s"), (1.0, "bit/s")),
+    "memory": ((1024.0**2, "TiB"), (1024.0, "GiB"), (1.0, "MiB")),
+    "size": (
+        (1024.0**5, "PiB"),
+        (1024.0**4, "TiB"),
+        (1024.0**3, "GiB"),
+        (1024.0**2, "MiB"),
+        (1024.0, "KiB"),
+        (1.0, "B"),
+    ),
+    "duration": ((86400.0, "days"), (3600.0, "h"), (60.0, "min"), (1.0, "s"), (1e-3, "ms"), (1e-6, "us")),
+}
+
+
+def shown(value: float, kind: str) -> str:
+    """A quantity in the internal unit of `kind`, as a person reads it: shown(3.2e12, "bandwidth") is
+    "3.2 Tb/s"; a kind without units is the number itself."""
+    scales = _SHOWN.get(kind)
+    if scales is None:
+        return f"{value:g}"
+    scale, name = next(((s, n) for s, n in scales if abs(value) >= s), scales[-1])
+    return f"{value / scale:.3g} {name}"

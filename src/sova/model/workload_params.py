@@ -3,7 +3,7 @@ and a line of documentation; a part of the scenario's keys (``model/scenario_fie
 
 from __future__ import annotations
 
-from sova.model.schema import REQUIRED, Field
+from sova.model.schema import MAX_SEED, REQUIRED, Field
 
 # how a trace's samples map onto simulated time (planetlab, bitbrains)
 TRACE_SAMPLING = {
@@ -16,7 +16,7 @@ TRACE_SAMPLING = {
         "draw_seed), for more VMs than traces",
         choices=("in-order", "with-replacement"),
     ),
-    "draw_seed": Field("int", 1, "with draw = with-replacement: the draws' seed"),
+    "draw_seed": Field("int", 1, "with draw = with-replacement: the draws' seed", lo=0, hi=MAX_SEED),
 }
 
 # Per workload kind: the parameters a phase may change, with defaults.

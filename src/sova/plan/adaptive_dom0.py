@@ -41,6 +41,7 @@ class AdaptiveDom0(Policy):
         "max_weight": Field("int", 65535, "the most weight Dom0 is given (Xen's credit scheduler: 65535)", lo=1),
     }
     analyzers = {"interference": {"slowdown_above": "slowdown_slo"}}
+    ordered = (("weight_step", "max_weight"),)
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         p = self.settings

@@ -25,7 +25,8 @@ import numpy as np
 from sova.analyze.hotspot import volume_rule
 from sova.model.schema import Field
 
-# shared by the policies that detect hotspots from reports (sova, vlm)
+# shared by the policies that detect hotspots from reports (sova, vlm), which declare HOTSPOT_ORDER
+HOTSPOT_ORDER = (("k", "n"),)
 HOTSPOT_PARAMS = {
     "interval": Field("duration", 10.0, "length of one report (observation)", lo=0, lo_open=True),
     "k": Field("int", 3, "reports above the threshold needed (the Sova paper: 3 of 5)", lo=1),

@@ -40,6 +40,8 @@ class Policy(ABC):
     analyzers: ClassVar[dict[str, dict[str, str]]] = {}
     patient: ClassVar[bool] = False  # its plans' migrations wait while a migration cap is full (an evacuation)
     priority: ClassVar[int] = 0  # the default of its `priority` parameter: who wins a conflict
+    # (a, b): parameter a may not exceed parameter b (k of n observations; a target under its threshold)
+    ordered: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def __init__(self, **params: Any):
         self.settings = params  # the values of this instance; `params` (the class's) says what each one is
@@ -116,7 +118,9 @@ def register(cls: type[Policy]) -> type[Policy]:
     if "priority" not in cls.__dict__.get("params", {}):  # every policy has one; its default is the class's
         cls.params = {
             **cls.params,
-            "priority": Field("int", cls.priority, "who wins when policies of a profile want conflicting actions"),
+            "priority": Field(
+                "int", cls.priority, "who wins when policies of a profile want conflicting actions", lo=0, hi=1000
+            ),
         }
     known = analyzer_registry()
     for name, renamed in cls.analyzers.items():

@@ -17,7 +17,7 @@ import numpy as np
 from sova.analyze.findings import Findings
 from sova.model.actions import FAILED, REJECTED, TIMEOUT, Action, Migrate, Outcome
 from sova.model.knowledge import Knowledge
-from sova.model.schema import Field
+from sova.model.schema import MAX_SEED, Field
 from sova.plan.base import Policy, register
 from sova.plan.placement.annealing import anneal
 from sova.plan.placement.greedy_fill import greedy_fill
@@ -34,7 +34,7 @@ PLACEMENT_PARAMS = {
     "window": Field("duration", 60.0, "seconds of measurements a cycle averages", lo=1),
     "slots": Field("int", 4, "VMs a host may hold (the paper: 4)", lo=1),
     "min_gain": Field("float", 0.02, "drop in the objective a new placement needs to be adopted", lo=0),
-    "seed": Field("int", 1, "random seed of the annealers"),
+    "seed": Field("int", 1, "random seed of the annealers", lo=0, hi=MAX_SEED),
 }
 SA_PARAMS = {
     **PLACEMENT_PARAMS,
@@ -171,6 +171,7 @@ class GreedyNet(PlacementPolicy):
 
 class _Annealer(PlacementPolicy):
     params = SA_PARAMS
+    ordered = (("t_end", "t0"),)
 
     def optimize(self, problem, x0):
         p = self.settings

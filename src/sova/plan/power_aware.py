@@ -23,7 +23,7 @@ from sova.analyze.findings import Findings
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.power_models import POINTS
-from sova.model.schema import Field
+from sova.model.schema import MAX_SEED, Field
 from sova.plan import vm_selection as select
 from sova.plan.base import Policy, register
 from sova.plan.host_filter import HostFilter, pinned_mask
@@ -45,7 +45,7 @@ class PowerAware(Policy):
         "selection": Field("str", "mmt", "which VM leaves: mmt, mc, mu or rs", choices=select.CRITERIA),
         "consolidate": Field("bool", True, "empty underloaded hosts whose VMs all fit elsewhere"),
         "history": Field("int", 30, "samples of each VM's CPU kept", lo=12),
-        "seed": Field("int", 0, "RS's random generator"),
+        "seed": Field("int", 0, "RS's random generator", lo=0, hi=MAX_SEED),
     }
 
     def __init__(self, **params):

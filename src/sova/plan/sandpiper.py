@@ -18,7 +18,7 @@ from sova.analyze.volume import sandpiper_volume, volume_to_size
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
-from sova.plan.autonomic_manager import HOTSPOT_PARAMS
+from sova.plan.autonomic_manager import HOTSPOT_ORDER, HOTSPOT_PARAMS
 from sova.plan.base import Policy, register
 from sova.plan.host_filter import HostFilter, restricted
 
@@ -36,6 +36,7 @@ class Sandpiper(Policy):
         "max_moves": Field("int", 1, "migrations per hot host per round", lo=1),
     }
     analyzers = {"resource-hotspot": {}}
+    ordered = HOTSPOT_ORDER
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         p = self.settings

@@ -27,7 +27,7 @@ from sova.analyze.samples import window_samples
 from sova.model.actions import Action, DetachVF, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
-from sova.plan.autonomic_manager import HOTSPOT_PARAMS, destinations
+from sova.plan.autonomic_manager import HOTSPOT_ORDER, HOTSPOT_PARAMS, destinations
 from sova.plan.base import Policy, register
 from sova.plan.dsriov import VF_PARAMS, vf_plan
 from sova.plan.effector import choose_vm
@@ -65,6 +65,7 @@ class Sova(Policy):
     summary = "coordinate dynamic SR-IOV and hotspot migration (Sova Algorithms 1 and 2)"
     params = {**VF_PARAMS, **MIGRATION_PARAMS}
     analyzers = {"hotspot": {"threshold": "alpha"}}
+    ordered = HOTSPOT_ORDER
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         p = self.settings

@@ -33,6 +33,7 @@ class ThresholdMigration(Policy):
         "window": Field("duration", 10.0, "seconds averaged into one observation", lo=0, lo_open=True),
     }
     analyzers = {"cpu-hotspot": {"interval": "window", "threshold": "hot"}}
+    ordered = (("target", "hot"), ("k", "n"))
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         p = self.settings

@@ -51,7 +51,8 @@ def _write_all(scenario: Scenario, results: list[ProfileResult], d: Path) -> Non
     for r in results:
         if scenario.outputs.csv:
             _write_csv(d / f"metrics-{r.profile}.csv", r.series)
-        r.audit.write_jsonl(d / f"audit-{r.profile}.jsonl")
+        if r.audit.entries:  # a profile whose executor saw no action has no audit file, not an empty one
+            r.audit.write_jsonl(d / f"audit-{r.profile}.jsonl")
         if r.slo_intervals:
             _write_rows(d / f"slo-{r.profile}.csv", r.slo_intervals)
     plots = make_plots(results, d) if scenario.outputs.plots else []

@@ -157,9 +157,9 @@ class RunRequest(BaseModel):
 
 
 class RunProgress(BaseModel):
-    done: int
-    total: int
-    unit: str
+    done: float
+    total: float
+    unit: str  # "simulated seconds" (of every profile), or "runs" or "trials" when they run in parallel
 
 
 class Run(BaseModel):

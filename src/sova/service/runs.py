@@ -3,7 +3,7 @@ manager's loop), in a directory of its own under the manager's runs directory, w
 
     RUNS/ID/scenario.toml    the scenario as submitted
     RUNS/ID/run.json         who submitted it, when, its profiles; its state once it ended
-    RUNS/ID/progress.json    `sova run --progress-file`: simulated steps done of all
+    RUNS/ID/progress.json    `sova run --progress-file`: simulated seconds done of all
     RUNS/ID/results/         what `sova run` writes (summary.json, report.html, ...)
     RUNS/ID/run.log          its output
 

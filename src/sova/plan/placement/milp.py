@@ -132,7 +132,16 @@ def solve(
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = A.indptr, A.indices, A.data
     lp.integrality_ = [highspy.HighsVarType.kInteger] * n_x + [highspy.HighsVarType.kContinuous] * (n_col - n_x)
-    h = highspy.Highs()
+
+    class SilentHighs(highspy.Highs):
+        """highspy's Highs with no output from its start: its constructor enables callbacks, the first call that
+        logs (HiGHS's banner, on the terminal), before output_flag could be set."""
+
+        def enableCallbacks(self) -> None:
+            self.setOptionValue("output_flag", False)
+            super().enableCallbacks()
+
+    h = SilentHighs()
     h.setOptionValue("output_flag", False)
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("mip_rel_gap", float(gap))
