@@ -111,3 +111,14 @@ def test_a_pf_that_is_not_an_interface_name_is_refused(pf):
 def test_a_port_faster_than_any_is_refused(change, where):
     found = problems(change)
     assert len(found) == 1 and f"{where}: got " in found[0] and "> 0 and <= 3.2e+12" in found[0]
+
+
+def test_a_port_speed_given_without_its_unit_is_taken_with_a_warning():
+    doc = copy.deepcopy(BASE)
+    doc["hosts"]["node2"]["nic_bandwidth"] = 10  # meant: 10 Gb/s
+    config = hosts_from_dict(doc, "hosts.toml")
+    assert config.nic_bandwidth["node2"] == 10
+    assert [str(w) for w in config.warnings] == [
+        "hosts.toml: [hosts.node2].nic_bandwidth: 10 bit/s is outside what is typical (>= 1 kb/s and <= 3.2 Tb/s); "
+        "is the unit right? (a bare number is bit/s)"
+    ]

@@ -9,36 +9,12 @@ import socket
 import pyarrow.parquet as pq
 import pytest
 
-from helpers import ROOT
+from helpers import ROOT, SMALL
 from sova.cli import main
 from sova.model.scenario_reader import scenario_from_dict
 from sova.model.schema import InputError
 
-BASE = """
-[scenario]
-name = "base"
-duration = 20
-
-[[hosts]]
-name = "h{i}"
-count = 2
-cores = 4
-
-[[vms]]
-name = "v{i}"
-count = 4
-host = "h1"
-
-[[workloads]]
-vm = "v*"
-kind = "lookbusy"
-duty = 0.5
-
-[profiles.default]
-
-[profiles.threshold]
-policies = ["threshold-migration"]
-"""
+BASE = SMALL.replace("duration = 120", "duration = 20").replace('kind = "lookbusy"', 'kind = "lookbusy"\nduty = 0.5')
 
 
 def _file(tmp_path, text: str, name: str = "s.toml"):
@@ -248,7 +224,7 @@ def test_a_setting_a_run_could_only_get_wrong_is_refused(tmp_path, capsys, chang
 
 
 def test_a_sweep_value_given_twice_is_refused(tmp_path, capsys):
-    text = BASE + '[sweep]\ntable = "workloads"\nkey = "duty"\nvalues = [0.2, 0.5, 0.2]\n'
+    text = BASE + '[sweep]\ntable = "workloads"\nkind = "lookbusy"\nkey = "duty"\nvalues = [0.2, 0.5, 0.2]\n'
     assert main(["validate", str(_file(tmp_path, text))]) == 2
     (line,) = _errors(capsys)
     assert "[sweep].values: 0.2 is given twice; expected each value once" in line
@@ -281,7 +257,7 @@ def test_a_sweep_value_given_twice_is_refused(tmp_path, capsys):
         (("", "[topology]\nuplink_speed = 5\n"), "uplink_speed: 5 bit/s is outside what is typical (>= 1 kb/s"),
         (
             ("", '[[vms]]\nname = "n1"\n[[workloads]]\nvm = "n1"\nkind = "netperf"\npeer = "n1"\n'),
-            "[[workloads]] #2.peer: is n1 itself (of 'n1'): its traffic to itself crosses no network",
+            "[[workloads]] #3.peer: is n1 itself (of 'n1'): its traffic to itself crosses no network",
         ),
     ],
     ids=["dom0", "wss", "arrive", "phase", "monitor", "interference", "rule", "slos", "memory", "uplink", "peer"],
@@ -357,7 +333,7 @@ def test_a_sweep_that_fails_at_one_value_keeps_the_values_before_it(tmp_path, ca
         return run_profile(scenario, name, seed, progress)
 
     monkeypatch.setattr(experiment, "run_profile", failing)
-    text = BASE + '[sweep]\ntable = "workloads"\nkey = "duty"\nvalues = [0.2, 0.9]\n'
+    text = BASE + '[sweep]\ntable = "workloads"\nkind = "lookbusy"\nkey = "duty"\nvalues = [0.2, 0.9]\n'
     out = tmp_path / "out"
     assert main(["run", str(_file(tmp_path, text)), "--out", str(out), "--quiet"]) == 1
     doc = json.loads((out / "summary.json").read_text())

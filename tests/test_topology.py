@@ -5,9 +5,11 @@ from itertools import pairwise
 
 import numpy as np
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
-from sova.model.scenario import TopologySpec
-from sova.model.topology import build_topology
+from sova.model.scenario import StorageSpec, TopologySpec
+from sova.model.topology import build_topology, fabric_size, host_ports
 
 
 def hosts(n):
@@ -73,3 +75,23 @@ def test_leaf_spine_uplink_speed_is_separate():
     )
     assert set(t.link_cap[t.tiers["leaf-spine"]]) == {40e9}
     assert set(t.link_cap[t.tiers["host"]]) == {10e9}
+
+
+@given(
+    kind=st.sampled_from(["single-switch", "leaf-spine", "fat-tree", "three-tier"]),
+    n_hosts=st.integers(1, 40),
+    storage=st.integers(0, 2),
+    k=st.sampled_from([2, 4, 6]),
+    hosts_per_edge=st.integers(0, 4),
+    leaves=st.integers(1, 6),
+    spines=st.integers(1, 4),
+    hosts_per_leaf=st.integers(1, 8),
+    racks=st.integers(1, 6),
+    hosts_per_rack=st.integers(1, 8),
+    racks_per_agg=st.integers(1, 3),
+)
+def test_the_fabric_is_counted_before_it_is_built_exactly_as_it_is_built(kind, n_hosts, storage, **sizes):
+    spec = TopologySpec(kind=kind, **sizes)
+    assume(n_hosts <= host_ports(spec, n_hosts))
+    fabric = build_topology(spec, hosts(n_hosts), tuple(StorageSpec(f"s{i}") for i in range(storage)))
+    assert fabric_size(spec, n_hosts, storage) == (len(fabric.node_names), fabric.n_links)

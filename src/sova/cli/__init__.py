@@ -1,7 +1,8 @@
 """The ``sova`` command: run and validate scenarios, list policies.
 
-Exit status: 0 success, 1 the run failed (e.g. its results could not be written), 2 bad input (scenario,
-arguments, an output directory that cannot be used), 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+Exit status: 0 success, 1 the run failed (its results could not be written, or a run raised: what finished is
+kept, with error.txt), 2 bad input (scenario, arguments, an output directory that cannot be used), 3 (validate)
+nothing wrong but absent public traces, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
 Errors are printed as one line per problem with its location; never a traceback for bad input. SIGTERM is
 handled as Ctrl-C is: nothing half-written is left behind.
 """

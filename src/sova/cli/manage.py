@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sova.cli.common import described, number, out, pairs, toml_value
+from sova.cli.common import described, number, out, pairs, toml_value, warn
 from sova.model.schema import InputError, Problem
 
 
@@ -87,6 +87,8 @@ def command(args) -> int:
         from sova.drivers.hosts_file import load_hosts_file
 
         cfg = load_hosts_file(args.hosts_file)
+        for warning in cfg.warnings:
+            warn(str(warning))
         hosts.update(cfg.hosts)
         options.update(sriov=cfg.sriov, migration_uri=cfg.migration_uri, nic_bandwidth=cfg.nic_bandwidth)
         options["shared_disks"] = cfg.shared_storage

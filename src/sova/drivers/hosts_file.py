@@ -39,7 +39,7 @@ from sova.drivers.flow_counters import FlowCounterHost
 from sova.drivers.host_command import HostCommand
 from sova.drivers.vf import SriovHost, pci_parts
 from sova.model.scenario import TopologySpec
-from sova.model.schema import MAX_LINK_BPS, Field, InputError, Reader, read_toml
+from sova.model.schema import MAX_LINK_BPS, Field, InputError, Problem, Reader, read_toml
 from sova.model.topology_reader import check_topology_fits, read_topology
 
 HOST_FIELDS = {
@@ -79,6 +79,7 @@ class HostsConfig:
     flows: dict[str, FlowCounterHost] = field(default_factory=dict)
     topology: TopologySpec | None = None
     shared_storage: bool = False  # a failed host's VMs can be booted on another (HA restart)
+    warnings: list[Problem] = field(default_factory=list)  # values taken that are most likely not meant
 
 
 def load_hosts_file(path: Path) -> HostsConfig:
@@ -139,6 +140,7 @@ def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
     if r.problems:
         raise InputError(r.problems)
     out.shared_storage = shared
+    out.warnings = r.warnings
     return out
 
 

@@ -61,7 +61,7 @@ class Field:
     hi: float | None = None
     lo_open: bool = False
     # (low, high) of the values anyone means (None: no end); a value outside is taken, with a warning.
-    # Quantities with a unit have one by default (TYPICAL); 0 where the default is 0 means "none"
+    # Quantities with a unit have one by default (TYPICAL); 0 is never warned of (it is 0 in any unit)
     typical: tuple[float | None, float | None] | None = None
 
     def typical_range(self) -> tuple[float | None, float | None] | None:
@@ -182,7 +182,7 @@ class Reader:
     def _check_typical(self, value: float, spec: Field, where: str) -> None:
         """A warning for a value outside the field's typical range (see ``Field.typical``)."""
         span = spec.typical_range()
-        if span is None or value == spec.default or (value == 0 and spec.default == 0):
+        if span is None or value == spec.default or value == 0:  # zero is no slip of a unit or a digit
             return
         low, high = span
         if (low is None or value >= low) and (high is None or value <= high):
