@@ -5,7 +5,7 @@ Usage: python benchmarks/calibration.py
 
 from __future__ import annotations
 
-from sova.control import calibration as cal
+from sova.experiments import calibration as cal
 
 
 def main() -> None:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sova.control.experiment import run_profile
+from sova.experiments.scenario_runs import run_profile
 from sova.model.sweep import load_runs
 
 SCENARIOS = Path(__file__).resolve().parent.parent / "scenarios" / "papers" / "cloudscope"

@@ -17,8 +17,8 @@ import resource
 import time
 from pathlib import Path
 
-from sova.control.experiment import run_profile, run_study
 from sova.control.profiles import check_profile
+from sova.experiments.scenario_runs import run_profile, run_study
 from sova.model.sweep import load_runs
 
 SCENARIO = Path(__file__).resolve().parents[1] / "scenarios" / "papers" / "cloudsim" / "planetlab.toml"

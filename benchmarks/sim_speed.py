@@ -72,10 +72,10 @@ def measure(
 ) -> dict:
     """Simulated seconds per wall second: the simulator alone, or with `policies` the whole loop as `sova
     run` drives it (step, record, observe every monitor period, Knowledge, the policies, the executor)."""
-    from sova.control.experiment import bind_controllers
     from sova.control.profiles import build_policies
     from sova.control.runtime import Runtime
     from sova.drivers.sim import SimDriver
+    from sova.experiments.scenario_runs import bind_controllers
     from sova.model.scenario import ProfileSpec
     from sova.sim.recorder import PER_HOST_MAX, Recorder
 

@@ -11,8 +11,8 @@ import tarfile
 import pytest
 
 from helpers import ROOT
-from sova.control.experiment import run_profile
 from sova.control.profiles import check_profile
+from sova.experiments.scenario_runs import run_profile
 from sova.model.sweep import load_runs
 from sova.sim.engine import Simulator
 

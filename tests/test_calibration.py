@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from sova.control import calibration as cal
+from sova.experiments import calibration as cal
 
 VNIC_COUNTS = (1, 16, 32, 40, 48, 56, 63)
 

@@ -18,10 +18,10 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from helpers import make_scenario
-from sova.control.event_player import EventPlayer
 from sova.control.profiles import build_policies
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
+from sova.experiments.event_player import EventPlayer
 from sova.model import actions as A
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator

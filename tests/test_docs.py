@@ -12,7 +12,7 @@ def test_scenario_reference_is_current():
 def test_every_summary_field_is_documented():
     import json
 
-    from sova.control.experiment import run_scenario
+    from sova.experiments.scenario_runs import run_scenario
     from sova.model.sweep import load_scenario
 
     outputs = (ROOT / "docs" / "outputs.md").read_text()

@@ -3,7 +3,7 @@
 import pytest
 
 from helpers import ROOT
-from sova.control.experiment import run_scenario
+from sova.experiments.scenario_runs import run_scenario
 from sova.model.sweep import load_scenario
 
 

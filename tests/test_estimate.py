@@ -3,7 +3,7 @@
 import pytest
 
 from helpers import make_scenario
-from sova.control.estimate import ANNEALING_STEP_SECONDS, describe, optimizer_seconds, simulated_steps, wall_seconds
+from sova.experiments.estimate import ANNEALING_STEP_SECONDS, describe, optimizer_seconds, simulated_steps, wall_seconds
 
 
 def _trials(profiles: dict, count: int = 10, iterations: int = 1):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from helpers import make_scenario
-from sova.control.experiment import run_profile
+from sova.experiments.scenario_runs import run_profile
 from sova.model.schema import InputError
 from sova.model.sweep import load_scenario
 from sova.sim.engine import Simulator

@@ -10,8 +10,8 @@ import pytest
 
 from helpers import make_scenario
 from sova.control.executor import Executor
-from sova.control.experiment import run_profile
 from sova.drivers.sim import SimDriver
+from sova.experiments.scenario_runs import run_profile
 from sova.model import actions as A
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec

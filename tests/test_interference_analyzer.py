@@ -8,9 +8,9 @@ import pytest
 from helpers import make_scenario
 from sova.analyze.base import AnalyzeStage
 from sova.analyze.interference import Slowdown
-from sova.control.experiment import run_profile
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
+from sova.experiments.scenario_runs import run_profile
 from sova.model.scenario import ControlSpec
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator

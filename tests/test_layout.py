@@ -9,8 +9,9 @@ from pathlib import Path
 from helpers import ROOT
 
 SRC = ROOT / "src"
-# DESIGN.md's floors: model at the bottom; sim, analyze and plan on it (plan uses analyze's findings);
-# drivers on sim; lab on drivers; control on all of those; report on control; service and cli on top
+# docs/architecture.md's floors: model at the bottom; sim, analyze and plan on it (plan uses analyze's
+# findings); drivers on sim; lab on drivers; control (the loop) on all of those; experiments on control;
+# report on experiments; service and cli on top
 FLOORS = {
     "model": 0,
     "sim": 1,
@@ -19,9 +20,10 @@ FLOORS = {
     "drivers": 2,
     "lab": 3,
     "control": 3,
-    "report": 4,
-    "service": 5,
-    "cli": 5,
+    "experiments": 4,
+    "report": 5,
+    "service": 6,
+    "cli": 6,
 }
 MODULE_LINES_MAX = 500
 
@@ -123,3 +125,14 @@ def test_no_module_over_500_lines():
         str(path.relative_to(SRC)): len(path.read_text(encoding="utf-8").splitlines()) for path in SRC.rglob("*.py")
     }
     assert {name: n for name, n in lines.items() if n > MODULE_LINES_MAX} == {}
+
+
+def test_no_module_name_means_two_things():
+    """A module's name says what it holds, once: only a CLI command module (named after its command) and a
+    package's `base` may share a name with a module of another package."""
+    shared: dict[str, list[str]] = {}
+    for module, path in _modules().items():
+        parts = module.split(".")
+        if len(parts) > 2 and path.name != "__init__.py" and parts[-1] != "base" and parts[1] != "cli":
+            shared.setdefault(parts[-1], []).append(module)
+    assert {name: found for name, found in shared.items() if len(found) > 1} == {}

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from helpers import ROOT, make_scenario
-from sova.control.experiment import run_profile
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
+from sova.experiments.scenario_runs import run_profile
 from sova.model import actions as A
 from sova.model.scenario import ControlSpec
 from sova.model.sweep import load_scenario

@@ -300,7 +300,7 @@ def test_a_run_without_migrations_has_no_migration_times_and_no_empty_audit_file
 
 
 def test_a_profile_that_fails_after_others_finished_keeps_theirs_and_says_what_failed(tmp_path, capsys, monkeypatch):
-    import sova.control.experiment as experiment
+    import sova.experiments.scenario_runs as experiment
 
     run_profile = experiment.run_profile
 
@@ -323,7 +323,7 @@ def test_a_profile_that_fails_after_others_finished_keeps_theirs_and_says_what_f
 
 
 def test_a_sweep_that_fails_at_one_value_keeps_the_values_before_it(tmp_path, capsys, monkeypatch):
-    import sova.control.experiment as experiment
+    import sova.experiments.scenario_runs as experiment
 
     run_profile = experiment.run_profile
 

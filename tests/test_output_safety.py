@@ -25,7 +25,7 @@ def _run(small: Path, out: Path, *extra: str) -> int:
 
 def _no_run(monkeypatch) -> None:
     """Fail the test if a simulation starts: the check must come before the run."""
-    import sova.control.experiment as experiment
+    import sova.experiments.scenario_runs as experiment
 
     def refuse(*a, **k):
         raise AssertionError("the run started although its output cannot be written")
@@ -484,7 +484,7 @@ def test_old_results_left_aside_by_a_killed_replacement_are_put_back(small, tmp_
 def test_a_process_forked_while_signals_are_held_ends_on_sigterm_instead_of_holding_it():
     """A pool's worker forked inside held() has the holding handler until its initializer runs: a
     terminate() then must end it, not leave the pool waiting for it for ever."""
-    from sova.control import signals
+    from sova.experiments import signals
 
     read_end, write_end = os.pipe()
     with signals.held():

@@ -6,8 +6,8 @@ from itertools import pairwise
 import pytest
 
 from helpers import ROOT
-from sova.control.experiment import run_profile, run_sweep
 from sova.control.profiles import check_profile
+from sova.experiments.scenario_runs import run_profile, run_sweep
 from sova.model.sweep import load_runs, load_scenario
 
 PAPER = ROOT / "scenarios" / "papers" / "cloudscope"

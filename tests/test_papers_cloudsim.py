@@ -8,8 +8,8 @@ from collections import Counter
 import pytest
 
 from helpers import ROOT, SHARED_TRACES, needs_shared_traces
-from sova.control.experiment import run_profile
 from sova.control.profiles import check_profile
+from sova.experiments.scenario_runs import run_profile
 from sova.model.sweep import load_runs
 
 SCENARIO = ROOT / "scenarios" / "papers" / "cloudsim" / "planetlab.toml"

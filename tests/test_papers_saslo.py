@@ -8,8 +8,8 @@ from functools import partial
 import pytest
 
 from helpers import ROOT
-from sova.control.experiment import run_scenario
 from sova.control.profiles import check_profile
+from sova.experiments.scenario_runs import run_scenario
 from sova.model import units
 from sova.model.sweep import load_runs
 

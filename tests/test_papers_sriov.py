@@ -3,8 +3,8 @@
 import pytest
 
 from helpers import ROOT
-from sova.control.experiment import run_sweep
 from sova.control.profiles import check_profile
+from sova.experiments.scenario_runs import run_sweep
 from sova.model.sweep import load_runs
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from helpers import ROOT
 from sova.control.profiles import check_profile
-from sova.control.trials import RANDOM, run_trials
+from sova.experiments.trials import RANDOM, run_trials
 from sova.model.sweep import load_scenario
 
 TRIALS = 8

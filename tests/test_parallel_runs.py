@@ -10,8 +10,8 @@ import pytest
 
 from helpers import make_scenario
 from sova.cli import main
-from sova.control.experiment import run_study
-from sova.control.parallel import run_all
+from sova.experiments.parallel import run_all
+from sova.experiments.scenario_runs import run_study
 
 TIMING = ("wall_seconds", "speed")
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sova.control.experiment import run_profile
 from sova.control.profiles import check_profile
+from sova.experiments.scenario_runs import run_profile
 from sova.model.sweep import load_scenario
 from sova.plan.placement.moves import next_wave
 from test_placement import problem

@@ -246,7 +246,7 @@ def test_see_pins_its_vms_only_when_asked():
 def test_a_placement_policy_whose_migrations_fail_measures_again_instead_of_retrying_the_wave():
     from dataclasses import replace
 
-    from sova.control.experiment import run_profile
+    from sova.experiments.scenario_runs import run_profile
     from sova.model.sweep import load_scenario
 
     scenario = load_scenario("scenarios/examples/placement-pairs.toml")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import make_scenario
-from sova.control.experiment import run_profile
+from sova.experiments.scenario_runs import run_profile
 
 
 def cluster(params: dict):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import make_scenario
-from sova.control.experiment import run_profile
+from sova.experiments.scenario_runs import run_profile
 from sova.model.power_models import SPEC_POWER, curve_problem, host_curve, power_at
 from sova.model.schema import InputError
 

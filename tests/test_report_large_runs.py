@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from sova.control.experiment import run_scenario
+from sova.experiments.scenario_runs import run_scenario
 from sova.model.scenario_reader import scenario_from_dict
 from sova.report.html import render_report
 from sova.report.names import truncate

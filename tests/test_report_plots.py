@@ -9,7 +9,7 @@ from matplotlib.colors import to_rgba
 
 import sova.report.host_plots as host_plots
 import sova.report.plots as plots
-from sova.control.experiment import run_scenario
+from sova.experiments.scenario_runs import run_scenario
 from sova.model.scenario_reader import scenario_from_dict
 from sova.report.plot_style import MIGRATION_LABEL, looks_like_band, needs_log_scale, smooth, smoothing_window
 from sova.report.writer import write_results

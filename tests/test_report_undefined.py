@@ -5,7 +5,7 @@ import re
 import numpy as np
 
 from sova.control.audit import AuditLog
-from sova.control.experiment import ProfileResult
+from sova.experiments.scenario_runs import ProfileResult
 from sova.report.html import render_report
 from sova.report.metrics import NO_VALUE, NOT_FINITE
 

@@ -7,9 +7,9 @@ import json
 from pathlib import Path
 
 from helpers import make_scenario
-from sova.control.experiment import run_profile
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
+from sova.experiments.scenario_runs import run_profile
 from sova.model import actions as A
 from sova.model.placement_rules import PlacementRule, RuleBook
 from sova.model.scenario import ControlSpec

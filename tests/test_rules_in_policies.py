@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from helpers import make_scenario
-from sova.control.experiment import run_profile
+from sova.experiments.scenario_runs import run_profile
 from sova.model.placement_rules import PlacementRule, RuleBook
 from sova.plan.placement.annealing import anneal
 from sova.plan.placement.greedy_fill import greedy_fill

@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from helpers import make_scenario
-from sova.control.experiment import bind_controllers, run_profile
 from sova.control.profiles import build_policies
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
+from sova.experiments.scenario_runs import bind_controllers, run_profile
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator
 

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helpers import ROOT, make_scenario
-from sova.control.experiment import run_scenario
+from sova.experiments.scenario_runs import run_scenario
 from sova.sim.engine import Simulator
 from sova.sim.records import SimError
 from sova.sim.traces import TraceError, read_bitbrains, read_planetlab

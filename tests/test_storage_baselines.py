@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from helpers import make_scenario
-from sova.control.experiment import run_profile
+from sova.experiments.scenario_runs import run_profile
 from sova.model.io_sample import IoSample
 from sova.model.storage_slo import SloBook
 from sova.plan.storage.drr import DeficitRoundRobin

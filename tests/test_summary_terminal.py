@@ -8,7 +8,7 @@ import pytest
 
 from sova.cli.summary import print_summary
 from sova.control.audit import AuditLog
-from sova.control.experiment import ProfileResult, run_scenario
+from sova.experiments.scenario_runs import ProfileResult, run_scenario
 from sova.model.sweep import load_runs
 
 PAPERS = Path(__file__).resolve().parent.parent / "scenarios" / "papers" / "sova"

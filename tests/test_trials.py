@@ -11,14 +11,14 @@ from scipy.sparse import csr_matrix
 
 from helpers import make_scenario
 from sova.cli import main
-from sova.control.trials import Outcome, TrialRun, check_trials, run_trials
+from sova.experiments.trials import Outcome, TrialRun, check_trials, run_trials
 from sova.model.scenario import TopologySpec
 from sova.model.schema import InputError
 from sova.plan.placement.fabric import levels_for
 from sova.plan.placement.greedy_net import greedy_net
 from sova.plan.placement.minimax import Evaluator
 from sova.plan.placement.problem import Problem
-from sova.report.trials import profile_stats
+from sova.report.trials_report import profile_stats
 
 TOPOLOGY = {
     "kind": "three-tier",

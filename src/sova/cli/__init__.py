@@ -16,8 +16,8 @@ import sys
 from sova import __version__
 from sova.cli import check, host, lab, manage, place, predict, run, serve, service, slo
 from sova.cli.common import Terminated, described, err, error, print_problems
-from sova.control.parallel import ClusterError
 from sova.drivers.libvirt_driver import DriverError
+from sova.experiments.parallel import ClusterError
 from sova.lab.errors import LabError
 from sova.model.schema import InputError
 from sova.plan.placement.problem import PlacementError

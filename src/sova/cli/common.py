@@ -75,7 +75,7 @@ def warn(text: str) -> None:
 def before_run(runs, profiles: list[str], jobs: int | None = None) -> None:
     """Warnings for values that are valid but most likely mistakes, and the run time when it is long
     (trials in `jobs` processes, by default one per core, as `sova run` does)."""
-    from sova.control.estimate import describe, simulated_steps, wall_seconds
+    from sova.experiments.estimate import describe, simulated_steps, wall_seconds
     from sova.model.plausibility import warnings
 
     seen = set()

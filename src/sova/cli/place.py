@@ -11,7 +11,7 @@ from sova.model.schema import InputError, Problem
 
 
 def add_parser(sub) -> None:
-    from sova.control.place import algorithms
+    from sova.experiments.place import algorithms
 
     pl = sub.add_parser(
         "place",
@@ -35,7 +35,7 @@ def add_parser(sub) -> None:
 
 def command(args) -> int:
     from sova.cli.run import load
-    from sova.control.place import place
+    from sova.experiments.place import place
 
     sweep, runs = load(args.scenario)
     if sweep is not None:

@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
 
 def command(args) -> int:
     from sova.cli.run import load
-    from sova.control.predict import predict
+    from sova.experiments.predict import predict
 
     sweep, runs = load(args.scenario)
     k = 0

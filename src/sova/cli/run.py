@@ -165,7 +165,7 @@ def load(path: Path, params: list[str] | None = None):
     values = {k: toml_value(v) for k, v in pairs(params or [], "--param", "NAME=VALUE, e.g. day=20110306")}
     sweep, runs = load_runs(path, profile_check=check_profile, params=values)
     if runs[0].trials is not None:  # each profile holds what a trial can run, whichever --profile picks
-        from sova.control.trials import check_trials
+        from sova.experiments.trials import check_trials
 
         check_trials(runs[0], list(runs[0].profiles))
     return sweep, runs
@@ -275,8 +275,8 @@ def _runs(args):
 def _run_profiles(args, sweep, runs, names: list[str]):
     """Every profile on the scenario (at every value of a sweep): how to write the results, the summary, and
     what finished (with what failed, if a run did)."""
-    from sova.control.experiment import SweepRun, run_study, run_sweep
-    from sova.control.parallel import RunFailed
+    from sova.experiments.parallel import RunFailed
+    from sova.experiments.scenario_runs import SweepRun, run_study, run_sweep
     from sova.report.salvage import Salvage
     from sova.report.writer import write_results, write_sweep_results
 
@@ -323,7 +323,7 @@ def _run_profiles(args, sweep, runs, names: list[str]):
                     (runs[k // len(names)], _which(sweep, k // len(names), names[k % len(names)]), result)
                 )
             failed = _which(sweep, failure.index // len(names), names[failure.index % len(names)])
-            salvage.fail(" at ".join(_describe(failed)), failure.error, failure.trace)
+            salvage.fail(_describe(failed), failure.error, failure.trace)
             return None, None, salvage
     for k, run in enumerate(sweep_runs):
         salvage.profiles += [(runs[k], _which(sweep, k, r.profile), r) for r in run.results]
@@ -344,17 +344,18 @@ def _which(sweep, k: int, profile: str) -> dict:
     return {"profile": profile, **{part.key: part.values[k] for part in (sweep, *sweep.lockstep)}}
 
 
-def _describe(which: dict) -> list[str]:
-    """["profile threshold", "rate = 3"]: a run's labels, as a sentence names them."""
-    return [f"profile {which['profile']}", *(f"{key} = {value}" for key, value in which.items() if key != "profile")]
+def _describe(which: dict) -> str:
+    """ "profile threshold at rate = 3, vms = 8": a run's labels, as a sentence names them."""
+    values = ", ".join(f"{key} = {value}" for key, value in which.items() if key != "profile")
+    return f"profile {which['profile']}" + (f" at {values}" if values else "")
 
 
 def _run_trials(args, sweep, runs, names: list[str]):
     """A scenario with [trials]: every profile re-places many Random placements (Virtue's method)."""
-    from sova.control.parallel import RunFailed
-    from sova.control.trials import run_trials
+    from sova.experiments.parallel import RunFailed
+    from sova.experiments.trials import run_trials
     from sova.report.salvage import Salvage
-    from sova.report.trials import trials_document, write_trials
+    from sova.report.trials_report import trials_document, write_trials
 
     groups = []
     salvage = Salvage(total=sum(s.trials.count for s in runs))

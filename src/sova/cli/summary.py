@@ -19,7 +19,7 @@ from sova.report.tradeoff import compare, tradeoff_sentence
 
 
 def print_sweep(sweep, sweep_runs) -> None:
-    from sova.report.sweep import SWEPT, swept
+    from sova.report.sweep_report import SWEPT, swept
 
     profiles = [r.profile for r in sweep_runs[0].results]
     label, path, scale, unit = next(

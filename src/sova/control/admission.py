@@ -12,7 +12,7 @@ from sova.control.audit import AuditLog
 from sova.drivers.base import Driver
 from sova.model import actions as A
 from sova.model.knowledge import Knowledge
-from sova.plan.admission import AdmissionPolicy
+from sova.plan.admission_policies import AdmissionPolicy
 
 
 class Admission:

@@ -6,7 +6,7 @@ import difflib
 
 from sova.model.scenario import ProfileSpec, Scenario
 from sova.model.schema import InputError, Reader
-from sova.plan.admission import AdmissionPolicy, admission_policies
+from sova.plan.admission_policies import AdmissionPolicy, admission_policies
 from sova.plan.base import Policy, registry
 
 

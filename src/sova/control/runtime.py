@@ -22,7 +22,7 @@ from sova.model.actions import OK, Outcome
 from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import RuleBook, failure_rule, hosts_failed, hosts_in_maintenance, maintenance_rule
 from sova.model.scenario import ControlSpec, TopologySpec
-from sova.plan.admission import AdmissionPolicy
+from sova.plan.admission_policies import AdmissionPolicy
 from sova.plan.base import Policy
 from sova.plan.first_fit import FirstFit
 from sova.plan.ha_restart import HaRestart

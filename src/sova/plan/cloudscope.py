@@ -28,7 +28,7 @@ from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
 from sova.model.snapshot import VmRequest
-from sova.plan.admission import HostRoom
+from sova.plan.admission_policies import HostRoom
 from sova.plan.base import Policy, register
 from sova.plan.host_filter import HostFilter, restricted
 

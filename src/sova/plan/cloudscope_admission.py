@@ -16,7 +16,7 @@ from sova.analyze.loading_vectors import host_load, window_usage
 from sova.analyze.vslowdown import VmLoad, slowdown_if_placed, with_vm
 from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot, VmRequest
-from sova.plan.admission import AdmissionPolicy, Chooser, register_admission
+from sova.plan.admission_policies import AdmissionPolicy, Chooser, register_admission
 from sova.plan.first_fit import first_host
 
 WINDOW = 60.0  # s of reports the hosts' loads are learned over

@@ -7,7 +7,7 @@ import numpy as np
 
 from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot, VmRequest
-from sova.plan.admission import AdmissionPolicy, Chooser, register_admission
+from sova.plan.admission_policies import AdmissionPolicy, Chooser, register_admission
 
 
 def first_host(request: VmRequest, fits: np.ndarray) -> tuple[int, str] | None:

@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from itertools import pairwise
 
-from sova.control.experiment import ProfileResult
+from sova.experiments.scenario_runs import ProfileResult
 from sova.model.scenario import Scenario
 from sova.report.metrics import NOT_AVAILABLE, is_number
 from sova.report.names import natural_key, truncate

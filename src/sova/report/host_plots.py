@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from sova.control.experiment import ProfileResult
+from sova.experiments.scenario_runs import ProfileResult
 from sova.report.names import truncate
 from sova.report.plot_style import (
     figure,

@@ -13,7 +13,7 @@ import base64
 import html
 from pathlib import Path
 
-from sova.control.experiment import ProfileResult
+from sova.experiments.scenario_runs import ProfileResult
 from sova.model.scenario import Scenario
 from sova.report.highlights import Highlight, highlights
 from sova.report.metrics import Metric, format_value, is_number, metric_value, present_metrics, undefined_reason

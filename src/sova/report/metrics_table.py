@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from sova.control.experiment import ProfileResult
+from sova.experiments.scenario_runs import ProfileResult
 from sova.model.scenario import Scenario
 
 FILE = "metrics.parquet"

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from matplotlib.lines import Line2D
 
-from sova.control.experiment import ProfileResult
+from sova.experiments.scenario_runs import ProfileResult
 from sova.report.host_plots import host_plot
 from sova.report.metrics import is_number
 from sova.report.names import natural_key, profile_list, truncate

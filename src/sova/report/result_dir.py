@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sova import __version__
-from sova.control import signals
+from sova.experiments import signals
 
 MARKER = ".sova-results"
 _STAGING = ".sova-partial-"

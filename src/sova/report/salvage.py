@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from sova import __version__
-from sova.control.experiment import ProfileResult
-from sova.control.trials import TrialRun
+from sova.experiments.scenario_runs import ProfileResult
+from sova.experiments.trials import TrialRun
 from sova.model.scenario import Scenario
 from sova.report.metrics_table import FILE, run_table, stacked, write_table
 from sova.report.summary_file import scenario_header, write_summary

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sova.control.experiment import ProfileResult
+from sova.experiments.scenario_runs import ProfileResult
 from sova.report.names import truncate
 from sova.report.plot_style import figure, figure_legend, save
 

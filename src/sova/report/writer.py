@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from sova import __version__
-from sova.control.experiment import ProfileResult
+from sova.experiments.scenario_runs import ProfileResult
 from sova.model.scenario import Scenario
 from sova.report.html import render_report
 from sova.report.metrics_table import FILE, run_table, write_table
 from sova.report.plots import make_plots
 from sova.report.summary_file import scenario_header, write_summary
-from sova.report.sweep import write_sweep
+from sova.report.sweep_report import write_sweep
 
 
 def write_results(scenario: Scenario, results: list[ProfileResult], d: Path) -> None:

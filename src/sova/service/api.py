@@ -27,7 +27,7 @@ from sova.service import views
 from sova.service.api_slos import add_slo_routes
 from sova.service.dashboard import COOKIE, CSRF_HEADER, add_dashboard
 from sova.service.manager import Manager, ManagerError
-from sova.service.metrics import CONTENT_TYPE, ManagerMetrics
+from sova.service.prometheus_metrics import CONTENT_TYPE, ManagerMetrics
 from sova.service.runs import RunBook, RunError
 from sova.service.tokens import Token, TokenBook
 

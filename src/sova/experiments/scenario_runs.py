@@ -18,13 +18,13 @@ from sova.analyze.intensity import io_degree, io_factor, net_degree, network_fac
 from sova.analyze.interference import predicted_interference
 from sova.analyze.samples import window_samples
 from sova.control.audit import AuditLog
-from sova.control.event_player import EventPlayer
-from sova.control.parallel import run_all
 from sova.control.profiles import build_admission, build_policies
-from sova.control.rule_watch import RuleWatch
 from sova.control.runtime import Runtime
-from sova.control.vm_groups import vm_groups
 from sova.drivers.sim import SimDriver
+from sova.experiments.event_player import EventPlayer
+from sova.experiments.parallel import run_all
+from sova.experiments.rule_watch import RuleWatch
+from sova.experiments.vm_groups import vm_groups
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
 from sova.model.slo_reader import slo_book

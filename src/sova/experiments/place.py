@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sova.control.observed_run import observe_run
+from sova.experiments.observed_run import observe_run
 from sova.model.scenario import Scenario
 from sova.model.schema import InputError, Problem, Reader
 from sova.plan.base import registry

@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from sova import __version__
-from sova.control.trials import RANDOM, TrialRun
+from sova.experiments.trials import RANDOM, TrialRun
 from sova.model.scenario import Scenario
 from sova.report.metrics_table import label_columns, write_table
 from sova.report.plot_style import figure, figure_legend, save, set_value_axis

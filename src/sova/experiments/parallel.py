@@ -19,7 +19,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-from sova.control import signals
+from sova.experiments import signals
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from sova import __version__
-from sova.control.experiment import SweepRun
+from sova.experiments.scenario_runs import SweepRun
 from sova.model.scenario import Scenario
 from sova.model.sweep import Sweep
 from sova.report.host_plots import LINES_MAX

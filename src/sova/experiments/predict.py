@@ -10,7 +10,7 @@ import numpy as np
 
 from sova.analyze.loading_vectors import host_load, loading_vectors, vm_load, vm_terms, window_usage
 from sova.analyze.vslowdown import gammas, slowdown_if_placed, v_slowdown
-from sova.control.observed_run import observe_run
+from sova.experiments.observed_run import observe_run
 from sova.model.scenario import Scenario
 from sova.model.schema import InputError, Problem
 

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from sova.control.parallel import run_all
-from sova.control.place import run_and_measure
 from sova.control.profiles import build_policies
+from sova.experiments.parallel import run_all
+from sova.experiments.place import run_and_measure
 from sova.model.scenario import Scenario
 from sova.model.schema import InputError
 from sova.model.schema import Problem as InputProblem

@@ -16,7 +16,7 @@ numbers. The tests hold them to the papers' shapes with stated tolerances, and
 
 from __future__ import annotations
 
-from sova.control.experiment import run_scenario
+from sova.experiments.scenario_runs import run_scenario
 from sova.model.scenario_reader import scenario_from_dict
 from sova.sim.engine import Simulator
 
