@@ -22,7 +22,7 @@ from sova.control.profiles import build_policies
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.experiments.event_player import EventPlayer
-from sova.model import actions as A
+from sova.model.actions import OK, RUNNING, Migrate, RestartVM
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator
 
@@ -103,7 +103,7 @@ def check_step(sim: Simulator, bound, runtime: Runtime) -> None:
     assert (vfs <= sim.max_vfs).all() and (sim.vf_used <= sim.max_vfs).all()
     assert (sim.gauges["host_util"] <= 1 + 1e-9).all(), f"CPU over capacity at {sim.t}: {sim.gauges['host_util']}"
     jobs = runtime.executor.queued + runtime.executor.running
-    moving = {j.action.vm for j in jobs if isinstance(j.action, (A.Migrate, A.RestartVM))}
+    moving = {j.action.vm for j in jobs if isinstance(j.action, (Migrate, RestartVM))}
     moving |= {sim.vm_names[v] for v in np.flatnonzero(sim.vm_down)}
     for broken in bound.violations(np.where(present, sim.vm_host, -1), must_only=True):
         in_transit = broken.rule.kind == "affinity" and not moving.isdisjoint(broken.vms)
@@ -117,7 +117,7 @@ def check_audit(runtime: Runtime) -> None:
     for e in runtime.audit.entries:
         if e.event == "proposed":
             proposed.append((e.plan, e.action))
-        elif e.event in TERMINAL or (e.event == "applied" and e.status != A.RUNNING):
+        elif e.event in TERMINAL or (e.event == "applied" and e.status != RUNNING):
             ended.add((e.plan, e.action))
     missing = [p for p in proposed if p not in ended and p not in open_actions]
     assert not missing, f"proposed without an outcome: {missing[:5]}"
@@ -143,7 +143,7 @@ def test_random_clusters_keep_capacity_placement_rules_and_the_audit_at_every_st
         return
     runtime = run_checked(scenario, profile)
     check_audit(runtime)
-    done = {e.action.split()[0] for e in runtime.audit.entries if e.event == "finished" and e.status == A.OK}
+    done = {e.action.split()[0] for e in runtime.audit.entries if e.event == "finished" and e.status == OK}
     for kind in sorted(done):  # what the draws exercised (--hypothesis-show-statistics)
         event(f"a {kind} completed")
     event(f"{len(rules)} rule(s)")

@@ -12,7 +12,7 @@ from helpers import make_scenario
 from sova.control.executor import Executor
 from sova.drivers.sim import SimDriver
 from sova.experiments.scenario_runs import run_profile
-from sova.model import actions as A
+from sova.model.actions import FAILED, OK, RUNNING, CreateVM, Migrate, SetHostPower
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec
 from sova.sim.engine import Simulator
@@ -38,10 +38,10 @@ def run(sim: Simulator, seconds: float) -> None:
 def test_an_empty_host_asleep_or_off_draws_its_sleep_or_off_power():
     sim = Simulator(two_hosts(sleep_power=8.0, off_power=5.0))
     driver = SimDriver(sim)
-    assert driver.apply(A.SetHostPower(host="h2", state="sleep")).status == A.OK
+    assert driver.apply(SetHostPower(host="h2", state="sleep")).status == OK
     run(sim, 100)
     assert sim.energy_j[1] == pytest.approx(8.0 * 100)  # 8 W for 100 s
-    assert driver.apply(A.SetHostPower(host="h2", state="off")).status == A.OK
+    assert driver.apply(SetHostPower(host="h2", state="off")).status == OK
     run(sim, 100)
     assert sim.energy_j[1] == pytest.approx(800 + 5.0 * 100)
     assert driver.observe().host_power == ("on", "off")
@@ -51,21 +51,21 @@ def test_an_empty_host_asleep_or_off_draws_its_sleep_or_off_power():
 def test_a_host_with_vms_refuses_to_go_down_and_the_executor_says_why():
     sim = Simulator(two_hosts())
     driver = SimDriver(sim)
-    out = driver.apply(A.SetHostPower(host="h1", state="sleep"))
-    assert out.status == A.FAILED and "only an empty host" in out.message
+    out = driver.apply(SetHostPower(host="h1", state="sleep"))
+    assert out.status == FAILED and "only an empty host" in out.message
     knowledge = Knowledge()
     knowledge.add(driver.observe())
-    verdict = Executor(driver, ControlSpec()).check(A.SetHostPower(host="h1", state="off"), knowledge)
+    verdict = Executor(driver, ControlSpec()).check(SetHostPower(host="h1", state="off"), knowledge)
     assert verdict == "h1 has VMs (or one migrating to it); only an empty host can go to off"
-    assert Executor(driver, ControlSpec()).check(A.SetHostPower(host="h2", state="off"), knowledge) is None
+    assert Executor(driver, ControlSpec()).check(SetHostPower(host="h2", state="off"), knowledge) is None
 
 
 def test_a_migration_to_a_sleeping_host_wakes_it_and_starts_once_it_is_on():
     sim = Simulator(two_hosts(sleep_wake_time=20.0, wake_power=150.0))
     driver = SimDriver(sim)
-    driver.apply(A.SetHostPower(host="h2", state="sleep"))
+    driver.apply(SetHostPower(host="h2", state="sleep"))
     run(sim, 10)
-    assert driver.apply(A.Migrate(vm="vm1", dst="h2")).status == A.RUNNING
+    assert driver.apply(Migrate(vm="vm1", dst="h2")).status == RUNNING
     assert driver.observe().host_power == ("on", "waking")
     run(sim, 19)
     assert sim.migrations and sim.migrations[0][0].sent == 0  # nothing sent while h2 wakes
@@ -86,10 +86,10 @@ def test_a_vm_cannot_be_created_on_a_host_that_is_not_on():
     )
     sim = Simulator(scenario)
     driver = SimDriver(sim)
-    driver.apply(A.SetHostPower(host="h2", state="sleep"))
+    driver.apply(SetHostPower(host="h2", state="sleep"))
     run(sim, 6)
-    out = driver.apply(A.CreateVM(vm="late", host="h2"))
-    assert out.status == A.FAILED and out.message == "h2 is sleep; wake it first"
+    out = driver.apply(CreateVM(vm="late", host="h2"))
+    assert out.status == FAILED and out.message == "h2 is sleep; wake it first"
 
 
 def test_an_arrival_no_host_that_is_on_can_take_wakes_a_sleeping_host_and_starts_there():
@@ -121,7 +121,7 @@ def test_an_arrival_no_host_that_is_on_can_take_wakes_a_sleeping_host_and_starts
 def test_pdm_counts_a_migration_to_its_second_within_a_300_s_step():
     sim = Simulator(two_hosts(step=300.0))
     driver = SimDriver(sim)
-    driver.apply(A.Migrate(vm="vm1", dst="h2"))
+    driver.apply(Migrate(vm="vm1", dst="h2"))
     run(sim, 300)
     (record,) = sim.migration_log
     seconds = record.finished - record.started
@@ -143,7 +143,7 @@ def test_host_standby_puts_the_empty_host_to_sleep_after_its_idle_time():
     )
     result = run_profile(scenario, "standby")
     applied = [e for e in result.audit.entries if e.event == "applied"]
-    assert [(e.action, e.status) for e in applied] == [("set-host-power host=h2 state=sleep", A.OK)]
+    assert [(e.action, e.status) for e in applied] == [("set-host-power host=h2 state=sleep", OK)]
     asleep_at = applied[0].time
     assert 120 <= asleep_at <= 180  # looked at every 60 s, empty since the first look
     # h2 drew 86 W (a G4 at idle) until it slept, then 8 W

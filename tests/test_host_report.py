@@ -12,7 +12,7 @@ import pytest
 
 from helpers import make_scenario
 from sova.drivers.sim import SimDriver
-from sova.model import actions as A
+from sova.model.actions import OK, RUNNING, AttachVF
 from sova.model.snapshot import Snapshot, VmCounters
 from sova.service import host_report
 from sova.service.host_report import ReportError, decode, encode, merge
@@ -37,7 +37,7 @@ def busy_cluster() -> SimDriver:
         ],
     )
     driver = SimDriver(Simulator(scenario))
-    assert driver.apply(A.AttachVF(vm="c", rate=1e9)).status in (A.OK, A.RUNNING)
+    assert driver.apply(AttachVF(vm="c", rate=1e9)).status in (OK, RUNNING)
     for _ in range(5):
         driver.sim.step()
     return driver

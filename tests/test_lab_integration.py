@@ -34,7 +34,18 @@ from sova.lab import hosts as lab_hosts
 from sova.lab.domain import CONTROL_CHANNEL
 from sova.lab.errors import LabError
 from sova.lab.lab import Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for, lab_topology
-from sova.model import actions as A
+from sova.model.actions import (
+    CANCELLED,
+    FAILED,
+    OK,
+    RUNNING,
+    AttachVF,
+    DetachVF,
+    Migrate,
+    SetCpu,
+    SetDom0Weight,
+    SetIoLimit,
+)
 from sova.model.io_sample import IoThrottle
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
@@ -93,10 +104,10 @@ def idle_afterwards(lab, driver):
     with contextlib.suppress(Exception):
         snap = driver.observe()
         for v, nic in enumerate(snap.vm_nic):
-            driver.apply(A.SetIoLimit(vm=snap.vms[v], iops=0))
-            driver.apply(A.SetCpu(vm=snap.vms[v], weight=1024, cap=0.0))
+            driver.apply(SetIoLimit(vm=snap.vms[v], iops=0))
+            driver.apply(SetCpu(vm=snap.vms[v], weight=1024, cap=0.0))
             if nic == "vf":
-                run_to_end(driver, A.DetachVF(vm=snap.vms[v]))
+                run_to_end(driver, DetachVF(vm=snap.vms[v]))
 
 
 def rates(driver, seconds: float):
@@ -132,7 +143,7 @@ def wait_until(condition, what: str, timeout: float = 60.0) -> None:
 def run_to_end(driver, action, timeout=120.0):
     out = driver.apply(action)
     deadline = time.monotonic() + timeout
-    while out.status == A.RUNNING and time.monotonic() < deadline:
+    while out.status == RUNNING and time.monotonic() < deadline:
         time.sleep(0.2)
         out = driver.poll(action)
     return out
@@ -189,10 +200,10 @@ def test_io_limits_hold_the_guests_iops_and_follow_changes(lab, driver):
     lab_.load("vm2", ["disk=max"])
     v = driver.observe().vms.index("vm2")
     for limit in (50, 120):
-        assert driver.apply(A.SetIoLimit(vm="vm2", iops=limit)).status == A.OK
+        assert driver.apply(SetIoLimit(vm="vm2", iops=limit)).status == OK
         _, _, ops, _ = measured_until(driver, lambda s, c, ops, t, n=limit: ops[v] == pytest.approx(n, rel=0.1), 6.0)
         assert ops[v] == pytest.approx(limit, rel=0.1)
-    assert driver.apply(A.SetIoLimit(vm="vm2", iops=0)).status == A.OK
+    assert driver.apply(SetIoLimit(vm="vm2", iops=0)).status == OK
     _, _, ops, _ = measured_until(driver, lambda s, c, ops, t: ops[v] > 200, 4.0)
     assert ops[v] > 200
 
@@ -241,12 +252,12 @@ def test_a_tenant_sets_a_storage_slo_in_a_running_manage_and_see_holds_the_real_
 def test_cpu_shares_and_cap_are_set_and_reported(lab, driver):
     lab_, _ = lab
     lab_.load("vm2", ["cpu=100"])
-    assert driver.apply(A.SetCpu(vm="vm2", weight=256, cap=0.25)).status == A.OK
+    assert driver.apply(SetCpu(vm="vm2", weight=256, cap=0.25)).status == OK
     v = driver.observe().vms.index("vm2")
     snap, cpu, _, _ = measured_until(driver, lambda s, cpu, o, t: 0.05 < cpu[v] < 0.35, 5.0)
     assert snap.vm_weight[v] == 256 and snap.vm_cap[v] == pytest.approx(0.25)
     assert cpu[v] < 0.35  # the quota holds a busy guest near its cap
-    assert driver.apply(A.SetCpu(vm="vm2", weight=1024, cap=0.0)).status == A.OK
+    assert driver.apply(SetCpu(vm="vm2", weight=1024, cap=0.0)).status == OK
 
 
 def schedinfo(state, host: str, vm: str) -> dict[str, int]:
@@ -295,8 +306,8 @@ def test_dom0_weight_on_a_kvm_host_whose_io_threads_are_unlimited_adjusts_nothin
     guests = guests_on(driver, "host1")
     assert guests and all(schedinfo(state, "host1", vm)["emulator_quota"] < 0 for vm in guests)
     assert np.isnan(driver.observe().dom0_weight).all()  # QEMU/KVM has no Dom0: no weight is reported
-    out = driver.apply(A.SetDom0Weight(host="host1", weight=512))
-    assert out.status == A.OK, out.message
+    out = driver.apply(SetDom0Weight(host="host1", weight=512))
+    assert out.status == OK, out.message
     assert " 0 capped guest(s)" in out.message and f"; {len(guests)} guest(s) unlimited already" in out.message
     for vm in guests:  # a cap is never added where there was none
         info = schedinfo(state, "host1", vm)
@@ -309,8 +320,8 @@ def test_dom0_weight_on_a_kvm_host_sets_a_capped_guests_emulator_quota_to_weight
     capped, *free = guests_on(driver, "host1")
     with emulator_quota(state, "host1", capped, 50000) as live_params:  # half a core, before
         for weight, quota in ((512, 200000), (128, 50000), (768, 300000)):  # W / 256 cores of 100 ms periods
-            out = driver.apply(A.SetDom0Weight(host="host1", weight=weight))
-            assert out.status == A.OK, out.message
+            out = driver.apply(SetDom0Weight(host="host1", weight=weight))
+            assert out.status == OK, out.message
             cores = f"1 capped guest(s) set to {weight / 256:g} core(s) each; {len(free)} guest(s) unlimited already"
             assert cores in out.message
             info = schedinfo(state, "host1", capped)
@@ -328,8 +339,8 @@ def test_dom0_weight_leaves_a_guest_whose_quota_reads_as_cgroup_v2s_unlimited_un
     _, state = lab
     guests = guests_on(driver, "host1")
     with emulator_quota(state, "host1", guests[0], LIBVIRT_QUOTA_MAX):
-        out = driver.apply(A.SetDom0Weight(host="host1", weight=512))
-        assert out.status == A.OK, out.message
+        out = driver.apply(SetDom0Weight(host="host1", weight=512))
+        assert out.status == OK, out.message
         assert " 0 capped guest(s)" in out.message and f"; {len(guests)} guest(s) unlimited already" in out.message
         assert schedinfo(state, "host1", guests[0])["emulator_quota"] == LIBVIRT_QUOTA_MAX
 
@@ -339,8 +350,8 @@ def test_live_migration_both_ways_while_the_agent_keeps_answering(lab, driver):
     lab_.load("vm1", ["cpu=20"])
     assert ping(lab_, driver, "vm1", "before")
     uptime = driver.guest_report("vm1").uptime
-    out = run_to_end(driver, A.Migrate(vm="vm1", dst="host2"))
-    assert out.status == A.OK, out.message
+    out = run_to_end(driver, Migrate(vm="vm1", dst="host2"))
+    assert out.status == OK, out.message
     assert out.details["duration"] < 30
     assert lab_.where(state)["vm1"][0] == "host2"
     assert ping(lab_, driver, "vm1", "after-managed")
@@ -350,8 +361,8 @@ def test_live_migration_both_ways_while_the_agent_keeps_answering(lab, driver):
     p2p = _libvirt_driver(state, migration_uri={h.name: h.tcp_uri for h in state.hosts})
     try:
         p2p.observe()
-        out = run_to_end(p2p, A.Migrate(vm="vm1", dst="host1"))
-        assert out.status == A.OK, out.message
+        out = run_to_end(p2p, Migrate(vm="vm1", dst="host1"))
+        assert out.status == OK, out.message
     finally:
         p2p.close()
     assert lab_.where(state)["vm1"][0] == "host1"
@@ -361,8 +372,8 @@ def test_live_migration_both_ways_while_the_agent_keeps_answering(lab, driver):
 def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driver):
     lab_, _ = lab
     driver.observe()
-    out = driver.apply(A.AttachVF(vm="vm3", rate=20e6))
-    assert out.status == A.OK and "emulated" in out.message
+    out = driver.apply(AttachVF(vm="vm3", rate=20e6))
+    assert out.status == OK and "emulated" in out.message
     lab_.load("vm3", ["net=vm1:100"])
     v = driver.observe().vms.index("vm3")
     snap, _, _, tx = measured_until(
@@ -371,7 +382,7 @@ def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driv
     assert snap.vm_nic[v] == "vf" and snap.vfs_used[snap.hosts.index("host2")] == 1
     assert driver.guest_report("vm3").active_nic == "eth1"
     assert 8e6 < tx[v] < 22e6  # the VF's rate tier holds (what a TCG guest pushes below it varies)
-    assert run_to_end(driver, A.DetachVF(vm="vm3")).status == A.OK
+    assert run_to_end(driver, DetachVF(vm="vm3")).status == OK
     wait_until(lambda: driver.observe() and driver.guest_report("vm3").active_nic == "eth0", "vm3 back on eth0")
     snap = driver.observe()
     assert snap.vm_nic[snap.vms.index("vm3")] == "vnic"
@@ -381,7 +392,7 @@ def test_emulated_vf_attach_moves_the_traffic_and_detach_moves_it_back(lab, driv
 def test_a_failed_migration_leaves_the_vm_on_its_source_with_its_vf_back(lab, driver):
     _, state = lab
     driver.observe()
-    assert driver.apply(A.AttachVF(vm="vm4", rate=10e6)).status == A.OK
+    assert driver.apply(AttachVF(vm="vm4", rate=10e6)).status == OK
 
     def has_vf() -> bool:
         snap = driver.observe()
@@ -391,8 +402,8 @@ def test_a_failed_migration_leaves_the_vm_on_its_source_with_its_vf_back(lab, dr
     h1 = state.host("host1")
     lab_hosts.stop_pid(h1.pid)  # the destination's daemon is gone
     try:
-        out = run_to_end(driver, A.Migrate(vm="vm4", dst="host1"))
-        assert out.status == A.FAILED and "host1" in out.message and "re-attached" in out.message
+        out = run_to_end(driver, Migrate(vm="vm4", dst="host1"))
+        assert out.status == FAILED and "host1" in out.message and "re-attached" in out.message
         snap = driver.observe()
         v = snap.vms.index("vm4")
         assert snap.hosts[snap.vm_host[v]] == "host2" and snap.vm_nic[v] == "vf"
@@ -400,7 +411,7 @@ def test_a_failed_migration_leaves_the_vm_on_its_source_with_its_vf_back(lab, dr
         h1.pid = lab_hosts.start_daemon(h1, state.lab_id)
         state.save()
         lab_hosts.wait_daemon(h1)
-    assert run_to_end(driver, A.DetachVF(vm="vm4")).status == A.OK
+    assert run_to_end(driver, DetachVF(vm="vm4")).status == OK
 
 
 def test_cancel_aborts_a_running_migration_and_the_vm_stays(lab, driver):
@@ -412,14 +423,14 @@ def test_cancel_aborts_a_running_migration_and_the_vm_stays(lab, driver):
         dom = conn.lookupByName("vm4")
         dom.migrateSetMaxSpeed(1)  # 1 MiB/s: the copy cannot finish before the cancel
         driver.observe()
-        action = A.Migrate(vm="vm4", dst="host1")
-        assert driver.apply(action).status == A.RUNNING
+        action = Migrate(vm="vm4", dst="host1")
+        assert driver.apply(action).status == RUNNING
         wait_until(lambda: dom.jobStats().get("memory_processed", 0) > 0, "the migration to copy memory")
     finally:
         conn.close()
-    assert driver.poll(action).status == A.RUNNING
+    assert driver.poll(action).status == RUNNING
     out = driver.cancel(action)
-    assert out.status == A.CANCELLED
+    assert out.status == CANCELLED
     deadline = time.monotonic() + 30  # the destination drops its half-made copy
     while lab[0].where(state).get("vm4") != ("host2", "running") and time.monotonic() < deadline:
         time.sleep(0.5)
@@ -460,7 +471,7 @@ def test_sova_manage_moves_a_vm_off_a_hot_host_by_itself_then_stays_quiet(lab):
 
     def on_entry(e):
         entries.append(e)
-        if e.event == "finished" and e.action.startswith("migrate") and e.status == A.OK:
+        if e.event == "finished" and e.action.startswith("migrate") and e.status == OK:
             moved_at.append(time.monotonic())
 
     def done() -> bool:
@@ -473,7 +484,7 @@ def test_sova_manage_moves_a_vm_off_a_hot_host_by_itself_then_stays_quiet(lab):
     migrations = [e for e in entries if e.action.startswith("migrate")]
     finished = [e for e in migrations if e.event == "finished"]
     loads = host_loads(rt.knowledge, 10, 5)  # (cpu, nic, memory) per host in the last five reports
-    assert len(finished) == 1 and finished[0].status == A.OK, (
+    assert len(finished) == 1 and finished[0].status == OK, (
         [(e.event, e.action, e.message) for e in migrations],
         loads,
     )
@@ -506,7 +517,7 @@ def test_sova_manage_runs_the_cloudscope_profile_on_real_hosts_and_predicts_ever
     assert set(snap.vms) == {v.name for v in state.vms} and np.isfinite(delta).all() and (delta >= 1.0).all()
     for vm in busy:
         assert beta[snap.vm_position[vm]][0] > 0.9  # a CPU burner's time is all CPU
-    assert not [e for e in entries if e.status == A.FAILED]
+    assert not [e for e in entries if e.status == FAILED]
 
 
 def test_sova_manager_and_agents_run_the_real_hosts_approve_a_migration_and_hold_a_tenants_slo(lab, tmp_path):
@@ -660,7 +671,7 @@ def test_virtue_on_real_hosts_brings_two_guests_that_talk_across_hosts_together_
         drv.close()
         lab_.load(sender, [])
     moved = [e for e in entries if e.event == "finished" and e.policy == "greedy-net"]
-    assert moved and all(e.status == A.OK for e in moved), entries
+    assert moved and all(e.status == OK for e in moved), entries
     assert {e.target for e in moved} <= {sender, receiver} and together()
 
 
@@ -695,7 +706,7 @@ def test_sova_host_drain_through_a_running_manages_socket_empties_a_real_host(la
         drv.close()
     assert code == 0 and released == 0
     moved = [e for e in entries if e.event == "finished" and e.policy == "keep-rules"]
-    assert sorted(e.target for e in moved) == leaving and all(e.status == A.OK for e in moved), entries
+    assert sorted(e.target for e in moved) == leaving and all(e.status == OK for e in moved), entries
     assert not [e for e in entries if e.event == "rejected"]  # the cap made them wait, not fail
     assert all(h != drained for h, _ in lab_.where(state).values())
     notes = [e.reason for e in entries if e.event == "note"]
@@ -733,7 +744,7 @@ def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_from_the_shared_
             should_stop=all_back,
         )
         restarted = [e for e in entries if e.event == "applied" and e.action.startswith("restart-vm")]
-        assert sorted(e.target for e in restarted) == lost and all(e.status == A.OK for e in restarted), entries
+        assert sorted(e.target for e in restarted) == lost and all(e.status == OK for e in restarted), entries
         assert any(e.event == "note" and f"{crashed} declared failed" in e.reason for e in entries)
         assert ping(lab_, drv, lost[0], "after-restart", timeout=90)  # the guest booted on the survivor
     finally:

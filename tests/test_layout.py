@@ -1,4 +1,5 @@
-"""The layout of src/sova (DESIGN.md): no import circle, no import back up a floor, no module over 500 lines.
+"""The layout of src/sova (docs/architecture.md): no import circle, no import back up a floor, no module over
+500 lines, no module name that means two things.
 
 Imports inside functions count too: a deferred import hides a circle from Python, not from a reader.
 """

@@ -13,13 +13,30 @@ from fake_libvirt import Cluster, FakeError, make
 from sova.drivers.guest_agent import parse_report
 from sova.drivers.libvirt_driver import DriverError, LibvirtDriver
 from sova.drivers.vf import EmulatedVfs, SriovHost, pci_parts
-from sova.model import actions as A
+from sova.model.actions import (
+    CANCELLED,
+    FAILED,
+    OK,
+    RUNNING,
+    Action,
+    AttachVF,
+    DetachVF,
+    Migrate,
+    Outcome,
+    RestartVM,
+    SetCpu,
+    SetDom0Weight,
+    SetIoLimit,
+    SetIoSize,
+    SetNetLimit,
+    SetVFRate,
+)
 from sova.model.io_sample import IoThrottle
 
 
-def run_to_end(drv: LibvirtDriver, action: A.Action) -> A.Outcome:
+def run_to_end(drv: LibvirtDriver, action: Action) -> Outcome:
     out = drv.apply(action)
-    while out.status == A.RUNNING:
+    while out.status == RUNNING:
         out = drv.poll(action)
     return out
 
@@ -74,10 +91,10 @@ def test_set_cpu_writes_shares_and_a_quota_per_vcpu():
     d = c.add("fake://a", "vm1")
     drv = make(c)
     drv.observe()
-    assert drv.apply(A.SetCpu(vm="vm1", weight=512, cap=1.0)).status == A.OK
+    assert drv.apply(SetCpu(vm="vm1", weight=512, cap=1.0)).status == OK
     assert d.calls[-1] == ("sched", {"cpu_shares": 512, "vcpu_period": 100000, "vcpu_quota": 50000})
     assert drv.observe().vm_cap[0] == pytest.approx(1.0)
-    drv.apply(A.SetCpu(vm="vm1", cap=0.0))
+    drv.apply(SetCpu(vm="vm1", cap=0.0))
     assert d.calls[-1][1]["vcpu_quota"] == -1  # no cap
 
 
@@ -86,9 +103,9 @@ def test_io_and_network_limits_go_to_every_disk_and_the_vnic():
     d = c.add("fake://a", "vm1")
     drv = make(c)
     drv.observe()
-    assert drv.apply(A.SetIoLimit(vm="vm1", iops=200)).status == A.OK
+    assert drv.apply(SetIoLimit(vm="vm1", iops=200)).status == OK
     assert ("iotune", "vda", {"total_iops_sec": 200}) in d.calls
-    assert drv.apply(A.SetNetLimit(vm="vm1", rate=8 * 1024 * 100)).status == A.OK
+    assert drv.apply(SetNetLimit(vm="vm1", rate=8 * 1024 * 100)).status == OK
     assert ("bandwidth", "vnet0", {"outbound.average": 100, "inbound.average": 100}) in d.calls
 
 
@@ -98,8 +115,8 @@ def test_a_request_merge_limit_is_refused_with_why_and_touches_nothing():
     drv = make(c)
     drv.observe()
     calls = list(d.calls)
-    out = drv.apply(A.SetIoSize(vm="vm1", size=16384))
-    assert out.status == A.FAILED and "max_sectors_kb" in out.message and d.calls == calls
+    out = drv.apply(SetIoSize(vm="vm1", size=16384))
+    assert out.status == FAILED and "max_sectors_kb" in out.message and d.calls == calls
 
 
 def test_sriov_attach_uses_free_vfs_in_order_and_sets_the_rate_on_the_pf():
@@ -109,22 +126,22 @@ def test_sriov_attach_uses_free_vfs_in_order_and_sets_the_rate_on_the_pf():
     sriov = {"a": SriovHost("enp65s0f0", ["0000:41:10.0", "0000:41:10.2"], run=ran.append)}
     drv = make(c, sriov=sriov)
     drv.observe()
-    assert drv.apply(A.AttachVF(vm="vm1", rate=500e6)).status == A.OK
+    assert drv.apply(AttachVF(vm="vm1", rate=500e6)).status == OK
     xml = d1.calls[-1][1]
     assert "type='hostdev'" in xml and "bus='0x41' slot='0x10' function='0x0'" in xml
     assert "<teaming type='transient' persistent='ua-net0'/>" in xml  # paired with the virtio NIC
     assert ran[-1] == ["ip", "link", "set", "enp65s0f0", "vf", "0", "max_tx_rate", "500"]
-    assert drv.apply(A.AttachVF(vm="vm2", rate=0)).status == A.OK
+    assert drv.apply(AttachVF(vm="vm2", rate=0)).status == OK
     assert "function='0x2'" in d2.calls[-1][1]
-    out = drv.apply(A.AttachVF(vm="vm3", rate=0))
-    assert out.status == A.FAILED and "no free VF" in out.message and not d3.calls
+    out = drv.apply(AttachVF(vm="vm3", rate=0))
+    assert out.status == FAILED and "no free VF" in out.message and not d3.calls
     s = drv.observe()
     assert s.vm_nic == ("vf", "vf", "vnic") and s.vfs_used[0] == 2 and s.vfs_total[0] == 2
-    assert drv.apply(A.SetVFRate(vm="vm2", rate=2e9)).status == A.OK
+    assert drv.apply(SetVFRate(vm="vm2", rate=2e9)).status == OK
     assert ran[-1][-3:] == ["1", "max_tx_rate", "2000"]
-    assert run_to_end(drv, A.DetachVF(vm="vm1")).status == A.OK
+    assert run_to_end(drv, DetachVF(vm="vm1")).status == OK
     assert not d1.devices
-    assert drv.apply(A.AttachVF(vm="vm3", rate=0)).status == A.OK  # the freed VF
+    assert drv.apply(AttachVF(vm="vm3", rate=0)).status == OK  # the freed VF
     assert "function='0x0'" in d3.calls[-1][1]
 
 
@@ -133,8 +150,8 @@ def test_emulated_vf_is_a_rate_limited_virtio_nic_and_says_so():
     d = c.add("fake://a", "vm1")
     drv = make(c, emulated_vfs=EmulatedVfs(count=1, bridge="br0"))
     drv.observe()
-    out = drv.apply(A.AttachVF(vm="vm1", rate=8 * 1024 * 1000))
-    assert out.status == A.OK and "emulated" in out.message and "not SR-IOV" in out.message
+    out = drv.apply(AttachVF(vm="vm1", rate=8 * 1024 * 1000))
+    assert out.status == OK and "emulated" in out.message and "not SR-IOV" in out.message
     assert "<source bridge='br0'/>" in d.calls[-1][1] and "average='1000'" in d.calls[-1][1]
 
 
@@ -143,8 +160,8 @@ def test_migration_runs_in_the_background_and_lands_on_the_destination():
     d = c.add("fake://a", "vm1")
     drv = make(c)
     drv.observe()
-    out = run_to_end(drv, A.Migrate(vm="vm1", dst="b"))
-    assert out.status == A.OK and out.details["downtime"] == 20
+    out = run_to_end(drv, Migrate(vm="vm1", dst="b"))
+    assert out.status == OK and out.details["downtime"] == 20
     assert d.calls[-1][0] == "migrate3"
     assert list(drv.observe().vm_host) == [1]
 
@@ -154,10 +171,10 @@ def test_a_failed_migration_leaves_the_vm_running_on_its_source_with_its_vf_back
     d = c.add("fake://a", "vm1")
     drv = make(c, emulated_vfs=EmulatedVfs(count=1))
     drv.observe()
-    drv.apply(A.AttachVF(vm="vm1", rate=1e6))
+    drv.apply(AttachVF(vm="vm1", rate=1e6))
     d.migrate_error = FakeError("operation failed: migration out job: unexpectedly failed")
-    out = run_to_end(drv, A.Migrate(vm="vm1", dst="b"))
-    assert out.status == A.FAILED and "unexpectedly failed" in out.message and "re-attached" in out.message
+    out = run_to_end(drv, Migrate(vm="vm1", dst="b"))
+    assert out.status == FAILED and "unexpectedly failed" in out.message and "re-attached" in out.message
     assert ("resume",) in d.calls  # the stop-and-copy had paused it
     s = drv.observe()
     assert list(s.vm_host) == [0] and s.vm_nic == ("vf",)
@@ -173,10 +190,10 @@ def test_cancel_aborts_the_migration_job():
     gate = __import__("threading").Event()
     d.migrate3 = lambda *a: (gate.wait(5), (_ for _ in ()).throw(FakeError("migration job: canceled by client")))
     d.abortJob = lambda: (d.calls.append(("abort",)), gate.set())
-    action = A.Migrate(vm="vm1", dst="b")
-    assert drv.apply(action).status == A.RUNNING
+    action = Migrate(vm="vm1", dst="b")
+    assert drv.apply(action).status == RUNNING
     out = drv.cancel(action)
-    assert out.status == A.CANCELLED and ("abort",) in d.calls
+    assert out.status == CANCELLED and ("abort",) in d.calls
     assert list(drv.observe().vm_host) == [0]
 
 
@@ -186,9 +203,9 @@ def test_a_vm_that_vanished_fails_its_action_instead_of_raising():
     drv = make(c)
     drv.observe()
     del c.conns["fake://a"].doms["vm1"]
-    out = drv.apply(A.SetIoLimit(vm="vm1", iops=10))
-    assert out.status == A.FAILED and "vanished" in out.message
-    assert drv.apply(A.SetCpu(vm="nope", weight=5)).status == A.FAILED
+    out = drv.apply(SetIoLimit(vm="vm1", iops=10))
+    assert out.status == FAILED and "vanished" in out.message
+    assert drv.apply(SetCpu(vm="nope", weight=5)).status == FAILED
     assert drv.observe().vms == ()
 
 
@@ -221,16 +238,16 @@ def test_a_silent_host_shows_its_vms_as_last_heard_and_a_failed_hosts_vm_restart
     assert held.vms == ("vm1", "vm2") and held.hosts[held.vm_host[1]] == "b"  # as b last showed it
     assert held.host_seen[1] == first.time < held.host_seen[0] == held.time
     assert held.counters.cpu_time[1] == first.counters.cpu_time[1] and held.host_cores[1] == first.host_cores[1]
-    out = drv.apply(A.RestartVM(vm="vm2", host="a"))
-    assert out.status == A.OK and "defined and started on a" in out.message
+    out = drv.apply(RestartVM(vm="vm2", host="a"))
+    assert out.status == OK and "defined and started on a" in out.message
     restarted = c.conns["fake://a"].doms["vm2"]
     assert [call[0] for call in restarted.calls] == ["defineXML", "create"] and "<name>vm2</name>" in restarted.calls[
         0
     ][1]
     after = drv.observe()
     assert after.vms == ("vm1", "vm2") and after.hosts[after.vm_host[1]] == "a"  # running: no held copy
-    again = drv.apply(A.RestartVM(vm="vm2", host="a"))
-    assert again.status == A.FAILED and "vm2 runs on a; not restarted" in again.message
+    again = drv.apply(RestartVM(vm="vm2", host="a"))
+    assert again.status == FAILED and "vm2 runs on a; not restarted" in again.message
 
 
 def test_bad_uris_and_unreachable_hosts_are_clear_errors():
@@ -385,8 +402,8 @@ def test_dom0_weight_on_xen_is_domain_0s_credit_weight_and_domain_0_is_no_guest(
     drv = make(c)
     snap = drv.observe()
     assert snap.vms == ("vm1",) and snap.dom0_weight[0] == 256 and snap.vm_weight[0] == 512
-    outcome = drv.apply(A.SetDom0Weight(host="a", weight=768))
-    assert outcome.status == A.OK and "Domain-0 credit weight set to 768" in outcome.message
+    outcome = drv.apply(SetDom0Weight(host="a", weight=768))
+    assert outcome.status == OK and "Domain-0 credit weight set to 768" in outcome.message
     assert c.conns["fake://a"].dom0.calls[-1] == ("sched", {"weight": 768})
     assert not any(call[0] == "sched" for call in guest.calls)  # the guests are not touched on Xen
     assert drv.observe().dom0_weight[0] == 768
@@ -400,8 +417,8 @@ def test_dom0_weight_on_kvm_adjusts_only_capped_io_threads_and_is_not_reported()
     other.sched.update({"emulator_period": 100000, "emulator_quota": 50000})
     drv = make(c)
     assert np.isnan(drv.observe().dom0_weight).all()  # KVM has no Dom0: the model uses Eq. 1
-    outcome = drv.apply(A.SetDom0Weight(host="a", weight=512))
-    assert outcome.status == A.OK
+    outcome = drv.apply(SetDom0Weight(host="a", weight=512))
+    assert outcome.status == OK
     assert "1 capped guest(s) set to 2 core(s) each; 1 guest(s) unlimited already" in outcome.message
     quota = {"emulator_period": 100000, "emulator_quota": 200000, "iothread_period": 100000, "iothread_quota": 200000}
     assert capped.calls[-1] == ("sched", quota)
@@ -413,8 +430,8 @@ def test_dom0_weight_for_a_host_sova_does_not_manage_fails_and_changes_nothing()
     d = c.add("fake://a", "vm1")
     drv = make(c)
     drv.observe()
-    outcome = drv.apply(A.SetDom0Weight(host="nowhere", weight=512))
-    assert outcome.status == A.FAILED and "nowhere" in outcome.message
+    outcome = drv.apply(SetDom0Weight(host="nowhere", weight=512))
+    assert outcome.status == FAILED and "nowhere" in outcome.message
     assert not any(call[0] == "sched" for call in d.calls)
 
 
@@ -434,10 +451,8 @@ def test_dom0_weight_on_kvm_adds_no_cap_to_io_threads_that_cgroup_v2_reads_as_un
     d.sched.update({"emulator_period": 100000, "emulator_quota": CGROUP_V2_UNLIMITED})
     drv = make(c)
     drv.observe()
-    outcome = drv.apply(A.SetDom0Weight(host="a", weight=512))
-    assert (
-        outcome.status == A.OK and "0 capped guest(s)" in outcome.message and "1 guest(s) unlimited" in outcome.message
-    )
+    outcome = drv.apply(SetDom0Weight(host="a", weight=512))
+    assert outcome.status == OK and "0 capped guest(s)" in outcome.message and "1 guest(s) unlimited" in outcome.message
     assert not any(call[0] == "sched" for call in d.calls)
 
 

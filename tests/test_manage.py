@@ -8,7 +8,7 @@ from fake_libvirt import Cluster, make
 from sova.cli import main
 from sova.control.manage import BUILTIN_PROFILES, manage
 from sova.control.profiles import check_profile
-from sova.model import actions as A
+from sova.model.actions import Migrate
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.plan.base import Policy
@@ -34,7 +34,7 @@ class MoveOnce(Policy):
         if self.done:
             return []
         self.done = True
-        return [A.Migrate(vm="vm1", dst="b", reason="test", policy=self.name)]
+        return [Migrate(vm="vm1", dst="b", reason="test", policy=self.name)]
 
 
 @pytest.mark.parametrize(("answer", "events"), [(True, ["approved", "applied", "finished"]), (False, ["rejected"])])

@@ -10,7 +10,7 @@ from helpers import ROOT, make_scenario
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.experiments.scenario_runs import run_profile
-from sova.model import actions as A
+from sova.model.actions import FAILED, RUNNING, AttachVF, Migrate
 from sova.model.scenario import ControlSpec
 from sova.model.sweep import load_scenario
 from sova.sim.engine import Simulator
@@ -61,9 +61,9 @@ def test_failed_vfs_fall_back_to_the_vnic_and_none_is_offered_until_they_recover
     sim.fail_vfs(0)
     snap = driver.observe()
     assert snap.vm_nic == ("vnic", "vnic") and snap.vfs_total[0] == 0 and snap.vfs_used[0] == 0
-    assert driver.apply(A.AttachVF(vm="b")).status == A.FAILED
+    assert driver.apply(AttachVF(vm="b")).status == FAILED
     sim.recover_vfs(0)
-    assert driver.observe().vfs_total[0] == 2 and driver.apply(A.AttachVF(vm="b")).status == A.RUNNING
+    assert driver.observe().vfs_total[0] == 2 and driver.apply(AttachVF(vm="b")).status == RUNNING
 
 
 def test_a_host_in_a_sensor_gap_shows_its_last_report_and_nothing_is_done_on_it():
@@ -79,11 +79,11 @@ def test_a_host_in_a_sensor_gap_shows_its_last_report_and_nothing_is_done_on_it(
     assert snap.host_seen[0] == 5 and snap.host_seen[1] == 15
     assert snap.counters.cpu_time[busy] == runtime.knowledge.snapshots[-6].counters.cpu_time[busy]  # held
     assert sim.counters["cpu_time"][sim.vm_names.index("busy")] > snap.counters.cpu_time[busy]  # it ran on
-    why = runtime.executor.check(A.Migrate(vm="busy", dst="h2"), runtime.knowledge)
+    why = runtime.executor.check(Migrate(vm="busy", dst="h2"), runtime.knowledge)
     assert why == "h1 has not reported for 10 s"
-    assert runtime.executor.check(A.Migrate(vm="idle", dst="h1"), runtime.knowledge) == why
+    assert runtime.executor.check(Migrate(vm="idle", dst="h1"), runtime.knowledge) == why
     steps(sim, 12, runtime)
-    assert runtime.executor.check(A.Migrate(vm="busy", dst="h2"), runtime.knowledge) is None
+    assert runtime.executor.check(Migrate(vm="busy", dst="h2"), runtime.knowledge) is None
 
 
 @pytest.mark.parametrize("profile", ["default", "sova"])

@@ -13,7 +13,7 @@ from helpers import make_scenario
 from sova.control.arbiter import Claim, arbitrate
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
-from sova.model import actions as A
+from sova.model.actions import FAILED, OK, REJECTED, AttachVF, DetachVF, Migrate, SetHostPower
 from sova.model.scenario import ControlSpec
 from sova.model.schema import Field
 from sova.plan.base import Policy, registry
@@ -25,7 +25,7 @@ def claim(action, rank=0, order=0, running=False, queued=False):
 
 
 def migrate(vm, dst, policy):
-    return A.Migrate(vm=vm, dst=dst, policy=policy, reason="test")
+    return Migrate(vm=vm, dst=dst, policy=policy, reason="test")
 
 
 def test_the_higher_priority_wins_a_vm_and_the_loser_is_told_by_whom():
@@ -35,7 +35,7 @@ def test_the_higher_priority_wins_a_vm_and_the_loser_is_told_by_whom():
 
 
 def test_on_equal_priority_the_policy_earlier_in_the_profile_wins():
-    first, second = A.AttachVF(vm="v1", policy="a"), migrate("v1", "h2", "b")
+    first, second = AttachVF(vm="v1", policy="a"), migrate("v1", "h2", "b")
     verdict = arbitrate([claim(second, 5, 1), claim(first, 5, 0)], [])
     assert verdict.lost == {
         id(second): "conflicts with attach-vf vm=v1 rate=0 of a (priority 5 for both; a comes first)"
@@ -43,7 +43,7 @@ def test_on_equal_priority_the_policy_earlier_in_the_profile_wins():
 
 
 def test_one_policys_own_actions_never_conflict():
-    detach, move = A.DetachVF(vm="v1", policy="sova"), migrate("v1", "h2", "sova")
+    detach, move = DetachVF(vm="v1", policy="sova"), migrate("v1", "h2", "sova")
     assert arbitrate([claim(detach), claim(move)], []).lost == {}
 
 
@@ -63,11 +63,11 @@ def test_a_running_action_stands_and_a_queued_one_yields_only_to_a_higher_priori
 
 
 def test_a_vm_placed_on_a_host_another_policy_puts_to_sleep_is_a_conflict_but_waking_it_is_not():
-    sleep = A.SetHostPower(host="h2", state="sleep", policy="energy")
+    sleep = SetHostPower(host="h2", state="sleep", policy="energy")
     into = migrate("v1", "h2", "relief")
     verdict = arbitrate([claim(into, 50, 0), claim(sleep, 20, 1)], [])
     assert list(verdict.lost) == [id(sleep)]
-    wake = A.SetHostPower(host="h2", state="on", policy="energy")
+    wake = SetHostPower(host="h2", state="on", policy="energy")
     assert arbitrate([claim(into, 50, 0), claim(wake, 20, 1)], []).lost == {}
 
 
@@ -87,7 +87,7 @@ class Wants(Policy):
     def plan(self, knowledge, findings):
         self.seen += self.outcomes
         wanted, self.wanted = self.wanted, []
-        return [A.Migrate(vm=a.vm, dst=a.dst, policy=self.name, reason="test") for a in wanted]
+        return [Migrate(vm=a.vm, dst=a.dst, policy=self.name, reason="test") for a in wanted]
 
 
 class Filters(Wants):
@@ -128,15 +128,15 @@ def test_the_runtime_settles_a_conflict_by_priority_and_the_audit_says_why():
     assert sim.host_names[sim.vm_host[sim.vm_names.index("v1")]] == "h3"
     (lost,) = [e for e in rt.audit.entries if e.event == "rejected"]
     assert lost.policy == "low" and lost.message == "conflicts with migrate vm=v1 dst=h3 of high (priority 20 > 10)"
-    assert [(a.vm, o.status) for a, o in low.seen] == [("v1", A.REJECTED)]  # told at its next round
-    assert [(a.vm, o.status) for a, o in high.seen] == [("v1", A.OK)]
+    assert [(a.vm, o.status) for a, o in low.seen] == [("v1", REJECTED)]  # told at its next round
+    assert [(a.vm, o.status) for a, o in high.seen] == [("v1", OK)]
 
 
 def test_a_policy_sees_the_outcomes_of_its_earlier_actions_at_its_next_round():
     mover = Wants("mover", [migrate("v1", "h2", ""), migrate("v2", "nowhere", "")])
     run([mover], seconds=12)
     ended = {(a.vm, o.status) for a, o in mover.seen}
-    assert ended == {("v1", A.OK), ("v2", A.REJECTED)}
+    assert ended == {("v1", OK), ("v2", REJECTED)}
 
 
 HOT = {
@@ -150,7 +150,7 @@ def hot_run(*extra, policy="sandpiper", seconds=600):
     cls = registry()[policy]
     own = cls(**{k: f.default for k, f in cls.params.items()})
     _, rt = run([own, *extra], seconds, **HOT)
-    done = [e for e in rt.audit.entries if e.event == "finished" and e.status == A.OK and e.policy == policy]
+    done = [e for e in rt.audit.entries if e.event == "finished" and e.status == OK and e.policy == policy]
     return [(e.target, e.action.split("dst=")[1]) for e in done if e.target.startswith("hot")]
 
 
@@ -252,7 +252,7 @@ def test_a_placement_policy_whose_migrations_fail_measures_again_instead_of_retr
     scenario = load_scenario("scenarios/examples/placement-pairs.toml")
     scenario = replace(scenario, simulator={**scenario.simulator, "migration_failure_rate": 1.0})
     result = run_profile(scenario, "greedy-fill")
-    failed = [e for e in result.audit.entries if e.event == "finished" and e.status == A.FAILED]
+    failed = [e for e in result.audit.entries if e.event == "finished" and e.status == FAILED]
     notes = [e for e in result.audit.entries if e.event == "note" and "measuring again" in e.reason]
     assert failed and notes and notes[0].time > failed[0].time
     # one wave per cycle: each cycle's four moves fail once, and nothing is retried until the next cycle

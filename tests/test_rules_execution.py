@@ -10,7 +10,7 @@ from helpers import make_scenario
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.experiments.scenario_runs import run_profile
-from sova.model import actions as A
+from sova.model.actions import OK, Migrate
 from sova.model.placement_rules import PlacementRule, RuleBook
 from sova.model.scenario import ControlSpec
 from sova.model.sweep import load_scenario
@@ -40,7 +40,7 @@ def test_the_executor_refuses_a_migration_that_breaks_a_must_rule_and_names_it()
         [PlacementRule("apart", "anti-affinity", ("a", "b"))],
         [{"name": "a", "host": "h1"}, {"name": "b", "host": "h2"}],
     )
-    rig.ex.submit([A.Migrate(vm="b", dst="h1")], rig.k)
+    rig.ex.submit([Migrate(vm="b", dst="h1")], rig.k)
     rig.run(10)
     assert rig.where("b") == "h2"
     (message,) = rig.rejected()
@@ -52,7 +52,7 @@ def test_a_should_rule_does_not_stop_the_executor():
         [PlacementRule("apart", "anti-affinity", ("a", "b"), must=False)],
         [{"name": "a", "host": "h1"}, {"name": "b", "host": "h2"}],
     )
-    rig.ex.submit([A.Migrate(vm="b", dst="h1")], rig.k)
+    rig.ex.submit([Migrate(vm="b", dst="h1")], rig.k)
     rig.run(20)
     assert rig.where("b") == "h1" and not rig.rejected()
 
@@ -60,10 +60,10 @@ def test_a_should_rule_does_not_stop_the_executor():
 def test_an_affinity_group_moves_as_one_plan_but_not_one_vm_alone():
     vms = [{"name": "a", "host": "h1"}, {"name": "b", "host": "h1"}]
     rig = Rig([PlacementRule("together", "affinity", ("a", "b"))], vms)
-    rig.ex.submit([A.Migrate(vm="a", dst="h2")], rig.k)
+    rig.ex.submit([Migrate(vm="a", dst="h2")], rig.k)
     rig.run(10)
     assert rig.where("a") == "h1" and "would break together" in rig.rejected()[0]
-    rig.ex.submit([A.Migrate(vm="a", dst="h3"), A.Migrate(vm="b", dst="h3")], rig.k, patient=True)
+    rig.ex.submit([Migrate(vm="a", dst="h3"), Migrate(vm="b", dst="h3")], rig.k, patient=True)
     rig.run(60)
     assert rig.where("a") == rig.where("b") == "h3" and len(rig.rejected()) == 1
 
@@ -71,11 +71,11 @@ def test_an_affinity_group_moves_as_one_plan_but_not_one_vm_alone():
 def test_a_patient_plan_waits_for_the_migration_cap_instead_of_being_rejected():
     vms = [{"name": "v{i}", "count": 3, "host": "h1"}]
     rig = Rig([], vms, ControlSpec(hold_down=0))
-    moves = [A.Migrate(vm=f"v{i}", dst="h2") for i in (1, 2, 3)]
+    moves = [Migrate(vm=f"v{i}", dst="h2") for i in (1, 2, 3)]
     rig.ex.submit(moves, rig.k, patient=True)
     rig.run(60)
     assert [rig.where(f"v{i}") for i in (1, 2, 3)] == ["h2"] * 3 and not rig.rejected()
-    rig.ex.submit([A.Migrate(vm=f"v{i}", dst="h3") for i in (1, 2)], rig.k)  # not patient: the cap rejects
+    rig.ex.submit([Migrate(vm=f"v{i}", dst="h3") for i in (1, 2)], rig.k)  # not patient: the cap rejects
     rig.run(30)
     assert any("per-host cap" in m for m in rig.rejected())
 
@@ -116,7 +116,7 @@ def test_keep_rules_moves_vms_placed_against_a_must_rule_and_reports_what_it_can
     sim, runtime = run(scenario, 60)
     assert sim.vm_host[0] != sim.vm_host[1]
     moved = [e for e in runtime.audit.entries if e.event == "finished" and e.policy == "keep-rules"]
-    assert len(moved) == 1 and moved[0].status == A.OK and "breaks rule ab-apart" in moved[0].reason
+    assert len(moved) == 1 and moved[0].status == OK and "breaks rule ab-apart" in moved[0].reason
     # three VMs that must be apart on two usable hosts (h3 is off-limits): one stays, said once
     stuck = RuleBook(
         [PlacementRule("abc", "anti-affinity", ("a", "b", "c")), PlacementRule("no-h3", "off-hosts", ("*",), ("h3",))]

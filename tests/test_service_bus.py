@@ -16,7 +16,7 @@ import pytest
 from bus_helpers import connect, until
 from helpers import make_scenario
 from sova.drivers.sim import SimDriver
-from sova.model import actions as A
+from sova.model.actions import FAILED, OK, REJECTED, Migrate, SetCpu, SetIoLimit
 from sova.service import natsd
 from sova.service.agent_actions import INTERRUPTED, ActionAgent
 from sova.service.bus import Bus, BusError, TlsFiles, action_subject
@@ -56,7 +56,7 @@ def test_an_action_sent_to_a_host_is_applied_by_its_agent_and_its_outcome_comes_
     async def scenario():
         manager_bus, dispatch = await manager_on(nats_server)
         agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
-        action_id = await dispatch.send("h1", A.SetCpu(vm="vm2", weight=512, cap=1.5, reason="test"))
+        action_id = await dispatch.send("h1", SetCpu(vm="vm2", weight=512, cap=1.5, reason="test"))
 
         async def answered():
             await agent.step(0.2)
@@ -69,7 +69,7 @@ def test_an_action_sent_to_a_host_is_applied_by_its_agent_and_its_outcome_comes_
         return dispatch.outcomes[action_id], agent.applied
 
     outcome, applied = asyncio.run(scenario())
-    assert outcome.status == A.OK and applied == 1
+    assert outcome.status == OK and applied == 1
     snap = driver.observe()
     assert snap.vm_weight[snap.vms.index("vm2")] == 512
 
@@ -80,7 +80,7 @@ def test_an_action_sent_twice_with_one_id_is_applied_once_and_answered_once(nats
     async def scenario():
         manager_bus, dispatch = await manager_on(nats_server)
         agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
-        action = A.SetIoLimit(vm="vm1", iops=300)
+        action = SetIoLimit(vm="vm1", iops=300)
         action_id = await dispatch.send("h1", action)
         assert await dispatch.send("h1", action, action_id) == action_id  # a manager that sends again
         # and the same id once more, past the bus's duplicate check (as after a long outage)
@@ -100,7 +100,7 @@ def test_an_action_sent_twice_with_one_id_is_applied_once_and_answered_once(nats
 
     outcomes, applied = asyncio.run(scenario())
     assert applied == 1
-    assert [o.status for _, o in outcomes] == [A.OK]  # the re-sent outcome is one the bus already stored
+    assert [o.status for _, o in outcomes] == [OK]  # the re-sent outcome is one the bus already stored
 
 
 def test_an_agent_that_stopped_while_applying_does_not_apply_again_and_says_so(nats_server, tmp_path):
@@ -111,7 +111,7 @@ def test_an_agent_that_stopped_while_applying_does_not_apply_again_and_says_so(n
 
     async def scenario():
         manager_bus, dispatch = await manager_on(nats_server)
-        action_id = await dispatch.send("h1", A.SetIoLimit(vm="vm1", iops=300))
+        action_id = await dispatch.send("h1", SetIoLimit(vm="vm1", iops=300))
         # the first agent's life: the action fetched and recorded, then the agent is gone
         first_bus = await connect(nats_server, "agent-h1")
         reader = await first_bus.reader(action_subject("h1"), durable="agent-h1", ack_wait=1.0)
@@ -140,7 +140,7 @@ def test_an_agent_that_stopped_while_applying_does_not_apply_again_and_says_so(n
         return dispatch.outcomes[action_id], agent.applied, late
 
     outcome, applied, late = asyncio.run(scenario())
-    assert applied == 0 and outcome.status == A.FAILED and outcome.message == INTERRUPTED
+    assert applied == 0 and outcome.status == FAILED and outcome.message == INTERRUPTED
     assert late == []  # its outcome was sent again, and the bus kept the one it had
     assert driver.sim.vm_io.limit[0] == 0  # vm1's limit: never applied
 
@@ -150,7 +150,7 @@ def test_an_outcome_sent_while_the_manager_was_down_reaches_it_when_it_returns(n
 
     async def scenario():
         manager_bus, dispatch = await manager_on(nats_server)
-        action_id = await dispatch.send("h1", A.SetCpu(vm="vm1", weight=256, cap=0.0))
+        action_id = await dispatch.send("h1", SetCpu(vm="vm1", weight=256, cap=0.0))
         await manager_bus.close()  # the manager goes away with the action sent
         agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
 
@@ -170,7 +170,7 @@ def test_an_outcome_sent_while_the_manager_was_down_reaches_it_when_it_returns(n
         await returned_bus.close()
         return returned.outcomes[action_id]
 
-    assert asyncio.run(scenario()).status == A.OK
+    assert asyncio.run(scenario()).status == OK
 
 
 def test_an_action_stored_before_the_bus_crashed_is_applied_after_it_restarts(nats_server, tmp_path):
@@ -178,7 +178,7 @@ def test_an_action_stored_before_the_bus_crashed_is_applied_after_it_restarts(na
 
     async def scenario():
         manager_bus, dispatch = await manager_on(nats_server)
-        action_id = await dispatch.send("h1", A.SetIoLimit(vm="vm2", iops=120))
+        action_id = await dispatch.send("h1", SetIoLimit(vm="vm2", iops=120))
         nats_server.stop(kill=True)  # SIGKILL: what JetStream acknowledged is on disk
         nats_server.start()  # the same port and store; both clients reconnect by themselves
         agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
@@ -193,7 +193,7 @@ def test_an_action_stored_before_the_bus_crashed_is_applied_after_it_restarts(na
         await manager_bus.close()
         return dispatch.outcomes[action_id]
 
-    assert asyncio.run(scenario()).status == A.OK
+    assert asyncio.run(scenario()).status == OK
     assert driver.sim.vm_io.limit[1] == 120  # vm2's
 
 
@@ -221,7 +221,7 @@ def test_a_migration_is_polled_until_it_ends_and_then_answered(nats_server, tmp_
     async def scenario_run():
         manager_bus, dispatch = await manager_on(nats_server)
         agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
-        action_id = await dispatch.send("h1", A.Migrate(vm="vm1", dst="h2"))
+        action_id = await dispatch.send("h1", Migrate(vm="vm1", dst="h2"))
         seen_running = []
 
         async def answered():
@@ -237,7 +237,7 @@ def test_a_migration_is_polled_until_it_ends_and_then_answered(nats_server, tmp_
         return dispatch.outcomes[action_id], any(seen_running), agent.ledger.unfinished("running")
 
     outcome, was_running, left = asyncio.run(scenario_run())
-    assert outcome.status == A.OK and was_running and left == []
+    assert outcome.status == OK and was_running and left == []
     snap = driver.observe()
     assert snap.hosts[snap.vm_host[snap.vms.index("vm1")]] == "h2"
 
@@ -263,7 +263,7 @@ def test_a_malformed_action_is_answered_as_rejected_and_never_delivered_again(na
         return dispatch.outcomes["bad1"], agent.applied, again
 
     outcome, applied, again = asyncio.run(scenario())
-    assert outcome.status == A.REJECTED and "weight: expected a whole number" in outcome.message
+    assert outcome.status == REJECTED and "weight: expected a whole number" in outcome.message
     assert applied == 0 and again == 0
 
 
@@ -315,8 +315,8 @@ def test_a_restarted_manager_knows_what_awaits_an_outcome_and_sends_it_again_onc
         bus = await connect(nats_server, "manager")
         first = ActionDispatch(bus, StateStore(url))
         await first.start()
-        reached = await first.send("h1", A.SetCpu(vm="vm1", weight=300, cap=0.0))
-        lost = A.SetIoLimit(vm="vm2", iops=77)
+        reached = await first.send("h1", SetCpu(vm="vm1", weight=300, cap=0.0))
+        lost = SetIoLimit(vm="vm2", iops=77)
         first.store.record_sent("lost1", "h1", lost.kind, encode_action("lost1", lost))  # then it stopped
         await bus.close()
 
@@ -339,7 +339,7 @@ def test_a_restarted_manager_knows_what_awaits_an_outcome_and_sends_it_again_onc
 
     second, applied, reached = asyncio.run(scenario())
     assert applied == 2  # each once, though `reached` was sent twice
-    assert second.store.outcome(reached)[0] == A.OK and second.store.outcome("lost1")[0] == A.OK
+    assert second.store.outcome(reached)[0] == OK and second.store.outcome("lost1")[0] == OK
     assert driver.sim.vm_io.limit[1] == 77
 
 
@@ -391,8 +391,8 @@ def test_an_action_that_reaches_its_agent_after_its_expiry_is_refused_and_never_
     async def scenario():
         manager_bus, dispatch = await manager_on(nats_server)
         agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
-        late = await dispatch.send("h1", A.SetCpu(vm="vm1", weight=300), expires=time.time() - 30)
-        fresh = await dispatch.send("h1", A.SetCpu(vm="vm2", weight=300), expires=time.time() + 60)
+        late = await dispatch.send("h1", SetCpu(vm="vm1", weight=300), expires=time.time() - 30)
+        fresh = await dispatch.send("h1", SetCpu(vm="vm2", weight=300), expires=time.time() + 60)
         outcomes = {}
 
         async def both():
@@ -406,8 +406,8 @@ def test_an_action_that_reaches_its_agent_after_its_expiry_is_refused_and_never_
         return outcomes[late], outcomes[fresh], agent.applied
 
     late, fresh, applied = asyncio.run(scenario())
-    assert late.status == A.REJECTED and "expired" in late.message and "30 s after" in late.message
-    assert fresh.status == A.OK and applied == 1
+    assert late.status == REJECTED and "expired" in late.message and "30 s after" in late.message
+    assert fresh.status == OK and applied == 1
 
 
 def test_the_ledger_forgets_only_actions_finished_and_published_long_ago(tmp_path):

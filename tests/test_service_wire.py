@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sova.model import actions as A
+from sova.model.actions import ACTION_KINDS, OK, AttachVF, Migrate, Outcome, SetIoLimit
 from sova.service.wire import WireError, decode_action, decode_outcome, encode_action, encode_outcome
 
 VALUES = {
@@ -21,7 +21,7 @@ VALUES = {
 
 @st.composite
 def actions(draw):
-    cls = draw(st.sampled_from(sorted(A.ACTION_KINDS.values(), key=lambda c: c.__name__)))
+    cls = draw(st.sampled_from(sorted(ACTION_KINDS.values(), key=lambda c: c.__name__)))
     return cls(**{f.name: draw(VALUES[str(f.type)]) for f in fields(cls)})
 
 
@@ -32,7 +32,7 @@ def test_every_action_kind_round_trips_with_its_id(action, action_id):
 
 
 def test_an_outcome_round_trips_with_its_details():
-    outcome = A.Outcome(A.OK, "moved", 1.5, 9.25, {"duration": 7.75, "downtime": 0.05})
+    outcome = Outcome(OK, "moved", 1.5, 9.25, {"duration": 7.75, "downtime": 0.05})
     assert decode_outcome(encode_outcome("a1", outcome)) == ("a1", outcome)
 
 
@@ -63,18 +63,18 @@ def test_a_bad_action_is_refused_naming_the_field(payload, error):
 
 
 def test_a_field_with_a_default_may_be_left_out():
-    assert decode_action(b'{"id": "a1", "kind": "attach-vf", "vm": "vm1"}') == ("a1", A.AttachVF(vm="vm1"))
+    assert decode_action(b'{"id": "a1", "kind": "attach-vf", "vm": "vm1"}') == ("a1", AttachVF(vm="vm1"))
 
 
 def test_an_action_that_cannot_be_json_is_not_encoded():
     with pytest.raises(ValueError):
-        encode_action("a1", A.SetIoLimit(vm="vm1", iops=float("nan")))
+        encode_action("a1", SetIoLimit(vm="vm1", iops=float("nan")))
 
 
 def test_an_actions_expiry_round_trips_and_must_be_a_finite_time():
     from sova.service.wire import decode_envelope
 
-    action = A.Migrate(vm="vm1", dst="h2")
+    action = Migrate(vm="vm1", dst="h2")
     assert decode_envelope(encode_action("a1", action, 1.5e9)) == ("a1", action, 1.5e9)
     assert decode_envelope(encode_action("a1", action)) == ("a1", action, None)
     with pytest.raises(WireError, match=r"action\.expires: expected a finite number"):

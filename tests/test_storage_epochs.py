@@ -11,7 +11,7 @@ import pytest
 from helpers import make_scenario
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
-from sova.model import actions as A
+from sova.model.actions import OK, SetIoLimit, SetIoSize
 from sova.model.io_sample import IoThrottle
 from sova.model.scenario import ControlSpec
 from sova.model.schema import Field, InputError
@@ -73,7 +73,7 @@ def test_an_io_limit_set_between_fabric_steps_acts_from_the_next_epoch():
     sim = Simulator(fio_scenario(0.025, iops=4000))
     driver = SimDriver(sim)
     run(sim, 0.5)
-    assert driver.apply(A.SetIoLimit(vm="db", iops=1000)).status == A.OK
+    assert driver.apply(SetIoLimit(vm="db", iops=1000)).status == OK
     before = io_ops(sim)[0]
     run(sim, 0.5)
     assert before == pytest.approx(2000, rel=1e-9)
@@ -114,7 +114,7 @@ def test_a_storage_step_that_does_not_tile_the_step_is_refused(storage_step):
 
 def test_a_limit_below_a_closed_loop_streams_rate_holds_its_depth_in_the_vms_queue():
     sim = Simulator(fio_scenario(0.025, iops=5000, iodepth=16))
-    SimDriver(sim).apply(A.SetIoLimit(vm="db", iops=2000))
+    SimDriver(sim).apply(SetIoLimit(vm="db", iops=2000))
     run(sim, 2)
     ops = io_ops(sim)[0]
     assert ops == pytest.approx(4000, rel=1e-9)
@@ -169,12 +169,12 @@ def test_a_merge_limit_splits_each_io_into_the_fewest_equal_requests_within_it()
         simulator={"io_noise": False},
     )
     sim = Simulator(scenario)
-    SimDriver(sim).apply(A.SetIoSize("db", 12 * 1024))  # 16 KiB -> 2 requests of 8 KiB
+    SimDriver(sim).apply(SetIoSize("db", 12 * 1024))  # 16 KiB -> 2 requests of 8 KiB
     run(sim, 2)
     assert sim.counters["blk_rd_ops"][0] == pytest.approx(400)  # 2 s x 100 IOs x 2 requests
     assert sim.counters["blk_rd_bytes"][0] == pytest.approx(2 * 100 * 16 * 1024)  # the same bytes
     assert sim.io_served("fio")[0] == pytest.approx(100)  # the workload sees its own IOs
-    SimDriver(sim).apply(A.SetIoSize("db", 0))
+    SimDriver(sim).apply(SetIoSize("db", 0))
     run(sim, 1)
     assert sim.counters["blk_rd_ops"][0] == pytest.approx(500)
 
@@ -221,11 +221,11 @@ def test_under_a_merge_limit_a_sequential_streams_queued_ios_are_merged_and_a_ra
 def test_an_open_stream_held_back_by_its_limit_queues_what_it_was_not_served_and_serves_it_later():
     sim = Simulator(fio_scenario(0.025, iops=4000))  # open loop, 100 IOs an epoch
     driver = SimDriver(sim)
-    driver.apply(A.SetIoLimit(vm="db", iops=2000))
+    driver.apply(SetIoLimit(vm="db", iops=2000))
     run(sim, 0.1)
     assert sim.storage.queue[0] == pytest.approx(200)  # 4 epochs of 50 IOs not served
     queued_latency = sim.gauges["io"]["latency"][0]
-    driver.apply(A.SetIoLimit(vm="db", iops=0))
+    driver.apply(SetIoLimit(vm="db", iops=0))
     run(sim, 0.025)
     assert sim.gauges["io"]["served"][0] == pytest.approx(4000 + 200 / 0.025)  # the queue drains at once
     run(sim, 0.875)
@@ -237,7 +237,7 @@ def test_an_open_stream_held_back_by_its_limit_queues_what_it_was_not_served_and
 
 def test_an_open_stream_above_its_limit_keeps_at_most_the_guests_queue_and_waits_behind_it():
     sim = Simulator(fio_scenario(0.025, iops=5000))
-    SimDriver(sim).apply(A.SetIoLimit(vm="db", iops=1000))
+    SimDriver(sim).apply(SetIoLimit(vm="db", iops=1000))
     run(sim, 2)
     assert sim.storage.queue[0] == OPEN_QUEUE
     assert sim.gauges["io"]["served"][0] == pytest.approx(1000)  # what is beyond the queue is not issued

@@ -9,7 +9,7 @@ import pytest
 from helpers import make_scenario
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
-from sova.model import actions as A
+from sova.model.actions import FAILED, RUNNING, CreateVM, Migrate, SetCpu
 from sova.model.scenario import ControlSpec
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator
@@ -81,16 +81,16 @@ def test_a_vm_deleted_while_it_migrates_stops_the_migration_and_frees_its_vf():
     )
     sim = Simulator(scenario)
     driver = SimDriver(sim)
-    assert driver.apply(A.Migrate(vm="mover", dst="h2")).status == A.RUNNING
+    assert driver.apply(Migrate(vm="mover", dst="h2")).status == RUNNING
     assert sim.vf_used.tolist() == [0, 1]
     for _ in range(5):
         sim.step()
     assert sim.migration_log[-1].status == "cancelled" and not sim.migrations
     assert sim.vf_used.tolist() == [0, 0]
     assert [sim.host_mem_used(h) for h in range(2)] == [0.0, 0.0]
-    assert driver.poll(A.Migrate(vm="mover", dst="h2")).status == A.FAILED
-    refused = driver.apply(A.SetCpu(vm="mover", weight=10))
-    assert refused.status == A.FAILED and "not running" in refused.message
+    assert driver.poll(Migrate(vm="mover", dst="h2")).status == FAILED
+    refused = driver.apply(SetCpu(vm="mover", weight=10))
+    assert refused.status == FAILED and "not running" in refused.message
 
 
 def test_a_vm_with_a_named_host_that_is_full_when_it_comes_is_refused_and_said_so():
@@ -105,8 +105,8 @@ def test_a_vm_with_a_named_host_that_is_full_when_it_comes_is_refused_and_said_s
 
 def test_creating_a_vm_that_does_not_wait_for_a_host_fails_and_changes_nothing():
     sim = Simulator(make_scenario(hosts=HOSTS, vms=[{"name": "a", "host": "h1"}]))
-    outcome = SimDriver(sim).apply(A.CreateVM(vm="a", host="h2"))
-    assert outcome.status == A.FAILED and "runs already" in outcome.message
+    outcome = SimDriver(sim).apply(CreateVM(vm="a", host="h2"))
+    assert outcome.status == FAILED and "runs already" in outcome.message
     assert sim.vm_host.tolist() == [0]
 
 
@@ -187,7 +187,7 @@ def test_moves_and_creations_are_tracked_while_the_set_of_vms_changes():
     driver = SimDriver(sim)
     runtime = Runtime(driver, [], ControlSpec(monitor_period=1.0))
     runtime.tick()
-    assert driver.apply(A.Migrate(vm="mover", dst="h2")).status == A.RUNNING
+    assert driver.apply(Migrate(vm="mover", dst="h2")).status == RUNNING
     for _ in range(40):  # VMs arrive at 1 s and leave at 30 s while the migration runs and ends
         sim.step()
         runtime.tick()

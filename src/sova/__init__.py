@@ -1,7 +1,8 @@
 """Sova: an autonomic resource manager for virtualized data centers.
 
-The package is layered in floors (see DESIGN.md): ``model`` at the bottom; ``sim``, ``analyze`` and ``plan``
-on it; ``drivers`` on ``sim``; ``control`` on all of those; ``report`` and ``cli`` on top.
+The package is layered in floors (docs/architecture.md): ``model`` at the bottom; ``sim`` and ``analyze`` on
+it; ``plan`` and ``drivers`` on those; ``control`` (the loop) and ``lab``; ``experiments``; ``report``;
+``service`` and ``cli`` on top.
 """
 
 __version__ = "0.1.0"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from sova.control.audit import AuditLog
 from sova.drivers.base import Driver
-from sova.model import actions as A
+from sova.model.actions import OK, CreateVM
 from sova.model.knowledge import Knowledge
 from sova.plan.admission_policies import AdmissionPolicy
 
@@ -32,12 +32,12 @@ class Admission:
         proposed = set()
         for action in self.policy.admit(snapshot, requests, knowledge):
             outcome = self.driver.apply(action)
-            if isinstance(action, A.CreateVM):
+            if isinstance(action, CreateVM):
                 proposed.add(action.vm)
                 told = (action.vm, action.host)
             else:  # a host woken for requests: they are placed once it is on
                 told = ("wake", action.host)
-            if outcome.status == A.OK:
+            if outcome.status == OK:
                 self.audit.record(now, 0, "applied", action, outcome)
             elif told not in self._told:  # refused: said once, tried again later
                 self._told.add(told)
@@ -45,7 +45,7 @@ class Admission:
         for request in requests:
             if request.name not in proposed and request.name not in self._told:
                 self._told.add(request.name)
-                waiting = A.CreateVM(
+                waiting = CreateVM(
                     request.name, "", policy=self.policy.name, reason="no host that is on has room for it"
                 )
                 self.audit.record(now, 0, "waiting", waiting)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sova.model import actions as A
+from sova.model.actions import Action
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Claim:
     """An action, the policy that wants it, its priority and place in the profile, and whether it is in the
     executor's hands already (`running`: started; `queued`: waiting to start)."""
 
-    action: A.Action
+    action: Action
     rank: int
     order: int
     running: bool = False
@@ -36,18 +36,10 @@ class Claim:
 _EXCLUDES = {"into": {"sleep"}, "sleep": {"into", "sleep", "wake"}, "wake": {"sleep", "wake"}, "dom0": {"dom0"}}
 
 
-def _marks(action: A.Action) -> list[tuple[str, str]]:
-    """The (kind, name) marks an action leaves: ('vm', VM) for its VM, and what it does to a host."""
-    marks = [("vm", action.vm)] if getattr(action, "vm", None) else []
-    if isinstance(action, A.Migrate):
-        marks.append(("into", action.dst))
-    elif isinstance(action, (A.CreateVM, A.RestartVM)):
-        marks.append(("into", action.host))
-    elif isinstance(action, A.SetHostPower):
-        marks.append(("wake" if action.state == "on" else "sleep", action.host))
-    elif isinstance(action, A.SetDom0Weight):
-        marks.append(("dom0", action.host))
-    return marks
+def _marks(action: Action) -> list[tuple[str, str]]:
+    """The (kind, name) marks an action leaves: ('vm', VM) for its VM, and what it does to hosts (its kind
+    says: ``Action.host_marks``)."""
+    return [*((("vm", action.vm),) if getattr(action, "vm", None) else ()), *action.host_marks()]
 
 
 def _clashes(kind: str) -> set[str]:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sova.drivers.guest_agent import GuestChannel
-from sova.model import actions as A
+from sova.model.actions import Action
 
 NS = 1e-9
 CPU_PERIOD_US = 100_000  # vcpu_period used when a cap is set
@@ -80,7 +80,7 @@ class _VmState:
 
 @dataclass
 class _Job:
-    action: A.Action
+    action: Action
     started: float
     thread: threading.Thread | None = None
     error: str = ""

@@ -23,9 +23,9 @@ import numpy as np
 
 from sova.drivers.flow_counters import FlowCounters, vm_flows
 from sova.drivers.guest_agent import GuestChannel, GuestReport
+from sova.drivers.libvirt_actions import LIBVIRT_HANDLERS
 from sova.drivers.libvirt_common import (
     _MAC_RE,
-    CPU_PERIOD_US,
     GUEST_KINDS,
     NS,
     DriverError,
@@ -43,7 +43,16 @@ from sova.drivers.libvirt_io import LibvirtIo
 from sova.drivers.libvirt_migration import MigrationJobs
 from sova.drivers.libvirt_vfs import VfOperations
 from sova.drivers.vf import EmulatedVfs, SriovHost, vf_mac
-from sova.model import actions as A
+from sova.model.actions import (
+    FAILED,
+    OK,
+    Action,
+    AttachVF,
+    DetachVF,
+    Migrate,
+    Outcome,
+    SetDom0Weight,
+)
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 
@@ -274,15 +283,15 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
             weight[v], cap[v] = self._cpu_tune(dom, n_vcpu)
             has_vf = self._has_vf(xml, vf_macs)
             job = self._jobs.get(name)
-            if job and not job.done and isinstance(job.action, A.DetachVF):
+            if job and not job.done and isinstance(job.action, DetachVF):
                 nic.append("detaching")
-            elif job and not job.done and isinstance(job.action, A.AttachVF):
+            elif job and not job.done and isinstance(job.action, AttachVF):
                 nic.append("attaching")
             else:
                 nic.append("vf" if has_vf else "vnic")
             vf_rate[v] = state.vf_rate if has_vf else 0.0
             vfs_used[hi] += has_vf
-            migrating[v] = bool(job and not job.done and isinstance(job.action, A.Migrate))
+            migrating[v] = bool(job and not job.done and isinstance(job.action, Migrate))
         nic_rx, nic_tx = self._host_nic_counters(vm_host, c)
         flow_src, flow_dst, flow_bytes = vm_flows(self.flows.totals() if self.flows else {}, mac_owner)
         snap = Snapshot(
@@ -389,12 +398,12 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
         return float(p.get("cpu_shares", p.get("weight", 0))), cap  # KVM's shares; Xen's credit weight
 
     # ------------------------------------------------------------------ apply
-    def apply(self, action: A.Action) -> A.Outcome:
+    def apply(self, action: Action) -> Outcome:
         now = self.now()
         try:
             return self._apply(action, now)
         except Exception as e:  # libvirtError and friends: a failed outcome, never an exception
-            return A.Outcome(A.FAILED, _msg(e), started=now, finished=now)
+            return Outcome(FAILED, _msg(e), started=now, finished=now)
 
     def _dom(self, vm: str):
         host = self._where.get(vm)
@@ -408,65 +417,27 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
         except Exception as e:
             raise _Refused(f"{vm} vanished from {host}: {_msg(e)}") from e
 
-    def _apply(self, action: A.Action, now: float) -> A.Outcome:
+    def _apply(self, action: Action, now: float) -> Outcome:
+        """One action on its VM's host through its kind's handler (``libvirt_actions``); one at a time per VM."""
         vm = getattr(action, "vm", "")
         if vm and vm in self._jobs and not self._jobs[vm].done:
-            return A.Outcome(A.FAILED, f"{vm} already has a {self._jobs[vm].action.kind} in progress", now, now)
+            return Outcome(FAILED, f"{vm} already has a {self._jobs[vm].action.kind} in progress", now, now)
+        handler = LIBVIRT_HANDLERS.get(type(action))
+        if handler is None:
+            return Outcome(FAILED, f"the libvirt driver cannot apply {action.kind}", now, now)
         try:
-            if isinstance(action, A.SetDom0Weight):
-                return self._set_dom0_weight(action, now)
-            if isinstance(action, A.SetHostPower):
-                raise _Refused("switching a host's power needs IPMI or wake-on-LAN, which this driver does not drive")
-            if isinstance(action, A.RestartVM):
-                return self._restart(action, now)
-            host, dom = self._dom(vm)
+            host, dom = self._dom(vm) if handler.needs_domain else (None, None)
+            return handler.apply(self, action, now, host, dom) or Outcome(OK, "applied", now, self.now())
         except _Refused as r:
-            return A.Outcome(A.FAILED, str(r), now, now)
-        live = self._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
-        if isinstance(action, A.Migrate):
-            return self._start_migration(action, host, dom, now)
-        if isinstance(action, A.AttachVF):
-            self._attach_vf(host, dom, vm, action.rate)
-            return A.Outcome(A.OK, self._vf_words(host, "attached"), now, self.now())
-        if isinstance(action, A.DetachVF):
-            job = _Job(action, now, src=host)
-            self._jobs[vm] = job
-            job.thread = threading.Thread(target=self._detach_job, args=(job, host, vm), daemon=True)
-            job.thread.start()
-            return A.Outcome(A.RUNNING, "VF unplug requested; waiting for the device-removed event", now)
-        if isinstance(action, A.SetVFRate):
-            self._set_vf_rate(host, dom, vm, action.rate)
-        elif isinstance(action, A.SetCpu):
-            params: dict[str, int] = {}
-            if action.weight > 0:
-                params["cpu_shares"] = int(action.weight)
-            if action.cap >= 0:
-                n = max(1, dom.info()[3])
-                params["vcpu_period"] = CPU_PERIOD_US
-                params["vcpu_quota"] = round(action.cap / n * CPU_PERIOD_US) if action.cap > 0 else -1
-            if params:
-                dom.setSchedulerParametersFlags(params, live)
-        elif isinstance(action, A.SetIoLimit):
-            for disk in re.findall(r"<target dev='(\w+)' bus=", self._xml(dom)):
-                dom.setBlockIoTune(disk, {"total_iops_sec": round(action.iops)}, live)
-        elif isinstance(action, A.SetIoSize):
-            why = "libvirt has no request-merge limit for a disk (the guest's queue/max_sectors_kb sets one)"
-            return A.Outcome(A.FAILED, why, now, now)
-        elif isinstance(action, A.SetNetLimit):
-            kib = max(1, round(action.rate / 8 / 1024)) if action.rate > 0 else 0
-            for dev in self._vnic_devices(dom, vm):
-                dom.setInterfaceParameters(dev, {"outbound.average": kib, "inbound.average": kib}, live)
-        else:
-            return A.Outcome(A.FAILED, f"the libvirt driver cannot apply {action.kind}", now, now)
-        return A.Outcome(A.OK, "applied", now, self.now())
+            return Outcome(FAILED, str(r), now, now)
 
-    def _set_dom0_weight(self, action: A.SetDom0Weight, now: float) -> A.Outcome:
+    def _set_dom0_weight(self, action: SetDom0Weight, now: float) -> Outcome:
         conn = self._conn(action.host) if action.host in self.host_names else None
         if conn is None:
-            return A.Outcome(A.FAILED, f"host {action.host} is unknown or unreachable", now, now)
+            return Outcome(FAILED, f"host {action.host} is unknown or unreachable", now, now)
         running = [] if is_xen(conn) else self._running_on(conn, action.host)
         done, words = set_dom0_weight(conn, running, action.weight, self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
-        return A.Outcome(A.OK if done else A.FAILED, words, now, self.now())
+        return Outcome(OK if done else FAILED, words, now, self.now())
 
     def _running_on(self, conn, host: str) -> list:
         """The guests that run on `host` now (a vanished or stopped one is left out)."""

@@ -15,7 +15,7 @@ import numpy as np
 
 from sova.drivers.last_report import with_vms_of_silent_hosts
 from sova.drivers.libvirt_common import _msg, _Refused
-from sova.model import actions as A
+from sova.model.actions import OK, Outcome, RestartVM
 from sova.model.snapshot import Snapshot
 
 
@@ -41,7 +41,7 @@ class HostFailover:
             except Exception:
                 state.definition = ""
 
-    def _restart(self, action: A.RestartVM, now: float) -> A.Outcome:
+    def _restart(self, action: RestartVM, now: float) -> Outcome:
         state = self._vm.get(action.vm)
         if state is None or not state.definition:
             raise _Refused(f"no definition of {action.vm} was read while its host was up")
@@ -55,4 +55,4 @@ class HostFailover:
             conn.defineXML(state.definition).create()
         except Exception as e:
             raise _Refused(f"{action.vm} could not be started on {action.host}: {_msg(e)}") from e
-        return A.Outcome(A.OK, f"{action.vm} defined and started on {action.host}", now, self.now())
+        return Outcome(OK, f"{action.vm} defined and started on {action.host}", now, self.now())

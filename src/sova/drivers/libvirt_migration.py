@@ -12,22 +12,22 @@ import time
 
 from sova.drivers.libvirt_common import _Job, _msg
 from sova.drivers.vf import vf_mac
-from sova.model import actions as A
+from sova.model.actions import CANCELLED, FAILED, OK, RUNNING, Action, Migrate, Outcome
 
 
 class MigrationJobs:
     """Live migrations on real hosts, in the background: a VF is taken off first and given back if the"""
 
-    def _start_migration(self, action: A.Migrate, host: str, dom, now: float) -> A.Outcome:
+    def _start_migration(self, action: Migrate, host: str, dom, now: float) -> Outcome:
         if action.dst not in self.hosts:
-            return A.Outcome(A.FAILED, f"no host named {action.dst!r}", now, now)
+            return Outcome(FAILED, f"no host named {action.dst!r}", now, now)
         if action.dst == host:
-            return A.Outcome(A.FAILED, f"{action.vm} already runs on {action.dst}", now, now)
+            return Outcome(FAILED, f"{action.vm} already runs on {action.dst}", now, now)
         job = _Job(action, now, src=host)
         self._jobs[action.vm] = job
         job.thread = threading.Thread(target=self._migrate_job, args=(job, host, dom), daemon=True)
         job.thread.start()
-        return A.Outcome(A.RUNNING, f"migrating {action.vm} from {host} to {action.dst}", now)
+        return Outcome(RUNNING, f"migrating {action.vm} from {host} to {action.dst}", now)
 
     def _migrate_job(self, job: _Job, src: str, dom) -> None:
         vm, dst = job.action.vm, job.action.dst  # type: ignore[attr-defined]
@@ -89,24 +89,24 @@ class MigrationJobs:
         except Exception as e:
             job.error += f"; recovering on {src} failed: {_msg(e)}"
 
-    def poll(self, action: A.Action) -> A.Outcome:
+    def poll(self, action: Action) -> Outcome:
         vm = getattr(action, "vm", "")
         job = self._jobs.get(vm)
         now = self.now()
         if job is None or job.action is not action:
-            return A.Outcome(A.OK, "done", finished=now)
+            return Outcome(OK, "done", finished=now)
         if not job.done:
             msg = "waiting for the device-removed event"
-            if isinstance(action, A.Migrate):
+            if isinstance(action, Migrate):
                 msg = self._progress(vm, job.src)
-            return A.Outcome(A.RUNNING, msg, started=job.started)
+            return Outcome(RUNNING, msg, started=job.started)
         del self._jobs[vm]
         if job.cancelled:
-            return A.Outcome(A.CANCELLED, f"cancelled; {job.error}", job.started, now, job.details)
+            return Outcome(CANCELLED, f"cancelled; {job.error}", job.started, now, job.details)
         if job.error:
-            return A.Outcome(A.FAILED, job.error, job.started, now, job.details)
-        what = f"on {job.action.dst}" if isinstance(action, A.Migrate) else "VF detached"  # type: ignore[attr-defined]
-        return A.Outcome(A.OK, what, job.started, now, job.details)
+            return Outcome(FAILED, job.error, job.started, now, job.details)
+        what = f"on {job.action.dst}" if isinstance(action, Migrate) else "VF detached"  # type: ignore[attr-defined]
+        return Outcome(OK, what, job.started, now, job.details)
 
     def _progress(self, vm: str, src: str) -> str:
         conn = self._conns.get(src)
@@ -117,12 +117,12 @@ class MigrationJobs:
         except Exception:
             return "migrating"
 
-    def cancel(self, action: A.Action) -> A.Outcome:
+    def cancel(self, action: Action) -> Outcome:
         vm = getattr(action, "vm", "")
         job = self._jobs.get(vm)
         now = self.now()
-        if job is None or job.done or not isinstance(action, A.Migrate):
-            return A.Outcome(A.OK, "nothing to cancel", finished=now)
+        if job is None or job.done or not isinstance(action, Migrate):
+            return Outcome(OK, "nothing to cancel", finished=now)
         job.cancelled = True
         conn = self._conn(job.src)
         if conn is not None:
@@ -131,6 +131,4 @@ class MigrationJobs:
         if job.thread is not None:
             job.thread.join(timeout=30)
         self._jobs.pop(vm, None)
-        return A.Outcome(
-            A.CANCELLED, f"migration aborted; {job.error or 'the VM stays on ' + job.src}", job.started, now
-        )
+        return Outcome(CANCELLED, f"migration aborted; {job.error or 'the VM stays on ' + job.src}", job.started, now)

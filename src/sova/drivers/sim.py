@@ -9,13 +9,16 @@ from __future__ import annotations
 import numpy as np
 
 from sova.drivers.last_report import held_for_silent_hosts
-from sova.model import actions as A
+from sova.drivers.sim_actions import SIM_HANDLERS, SimHandler
+from sova.model.actions import FAILED, OK, Action, Outcome
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 from sova.sim.datapath import VM
 from sova.sim.engine import Simulator
 from sova.sim.host_power import STATE_NAMES
 from sova.sim.records import SimError
+
+DONE_AT_ONCE = SimHandler()  # poll and cancel of a kind the driver has no handler for
 
 
 class SimDriver:
@@ -26,7 +29,7 @@ class SimDriver:
         self._vm = {n: i for i, n in enumerate(sim.vm_names)}
         self._host = {n: i for i, n in enumerate(sim.host_names)}
         self._hosts = tuple(sim.host_names)  # shared, as the VM names: equal snapshots compare by identity
-        self._started: dict[int, float] = {}
+        self.started: dict[int, float] = {}  # when each VM's latest migration started
         # VM-to-VM and VM-to-outside flows are the workloads': fixed for the run (only migration flows,
         # which start and end in Dom0, come and go), so their endpoints are read once
         self._all_vm_flows = np.array(
@@ -68,7 +71,7 @@ class SimDriver:
         if getattr(self, "_io_key", None) != key:
             self._io_key, self._io_index = (
                 key,
-                np.array([self._vm_index(v, present=False) for v in key], dtype=np.int64),
+                np.array([self.vm_index(v, present=False) for v in key], dtype=np.int64),
             )
         return self._io_index
 
@@ -155,7 +158,7 @@ class SimDriver:
             for vm, since in sorted(s.waiting.items(), key=lambda item: (item[1], item[0]))
         ]
 
-    def _vm_index(self, name: str, present: bool = True) -> int:
+    def vm_index(self, name: str, present: bool = True) -> int:
         """The VM's row; one that is not running (not arrived, or deleted) is refused unless `present` is
         False (creating it)."""
         if name not in self._vm:
@@ -165,101 +168,25 @@ class SimDriver:
             self.sim.require_running(vm)
         return vm
 
-    def _host_index(self, name: str) -> int:
+    def host_index(self, name: str) -> int:
         if name not in self._host:
             raise SimError(f"no host named {name!r}")
         return self._host[name]
 
-    def apply(self, action: A.Action) -> A.Outcome:
-        s, now = self.sim, self.sim.t
+    def apply(self, action: Action) -> Outcome:
+        """Carry the action out through its kind's handler (``sim_actions``); a refusal is a failed outcome."""
+        now = self.sim.t
+        handler = SIM_HANDLERS.get(type(action))
+        if handler is None:
+            return Outcome(FAILED, f"the sim driver cannot apply {action.kind}", started=now, finished=now)
         try:
-            if isinstance(action, A.Migrate):
-                vm = self._vm_index(action.vm)
-                s.start_migration(vm, self._host_index(action.dst))
-                self._started[vm] = now
-                return A.Outcome(A.RUNNING, f"migrating {action.vm} to {action.dst}", started=now)
-            if isinstance(action, A.AttachVF):
-                s.attach_vf(self._vm_index(action.vm), action.rate)
-                return A.Outcome(A.RUNNING, "VF hot-plug in progress", started=now)
-            if isinstance(action, A.DetachVF):
-                s.detach_vf(self._vm_index(action.vm))
-                return A.Outcome(A.RUNNING, "traffic moved to the vNIC standby; VF unplugging", started=now)
-            if isinstance(action, A.RestartVM):
-                s.restart_vm(self._vm_index(action.vm, present=False), self._host_index(action.host))
-                return A.Outcome(A.RUNNING, f"{action.vm} booting on {action.host}", started=now)
-            if isinstance(action, A.CreateVM):
-                s.create_vm(self._vm_index(action.vm, present=False), self._host_index(action.host))
-            elif isinstance(action, A.SetVFRate):
-                s.set_vf_rate(self._vm_index(action.vm), action.rate)
-            elif isinstance(action, A.SetCpu):
-                vm = self._vm_index(action.vm)
-                if action.weight > 0:
-                    s.vm_weight[vm] = action.weight
-                if action.cap >= 0:
-                    s.vm_cap[vm] = action.cap
-            elif isinstance(action, A.SetIoLimit):
-                s.vm_io.limit[self._vm_index(action.vm)] = action.iops
-            elif isinstance(action, A.SetIoSize):
-                s.vm_io.size_limit[self._vm_index(action.vm)] = action.size
-            elif isinstance(action, A.SetNetLimit):
-                s.vm_net_limit[self._vm_index(action.vm)] = action.rate
-            elif isinstance(action, A.SetHostPower):
-                s.set_host_power(self._host_index(action.host), action.state)
-            elif isinstance(action, A.SetDom0Weight):
-                s.dom0_weight[self._host_index(action.host)] = action.weight
-            else:
-                return A.Outcome(A.FAILED, f"the sim driver cannot apply {action.kind}", started=now, finished=now)
+            return handler.apply(self, action) or Outcome(OK, "applied", started=now, finished=now)
         except SimError as exc:
-            return A.Outcome(A.FAILED, str(exc), started=now, finished=now)
-        return A.Outcome(A.OK, "applied", started=now, finished=now)
+            return Outcome(FAILED, str(exc), started=now, finished=now)
 
-    def poll(self, action: A.Action) -> A.Outcome:
-        s, now = self.sim, self.sim.t
-        if isinstance(action, A.Migrate):
-            vm = self._vm_index(action.vm, present=False)
-            state = s.migration_state(vm)
-            if state == "running":
-                mig, _ = s.migrations[vm]
-                return A.Outcome(
-                    A.RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent", started=self._started.get(vm, now)
-                )
-            rec = s.last_migration[vm]
-            details = {
-                "bytes": rec.bytes,
-                "downtime": rec.downtime,
-                "rounds": rec.rounds,
-                "duration": rec.finished - rec.started,
-                "throttle": rec.throttle,
-                "mode": rec.mode,
-            }
-            status = A.OK if rec.moved else A.FAILED  # not-converged still moved the VM, with a long downtime
-            return A.Outcome(status, rec.status, started=rec.started, finished=rec.finished, details=details)
-        if isinstance(action, A.AttachVF):
-            state = s.vf_state(self._vm_index(action.vm, present=False))
-            if state == "attaching":
-                return A.Outcome(A.RUNNING, "VF hot-plug in progress")
-            if state == "attached":
-                return A.Outcome(A.OK, "VF attached", finished=now)
-            return A.Outcome(A.FAILED, f"VF state is {state}", finished=now)
-        if isinstance(action, A.DetachVF):
-            if s.vf_state(self._vm_index(action.vm, present=False)) == "detaching":
-                return A.Outcome(A.RUNNING, "waiting for the device-removed event")
-            return A.Outcome(A.OK, "VF detached", finished=now)
-        if isinstance(action, A.RestartVM):
-            state = s.restart_state(self._vm_index(action.vm, present=False))
-            if state == "booting":
-                return A.Outcome(A.RUNNING, "booting")
-            if state == "running":
-                return A.Outcome(A.OK, f"running on {action.host}", finished=now)
-            return A.Outcome(A.FAILED, f"{action.vm} is down", finished=now)
-        return A.Outcome(A.OK, "done", finished=now)
+    def poll(self, action: Action) -> Outcome:
+        handler = SIM_HANDLERS.get(type(action), DONE_AT_ONCE)
+        return handler.poll(self, action)
 
-    def cancel(self, action: A.Action) -> A.Outcome:
-        s, now = self.sim, self.sim.t
-        if isinstance(action, A.Migrate):
-            vm = self._vm_index(action.vm, present=False)
-            if vm in s.migrations:
-                if s.cancel_migration(vm, "cancelled"):
-                    return A.Outcome(A.CANCELLED, "migration cancelled; the VM stays on its source", finished=now)
-                return A.Outcome(A.RUNNING, "in post-copy, which cannot be cancelled; it runs to its end")
-        return A.Outcome(A.OK, "nothing to cancel", finished=now)
+    def cancel(self, action: Action) -> Outcome:
+        return SIM_HANDLERS.get(type(action), DONE_AT_ONCE).cancel(self, action)

@@ -15,7 +15,8 @@ import logging
 import time
 
 from sova.drivers.base import Driver
-from sova.model import actions as A
+from sova.model.actions import FAILED, REJECTED, Action, Outcome
+from sova.model.actions import RUNNING as ACTION_RUNNING
 from sova.service.bus import Bus, action_subject, outcome_subject
 from sova.service.ledger import FINISHED, RUNNING, STARTED, Ledger
 from sova.service.wire import WireError, decode_action, decode_envelope, encode_outcome
@@ -30,7 +31,7 @@ class ActionAgent:
     def __init__(self, bus: Bus, host: str, driver: Driver, ledger: Ledger, ack_wait: float = 30.0):
         """ack_wait: how long the bus waits for this agent to take an action before it delivers it again."""
         self.bus, self.host, self.driver, self.ledger, self.ack_wait = bus, host, driver, ledger, ack_wait
-        self.running: dict[str, A.Action] = {}  # long actions the driver is carrying out, by id
+        self.running: dict[str, Action] = {}  # long actions the driver is carrying out, by id
         self.applied = 0  # actions handed to the driver by this agent
         self.reader = None
 
@@ -40,7 +41,7 @@ class ActionAgent:
         self.ledger.prune(KEEP)
         self.reader = await self.bus.reader(action_subject(self.host), f"agent-{self.host}", self.ack_wait)
         for entry in self.ledger.unfinished(STARTED):
-            self._finish(entry.action_id, A.Outcome(A.FAILED, INTERRUPTED))
+            self._finish(entry.action_id, Outcome(FAILED, INTERRUPTED))
         for entry in self.ledger.unfinished(RUNNING):
             self.running[entry.action_id] = decode_action(entry.action)[1]
         await self._publish_pending()
@@ -64,7 +65,7 @@ class ActionAgent:
             action_id = _id_of(message.data)
             log.warning("refused an action%s: %s", f" ({action_id})" if action_id else "", err)
             if action_id and self.ledger.begin(action_id, message.data) is None:
-                self._finish(action_id, A.Outcome(A.REJECTED, f"not a well-formed action: {err}"))
+                self._finish(action_id, Outcome(REJECTED, f"not a well-formed action: {err}"))
             await message.term()  # never deliver it again
             return
         before = self.ledger.begin(action_id, message.data)
@@ -78,14 +79,14 @@ class ActionAgent:
             return
         late = time.time() - expires if expires is not None else 0.0
         if late > 0:  # it waited too long (this agent was away): the manager planned for another moment
-            self._finish(action_id, A.Outcome(A.REJECTED, f"{EXPIRED} ({late:.0f} s after it expired)"))
+            self._finish(action_id, Outcome(REJECTED, f"{EXPIRED} ({late:.0f} s after it expired)"))
             return
         self.applied += 1
         try:
             outcome = self.driver.apply(action)
         except Exception as err:  # a driver fault ends the action, never the agent
-            outcome = A.Outcome(A.FAILED, f"the driver failed: {err}")
-        if outcome.status == A.RUNNING:
+            outcome = Outcome(FAILED, f"the driver failed: {err}")
+        if outcome.status == ACTION_RUNNING:
             self.ledger.running(action_id)
             self.running[action_id] = action
         else:
@@ -96,12 +97,12 @@ class ActionAgent:
             try:
                 outcome = self.driver.poll(action)
             except Exception as err:  # a driver that no longer knows it (restarted) cannot say how it ended
-                outcome = A.Outcome(A.FAILED, f"{INTERRUPTED} ({err})")
-            if outcome.status != A.RUNNING:
+                outcome = Outcome(FAILED, f"{INTERRUPTED} ({err})")
+            if outcome.status != ACTION_RUNNING:
                 del self.running[action_id]
                 self._finish(action_id, outcome)
 
-    def _finish(self, action_id: str, outcome: A.Outcome) -> None:
+    def _finish(self, action_id: str, outcome: Outcome) -> None:
         self.ledger.finish(action_id, encode_outcome(action_id, outcome))
 
     async def _publish_pending(self) -> None:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from sova.model import actions as A
+from sova.model.actions import FAILED, RUNNING, Action, Outcome
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmRequest
 from sova.service.dispatch import ActionDispatch
@@ -27,7 +27,7 @@ from sova.service.reporting import ReportCollector
 class Outgoing:
     action_id: str
     host: str
-    action: A.Action
+    action: Action
     plan: int | None
 
 
@@ -56,24 +56,24 @@ class BusDriver:
     def requests(self) -> list[VmRequest]:
         return []  # VMs are created on the hosts, not through the manager (yet)
 
-    def apply(self, action: A.Action) -> A.Outcome:
+    def apply(self, action: Action) -> Outcome:
         now = self.now()
         host = self._host_of(action)
         if host is None:
-            return A.Outcome(A.FAILED, f"no fresh report holds {action.target!r}; not sent", now, now)
+            return Outcome(FAILED, f"no fresh report holds {action.target!r}; not sent", now, now)
         known = self.book.action_id(action)
         if known is None:
-            return A.Outcome(A.FAILED, "an action outside any plan of this manager; not sent", now, now)
+            return Outcome(FAILED, "an action outside any plan of this manager; not sent", now, now)
         self.outbox.append(Outgoing(known[0], host, action, known[1]))
-        return A.Outcome(A.RUNNING, f"sent to {host}'s agent", now)
+        return Outcome(RUNNING, f"sent to {host}'s agent", now)
 
-    def poll(self, action: A.Action) -> A.Outcome:
+    def poll(self, action: Action) -> Outcome:
         known = self.book.action_id(action)
         outcome = None if known is None else self.dispatch.outcomes.pop(known[0], None)
-        return outcome or A.Outcome(A.RUNNING, "waiting for the agent's outcome")
+        return outcome or Outcome(RUNNING, "waiting for the agent's outcome")
 
-    def cancel(self, action: A.Action) -> A.Outcome:
-        return A.Outcome(A.RUNNING, "sent to an agent: only its outcome can end it")
+    def cancel(self, action: Action) -> Outcome:
+        return Outcome(RUNNING, "sent to an agent: only its outcome can end it")
 
     def io_sample(self, vms) -> IoSample:
         raise RuntimeError("IO control runs in the agents, next to the hypervisor, not in the manager")
@@ -105,7 +105,7 @@ class BusDriver:
         for action_id in [a for a in self.dispatch.outcomes if a not in awaited]:
             del self.dispatch.outcomes[action_id]
 
-    def _host_of(self, action: A.Action) -> str | None:
+    def _host_of(self, action: Action) -> str | None:
         """The host whose agent carries out the action: the VM's (a migration's source) or the one named."""
         snap = self.collector.snapshot()
         if snap is None:

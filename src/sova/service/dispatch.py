@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import uuid
 
-from sova.model import actions as A
+from sova.model.actions import Action, Outcome
 from sova.service.bus import Bus, action_subject
 from sova.service.state import StateStore
 from sova.service.wire import WireError, decode_outcome, encode_action
@@ -24,7 +24,7 @@ class ActionDispatch:
         """store: where each action is recorded before it is sent and each outcome before it is
         acknowledged, so that a restarted manager knows what awaits an outcome (None: in memory only)."""
         self.bus, self.store, self.durable = bus, store, durable
-        self.outcomes: dict[str, A.Outcome] = {}  # what came of each action, by id
+        self.outcomes: dict[str, Outcome] = {}  # what came of each action, by id
         self.reader = None
 
     async def start(self) -> None:
@@ -33,7 +33,7 @@ class ActionDispatch:
     async def send(
         self,
         host: str,
-        action: A.Action,
+        action: Action,
         action_id: str | None = None,
         plan: int | None = None,
         expires: float | None = None,
@@ -55,7 +55,7 @@ class ActionDispatch:
             await self.bus.publish(action_subject(sent.host), sent.action_id, sent.action)
         return len(unanswered)
 
-    async def collect(self, wait: float = 0.5) -> list[tuple[str, A.Outcome]]:
+    async def collect(self, wait: float = 0.5) -> list[tuple[str, Outcome]]:
         """The outcomes that arrive within `wait` seconds, recorded before they are acknowledged."""
         try:
             messages = await self.reader.fetch(batch=64, timeout=wait)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from sova.analyze.findings import Finding
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor, PendingPlan
-from sova.model import actions as A
+from sova.model.actions import REJECTED, RUNNING, Action, Outcome
 from sova.service.state import StateStore
 from sova.service.wire import decode_action, encode_action, encode_outcome
 
@@ -33,7 +33,7 @@ class _Plan:
     created: float
     policy: str
     state: str = "proposed"
-    actions: list[A.Action] = field(default_factory=list)
+    actions: list[Action] = field(default_factory=list)
     findings: list[dict] = field(default_factory=list)
     ended: set[int] = field(default_factory=set)  # indices of the actions that ended
     written: bool = False  # the store has its row
@@ -48,17 +48,17 @@ class PlanBook(AuditLog):
         super().__init__()
         self.store = store
         self.plans: dict[int, _Plan] = {}  # plans not yet ended
-        self._ids: dict[int, tuple[str, A.Action, int, int]] = {}  # id(action) -> (its id, it, plan, index)
+        self._ids: dict[int, tuple[str, Action, int, int]] = {}  # id(action) -> (its id, it, plan, index)
         self._findings: dict[int, list[dict]] = {}  # findings of plans whose actions have not come yet
         self._states: dict[int, tuple[str, float, str | None]] = {}  # plan -> (state, when, by) to write
-        self._unsent: list[tuple[str, int, A.Action, A.Outcome]] = []
+        self._unsent: list[tuple[str, int, Action, Outcome]] = []
         self.decided_by: dict[int, str] = {}
 
     def known_ids(self) -> set[str]:
         """The ids of the actions of the plans this book holds."""
         return {known[0] for known in self._ids.values()}
 
-    def action_id(self, action: A.Action) -> tuple[str, int] | None:
+    def action_id(self, action: Action) -> tuple[str, int] | None:
         """The id of an action of a plan in this book, and its plan."""
         known = self._ids.get(id(action))
         return None if known is None or known[1] is not action else (known[0], known[2])
@@ -72,7 +72,7 @@ class PlanBook(AuditLog):
         super().record_note(time, policy, target, text)
         self.store.append_audit([self.entries[-1]])
 
-    def record(self, time: float, plan: int, event: str, action: A.Action, outcome: A.Outcome | None = None) -> None:
+    def record(self, time: float, plan: int, event: str, action: Action, outcome: Outcome | None = None) -> None:
         super().record(time, plan, event, action, outcome)
         if event == "proposed":
             self._propose(time, plan, action)
@@ -86,10 +86,10 @@ class PlanBook(AuditLog):
             self._set_state(book, "rejected" if event == "rejected" else event, decided_at=time)
         elif event == "approved":
             self._set_state(book, "executing", decided_at=time)
-        elif event in ("rejected", "finished", "applied") and (event != "applied" or outcome.status != A.RUNNING):
+        elif event in ("rejected", "finished", "applied") and (event != "applied" or outcome.status != RUNNING):
             self._end(book, action, outcome, refused=event != "finished")
 
-    def _propose(self, time: float, plan: int, action: A.Action) -> None:
+    def _propose(self, time: float, plan: int, action: Action) -> None:
         book = self.plans.get(plan)
         if book is None:
             book = _Plan(plan, secrets.token_hex(4), time, action.policy, findings=self._findings.pop(plan, []))
@@ -109,12 +109,12 @@ class PlanBook(AuditLog):
             by = self.decided_by.pop(book.id, None) if decided_at is not None else None
         self._states[book.id] = (state, decided_at, by)
 
-    def _end(self, book: _Plan, action: A.Action, outcome: A.Outcome | None, refused: bool) -> None:
+    def _end(self, book: _Plan, action: Action, outcome: Outcome | None, refused: bool) -> None:
         known = self._ids.pop(id(action), None)
         if known is None:
             return
         if refused and book.state == "executing":  # never sent: recorded so that no restart sends it
-            self._unsent.append((known[0], book.id, action, outcome or A.Outcome(A.REJECTED, "refused")))
+            self._unsent.append((known[0], book.id, action, outcome or Outcome(REJECTED, "refused")))
         book.ended.add(known[3])
         if book.state == "executing" and len(book.ended) == len(book.actions):
             self._set_state(book, "done")
@@ -178,7 +178,7 @@ class PlanBook(AuditLog):
         return taken
 
 
-def _wire(action: A.Action) -> dict:
+def _wire(action: Action) -> dict:
     """An action as its plan's record holds it: its wire form without an id."""
     raw = json.loads(encode_action("-", action))
     del raw["id"]

@@ -12,27 +12,27 @@ import math
 from dataclasses import MISSING, fields
 from typing import Any
 
-from sova.model import actions as A
+from sova.model.actions import ACTION_KINDS, Action, Outcome
 
 
 class WireError(ValueError):
     """A message that is not a well-formed action or outcome."""
 
 
-def encode_action(action_id: str, action: A.Action, expires: float | None = None) -> bytes:
+def encode_action(action_id: str, action: Action, expires: float | None = None) -> bytes:
     """`expires`: the wall-clock time (Unix seconds) after which the agent must not start it."""
     body = {f.name: getattr(action, f.name) for f in fields(action)}
     envelope = {"id": action_id, "kind": action.kind} | ({"expires": expires} if expires is not None else {})
     return json.dumps(envelope | body, allow_nan=False).encode()
 
 
-def decode_action(payload: bytes) -> tuple[str, A.Action]:
+def decode_action(payload: bytes) -> tuple[str, Action]:
     """The action id and the action of a message."""
     action_id, action, _ = decode_envelope(payload)
     return action_id, action
 
 
-def decode_envelope(payload: bytes) -> tuple[str, A.Action, float | None]:
+def decode_envelope(payload: bytes) -> tuple[str, Action, float | None]:
     """The action id, the action, and when it expires (None: never) of a message."""
     raw = _object(payload, "action")
     expires = raw.pop("expires", None)
@@ -40,9 +40,9 @@ def decode_envelope(payload: bytes) -> tuple[str, A.Action, float | None]:
         expires = _typed(expires, "float", "action.expires")
     action_id = _text(raw, "id")
     kind = _text(raw, "kind")
-    cls = A.ACTION_KINDS.get(kind)
+    cls = ACTION_KINDS.get(kind)
     if cls is None:
-        raise WireError(f"action.kind: {kind!r} is not one of {', '.join(sorted(A.ACTION_KINDS))}")
+        raise WireError(f"action.kind: {kind!r} is not one of {', '.join(sorted(ACTION_KINDS))}")
     expected = {f.name: f for f in fields(cls)}
     unexpected = sorted(set(raw) - set(expected) - {"id", "kind"})
     if unexpected:
@@ -57,7 +57,7 @@ def decode_envelope(payload: bytes) -> tuple[str, A.Action, float | None]:
     return action_id, cls(**values), expires
 
 
-def encode_outcome(action_id: str, outcome: A.Outcome) -> bytes:
+def encode_outcome(action_id: str, outcome: Outcome) -> bytes:
     body = {
         "id": action_id,
         "status": outcome.status,
@@ -69,7 +69,7 @@ def encode_outcome(action_id: str, outcome: A.Outcome) -> bytes:
     return json.dumps(body, allow_nan=False, default=str).encode()
 
 
-def decode_outcome(payload: bytes) -> tuple[str, A.Outcome]:
+def decode_outcome(payload: bytes) -> tuple[str, Outcome]:
     raw = _object(payload, "outcome")
     action_id, status, message = _text(raw, "id"), _text(raw, "status"), raw.get("message", "")
     if not isinstance(message, str):
@@ -80,7 +80,7 @@ def decode_outcome(payload: bytes) -> tuple[str, A.Outcome]:
     details = raw.get("details", {})
     if not isinstance(details, dict):
         raise WireError("outcome.details: expected an object")
-    return action_id, A.Outcome(status, message, started, finished, details)
+    return action_id, Outcome(status, message, started, finished, details)
 
 
 def _object(payload: bytes, what: str) -> dict:

@@ -1,0 +1,152 @@
+"""How the libvirt driver carries out each kind of action on real hosts: one handler per kind, registered for
+its class.
+
+A handler's ``apply`` gets the VM's host and domain (unless it acts on a host: ``needs_domain`` False) and
+either finishes the action (None: "applied"), or starts a background job the driver's ``poll`` and
+``cancel`` follow (migrations, VF unplugs), or refuses. A kind without a handler fails with a message saying
+so; a libvirt error is a failed outcome (``LibvirtDriver.apply``), never an exception.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+
+from sova.drivers.libvirt_common import CPU_PERIOD_US, _Job, _Refused
+from sova.model.actions import (
+    FAILED,
+    OK,
+    RUNNING,
+    Action,
+    AttachVF,
+    DetachVF,
+    Migrate,
+    Outcome,
+    RestartVM,
+    SetCpu,
+    SetDom0Weight,
+    SetHostPower,
+    SetIoLimit,
+    SetIoSize,
+    SetNetLimit,
+    SetVFRate,
+)
+
+
+class LibvirtHandler:
+    """What the libvirt driver does for one kind of action."""
+
+    needs_domain = True  # apply gets the VM's host and domain (looked up first: a VM gone is a refusal)
+
+    def apply(self, driver, action, now: float, host: str | None, dom) -> Outcome | None:
+        raise NotImplementedError
+
+
+LIBVIRT_HANDLERS: dict[type[Action], LibvirtHandler] = {}
+
+
+def handles(kind: type[Action]):
+    """Class decorator: its instance is the libvirt driver's handler for actions of `kind`."""
+
+    def register(cls: type[LibvirtHandler]) -> type[LibvirtHandler]:
+        LIBVIRT_HANDLERS[kind] = cls()
+        return cls
+
+    return register
+
+
+def _live(driver) -> int:
+    return driver._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
+
+
+@handles(SetDom0Weight)
+class _SetDom0Weight(LibvirtHandler):
+    needs_domain = False
+
+    def apply(self, driver, action, now, host, dom):
+        return driver._set_dom0_weight(action, now)
+
+
+@handles(SetHostPower)
+class _SetHostPower(LibvirtHandler):
+    needs_domain = False
+
+    def apply(self, driver, action, now, host, dom):
+        raise _Refused("switching a host's power needs IPMI or wake-on-LAN, which this driver does not drive")
+
+
+@handles(RestartVM)
+class _RestartVM(LibvirtHandler):
+    needs_domain = False
+
+    def apply(self, driver, action, now, host, dom):
+        return driver._restart(action, now)
+
+
+@handles(Migrate)
+class _Migrate(LibvirtHandler):
+    def apply(self, driver, action, now, host, dom):
+        return driver._start_migration(action, host, dom, now)
+
+
+@handles(AttachVF)
+class _AttachVF(LibvirtHandler):
+    def apply(self, driver, action, now, host, dom):
+        driver._attach_vf(host, dom, action.vm, action.rate)
+        return Outcome(OK, driver._vf_words(host, "attached"), now, driver.now())
+
+
+@handles(DetachVF)
+class _DetachVF(LibvirtHandler):
+    def apply(self, driver, action, now, host, dom):
+        job = _Job(action, now, src=host)
+        driver._jobs[action.vm] = job
+        job.thread = threading.Thread(target=driver._detach_job, args=(job, host, action.vm), daemon=True)
+        job.thread.start()
+        return Outcome(RUNNING, "VF unplug requested; waiting for the device-removed event", now)
+
+
+@handles(SetVFRate)
+class _SetVFRate(LibvirtHandler):
+    def apply(self, driver, action, now, host, dom):
+        driver._set_vf_rate(host, dom, action.vm, action.rate)
+
+
+@handles(SetCpu)
+class _SetCpu(LibvirtHandler):
+    """KVM's cpu_shares for the weight; the cap as a quota of each vCPU's period."""
+
+    def apply(self, driver, action, now, host, dom):
+        params: dict[str, int] = {}
+        if action.weight > 0:
+            params["cpu_shares"] = int(action.weight)
+        if action.cap >= 0:
+            n = max(1, dom.info()[3])
+            params["vcpu_period"] = CPU_PERIOD_US
+            params["vcpu_quota"] = round(action.cap / n * CPU_PERIOD_US) if action.cap > 0 else -1
+        if params:
+            dom.setSchedulerParametersFlags(params, _live(driver))
+
+
+@handles(SetIoLimit)
+class _SetIoLimit(LibvirtHandler):
+    def apply(self, driver, action, now, host, dom):
+        for disk in re.findall(r"<target dev='(\w+)' bus=", driver._xml(dom)):
+            dom.setBlockIoTune(disk, {"total_iops_sec": round(action.iops)}, _live(driver))
+
+
+@handles(SetIoSize)
+class _SetIoSize(LibvirtHandler):
+    def apply(self, driver, action, now, host, dom):
+        why = "libvirt has no request-merge limit for a disk (the guest's queue/max_sectors_kb sets one)"
+        return Outcome(FAILED, why, now, now)
+
+
+@handles(SetNetLimit)
+class _SetNetLimit(LibvirtHandler):
+    """The vNIC's average rate both ways, in KiB/s as libvirt takes it (0: no limit)."""
+
+    def apply(self, driver, action, now, host, dom):
+        kib = max(1, round(action.rate / 8 / 1024)) if action.rate > 0 else 0
+        for dev in driver._vnic_devices(dom, action.vm):
+            dom.setInterfaceParameters(dev, {"outbound.average": kib, "inbound.average": kib}, _live(driver))

@@ -1,0 +1,201 @@
+"""How the ``sim`` driver carries out each kind of action: one handler per kind, registered for its class.
+
+A handler's ``apply`` starts the action on the simulator (an outcome for what takes time, None for what is
+done at once); ``poll`` says how a running one stands; ``cancel`` stops one if it can. A kind without a
+handler here fails with a message saying so. The simulator's refusals (``SimError``) become failed outcomes
+in ``SimDriver``, never exceptions.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from sova.model.actions import (
+    CANCELLED,
+    FAILED,
+    OK,
+    RUNNING,
+    Action,
+    AttachVF,
+    CreateVM,
+    DetachVF,
+    Migrate,
+    Outcome,
+    RestartVM,
+    SetCpu,
+    SetDom0Weight,
+    SetHostPower,
+    SetIoLimit,
+    SetIoSize,
+    SetNetLimit,
+    SetVFRate,
+)
+from sova.sim.engine import Simulator
+
+
+class SimDriver(Protocol):
+    """What a handler uses of the driver: the simulator, names to rows, the clock, migrations' starts."""
+
+    sim: Simulator
+    started: dict[int, float]
+
+    def vm_index(self, name: str, present: bool = True) -> int: ...
+
+    def host_index(self, name: str) -> int: ...
+
+    def now(self) -> float: ...
+
+
+class SimHandler:
+    """What the sim driver does for one kind of action; by default, done at once and nothing to cancel."""
+
+    def apply(self, driver: SimDriver, action) -> Outcome | None:
+        raise NotImplementedError
+
+    def poll(self, driver: SimDriver, action) -> Outcome:
+        return Outcome(OK, "done", finished=driver.now())
+
+    def cancel(self, driver: SimDriver, action) -> Outcome:
+        return Outcome(OK, "nothing to cancel", finished=driver.now())
+
+
+SIM_HANDLERS: dict[type[Action], SimHandler] = {}
+
+
+def handles(kind: type[Action]):
+    """Class decorator: its instance is the sim driver's handler for actions of `kind`."""
+
+    def register(cls: type[SimHandler]) -> type[SimHandler]:
+        SIM_HANDLERS[kind] = cls()
+        return cls
+
+    return register
+
+
+@handles(Migrate)
+class _Migrate(SimHandler):
+    def apply(self, driver, action):
+        vm = driver.vm_index(action.vm)
+        driver.sim.start_migration(vm, driver.host_index(action.dst))
+        driver.started[vm] = driver.now()
+        return Outcome(RUNNING, f"migrating {action.vm} to {action.dst}", started=driver.now())
+
+    def poll(self, driver, action):
+        sim, vm = driver.sim, driver.vm_index(action.vm, present=False)
+        if sim.migration_state(vm) == "running":
+            mig, _ = sim.migrations[vm]
+            started = driver.started.get(vm, driver.now())
+            return Outcome(RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent", started=started)
+        rec = sim.last_migration[vm]
+        details = {
+            "bytes": rec.bytes,
+            "downtime": rec.downtime,
+            "rounds": rec.rounds,
+            "duration": rec.finished - rec.started,
+            "throttle": rec.throttle,
+            "mode": rec.mode,
+        }
+        status = OK if rec.moved else FAILED  # not-converged still moved the VM, with a long downtime
+        return Outcome(status, rec.status, started=rec.started, finished=rec.finished, details=details)
+
+    def cancel(self, driver, action):
+        sim, vm = driver.sim, driver.vm_index(action.vm, present=False)
+        if vm not in sim.migrations:
+            return super().cancel(driver, action)
+        if sim.cancel_migration(vm, "cancelled"):
+            return Outcome(CANCELLED, "migration cancelled; the VM stays on its source", finished=driver.now())
+        return Outcome(RUNNING, "in post-copy, which cannot be cancelled; it runs to its end")
+
+
+@handles(AttachVF)
+class _AttachVF(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.attach_vf(driver.vm_index(action.vm), action.rate)
+        return Outcome(RUNNING, "VF hot-plug in progress", started=driver.now())
+
+    def poll(self, driver, action):
+        state = driver.sim.vf_state(driver.vm_index(action.vm, present=False))
+        if state == "attaching":
+            return Outcome(RUNNING, "VF hot-plug in progress")
+        if state == "attached":
+            return Outcome(OK, "VF attached", finished=driver.now())
+        return Outcome(FAILED, f"VF state is {state}", finished=driver.now())
+
+
+@handles(DetachVF)
+class _DetachVF(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.detach_vf(driver.vm_index(action.vm))
+        return Outcome(RUNNING, "traffic moved to the vNIC standby; VF unplugging", started=driver.now())
+
+    def poll(self, driver, action):
+        if driver.sim.vf_state(driver.vm_index(action.vm, present=False)) == "detaching":
+            return Outcome(RUNNING, "waiting for the device-removed event")
+        return Outcome(OK, "VF detached", finished=driver.now())
+
+
+@handles(RestartVM)
+class _RestartVM(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.restart_vm(driver.vm_index(action.vm, present=False), driver.host_index(action.host))
+        return Outcome(RUNNING, f"{action.vm} booting on {action.host}", started=driver.now())
+
+    def poll(self, driver, action):
+        state = driver.sim.restart_state(driver.vm_index(action.vm, present=False))
+        if state == "booting":
+            return Outcome(RUNNING, "booting")
+        if state == "running":
+            return Outcome(OK, f"running on {action.host}", finished=driver.now())
+        return Outcome(FAILED, f"{action.vm} is down", finished=driver.now())
+
+
+@handles(CreateVM)
+class _CreateVM(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.create_vm(driver.vm_index(action.vm, present=False), driver.host_index(action.host))
+
+
+@handles(SetVFRate)
+class _SetVFRate(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.set_vf_rate(driver.vm_index(action.vm), action.rate)
+
+
+@handles(SetCpu)
+class _SetCpu(SimHandler):
+    def apply(self, driver, action):
+        vm = driver.vm_index(action.vm)
+        if action.weight > 0:
+            driver.sim.vm_weight[vm] = action.weight
+        if action.cap >= 0:
+            driver.sim.vm_cap[vm] = action.cap
+
+
+@handles(SetIoLimit)
+class _SetIoLimit(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.vm_io.limit[driver.vm_index(action.vm)] = action.iops
+
+
+@handles(SetIoSize)
+class _SetIoSize(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.vm_io.size_limit[driver.vm_index(action.vm)] = action.size
+
+
+@handles(SetNetLimit)
+class _SetNetLimit(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.vm_net_limit[driver.vm_index(action.vm)] = action.rate
+
+
+@handles(SetHostPower)
+class _SetHostPower(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.set_host_power(driver.host_index(action.host), action.state)
+
+
+@handles(SetDom0Weight)
+class _SetDom0Weight(SimHandler):
+    def apply(self, driver, action):
+        driver.sim.dom0_weight[driver.host_index(action.host)] = action.weight

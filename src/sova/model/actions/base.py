@@ -1,0 +1,90 @@
+"""What every action is: plain data with the reason it was chosen, a kind name, and what it claims.
+
+An action kind is a frozen dataclass subclassing ``Action`` with its name given in the class statement
+(``class Migrate(Action, kind="migrate")``), which registers it (``ACTION_KINDS``: the names the audit log
+and the service's wire use). Besides its data, a kind says, for the framework that handles every kind alike:
+- ``placed_on``: the host it puts a VM on, if any (placement rules, the destination's silence, conflicts);
+- ``host_marks()``: what it does to a host, by which it excludes other actions there (the arbiter);
+- ``vm_host_acts``: whether it acts on its VM's current host (a restart's VM is on a failed host: it does not).
+How a driver carries a kind out is that driver's handler for it (``sova.drivers.sim_actions``,
+``sova.drivers.libvirt_actions``); the executor's rails for kinds that need more than the common ones are
+``sova.control.action_rails``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+ACTION_KINDS: dict[str, type[Action]] = {}  # kind name -> class, for the audit log and the wire
+
+
+@dataclass(frozen=True)
+class Action:
+    """Base of all actions: the VM or host it targets and why it was chosen."""
+
+    reason: str = field(default="", kw_only=True)
+    policy: str = field(default="", kw_only=True)
+
+    kind: ClassVar[str] = ""
+    vm_host_acts: ClassVar[bool] = True  # it acts on the host its VM runs on now
+
+    def __init_subclass__(cls, kind: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if kind:
+            if kind in ACTION_KINDS:
+                raise ValueError(
+                    f"action kind {kind!r} is defined twice ({ACTION_KINDS[kind].__name__}, {cls.__name__})"
+                )
+            cls.kind = kind
+            ACTION_KINDS[kind] = cls
+
+    @property
+    def target(self) -> str:
+        return getattr(self, "vm", "") or getattr(self, "host", "")
+
+    @property
+    def placed_on(self) -> str | None:
+        """The host this action puts its VM on (a migration's destination, where a VM is created or booted)."""
+        return None
+
+    def host_marks(self) -> tuple[tuple[str, str], ...]:
+        """What it does to hosts, as (mark, host): "into" (a VM comes), "sleep", "wake", "dom0" (its weight)."""
+        return (("into", self.placed_on),) if self.placed_on else ()
+
+    def describe(self) -> str:
+        args = ((k, getattr(self, k)) for k in _described_fields(type(self)))
+        text = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in args)
+        return f"{self.kind} {text}"
+
+
+# Outcome statuses
+OK, RUNNING, FAILED, REJECTED, TIMEOUT, CANCELLED, PENDING, DRY_RUN, EXPIRED = (
+    "ok",
+    "running",
+    "failed",
+    "rejected",
+    "timeout",
+    "cancelled",
+    "pending-approval",
+    "dry-run",
+    "expired",
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What came of an action: a status from the list above and a message saying why."""
+
+    status: str
+    message: str = ""
+    started: float = 0.0
+    finished: float | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@functools.cache
+def _described_fields(cls: type) -> tuple[str, ...]:
+    """The fields an action's one-line description shows (all but its reason and policy), per class."""
+    return tuple(f.name for f in fields(cls) if f.name not in ("reason", "policy"))
