@@ -37,9 +37,15 @@ def rows(browser, table: str) -> list:
 
 
 def log_in(browser, secret: str) -> None:
+    """Fill the login form and send it, from the start again if the page redrew the form meanwhile (the
+    answer to an earlier post can replace it between finding the field and typing into it)."""
     from selenium.webdriver.common.by import By
 
-    field = browser.find_element(By.NAME, "token")
-    field.clear()
-    field.send_keys(secret)
-    browser.find_element(By.CSS_SELECTOR, "form.login button").click()
+    def sent() -> bool:
+        field = browser.find_element(By.NAME, "token")
+        field.clear()
+        field.send_keys(secret)
+        browser.find_element(By.CSS_SELECTOR, "form.login button").click()
+        return True
+
+    wait(browser, sent)

@@ -132,11 +132,13 @@ def measured_until(driver, holds, seconds: float = 3.0, timeout: float = 90.0):
             return got
 
 
-def wait_until(condition, what: str, timeout: float = 60.0) -> None:
+def wait_until(condition, what, timeout: float = 60.0) -> None:
+    """Poll `condition` until it holds; `what` (a text, or a function giving one at the failure, to show
+    what was seen) names it in the failure."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout:g} s waiting for {what}")
+            pytest.fail(f"timed out after {timeout:g} s waiting for {what() if callable(what) else what}")
         time.sleep(0.2)
 
 
@@ -606,7 +608,9 @@ def test_sova_manager_and_agents_run_the_real_hosts_approve_a_migration_and_hold
                 held.append(status)
             return len(held) >= 3 and all(0.7 * 90 < s["throughput"] < 1.3 * 90 for s in held[-3:])
 
-        wait_until(status_near_90, "SEE in vm2's agent to hold it to 90 IOPS", timeout=120)
+        wait_until(
+            status_near_90, lambda: f"SEE in vm2's agent to hold it to 90 IOPS; last statuses {held[-3:]}", timeout=120
+        )
         vm2_host = lab_.where(state)["vm2"][0]
         throttled = blkdeviotune_iops(state, vm2_host, "vm2")
     finally:

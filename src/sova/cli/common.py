@@ -145,7 +145,6 @@ def add_window_argument(parser) -> None:
     scenario's duration (window_within)."""
     import argparse
     import math
-    import re
 
     from sova.model import units
 
@@ -161,8 +160,7 @@ def add_window_argument(parser) -> None:
         return seconds
 
     window.__name__ = expected  # argparse names the type in some messages
-    # "-1min" is a value (refused by the type), as "-1" is and as Python 3.13's argparse takes it, not an option
-    parser._negative_number_matcher = re.compile(r"-\.?\d")
+    take_negative_values(parser)
     parser.add_argument(
         "--window",
         type=window,
@@ -170,6 +168,15 @@ def add_window_argument(parser) -> None:
         metavar="DURATION",
         help="measurement window: seconds or a duration like 10min (default 60)",
     )
+
+
+def take_negative_values(parser) -> None:
+    """Let a value that starts with a minus and a digit ("-1min", "-20ms") reach its option's type, which
+    refuses it with a message, instead of argparse reading it as an unknown option: Python 3.13's argparse
+    does so for any such value; 3.11's only for a plain number, so its matcher is widened here."""
+    import re
+
+    parser._negative_number_matcher = re.compile(r"-\.?\d")
 
 
 def window_within(window: float, scenario, path) -> None:

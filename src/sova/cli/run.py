@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import shutil
 import signal
 from pathlib import Path
 
@@ -184,7 +183,7 @@ def command(args) -> int:
         else:
             fill, report, salvage = _run_profiles(args, sweep, runs, names)
         try:
-            _fill(fill, salvage, target.staging, runs[0])
+            _fill(fill, salvage, target, runs[0])
         except OSError as exc:
             error(f"cannot write the results to {target.dest}: {exc.strerror or exc}; nothing was written")
             target.discard()
@@ -219,26 +218,23 @@ def command(args) -> int:
     return 0
 
 
-def _fill(fill, salvage, staging: Path, scenario) -> None:
-    """The full results into staging; if a run failed, or writing them fails for anything but the disk,
-    what finished and the error instead (``sova.report.salvage``)."""
+def _fill(fill, salvage, target, scenario) -> None:
+    """The full results into the target's staging directory; if a run failed, or writing them fails for
+    anything but the disk, what finished and the error instead (``sova.report.salvage``)."""
     import traceback
 
-    from sova.report.result_dir import MARKER
     from sova.report.salvage import write_salvage
 
     if not salvage.failed:
         try:
-            fill(staging)
+            fill(target.staging)
             return
         except OSError:
             raise
         except Exception as exc:  # a bug in the report must not lose the simulation
             salvage.fail("writing the results", f"{type(exc).__name__}: {exc}", traceback.format_exc())
-            for leftover in staging.iterdir():  # the half-written files of the staging directory (Sova's own)
-                if leftover.name != MARKER:
-                    shutil.rmtree(leftover) if leftover.is_dir() else leftover.unlink()
-    write_salvage(staging, scenario, salvage)
+            target.empty()  # what the failed writer left half-done
+    write_salvage(target.staging, scenario, salvage)
 
 
 def _interrupted(exc: KeyboardInterrupt, written: Path) -> int:
@@ -294,13 +290,17 @@ def _run_profiles(args, sweep, runs, names: list[str]):
     ) as bar:
         tasks = {n: bar.add_task(n, total=seconds) for n in names}
         done = dict.fromkeys(names, 0.0)
+        shown = dict.fromkeys(names, -1.0)
         follow = ProgressFile(args.progress_file, seconds * len(names), "simulated seconds")
 
         def progress(name: str, simulated: float, total: float) -> None:
-            bar.update(tasks[name], completed=done[name] + simulated)  # rich redraws at its own pace
-            follow(sum(done.values()) + simulated)
+            if simulated - shown[name] >= total / 500 or simulated == total:  # a step is cheap: not every one
+                shown[name] = simulated
+                bar.update(tasks[name], completed=done[name] + simulated)
+                follow(sum(done.values()) + simulated)
             if simulated == total:
                 done[name] += total
+                shown[name] = -1.0
 
         try:
             if args.workers or args.cluster:  # whole runs in parallel: the bar counts runs done

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
-import re
 from pathlib import Path
 
-from sova.cli.common import ask_manage, described, error, number, out
+from sova.cli.common import ask_manage, described, error, number, out, take_negative_values
 
 # storage_slo.RANGES as `sova slo set` takes them
 FLAGS = {"throughput": "--throughput", "io_size": "--io-size", "sc_rate": "--sc", "pf_ratio": "--pf"}
@@ -74,9 +73,7 @@ def add_parser(sub) -> None:
         v.add_argument("--json", action="store_true", help="print the answer as JSON")
         if verb == "get":
             continue
-        # "-20ms" is a value, as argparse takes "-20" and as Python 3.13's argparse takes "-20ms" too: a negative
-        # latency or bound is then refused by its type, not read as an unknown option
-        v._negative_number_matcher = re.compile(r"-\.?\d")
+        take_negative_values(v)  # a negative latency or bound is refused by its type, not read as an option
         iops = number("a number of IOPS >= 0", lo=0)
         percent = number("a percentage (0-100)", lo=0, hi=100)
         v.add_argument("--throughput", nargs=2, type=iops, metavar=("LOW", "HIGH"), help="IOPS target range")

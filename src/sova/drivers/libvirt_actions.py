@@ -3,14 +3,16 @@ its class.
 
 A handler's ``apply`` gets the VM's host and domain (unless it acts on a host: ``needs_domain`` False) and
 either finishes the action (None: "applied"), or starts a background job the driver's ``poll`` and
-``cancel`` follow (migrations, VF unplugs), or refuses. A kind without a handler fails with a message saying
-so; a libvirt error is a failed outcome (``LibvirtDriver.apply``), never an exception.
+``cancel`` follow (migrations, VF unplugs), or refuses. A kind without a handler gets ``UNHANDLED``, which
+fails it with a message saying so; a libvirt error is a failed outcome (``LibvirtDriver.apply``), never an
+exception.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from abc import ABC, abstractmethod
 
 from sova.drivers.libvirt_common import CPU_PERIOD_US, _Job, _Refused
 from sova.model.actions import (
@@ -33,15 +35,26 @@ from sova.model.actions import (
 )
 
 
-class LibvirtHandler:
+class LibvirtHandler(ABC):
     """What the libvirt driver does for one kind of action."""
 
     needs_domain = True  # apply gets the VM's host and domain (looked up first: a VM gone is a refusal)
 
+    @abstractmethod
     def apply(self, driver, action, now: float, host: str | None, dom) -> Outcome | None:
-        raise NotImplementedError
+        """Do or start the action: an outcome, or None for "applied" at once."""
 
 
+class _Unhandled(LibvirtHandler):
+    """A kind the libvirt driver has no handler for: it fails, saying so."""
+
+    needs_domain = False
+
+    def apply(self, driver, action, now, host, dom):
+        return Outcome(FAILED, f"the libvirt driver cannot apply {action.kind}", now, now)
+
+
+UNHANDLED = _Unhandled()
 LIBVIRT_HANDLERS: dict[type[Action], LibvirtHandler] = {}
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from sova.drivers.flow_counters import FlowCounters, vm_flows
 from sova.drivers.guest_agent import GuestChannel, GuestReport
-from sova.drivers.libvirt_actions import LIBVIRT_HANDLERS
+from sova.drivers.libvirt_actions import LIBVIRT_HANDLERS, UNHANDLED
 from sova.drivers.libvirt_common import (
     _MAC_RE,
     GUEST_KINDS,
@@ -422,9 +422,7 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
         vm = getattr(action, "vm", "")
         if vm and vm in self._jobs and not self._jobs[vm].done:
             return Outcome(FAILED, f"{vm} already has a {self._jobs[vm].action.kind} in progress", now, now)
-        handler = LIBVIRT_HANDLERS.get(type(action))
-        if handler is None:
-            return Outcome(FAILED, f"the libvirt driver cannot apply {action.kind}", now, now)
+        handler = LIBVIRT_HANDLERS.get(type(action), UNHANDLED)
         try:
             host, dom = self._dom(vm) if handler.needs_domain else (None, None)
             return handler.apply(self, action, now, host, dom) or Outcome(OK, "applied", now, self.now())

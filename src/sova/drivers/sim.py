@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.drivers.last_report import held_for_silent_hosts
-from sova.drivers.sim_actions import SIM_HANDLERS, SimHandler
+from sova.drivers.sim_actions import SIM_HANDLERS, UNHANDLED
 from sova.model.actions import FAILED, OK, Action, Outcome
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
@@ -17,8 +17,6 @@ from sova.sim.datapath import VM
 from sova.sim.engine import Simulator
 from sova.sim.host_power import STATE_NAMES
 from sova.sim.records import SimError
-
-DONE_AT_ONCE = SimHandler()  # poll and cancel of a kind the driver has no handler for
 
 
 class SimDriver:
@@ -176,17 +174,15 @@ class SimDriver:
     def apply(self, action: Action) -> Outcome:
         """Carry the action out through its kind's handler (``sim_actions``); a refusal is a failed outcome."""
         now = self.sim.t
-        handler = SIM_HANDLERS.get(type(action))
-        if handler is None:
-            return Outcome(FAILED, f"the sim driver cannot apply {action.kind}", started=now, finished=now)
         try:
-            return handler.apply(self, action) or Outcome(OK, "applied", started=now, finished=now)
+            return SIM_HANDLERS.get(type(action), UNHANDLED).apply(self, action) or Outcome(
+                OK, "applied", started=now, finished=now
+            )
         except SimError as exc:
             return Outcome(FAILED, str(exc), started=now, finished=now)
 
     def poll(self, action: Action) -> Outcome:
-        handler = SIM_HANDLERS.get(type(action), DONE_AT_ONCE)
-        return handler.poll(self, action)
+        return SIM_HANDLERS.get(type(action), UNHANDLED).poll(self, action)
 
     def cancel(self, action: Action) -> Outcome:
-        return SIM_HANDLERS.get(type(action), DONE_AT_ONCE).cancel(self, action)
+        return SIM_HANDLERS.get(type(action), UNHANDLED).cancel(self, action)

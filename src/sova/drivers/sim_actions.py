@@ -2,12 +2,13 @@
 
 A handler's ``apply`` starts the action on the simulator (an outcome for what takes time, None for what is
 done at once); ``poll`` says how a running one stands; ``cancel`` stops one if it can. A kind without a
-handler here fails with a message saying so. The simulator's refusals (``SimError``) become failed outcomes
+handler here gets ``UNHANDLED``, which fails it with a message saying so. The simulator's refusals (``SimError``) become failed outcomes
 in ``SimDriver``, never exceptions.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Protocol
 
 from sova.model.actions import (
@@ -46,11 +47,12 @@ class SimDriver(Protocol):
     def now(self) -> float: ...
 
 
-class SimHandler:
+class SimHandler(ABC):
     """What the sim driver does for one kind of action; by default, done at once and nothing to cancel."""
 
+    @abstractmethod
     def apply(self, driver: SimDriver, action) -> Outcome | None:
-        raise NotImplementedError
+        """Start or do the action: an outcome, or None for "applied" at once."""
 
     def poll(self, driver: SimDriver, action) -> Outcome:
         return Outcome(OK, "done", finished=driver.now())
@@ -59,6 +61,16 @@ class SimHandler:
         return Outcome(OK, "nothing to cancel", finished=driver.now())
 
 
+class _Unhandled(SimHandler):
+    """A kind the sim driver has no handler for: it fails, saying so."""
+
+    def apply(self, driver, action):
+        return Outcome(
+            FAILED, f"the sim driver cannot apply {action.kind}", started=driver.now(), finished=driver.now()
+        )
+
+
+UNHANDLED = _Unhandled()
 SIM_HANDLERS: dict[type[Action], SimHandler] = {}
 
 

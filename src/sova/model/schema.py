@@ -139,12 +139,13 @@ class Reader:
     warnings: list[Problem] = field(default_factory=list)  # valid, but most likely not meant
 
     def error(self, where: str, message: str) -> None:
-        self.problems.append(Problem(self._place(where), message))
+        self.problems.append(Problem(self.place(where), message))
 
     def warn(self, where: str, message: str) -> None:
-        self.warnings.append(Problem(self._place(where), message))
+        self.warnings.append(Problem(self.place(where), message))
 
-    def _place(self, where: str) -> str:
+    def place(self, where: str) -> str:
+        """A problem's location: the file, then the table and key."""
         return f"{self.source}: {where}" if where else self.source
 
     def entries(self, raw: Any, where: str) -> list[Any]:

@@ -128,7 +128,7 @@ def absent(r: Reader, where: str, path: Path, what: str = "trace file") -> None:
     message = f"{what} {str(path)!r} does not exist" + (
         f" (the public traces expected there: {source})" if source else ""
     )
-    r.problems.append(AbsentTraces(f"{r.source}: {where}", message, str(path)))
+    r.problems.append(AbsentTraces(r.place(where), message, str(path)))
 
 
 def public_source(path: str | Path) -> str:

@@ -88,6 +88,13 @@ class ResultDir:
                 self._release()
         return self.written_to
 
+    def empty(self) -> None:
+        """Remove what was written to the staging directory so far (a writer that failed half-way), so that it
+        can be filled again."""
+        for written in self.staging.iterdir():
+            if written.name != MARKER:
+                shutil.rmtree(written) if written.is_dir() else written.unlink()
+
     def discard(self) -> None:
         """Remove the staging directory and the parents made for it: as if nothing had run."""
         with signals.held():

@@ -40,9 +40,8 @@ class Salvage:
     error: str = ""
     trace: str = ""
 
-    def fail(self, failed: str, error: str, trace: str) -> Salvage:
+    def fail(self, failed: str, error: str, trace: str) -> None:
         self.failed, self.error, self.trace = failed, error, trace
-        return self
 
     @property
     def finished(self) -> int:
