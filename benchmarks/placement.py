@@ -26,7 +26,7 @@ from sova.plan.placement.greedy_fill import greedy_fill
 from sova.plan.placement.greedy_net import greedy_net
 from sova.plan.placement.milp import solve
 from sova.plan.placement.minimax import Evaluator
-from sova.plan.placement.problem import Problem
+from sova.plan.placement.problem import PlacementProblem
 from sova.plan.placement.random_placement import random_placement
 
 
@@ -47,7 +47,7 @@ def fabric(n_hosts: int) -> TopologySpec:
     return TopologySpec(kind="fat-tree", link_speed=100e6, k=k, hosts_per_edge=2 * k, uplink_speed=100e6)
 
 
-def synthetic(n_vms: int, n_hosts: int, seed: int = 1) -> Problem:
+def synthetic(n_vms: int, n_hosts: int, seed: int = 1) -> PlacementProblem:
     rng = np.random.default_rng(seed)
     rows, cols, vals = [], [], []
     for s in range(0, n_vms - 3, 4):  # client -> web -> cache, and the replies
@@ -57,7 +57,7 @@ def synthetic(n_vms: int, n_hosts: int, seed: int = 1) -> Problem:
             cols.append(b)
             vals.append(rate * rng.uniform(0.5, 1.5))
     t = coo_matrix((vals, (rows, cols)), shape=(n_vms, n_vms)).tocsr()
-    return Problem(
+    return PlacementProblem(
         vm_names=tuple(f"vm{i}" for i in range(n_vms)),
         host_names=tuple(f"pm{i}" for i in range(n_hosts)),
         cpu=rng.uniform(0.1, 1.0, n_vms),
@@ -71,7 +71,7 @@ def synthetic(n_vms: int, n_hosts: int, seed: int = 1) -> Problem:
 SA_ENERGY = {"sa-c": "cpu", "sa-cn": "nic", "sa-cntm": "nic-tm", "sa-all": "all"}
 
 
-def run(algorithm: str, p: Problem, x0: np.ndarray, sa_steps: int = 20_000) -> tuple[float, float]:
+def run(algorithm: str, p: PlacementProblem, x0: np.ndarray, sa_steps: int = 20_000) -> tuple[float, float]:
     rng = np.random.default_rng(1)
     t0 = time.perf_counter()
     if algorithm == "greedy-fill":

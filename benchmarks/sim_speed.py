@@ -100,7 +100,7 @@ def measure(
     wall = time.perf_counter() - t1
     return {
         "hosts": n_hosts,
-        "vms": sim.V,
+        "vms": sim.n_vms,
         "flows": len(sim.flows),
         "setup_s": setup,
         "sim_s_per_wall_s": seconds / wall,

@@ -6,12 +6,14 @@ import contextlib
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from sova.model.scenario import Scenario
 from sova.model.scenario_reader import scenario_from_dict
 from sova.model.storage_slo import SloBook
 from sova.model.trace_sets import public_source
+from sova.sim.storage import queueing, share_device
 
 ROOT = Path(__file__).resolve().parents[1]
 # the public traces beside the checkout (../shared/traces/README.md), which a fresh clone does not have; the
@@ -95,3 +97,24 @@ def managing_see(driver, book: SloBook, socket_path: Path, see_params: dict | No
         stop.set()
         loop.join(timeout=30)
         slos.close()
+
+
+def serve_io(
+    server: np.ndarray,
+    iops: np.ndarray,
+    service: np.ndarray,
+    parallelism: np.ndarray,
+    cv: np.ndarray | float = 1.0,
+    tags: tuple[np.ndarray, np.ndarray] | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One epoch of the device model alone (the parts storage_epochs composes, without its limiters,
+    closed loops and Dom0): served IOPS and mean latency (s) per stream, and utilisation per server; service: the seconds one
+    IO of the stream holds a unit of its server (access time and transfer); cv: per stream, its
+    server's service-time coefficient of variation; tags: per stream, the scheduler's reservation
+    (requests/s) and weight per request (both 0: untagged, weight 1 on a tagged server)."""
+    n_servers = len(parallelism)
+    share = service / parallelism[server]
+    served = share_device(server, iops, share, n_servers, tags)
+    residual = share * (1 + np.square(cv)) / 2 * np.ones(len(server))
+    rho, wait = queueing(server, served, share, residual, n_servers)
+    return served, service + wait[server], rho

@@ -96,10 +96,10 @@ def run_checked(scenario, profile: str):
 
 def check_step(sim: Simulator, bound, runtime: Runtime) -> None:
     present = sim.vm_present
-    assert ((sim.vm_host >= 0) & (sim.vm_host < sim.H))[present].all()  # on exactly one host each
-    held = np.bincount(sim.vm_host[present], weights=sim.vm_mem[present], minlength=sim.H)
+    assert ((sim.vm_host >= 0) & (sim.vm_host < sim.n_hosts))[present].all()  # on exactly one host each
+    held = np.bincount(sim.vm_host[present], weights=sim.vm_mem[present], minlength=sim.n_hosts)
     assert (held <= sim.host_mem + 1e-6).all(), f"memory over capacity at {sim.t}: {held} > {sim.host_mem}"
-    vfs = np.bincount(sim.vm_host[present & sim.vm_vf], minlength=sim.H)
+    vfs = np.bincount(sim.vm_host[present & sim.vm_vf], minlength=sim.n_hosts)
     assert (vfs <= sim.max_vfs).all() and (sim.vf_used <= sim.max_vfs).all()
     assert (sim.gauges["host_util"] <= 1 + 1e-9).all(), f"CPU over capacity at {sim.t}: {sim.gauges['host_util']}"
     jobs = runtime.executor.queued + runtime.executor.running

@@ -6,10 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from helpers import make_scenario
+from helpers import make_scenario, serve_io
 from sova.sim.device_variability import CapacityProcess, completions
 from sova.sim.engine import Simulator
-from sova.sim.storage import serve_io
 
 
 def test_the_speed_factor_has_mean_one_the_stated_variation_and_correlation_time():

@@ -16,7 +16,7 @@ from sova.plan.placement.fabric import levels_for
 from sova.plan.placement.greedy_fill import greedy_fill
 from sova.plan.placement.greedy_net import greedy_net
 from sova.plan.placement.minimax import ENERGIES, Evaluator
-from sova.plan.placement.problem import PlacementError, Problem
+from sova.plan.placement.problem import PlacementError, PlacementProblem
 from sova.plan.placement.random_placement import random_placement
 
 TREE = TopologySpec(
@@ -30,8 +30,8 @@ TREE = TopologySpec(
 )
 
 
-def problem(n_vms, traffic, cpu=None, spec=TREE, n_hosts=6, slots=4, **kw) -> Problem:
-    return Problem(
+def problem(n_vms, traffic, cpu=None, spec=TREE, n_hosts=6, slots=4, **kw) -> PlacementProblem:
+    return PlacementProblem(
         vm_names=tuple(f"vm{i}" for i in range(n_vms)),
         host_names=tuple(f"h{i}" for i in range(n_hosts)),
         cpu=np.asarray(cpu if cpu is not None else np.full(n_vms, 0.5), dtype=float),
@@ -130,7 +130,7 @@ def test_greedy_fill_keeps_slots_and_memory():
     assert np.bincount(x, minlength=6).max() <= 2 and (x >= 0).all()
 
 
-def pairs() -> Problem:
+def pairs() -> PlacementProblem:
     """Two pairs of VMs that talk at 90 Mb/s, one core each, two slots per host: the optimum puts each
     pair on one host (no link used) and the pairs apart (2 of 4 cores): 0.5."""
     t = np.zeros((4, 4))

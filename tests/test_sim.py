@@ -68,7 +68,7 @@ def test_no_link_nic_or_vf_cap_is_exceeded(case):
     )
     sim = Simulator(s)
     steps(sim, 2)
-    data = sim._ft.data
+    data = sim._flow_by_resource.data
     load = sim._load(sim.rate, data)
     cap = sim._capacities(sim.gauges["dom0_alloc"])
     assert (load <= cap * (1 + 1e-7) + 1e-6).all()

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sova.sim.storage import RHO_MAX, closed_loop_bound, queueing, serve_io
+from helpers import serve_io
+from sova.sim.storage import RHO_MAX, closed_loop_bound, queueing
 
 
 def test_one_stream_waits_its_own_service_times_rho_over_one_minus_rho_and_the_cv_term():

@@ -11,13 +11,13 @@ from scipy.sparse import csr_matrix
 
 from helpers import make_scenario
 from sova.cli import main
-from sova.experiments.trials import Outcome, TrialRun, check_trials, run_trials
+from sova.experiments.trials import PlacementOutcome, TrialRun, check_trials, run_trials
 from sova.model.scenario import TopologySpec
 from sova.model.schema import InputError
 from sova.plan.placement.fabric import levels_for
 from sova.plan.placement.greedy_net import greedy_net
 from sova.plan.placement.minimax import Evaluator
-from sova.plan.placement.problem import Problem
+from sova.plan.placement.problem import PlacementProblem
 from sova.report.trials_report import profile_stats
 
 TOPOLOGY = {
@@ -132,7 +132,7 @@ def test_a_swept_trial_set_reports_each_value_and_draws_table_iii(tmp_path):
 def test_tenant_stats_count_the_tenant_placement_pairs_that_improved():
     def run(trial, profile, a, b):
         return TrialRun(
-            trial, profile, int(profile != "random"), Outcome(a + b, {"s1": a, "s2": b}, None, 0), 1.0, 0, 0
+            trial, profile, int(profile != "random"), PlacementOutcome(a + b, {"s1": a, "s2": b}, None, 0), 1.0, 0, 0
         )
 
     runs = [
@@ -151,7 +151,7 @@ def test_greedy_net_works_through_links_tied_at_the_maximum():
     spec = TopologySpec(kind="three-tier", racks=2, hosts_per_rack=2, racks_per_agg=2, link_speed=100e6)
     t = np.zeros((4, 4))
     t[0, 2] = t[1, 3] = 90e6
-    p = Problem(
+    p = PlacementProblem(
         vm_names=("a1", "a2", "b1", "b2"),
         host_names=("h0", "h1", "h2", "h3"),
         cpu=np.zeros(4),

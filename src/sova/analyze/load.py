@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.model.knowledge import Knowledge
-from sova.model.snapshot import Snapshot
+from sova.model.snapshot import Snapshot, counter_rate
 
 RESOURCES = ("cpu", "nic", "mem")
 
@@ -35,10 +35,9 @@ def host_loads(knowledge: Knowledge, interval: float, n: int) -> np.ndarray | No
         if w is None or w[1].time - w[0].time < interval * 0.5:
             return None
         old, new = w
-        dt = new.time - old.time
-        cpu = (new.host_cpu_time - old.host_cpu_time) / (dt * new.host_cores)
-        tx = (new.nic_tx_bytes - old.nic_tx_bytes) * 8 / (dt * new.nic_bandwidth)
-        rx = (new.nic_rx_bytes - old.nic_rx_bytes) * 8 / (dt * new.nic_bandwidth)
+        cpu = counter_rate(old, new, "host_cpu_time", per=new.host_cores)
+        tx = counter_rate(old, new, "nic_tx_bytes", scale=8, per=new.nic_bandwidth)
+        rx = counter_rate(old, new, "nic_rx_bytes", scale=8, per=new.nic_bandwidth)
         used = np.bincount(new.vm_host, weights=new.vm_memory_used, minlength=len(new.hosts))
         out.append(np.stack([cpu, np.maximum(tx, rx), used / new.host_memory], axis=1))
     return np.array(out)
@@ -50,10 +49,8 @@ def vm_loads(knowledge: Knowledge, interval: float) -> np.ndarray | None:
     if w is None:
         return None
     old, new = w
-    dt = new.time - old.time
-    h = new.vm_host
-    c0, c1 = old.counters, new.counters
-    cpu = (c1.cpu_time - c0.cpu_time) / (dt * new.host_cores[h])
-    tx = (c1.guest_tx_bytes - c0.guest_tx_bytes) * 8 / (dt * new.nic_bandwidth[h])
-    rx = (c1.guest_rx_bytes - c0.guest_rx_bytes) * 8 / (dt * new.nic_bandwidth[h])
-    return np.stack([cpu, np.maximum(tx, rx), new.vm_memory_used / new.host_memory[h]], axis=1)
+    host = new.vm_host
+    cpu = counter_rate(old, new, "cpu_time", per=new.host_cores[host])
+    tx = counter_rate(old, new, "guest_tx_bytes", scale=8, per=new.nic_bandwidth[host])
+    rx = counter_rate(old, new, "guest_rx_bytes", scale=8, per=new.nic_bandwidth[host])
+    return np.stack([cpu, np.maximum(tx, rx), new.vm_memory_used / new.host_memory[host]], axis=1)

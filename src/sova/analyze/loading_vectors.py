@@ -23,7 +23,7 @@ import numpy as np
 
 from sova.analyze.vslowdown import HostLoad, VmLoad
 from sova.model.knowledge import Knowledge
-from sova.model.snapshot import Snapshot
+from sova.model.snapshot import Snapshot, counter_rate
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,9 @@ def window_usage(knowledge: Knowledge, seconds: float) -> VmUsage | None:
     if ends is None:
         return None
     first, last = ends
-    span = max(last.time - first.time, 1e-9)
-    new, old = last.counters, first.counters
 
     def rate(name: str) -> np.ndarray:
-        return np.maximum(getattr(new, name) - getattr(old, name), 0.0) / span
+        return counter_rate(first, last, name)
 
     return VmUsage(
         snapshot=last,
@@ -68,7 +66,7 @@ def window_usage(knowledge: Knowledge, seconds: float) -> VmUsage | None:
         rx_bytes=rate("guest_rx_bytes"),
         tx_packets=rate("guest_tx_packets"),
         rx_packets=rate("guest_rx_packets"),
-        dom0_util=np.maximum(last.dom0_cpu_time - first.dom0_cpu_time, 0.0) / span / np.maximum(last.dom0_vcpus, 1e-9),
+        dom0_util=rate("dom0_cpu_time") / np.maximum(last.dom0_vcpus, 1e-9),
     )
 
 

@@ -225,15 +225,15 @@ def profile_and_rails(args, where: str):
     else:
         choices = ", ".join(dict.fromkeys([*known, *scenario_profiles]))  # a scenario may reuse a built-in name
         raise InputError([Problem("--profile", f"unknown profile {args.profile!r}; expected one of {choices}")])
-    r = Reader(where)
-    policies = check_profile(r, profile, params_at="--param {policy}")
-    if r.problems:
-        raise InputError(r.problems)
+    reader = Reader(where)
+    policies = check_profile(reader, profile, params_at="--param {policy}")
+    if reader.problems:
+        raise InputError(reader.problems)
     rails = {k: toml_value(v) for k, v in pairs(args.control, "--control", "KEY=VALUE, e.g. hold_down=120")}
-    r = Reader(where)
-    given = r.table(rails, CONTROL_FIELDS, "--control")
-    if r.problems:
-        raise InputError(r.problems)
+    reader = Reader(where)
+    given = reader.table(rails, CONTROL_FIELDS, "--control")
+    if reader.problems:
+        raise InputError(reader.problems)
     control = dataclasses.replace(base_rails, **{k: v for k, v in given.items() if k in rails})
     return policies, control
 
@@ -265,10 +265,10 @@ def _control_service(driver, controlled: bool, entries: list | None, path_given:
         vms = list(driver.observe().vms)
         slos = ()
         if entries:
-            r = Reader(f"--slos {path_given}")
-            slos = read_slos(r, entries, vms)
-            if r.problems:
-                raise InputError(r.problems)
+            reader = Reader(f"--slos {path_given}")
+            slos = read_slos(reader, entries, vms)
+            if reader.problems:
+                raise InputError(reader.problems)
         book = slo_book(vms, slos)
     service = SloService(book, HostControl())
     where = socket_path or default_socket()

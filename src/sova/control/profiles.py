@@ -11,10 +11,10 @@ from sova.plan.base import Policy, registry
 
 
 def build_policies(scenario: Scenario, profile: ProfileSpec) -> list[Policy]:
-    r = Reader(scenario.source)
-    policies = check_profile(r, profile)
-    if r.problems:
-        raise InputError(r.problems)
+    reader = Reader(scenario.source)
+    policies = check_profile(reader, profile)
+    if reader.problems:
+        raise InputError(reader.problems)
     return policies
 
 
@@ -27,7 +27,7 @@ RENAMED = {"vlm": "sandpiper"}  # policy names of earlier versions: the error na
 
 
 def check_profile(
-    r: Reader, prof: ProfileSpec, params_at: str = "[profiles.{profile}.params.{policy}]"
+    reader: Reader, prof: ProfileSpec, params_at: str = "[profiles.{profile}.params.{policy}]"
 ) -> list[Policy]:
     """Build the profile's policies, recording unknown names and bad parameters as problems (located by
     `params_at`: the scenario's table, or e.g. "--param {policy}" for parameters from the command line)."""
@@ -38,16 +38,16 @@ def check_profile(
         if cls is None:
             hint = [RENAMED[name]] if name in RENAMED else difflib.get_close_matches(name, known, n=1)
             extra = f" (did you mean {hint[0]!r}?)" if hint else ""
-            r.error(
+            reader.error(
                 f"[profiles.{prof.name}].policies",
                 f"unknown policy {name!r}{extra}; known: {', '.join(sorted(known))}",
             )
             continue
         where = params_at.format(profile=prof.name, policy=name)
-        params = r.table(prof.params.get(name, {}), cls.params, where)
+        params = reader.table(prof.params.get(name, {}), cls.params, where)
         for low, high in cls.ordered:
             if params[low] is not None and params[high] is not None and params[low] > params[high]:
-                r.error(
+                reader.error(
                     f"{where}{'' if where.endswith(' ') else '.'}{low}",
                     f"{params[low]!r} is above {high} = {params[high]!r}; expected at most {high}",
                 )
@@ -55,14 +55,14 @@ def check_profile(
     if prof.admission not in admission_policies():
         known_admission = admission_policies()
         hint = difflib.get_close_matches(prof.admission, known_admission, n=1)
-        r.error(
+        reader.error(
             f"[profiles.{prof.name}].admission",
             f"unknown admission policy {prof.admission!r}{f' (did you mean {hint[0]!r}?)' if hint else ''}; "
             f"known: {', '.join(sorted(known_admission))}",
         )
     for name in prof.params:
         if name not in prof.policies:
-            r.error(
+            reader.error(
                 params_at.format(profile=prof.name, policy=name),
                 f"parameters for {name!r}, which the profile does not run",
             )

@@ -88,13 +88,13 @@ def load_hosts_file(path: Path) -> HostsConfig:
 
 def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
     """A parsed hosts file, checked whole; InputError with every problem and its place."""
-    r = Reader(source)
+    reader = Reader(source)
     top = {
         "hosts": Field("table"),
         "topology": Field("table", {}),
         "shared_storage": Field("bool", False, "disk files and devices are on storage every host reaches"),
     }
-    t = r.table(raw, top, "")
+    t = reader.table(raw, top, "")
     shared = bool(t.get("shared_storage"))
     out = HostsConfig()
     topology = t.get("topology")
@@ -102,54 +102,58 @@ def hosts_from_dict(raw: dict, source: str = "<hosts file>") -> HostsConfig:
     uri_owner: dict[tuple, str] = {}  # a URI, as libvirt compares it -> the first host that has it
     for name, spec in hosts.items():
         where = f"[hosts.{name}]"
-        t = r.table(spec, HOST_FIELDS, where)
+        t = reader.table(spec, HOST_FIELDS, where)
         if t["uri"] is None:
             continue
-        if _check_uri(r, t["uri"], f"{where}.uri"):
+        if _check_uri(reader, t["uri"], f"{where}.uri"):
             same = uri_owner.setdefault(_uri_key(t["uri"]), name)
             if same != name:
-                r.error(f"{where}.uri", f"{t['uri']!r} is also the uri of [hosts.{same}]; expected a URI for each host")
+                reader.error(
+                    f"{where}.uri", f"{t['uri']!r} is also the uri of [hosts.{same}]; expected a URI for each host"
+                )
         if isinstance(spec.get("migration_uri"), str):  # written (a string), even empty
-            _check_uri(r, t["migration_uri"], f"{where}.migration_uri")
+            _check_uri(reader, t["migration_uri"], f"{where}.migration_uri")
         out.hosts[name] = t["uri"]
         out.nic_bandwidth[name] = t["nic_bandwidth"]
         if t["migration_uri"]:
             out.migration_uri[name] = t["migration_uri"]
         if t["sriov"]:
-            s = r.table(t["sriov"], SRIOV_FIELDS, f"{where}.sriov")
+            s = reader.table(t["sriov"], SRIOV_FIELDS, f"{where}.sriov")
             if s["pf"] is not None and not IFNAME_RE.match(s["pf"]):
-                r.error(
+                reader.error(
                     f"{where}.sriov.pf",
                     f"{s['pf']!r} is not a network interface name: expected 1 to 15 letters, digits, '_', '.' or '-'",
                 )
-            _check_vfs(r, s["vfs"] or [], f"{where}.sriov.vfs")
+            _check_vfs(reader, s["vfs"] or [], f"{where}.sriov.vfs")
             if s["pf"] and s["vfs"]:
                 out.sriov[name] = SriovHost(
                     s["pf"], s["vfs"], s["bandwidth"], HostCommand(tuple(s["rate_command"] or ()))
                 )
         if isinstance(spec, dict) and "flows" in spec:  # an empty table: count locally, libvirt's tap names
-            f = r.table(t["flows"], FLOW_FIELDS, f"{where}.flows")
+            f = reader.table(t["flows"], FLOW_FIELDS, f"{where}.flows")
             if f["ports"] is not None and not PORTS_RE.match(f["ports"]):
-                r.error(f"{where}.flows.ports", f"{f['ports']!r} is not an interface name, with * at the end or not")
+                reader.error(
+                    f"{where}.flows.ports", f"{f['ports']!r} is not an interface name, with * at the end or not"
+                )
             out.flows[name] = FlowCounterHost(HostCommand(tuple(f["command"] or ())), f["ports"] or "vnet*")
-    if not out.hosts and not r.problems:
-        r.error("[hosts]", "no hosts; expected at least one [hosts.NAME] table with a uri")
+    if not out.hosts and not reader.problems:
+        reader.error("[hosts]", "no hosts; expected at least one [hosts.NAME] table with a uri")
     if topology:
-        out.topology = read_topology(r, topology)
-        check_topology_fits(r, out.topology, len(hosts))
-    if r.problems:
-        raise InputError(r.problems)
+        out.topology = read_topology(reader, topology)
+        check_topology_fits(reader, out.topology, len(hosts))
+    if reader.problems:
+        raise InputError(reader.problems)
     out.shared_storage = shared
-    out.warnings = r.warnings
+    out.warnings = reader.warnings
     return out
 
 
-def _check_uri(r: Reader, uri: str, where: str) -> bool:
+def _check_uri(reader: Reader, uri: str, where: str) -> bool:
     """A libvirt URI of the QEMU driver that Sova may use (local, or remote over an authenticated transport);
     False, with the problem noted, if not."""
     problem = _uri_problem(uri)
     if problem:
-        r.error(where, problem)
+        reader.error(where, problem)
     return not problem
 
 
@@ -183,15 +187,15 @@ def _uri_key(uri: str) -> tuple:
         return (uri,)
 
 
-def _check_vfs(r: Reader, vfs: list[str], where: str) -> None:
+def _check_vfs(reader: Reader, vfs: list[str], where: str) -> None:
     """Each VF a PCI address, and none twice (the same device handed to two guests)."""
     seen: dict[tuple[int, int, int, int], int] = {}
     for i, vf in enumerate(vfs):
         try:
             address = pci_parts(vf)
         except ValueError as e:
-            r.error(f"{where}[{i}]", str(e))
+            reader.error(f"{where}[{i}]", str(e))
             continue
         first = seen.setdefault(address, i)
         if first != i:
-            r.error(f"{where}[{i}]", f"{vf!r} is the PCI address of vfs[{first}] again; expected each VF once")
+            reader.error(f"{where}[{i}]", f"{vf!r} is the PCI address of vfs[{first}] again; expected each VF once")

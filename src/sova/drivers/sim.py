@@ -53,7 +53,7 @@ class SimDriver:
             self._vm_flows, self._flow_src, self._flow_dst = self._all_vm_flows, self._all_flow_src, self._all_flow_dst
             return
         self._vms = tuple(s.vm_names[v] for v in self._present)
-        position = np.full(s.V, -1, dtype=np.int64)
+        position = np.full(s.n_vms, -1, dtype=np.int64)
         position[self._present] = np.arange(len(self._present))
         src, dst = self._all_flow_src, self._all_flow_dst
         keep = s.vm_present[src] & ((dst < 0) | s.vm_present[np.maximum(dst, 0)])
@@ -108,7 +108,7 @@ class SimDriver:
         nic = np.where(s.vm_vf, "vf", "vnic").astype(object)
         for vm, state in s.vf_plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
             nic[vm] = state
-        migrating = np.zeros(s.V, dtype=bool)
+        migrating = np.zeros(s.n_vms, dtype=bool)
         migrating[list(s.migrations)] = True
         there = self._present
         pick = (lambda a: a.copy()) if there is None else (lambda a: a[there])  # per-VM arrays of the VMs there

@@ -19,7 +19,7 @@ from sova.model.schema import InputError, Problem, Reader
 from sova.plan.base import registry
 from sova.plan.placement.measure import problem_from_knowledge
 from sova.plan.placement.minimax import Evaluator
-from sova.plan.placement.problem import Problem as PlacementProblem
+from sova.plan.placement.problem import PlacementProblem
 from sova.plan.placement.random_placement import random_placement
 from sova.plan.placement_policies import PlacementPolicy
 from sova.sim.engine import Simulator
@@ -74,10 +74,10 @@ def _policy(algorithm: str, params: dict) -> PlacementPolicy | None:
     if algorithm == "random":
         return None
     cls = registry()[algorithm]
-    r = Reader("sova place")
-    p = r.table(params, cls.params, "--param ")
-    if r.problems:
-        raise InputError(r.problems)
+    reader = Reader("sova place")
+    p = reader.table(params, cls.params, "--param ")
+    if reader.problems:
+        raise InputError(reader.problems)
     return cls(**p)
 
 

@@ -35,7 +35,7 @@ from sova.sim.recorder import PER_HOST_MAX, Recorder, mixture_quantile
 from sova.sim.records import LifecycleRecord, MigrationRecord
 from sova.sim.sla import sla_metrics
 
-Progress = Callable[[str, float, float], None]  # (profile, simulated seconds done, of all)
+ProgressCallback = Callable[[str, float, float], None]  # (profile, simulated seconds done, of all)
 
 
 @dataclass
@@ -64,7 +64,7 @@ def run_scenario(
     scenario: Scenario,
     profiles: list[str] | None = None,
     seed: int | None = None,
-    progress: Progress | None = None,
+    progress: ProgressCallback | None = None,
 ) -> list[ProfileResult]:
     names = profiles or list(scenario.profiles)
     unknown = [n for n in names if n not in scenario.profiles]
@@ -75,7 +75,7 @@ def run_scenario(
     return run_all(functools.partial(_run_named, scenario, seed, progress), names)
 
 
-def _run_named(scenario: Scenario, seed: int | None, progress: Progress | None, name: str) -> ProfileResult:
+def _run_named(scenario: Scenario, seed: int | None, progress: ProgressCallback | None, name: str) -> ProfileResult:
     return run_profile(scenario, name, seed, progress)
 
 
@@ -87,7 +87,9 @@ class SweepRun:
     results: list[ProfileResult]
 
 
-def run_sweep(scenarios: list[Scenario], values, profiles: list[str] | None = None, progress: Progress | None = None):
+def run_sweep(
+    scenarios: list[Scenario], values, profiles: list[str] | None = None, progress: ProgressCallback | None = None
+):
     """Run every profile at every value; `scenarios` holds one scenario per value. A run that fails ends the
     sweep with RunFailed, whose items are (value, profile) pairs in this order."""
     names = profiles or list(scenarios[0].profiles)
@@ -96,7 +98,7 @@ def run_sweep(scenarios: list[Scenario], values, profiles: list[str] | None = No
     return [SweepRun(v, results[k * len(names) : (k + 1) * len(names)]) for k, v in enumerate(values)]
 
 
-def _run_pair(progress: Progress | None, pair: tuple[Scenario, str]) -> ProfileResult:
+def _run_pair(progress: ProgressCallback | None, pair: tuple[Scenario, str]) -> ProfileResult:
     return run_profile(pair[0], pair[1], progress=progress)
 
 
@@ -120,7 +122,7 @@ def _run_item(item: tuple[Scenario, str]) -> ProfileResult:
 
 
 def run_profile(
-    scenario: Scenario, name: str, seed: int | None = None, progress: Progress | None = None
+    scenario: Scenario, name: str, seed: int | None = None, progress: ProgressCallback | None = None
 ) -> ProfileResult:
     scenario = scenario.for_profile(name)  # its clock too: a profile's own storage_step ticks finer
     prof = scenario.profiles[name]
@@ -257,8 +259,8 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "simulated_seconds": float(sim.t),
         "wall_seconds": wall,
         "speed": float(sim.t / max(wall, 1e-9)),
-        "hosts": sim.H,
-        "vms": sim.V,
+        "hosts": sim.n_hosts,
+        "vms": sim.n_vms,
         "cpu": {
             "host_util_mean": float(np.mean(s["host_util_mean"])),
             "host_util_max": float(np.max(s["host_util_max"])),

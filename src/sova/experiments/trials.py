@@ -31,7 +31,7 @@ from sova.model.schema import InputError
 from sova.model.schema import Problem as InputProblem
 from sova.plan.placement.fabric import levels_for
 from sova.plan.placement.minimax import Evaluator
-from sova.plan.placement.problem import Problem
+from sova.plan.placement.problem import PlacementProblem
 from sova.plan.placement.random_placement import random_placement
 from sova.plan.placement_policies import PlacementPolicy
 from sova.sim.engine import Simulator
@@ -42,7 +42,7 @@ RANDOM = "random"  # the profile name of each trial's Random placement (iteratio
 
 
 @dataclass
-class Outcome:
+class PlacementOutcome:
     """What one run of a placement achieved (None: the scenario has no such workload)."""
 
     web_rps: float | None
@@ -56,7 +56,7 @@ class TrialRun:
     trial: int
     profile: str
     iteration: int  # 0: the trial's Random placement
-    outcome: Outcome
+    outcome: PlacementOutcome
     objective: float  # minimax utilization of the placement, on the measurement it was computed from
     seconds: float  # optimizer runtime
     moves: int
@@ -130,10 +130,10 @@ def run_trial(scenario: Scenario, profiles: list[str], k: int) -> list[TrialRun]
     return runs
 
 
-def skeleton(scenario: Scenario, slots: int) -> Problem:
+def skeleton(scenario: Scenario, slots: int) -> PlacementProblem:
     """The scenario's VMs and hosts with no measurement yet: enough to draw a Random placement."""
     V, H = len(scenario.vms), len(scenario.hosts)
-    return Problem(
+    return PlacementProblem(
         vm_names=tuple(v.name for v in scenario.vms),
         host_names=tuple(h.name for h in scenario.hosts),
         cpu=np.zeros(V),
@@ -152,7 +152,7 @@ def with_placement(scenario: Scenario, x: np.ndarray) -> Scenario:
     return dataclasses.replace(scenario, vms=vms)
 
 
-def run_placement(scenario: Scenario, x: np.ndarray) -> tuple[Outcome, Problem]:
+def run_placement(scenario: Scenario, x: np.ndarray) -> tuple[PlacementOutcome, PlacementProblem]:
     """Run the scenario with the VMs on hosts `x` and no policy: its outcome, and its measurement."""
     spec = scenario.trials
     web: list[np.ndarray] = []
@@ -167,7 +167,7 @@ def run_placement(scenario: Scenario, x: np.ndarray) -> tuple[Outcome, Problem]:
     return _outcome(sim, web, finished), problem
 
 
-def _outcome(sim: Simulator, web: list[np.ndarray], finished: list[JobDone]) -> Outcome:
+def _outcome(sim: Simulator, web: list[np.ndarray], finished: list[JobDone]) -> PlacementOutcome:
     g = sim.workloads.group("web")
     rps, tenants = None, {}
     if g is not None and web:
@@ -177,4 +177,4 @@ def _outcome(sim: Simulator, web: list[np.ndarray], finished: list[JobDone]) -> 
             tenants[sim.scenario.workloads[int(s)].vm] = float(per_row[g.spec_index == s].sum())
     times = [e.seconds for e in finished]
     job = float(np.mean(times)) if times else None
-    return Outcome(rps, tenants, job, len(times))
+    return PlacementOutcome(rps, tenants, job, len(times))

@@ -13,7 +13,7 @@ from sova.model.schema import Reader
 
 
 def place_at_load(
-    r: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.random.Generator, rules: RuleBook | None = None
+    reader: Reader, vms: list[VmSpec], hosts: list[HostSpec], rng: np.random.Generator, rules: RuleBook | None = None
 ) -> list[VmSpec]:
     """Resolve host = 'auto' (round-robin), 'first-fit' (the first host in the file's order) and 'random'
     (uniform, seeded) over hosts with memory for the VM.
@@ -33,7 +33,7 @@ def place_at_load(
     too_big = [v for v in vms if v.memory > capacity[largest.name]]
     for size in sorted({v.memory for v in too_big}):
         names = [v.name for v in too_big if v.memory == size]
-        r.error(
+        reader.error(
             f"[[vms]] ({names[0]}).memory",
             f"{span(names)} {'needs' if len(names) == 1 else 'need'} {size:.0f} MiB{'' if len(names) == 1 else ' each'}, "
             "more than any host has for VMs: the largest, "
@@ -52,7 +52,7 @@ def place_at_load(
             k = _host_with_room(free, v.memory, first, rng if v.host == "random" else None, allowed)
             if k is None:
                 if allowed is not None and (free >= v.memory).any():
-                    r.error(f"[[vms]] ({v.name}).host", ruled.why_not(v.name))
+                    reader.error(f"[[vms]] ({v.name}).host", ruled.why_not(v.name))
                     continue
                 unplaced.append(v)
             else:
@@ -65,7 +65,7 @@ def place_at_load(
         out.append(v)
     if unplaced:
         auto = sum(1 for v in vms if v.host in AUTO_HOSTS and not v.comes_later)
-        r.error(
+        reader.error(
             f"[[vms]] ({unplaced[0].name}).host",
             f"{len(unplaced)} of {auto} VMs with host = 'auto', 'first-fit' or 'random' ({unplaced[0].name} ... "
             f"{unplaced[-1].name}: {sum(v.memory for v in unplaced):.0f} MiB) found no host with enough free "
@@ -73,7 +73,7 @@ def place_at_load(
             "Dom0's); expected more hosts or memory, or fewer VMs",
         )
     for k in np.flatnonzero(free < 0):
-        r.error("[[vms]]", f"VMs placed on host {hosts[k].name!r} need {-free[k]:.0f} MiB more memory than it has")
+        reader.error("[[vms]]", f"VMs placed on host {hosts[k].name!r} need {-free[k]:.0f} MiB more memory than it has")
     return out
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from sova.model.placement_rules import RuleBook
 from sova.model.placement_tracker import PlacementTracker
 from sova.model.scenario import TopologySpec
-from sova.model.snapshot import Snapshot
+from sova.model.snapshot import Snapshot, counter_rate
 from sova.model.snapshot_align import aligned
 
 
@@ -96,7 +96,7 @@ class Knowledge:
         if w is None:
             return None
         old, new = w
-        return (new.host_cpu_time - old.host_cpu_time) / ((new.time - old.time) * new.host_cores)
+        return counter_rate(old, new, "host_cpu_time", per=new.host_cores)
 
     def vm_cpu_cores(self, seconds: float, end: float | None = None) -> np.ndarray | None:
         """Per VM: cores used over the window."""
@@ -104,4 +104,4 @@ class Knowledge:
         if w is None:
             return None
         old, new = w
-        return (new.counters.cpu_time - old.counters.cpu_time) / (new.time - old.time)
+        return counter_rate(old, new, "cpu_time")

@@ -38,7 +38,7 @@ RULE_FIELDS = {
 
 
 def read_rules(
-    r: Reader,
+    reader: Reader,
     raw: Any,
     vm_names: list[str] | None,
     host_names: list[str] | None,
@@ -51,29 +51,29 @@ def read_rules(
     vm_match = NameMatcher(vm_names) if vm_names is not None else None
     host_match = NameMatcher(host_names) if host_names is not None else None
     rules: list[PlacementRule] = []
-    for n, entry in enumerate(r.entries(raw, "[[rules]]"), start=1):
+    for n, entry in enumerate(reader.entries(raw, "[[rules]]"), start=1):
         where = f"[[rules]] #{n}"
-        before = len(r.problems)
-        t = r.table(entry, RULE_FIELDS, where)
-        if len(r.problems) > before:
+        before = len(reader.problems)
+        t = reader.table(entry, RULE_FIELDS, where)
+        if len(reader.problems) > before:
             continue
         name = t["name"] or f"rule-{n}"
         if any(rule.name == name for rule in rules):
-            r.error(f"{where}.name", f"rule name {name!r} is used twice")
-        _check_names(r, f"{where}.vms", t["vms"], vm_match, "VM", of)
+            reader.error(f"{where}.name", f"rule name {name!r} is used twice")
+        _check_names(reader, f"{where}.vms", t["vms"], vm_match, "VM", of)
         if t["kind"] in HOST_KINDS:
             if not t["hosts"]:
-                r.error(f"{where}.hosts", f"a {t['kind']} rule needs its host group, e.g. hosts = ['h1', 'h2']")
-            _check_names(r, f"{where}.hosts", t["hosts"], host_match, "host", of)
+                reader.error(f"{where}.hosts", f"a {t['kind']} rule needs its host group, e.g. hosts = ['h1', 'h2']")
+            _check_names(reader, f"{where}.hosts", t["hosts"], host_match, "host", of)
         elif t["hosts"]:
-            r.error(f"{where}.hosts", f"a {t['kind']} rule binds VMs to each other; it takes no hosts")
+            reader.error(f"{where}.hosts", f"a {t['kind']} rule binds VMs to each other; it takes no hosts")
         elif vm_match is not None and len({v for p in t["vms"] for v in vm_match(p)}) < 2:
-            r.error(f"{where}.vms", f"an {t['kind']} rule needs at least two VMs; {t['vms']} names fewer")
+            reader.error(f"{where}.vms", f"an {t['kind']} rule needs at least two VMs; {t['vms']} names fewer")
         rules.append(PlacementRule(name, t["kind"], tuple(t["vms"]), tuple(t["hosts"]), t["strength"] == "must"))
     book = RuleBook(rules)
-    if vm_names is not None and host_names is not None and not r.problems:
+    if vm_names is not None and host_names is not None and not reader.problems:
         for problem in rule_conflicts(book, tuple(vm_names), tuple(host_names), vm_memory, host_memory):
-            r.error("[[rules]]", f"no placement can satisfy the must rules: {problem}")
+            reader.error("[[rules]]", f"no placement can satisfy the must rules: {problem}")
     return book
 
 
@@ -82,20 +82,20 @@ def load_rules_file(path: Path, host_names: list[str] | None) -> RuleBook:
     may name VMs that start later; host patterns must name `host_names` (when given). InputError with
     every problem and its place."""
     raw = read_toml(path, "a rules file (TOML with [[rules]] entries)")
-    r = Reader(str(path))
-    r.table(raw, {"rules": Field("any", REQUIRED)}, "")
-    book = read_rules(r, raw.get("rules", []), None, host_names, of="managed here")
-    if r.problems:
-        raise InputError(r.problems)
+    reader = Reader(str(path))
+    reader.table(raw, {"rules": Field("any", REQUIRED)}, "")
+    book = read_rules(reader, raw.get("rules", []), None, host_names, of="managed here")
+    if reader.problems:
+        raise InputError(reader.problems)
     return book
 
 
-def read_scenario_rules(r: Reader, raw: Any, vms: list[VmSpec], hosts: list[HostSpec]) -> RuleBook:
+def read_scenario_rules(reader: Reader, raw: Any, vms: list[VmSpec], hosts: list[HostSpec]) -> RuleBook:
     """A scenario's [[rules]], checked against its VMs and hosts (and their memory) when those read well."""
-    if r.problems:  # names and sizes may be wrong: the rules' own keys are checked now, their names next time
-        return read_rules(r, raw, None, None)
+    if reader.problems:  # names and sizes may be wrong: the rules' own keys are checked now, their names next time
+        return read_rules(reader, raw, None, None)
     return read_rules(
-        r,
+        reader,
         raw,
         [v.name for v in vms],
         [h.name for h in hosts],
@@ -104,12 +104,14 @@ def read_scenario_rules(r: Reader, raw: Any, vms: list[VmSpec], hosts: list[Host
     )
 
 
-def _check_names(r: Reader, where: str, patterns: list[str], match: NameMatcher | None, what: str, of: str) -> None:
+def _check_names(
+    reader: Reader, where: str, patterns: list[str], match: NameMatcher | None, what: str, of: str
+) -> None:
     """Patterns there are; each matches a name (`of`: whose names, "of the scenario")."""
     if not patterns:
-        r.error(where, f"expected at least one {what} name or glob")
+        reader.error(where, f"expected at least one {what} name or glob")
     if match is None:
         return
     for pattern in patterns:
         if not match(pattern):
-            r.error(where, f"{pattern!r} matches no {what} {of}")
+            reader.error(where, f"{pattern!r} matches no {what} {of}")

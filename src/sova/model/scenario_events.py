@@ -68,37 +68,41 @@ class ScenarioEvent:
     duration: float = 0.0  # a sensor gap's length
 
 
-def read_events(r: Reader, raw: Any, host_names: list[str], duration: float | None) -> tuple[ScenarioEvent, ...]:
+def read_events(reader: Reader, raw: Any, host_names: list[str], duration: float | None) -> tuple[ScenarioEvent, ...]:
     """The events, in time order; each problem reported with its entry and key."""
     known = set(host_names)
     events = []
-    for n, entry in enumerate(r.entries(raw, "[[events]]"), start=1):
+    for n, entry in enumerate(reader.entries(raw, "[[events]]"), start=1):
         where = f"[[events]] #{n}"
-        before = len(r.problems)
-        t = r.table(entry, EVENT_FIELDS, where)
-        if len(r.problems) > before:
+        before = len(reader.problems)
+        t = reader.table(entry, EVENT_FIELDS, where)
+        if len(reader.problems) > before:
             continue
         if t["host"] not in known:
-            r.error(f"{where}.host", f"{t['host']!r} is no host of the scenario")
+            reader.error(f"{where}.host", f"{t['host']!r} is no host of the scenario")
         if duration is not None and t["at"] >= duration:
-            r.error(f"{where}.at", f"{t['at']:g} s is not within the run ({duration:g} s)")
+            reader.error(f"{where}.at", f"{t['at']:g} s is not within the run ({duration:g} s)")
         if (t["kind"] == "sensor-gap") != (t["duration"] > 0):
-            r.error(f"{where}.duration", "a sensor-gap needs a duration above 0, and only a sensor-gap takes one")
+            reader.error(f"{where}.duration", "a sensor-gap needs a duration above 0, and only a sensor-gap takes one")
         events.append(ScenarioEvent(t["at"], t["kind"], t["host"], t["duration"]))
     events.sort(key=lambda e: e.at)
-    _check_faults(r, events)
+    _check_faults(reader, events)
     return tuple(events)
 
 
-def _check_faults(r: Reader, events: list[ScenarioEvent]) -> None:
+def _check_faults(reader: Reader, events: list[ScenarioEvent]) -> None:
     """On each host, each fault starts and ends in turn, starting with its start."""
     started = {end: start for start, end in FAULT_ENDS.items()}
     under: set[tuple[str, str]] = set()  # (host, fault start) under way
     for event in events:
         if event.kind in FAULT_ENDS and (event.host, event.kind) in under:
-            r.error("[[events]]", f"{event.kind} of {event.host} at {event.at:g} s while the last one has not ended")
+            reader.error(
+                "[[events]]", f"{event.kind} of {event.host} at {event.at:g} s while the last one has not ended"
+            )
         elif event.kind in started and (event.host, started[event.kind]) not in under:
-            r.error("[[events]]", f"{event.kind} of {event.host} at {event.at:g} s without a {started[event.kind]}")
+            reader.error(
+                "[[events]]", f"{event.kind} of {event.host} at {event.at:g} s without a {started[event.kind]}"
+            )
         if event.kind in FAULT_ENDS:
             under.add((event.host, event.kind))
         elif event.kind in started:

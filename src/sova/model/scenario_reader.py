@@ -86,53 +86,57 @@ def scenario_from_dict(
     """Validate a parsed scenario (e.g. from TOML) and build the Scenario; raises InputError. `params`
     sets values of its [params] table (``--param NAME=VALUE``)."""
     raw, params = apply_params(dict(raw), source, params) if "params" in raw or params else (raw, {})
-    r = Reader(source)
+    reader = Reader(source)
     for key in raw:
         if key not in TABLES:
             hint = difflib.get_close_matches(key, TABLES, n=1)
             extra = f" (did you mean {TABLES[hint[0]]}?)" if hint else ""
-            r.error(f"[{key}]", f"unknown table{extra}; a scenario has {', '.join(TABLES.values())}")
-    head = r.table(raw.get("scenario", {}), SCENARIO_FIELDS, "[scenario]")
-    _check_name(r, head.get("name"))
-    topo = read_topology(r, raw.get("topology", {}))
+            reader.error(f"[{key}]", f"unknown table{extra}; a scenario has {', '.join(TABLES.values())}")
+    head = reader.table(raw.get("scenario", {}), SCENARIO_FIELDS, "[scenario]")
+    _check_name(reader, head.get("name"))
+    topo = read_topology(reader, raw.get("topology", {}))
     defaults = raw.get("defaults", {})
     if not isinstance(defaults, dict):
-        r.error("[defaults]", "expected a table with optional host and vm sub-tables")
+        reader.error("[defaults]", "expected a table with optional host and vm sub-tables")
         defaults = {}
-    r.table(defaults, {"host": Field("table", {}), "vm": Field("table", {})}, "[defaults]")
+    reader.table(defaults, {"host": Field("table", {}), "vm": Field("table", {})}, "[defaults]")
 
-    hosts = _read_hosts(r, raw.get("hosts", []), defaults.get("host", {}))
-    storage = _read_storage(r, raw.get("storage", []))
-    raw_vms = vms_per_file(r, raw.get("vms", []), base_dir or Path.cwd())
-    vms = _read_vms(r, raw_vms, defaults.get("vm", {}), hosts, storage)
-    rules = read_scenario_rules(r, raw.get("rules", []), vms, hosts)
-    if not r.problems:
-        vms = place_at_load(r, vms, hosts, np.random.default_rng(head["seed"] or 0), rules)
-    workloads = _read_workloads(r, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
-    _check_trace_lifetimes(r, vms, workloads)
-    profiles = read_profiles(r, raw.get("profiles", {}))
+    hosts = _read_hosts(reader, raw.get("hosts", []), defaults.get("host", {}))
+    storage = _read_storage(reader, raw.get("storage", []))
+    raw_vms = vms_per_file(reader, raw.get("vms", []), base_dir or Path.cwd())
+    vms = _read_vms(reader, raw_vms, defaults.get("vm", {}), hosts, storage)
+    rules = read_scenario_rules(reader, raw.get("rules", []), vms, hosts)
+    if not reader.problems:
+        vms = place_at_load(reader, vms, hosts, np.random.default_rng(head["seed"] or 0), rules)
+    workloads = _read_workloads(reader, raw.get("workloads", []), vms, base_dir or Path.cwd(), raw.get("storage", []))
+    _check_trace_lifetimes(reader, vms, workloads)
+    profiles = read_profiles(reader, raw.get("profiles", {}))
     if profile_check is not None:
         for prof in profiles.values():
-            profile_check(r, prof)
-    control = ControlSpec(**r.table(raw.get("control", {}), CONTROL_FIELDS, "[control]"))
-    outputs = OutputSpec(**r.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
-    _check_groups(r, outputs.groups, NameMatcher([v.name for v in vms]))
-    slos = read_slos(r, raw.get("slos", []), [v.name for v in vms])
-    events = read_events(r, raw.get("events", []), [h.name for h in hosts], head.get("duration"))
-    simulator = r.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")
-    trials = TrialsSpec(**r.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
+            profile_check(reader, prof)
+    control = ControlSpec(**reader.table(raw.get("control", {}), CONTROL_FIELDS, "[control]"))
+    outputs = OutputSpec(**reader.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
+    _check_groups(reader, outputs.groups, NameMatcher([v.name for v in vms]))
+    slos = read_slos(reader, raw.get("slos", []), [v.name for v in vms])
+    events = read_events(reader, raw.get("events", []), [h.name for h in hosts], head.get("duration"))
+    simulator = reader.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")
+    trials = TrialsSpec(**reader.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
     if trials is not None and head.get("duration") is not None and trials.warmup >= head["duration"]:
-        r.error("[trials].warmup", f"{trials.warmup:g} s leaves nothing of the {head['duration']:g} s run to measure")
-    check_topology_fits(r, topo, len(hosts))
+        reader.error(
+            "[trials].warmup", f"{trials.warmup:g} s leaves nothing of the {head['duration']:g} s run to measure"
+        )
+    check_topology_fits(reader, topo, len(hosts))
 
     if head.get("duration") is not None and head.get("step") is not None and head["step"] > head["duration"]:
-        r.error("[scenario].step", f"step {head['step']:g} s is longer than the duration {head['duration']:g} s")
-    _check_simulator(r, simulator, head.get("step"), "[simulator]")
+        reader.error("[scenario].step", f"step {head['step']:g} s is longer than the duration {head['duration']:g} s")
+    _check_simulator(reader, simulator, head.get("step"), "[simulator]")
     for prof in profiles.values():
         if prof.simulator:  # the settings it runs with: the scenario's, with the profile's own on top
-            _check_simulator(r, {**simulator, **prof.simulator}, head.get("step"), f"[profiles.{prof.name}.simulator]")
-    if r.problems:
-        raise InputError(r.problems)
+            _check_simulator(
+                reader, {**simulator, **prof.simulator}, head.get("step"), f"[profiles.{prof.name}.simulator]"
+            )
+    if reader.problems:
+        raise InputError(reader.problems)
     return Scenario(
         name=head["name"],
         description=head["description"],
@@ -153,13 +157,13 @@ def scenario_from_dict(
         rules=rules,
         events=events,
         params=params,
-        warnings=tuple(r.warnings),
+        warnings=tuple(reader.warnings),
         source=source,
         base_dir=base_dir or Path.cwd(),
     )
 
 
-def _expand_names(r: Reader, name: str | None, count: int | None, where: str, start: int | None = 1) -> list[str]:
+def _expand_names(reader: Reader, name: str | None, count: int | None, where: str, start: int | None = 1) -> list[str]:
     if name is None:
         return []
     count, start = 1 if count is None else count, 1 if start is None else start
@@ -168,34 +172,34 @@ def _expand_names(r: Reader, name: str | None, count: int | None, where: str, st
     if count == 1 and "{i}" not in name:
         return [name]
     if "{i}" not in name:
-        r.error(f"{where}.name", f"with count = {count}, the name must be a pattern containing {{i}}")
+        reader.error(f"{where}.name", f"with count = {count}, the name must be a pattern containing {{i}}")
         return []
     return [name.replace("{i}", str(i)) for i in range(start, start + count)]
 
 
-def _unique(r: Reader, names: list[str], where: str, what: str) -> None:
+def _unique(reader: Reader, names: list[str], where: str, what: str) -> None:
     seen: set[str] = set()
     for n in names:
         if n in seen:
-            r.error(where, f"{what} name {n!r} is used twice")
+            reader.error(where, f"{what} name {n!r} is used twice")
         seen.add(n)
 
 
-def _counted_entries(r: Reader, raw: Any, defaults: Any, fields: dict[str, Field], table: str):
+def _counted_entries(reader: Reader, raw: Any, defaults: Any, fields: dict[str, Field], table: str):
     """Each [[table]] entry, merged over [defaults.<kind>] and checked: (where, values, names it makes)."""
     kind = table.strip("[]").rstrip("s")
-    base = r.table(
+    base = reader.table(
         defaults,
         {k: Field(f.kind, None) for k, f in fields.items() if k not in ("name", "start")},
         f"[defaults.{kind}]",
     )
     base = {k: v for k, v in base.items() if v is not None}
-    for n, entry in enumerate(r.entries(raw, table), start=1):
+    for n, entry in enumerate(reader.entries(raw, table), start=1):
         where = f"{table} #{n}"
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             where += f" ({entry['name']})"
-        t = r.table({**base, **entry} if isinstance(entry, dict) else entry, fields, where)
-        yield where, t, _expand_names(r, t["name"], t["count"], where, t["start"])
+        t = reader.table({**base, **entry} if isinstance(entry, dict) else entry, fields, where)
+        yield where, t, _expand_names(reader, t["name"], t["count"], where, t["start"])
 
 
 def _spec_fields(t: dict[str, Any], *skip: str) -> dict[str, Any]:
@@ -203,47 +207,49 @@ def _spec_fields(t: dict[str, Any], *skip: str) -> dict[str, Any]:
     return {k: v for k, v in t.items() if k not in (*counting, *skip) and v is not None}
 
 
-def _power_curve(r: Reader, t: dict[str, Any], where: str) -> tuple[float, ...]:
+def _power_curve(reader: Reader, t: dict[str, Any], where: str) -> tuple[float, ...]:
     """A host's own power curve, given with power_model = custom and only then."""
     given, custom = t["power_curve"], t["power_model"] == "custom"
     if custom and (problem := curve_problem(given)) is not None:
-        r.error(f"{where}.power_curve", problem)
+        reader.error(f"{where}.power_curve", problem)
     elif given and not custom:
-        r.error(f"{where}.power_curve", f"is read only with power_model = custom (this host's: {t['power_model']})")
+        reader.error(
+            f"{where}.power_curve", f"is read only with power_model = custom (this host's: {t['power_model']})"
+        )
     return tuple(float(v) for v in given) if custom and curve_problem(given) is None else ()
 
 
-def _read_hosts(r: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
+def _read_hosts(reader: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
     out: list[HostSpec] = []
-    for where, t, names in _counted_entries(r, raw, defaults, HOST_FIELDS, "[[hosts]]"):
-        nic = NicSpec(**r.table(t["nic"], NIC_FIELDS, f"{where}.nic"))
-        curve = _power_curve(r, t, where)
+    for where, t, names in _counted_entries(reader, raw, defaults, HOST_FIELDS, "[[hosts]]"):
+        nic = NicSpec(**reader.table(t["nic"], NIC_FIELDS, f"{where}.nic"))
+        curve = _power_curve(reader, t, where)
         out += [
             HostSpec(name=name, nic=nic, power_curve=curve, **_spec_fields(t, "nic", "power_curve")) for name in names
         ]
         if t["power_idle"] is not None and t["power_max"] is not None and t["power_max"] < t["power_idle"]:
-            r.error(f"{where}.power_max", "must be at least power_idle")
+            reader.error(f"{where}.power_max", "must be at least power_idle")
         if t["memory"] is not None and t["dom0_memory"] is not None and t["dom0_memory"] >= t["memory"]:
-            r.error(
+            reader.error(
                 f"{where}.dom0_memory",
                 f"{t['dom0_memory']:,.0f} MiB leaves nothing of the host's {t['memory']:,.0f} MiB for VMs; expected "
                 "less than memory",
             )
         if t["cores"] is not None and t["threads_per_core"] and t["cores"] % t["threads_per_core"]:
-            r.error(f"{where}.cores", f"must be a multiple of threads_per_core ({t['threads_per_core']})")
+            reader.error(f"{where}.cores", f"must be a multiple of threads_per_core ({t['threads_per_core']})")
     if not out:
-        r.error("[[hosts]]", "a scenario needs at least one host")
-    _unique(r, [h.name for h in out], "[[hosts]]", "host")
+        reader.error("[[hosts]]", "a scenario needs at least one host")
+    _unique(reader, [h.name for h in out], "[[hosts]]", "host")
     return out
 
 
 _STORAGE_MODELS = {"ssd": (8, 100e-6, 20e-6, 4e9), "disk-array": (8, 8e-3, 0.1e-3, 1.2e9)}
 
 
-def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
+def _read_storage(reader: Reader, raw: Any) -> list[StorageSpec]:
     out = []
-    for n, entry in enumerate(r.entries(raw, "[[storage]]"), start=1):
-        t = r.table(entry, STORAGE_FIELDS, f"[[storage]] #{n}")
+    for n, entry in enumerate(reader.entries(raw, "[[storage]]"), start=1):
+        t = reader.table(entry, STORAGE_FIELDS, f"[[storage]] #{n}")
         if t["name"] is None:
             continue
         par, acc, seq, bw = _STORAGE_MODELS[t["device"] or "ssd"]
@@ -265,36 +271,40 @@ def _read_storage(r: Reader, raw: Any) -> list[StorageSpec]:
                 variability_time=t["variability_time"],
             )
         )
-    _unique(r, [s.name for s in out], "[[storage]]", "storage server")
+    _unique(reader, [s.name for s in out], "[[storage]]", "storage server")
     return out
 
 
-def _read_vms(r: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec]) -> list[VmSpec]:
+def _read_vms(
+    reader: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec]
+) -> list[VmSpec]:
     """The VMs as the file gives them; those with host = 'auto', 'first-fit' or 'random' are placed later."""
     host_names = {h.name for h in hosts}
     storage_names = {s.name for s in storage}
     out: list[VmSpec] = []
-    for where, t, names in _counted_entries(r, raw, defaults, VM_FIELDS, "[[vms]]"):
+    for where, t, names in _counted_entries(reader, raw, defaults, VM_FIELDS, "[[vms]]"):
         if t["host"] not in (None, *AUTO_HOSTS) and t["host"] not in host_names:
-            r.error(
+            reader.error(
                 f"{where}.host",
                 f"unknown host {t['host']!r}; expected 'auto', 'first-fit', 'random' or one of {_few(host_names)}",
             )
         if t["storage"] and t["storage"] not in storage_names:
-            r.error(f"{where}.storage", f"unknown storage server {t['storage']!r}; expected {_few(storage_names)}")
+            reader.error(f"{where}.storage", f"unknown storage server {t['storage']!r}; expected {_few(storage_names)}")
         if t["nic"] == "vf" and t["host"] in host_names:
             host = next(h for h in hosts if h.name == t["host"])
             if not host.nic.sriov or host.nic.max_vfs == 0:
-                r.error(f"{where}.nic", f"host {host.name!r} has no SR-IOV VFs; expected 'vnic'")
-        _check_lifetime(r, where, t)
+                reader.error(f"{where}.nic", f"host {host.name!r} has no SR-IOV VFs; expected 'vnic'")
+        _check_lifetime(reader, where, t)
         if t["block"] not in (None, "1/1") and not t["files"]:
-            r.error(f"{where}.block", f"{t['block']!r} is read only with files (one VM per trace file); expected files")
+            reader.error(
+                f"{where}.block", f"{t['block']!r} is read only with files (one VM per trace file); expected files"
+            )
         out += [VmSpec(name=name, **_spec_fields(t)) for name in names]
-    _unique(r, [v.name for v in out], "[[vms]]", "VM")
+    _unique(reader, [v.name for v in out], "[[vms]]", "VM")
     return out
 
 
-def _check_simulator(r: Reader, simulator: dict[str, Any], step: float | None, where: str) -> None:
+def _check_simulator(reader: Reader, simulator: dict[str, Any], step: float | None, where: str) -> None:
     """What the keys' ranges alone cannot say of the [simulator] settings a run will use (the scenario's, or
     a profile's merged over them): the storage subsystem's epochs tile the fabric's step."""
     storage_step = simulator.get("storage_step") or 0.0
@@ -302,95 +312,101 @@ def _check_simulator(r: Reader, simulator: dict[str, Any], step: float | None, w
         return
     epochs = step / storage_step
     if storage_step > step or abs(epochs - round(epochs)) > 1e-6 * epochs:
-        r.error(
+        reader.error(
             f"{where}.storage_step",
             f"{storage_step:g} s does not divide the step ({step:g} s) into whole epochs; expected e.g. "
             f"{step / max(1, round(epochs)):g} s",
         )
 
 
-def _check_lifetime(r: Reader, where: str, t: dict) -> None:
+def _check_lifetime(reader: Reader, where: str, t: dict) -> None:
     """A later arrival is placed when it comes (host 'auto') or starts on its named host; 'random' places
     at load, which an arrival cannot take; a departure comes after the arrival."""
     if (t["arrive"] > 0 or t["from_trace"]) and t["host"] == "random":
-        r.error(
+        reader.error(
             f"{where}.host",
             "'random' places a VM when the scenario loads, but this one arrives later; expected 'auto' "
             "(the admission policy places it when it comes) or a host name",
         )
     if t["depart"] and t["depart"] <= t["arrive"]:
-        r.error(f"{where}.depart", f"{t['depart']:g} s is not after arrive = {t['arrive']:g} s; expected a later time")
+        reader.error(
+            f"{where}.depart", f"{t['depart']:g} s is not after arrive = {t['arrive']:g} s; expected a later time"
+        )
 
 
-def _check_trace_lifetimes(r: Reader, vms: list[VmSpec], workloads: list[WorkloadSpec]) -> None:
+def _check_trace_lifetimes(reader: Reader, vms: list[VmSpec], workloads: list[WorkloadSpec]) -> None:
     """A VM sized by its trace needs a trace that sizes VMs (azure, opendc, bitbrains) and names it."""
     matching = NameMatcher([v.name for v in vms])
     covered = {name for w in workloads if w.kind in LIFETIME_KINDS for name in matching(w.vm)}
     lost = [v.name for v in vms if v.from_trace and v.name not in covered]
     if lost:
-        r.error(
+        reader.error(
             f"[[vms]] ({lost[0]}).from_trace",
             f"{span(lost)} take their size from a trace, but no azure, opendc or bitbrains workload names them; "
             "expected one whose vm pattern matches them",
         )
 
 
-def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, storage_raw: Any) -> list[WorkloadSpec]:
+def _read_workloads(
+    reader: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, storage_raw: Any
+) -> list[WorkloadSpec]:
     names = [v.name for v in vms]
     name_set = set(names)
     matching = NameMatcher(names)
     out = []
     has_storage = isinstance(storage_raw, list) and len(storage_raw) > 0
-    for n, entry in enumerate(r.entries(raw, "[[workloads]]"), start=1):
+    for n, entry in enumerate(reader.entries(raw, "[[workloads]]"), start=1):
         where = f"[[workloads]] #{n}"
         if not isinstance(entry, dict):
-            r.error(where, "expected a table")
+            reader.error(where, "expected a table")
             continue
         kind = entry.get("kind")
         if isinstance(kind, str) and kind in WORKLOAD_PARAMS:  # a list or table there is named by r.table
             params_spec = WORKLOAD_PARAMS[kind]
-            head = r.table(entry, WORKLOAD_FIELDS, where, extra_ok=(*params_spec, "phases"))
+            head = reader.table(entry, WORKLOAD_FIELDS, where, extra_ok=(*params_spec, "phases"))
         else:  # which keys are right depends on the kind: name the kind alone, not every key it would make wrong
-            head = r.table(entry, WORKLOAD_FIELDS, where, extra_ok=tuple(entry))
+            head = reader.table(entry, WORKLOAD_FIELDS, where, extra_ok=tuple(entry))
         if head["kind"] is None:
             continue
         if head["kind"] in ("fio", "filebench", "bitbrains", "block-trace") and not has_storage:
-            r.error(f"{where}.kind", f"{head['kind']} does disk IO; expected a [[storage]] server in the scenario")
-        params = r.table({k: v for k, v in entry.items() if k in params_spec}, params_spec, where)
+            reader.error(f"{where}.kind", f"{head['kind']} does disk IO; expected a [[storage]] server in the scenario")
+        params = reader.table({k: v for k, v in entry.items() if k in params_spec}, params_spec, where)
         vm = head["vm"]
         if vm is not None and not matching(vm):
-            r.error(f"{where}.vm", f"matches no VM; expected a VM name or pattern ({_few(name_set)})")
+            reader.error(f"{where}.vm", f"matches no VM; expected a VM name or pattern ({_few(name_set)})")
         for key in ("peer", "client"):
             if key not in params or params[key] is None:
                 continue
             for own in matching(vm or ""):
                 other = peer_name(params[key], own)
                 if other != "external" and other not in name_set:
-                    r.error(
+                    reader.error(
                         f"{where}.{key}",
                         f"unknown VM {other!r} (for {own}); expected 'external', a VM name, "
                         "or a pattern with {i} standing for the workload VM's own number",
                     )
                     break
                 if other == own:
-                    r.warn(f"{where}.{key}", f"is {own} itself (of {vm!r}): its traffic to itself crosses no network")
+                    reader.warn(
+                        f"{where}.{key}", f"is {own} itself (of {vm!r}): its traffic to itself crosses no network"
+                    )
                     break
         if head["kind"] == "web":
-            _check_tiers(r, where, params, matching(vm or ""), matching)
+            _check_tiers(reader, where, params, matching(vm or ""), matching)
         if params.get("file"):
-            params["file"] = _resolve_trace(r, params["file"], base_dir, f"{where}.file")
+            params["file"] = _resolve_trace(reader, params["file"], base_dir, f"{where}.file")
         phases = []
         raw_phases = entry.get("phases", [])
-        for m, ph in enumerate(r.entries(raw_phases, f"{where}.phases"), start=1):
+        for m, ph in enumerate(reader.entries(raw_phases, f"{where}.phases"), start=1):
             pwhere = f"{where}.phases #{m}"
             changeable = {k: f for k, f in params_spec.items() if k not in STRUCTURAL_PARAMS}
             fields = {"at": Field("duration", REQUIRED, "when the phase starts", lo=0)}
             fields |= {k: Field(f.kind, None, f.doc, f.choices, f.lo, f.hi, f.lo_open) for k, f in changeable.items()}
-            t = r.table(ph, fields, pwhere)
+            t = reader.table(ph, fields, pwhere)
             phases.append(Phase(at=t.pop("at") or 0.0, params={k: v for k, v in t.items() if v is not None}))
         ats = [p.at for p in phases]
         if ats != sorted(ats):
-            r.error(f"{where}.phases", "phases must be in increasing order of 'at'")
+            reader.error(f"{where}.phases", "phases must be in increasing order of 'at'")
         out.append(
             WorkloadSpec(
                 kind=head["kind"],
@@ -398,44 +414,44 @@ def _read_workloads(r: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, stor
                 params=params,
                 phases=tuple(phases),
                 stagger=head["stagger"],
-                where=f"{r.source}: {where}",
+                where=f"{reader.source}: {where}",
                 memory_used=head["memory_used"],
             )
         )
     return out
 
 
-def _check_tiers(r: Reader, where: str, params: dict, clients: list[str], matching: NameMatcher) -> None:
+def _check_tiers(reader: Reader, where: str, params: dict, clients: list[str], matching: NameMatcher) -> None:
     """A web workload's web and cache patterns must name VMs (for every client), and not the client."""
     web, cache = params.get("web"), params.get("cache")
     for own in clients if web is not None else []:
         webs = matching(peer_name(web, own))
         if not webs:
-            r.error(f"{where}.web", f"matches no VM (for client {own}); expected a VM name, a glob or 'web{{i}}'")
+            reader.error(f"{where}.web", f"matches no VM (for client {own}); expected a VM name, a glob or 'web{{i}}'")
             break
         if own in webs:
-            r.error(f"{where}.web", f"includes the client {own} itself; expected the web tier's VMs")
+            reader.error(f"{where}.web", f"includes the client {own} itself; expected the web tier's VMs")
             break
     if cache and not matching(cache):
-        r.error(f"{where}.cache", "matches no VM; expected the cache tier's VMs (a name or glob) or ''")
+        reader.error(f"{where}.cache", "matches no VM; expected the cache tier's VMs (a name or glob) or ''")
 
 
-def _check_groups(r: Reader, groups: dict, matching: NameMatcher) -> None:
+def _check_groups(reader: Reader, groups: dict, matching: NameMatcher) -> None:
     for label, pattern in groups.items():
         if not isinstance(pattern, str):
-            r.error(f"[outputs].groups.{label}", f"expected a VM name or pattern like 'web*', got {pattern!r}")
+            reader.error(f"[outputs].groups.{label}", f"expected a VM name or pattern like 'web*', got {pattern!r}")
         elif not matching(pattern):
-            r.error(f"[outputs].groups.{label}", f"{pattern!r} matches no VM of the scenario")
+            reader.error(f"[outputs].groups.{label}", f"{pattern!r} matches no VM of the scenario")
 
 
-def _resolve_trace(r: Reader, value: str, base_dir: Path, where: str) -> str:
+def _resolve_trace(reader: Reader, value: str, base_dir: Path, where: str) -> str:
     archive, _, member = value.partition(".tar.gz:")
     path_text = archive + ".tar.gz" if member else value
     path = Path(path_text)
     if not path.is_absolute():
         path = (base_dir / path).resolve()
     if not path.exists():
-        absent(r, where, path)
+        absent(reader, where, path)
     return f"{path}:{member}" if member else str(path)
 
 
@@ -444,12 +460,12 @@ def _few(names: set[str] | list[str], n: int = 8) -> str:
     return ", ".join(items[:n]) + (", ..." if len(items) > n else "") if items else "(none defined)"
 
 
-def _check_name(r: Reader, name: object) -> None:
+def _check_name(reader: Reader, name: object) -> None:
     """The scenario's name is the default result directory (results/NAME): a plain file name, nothing else."""
     if not isinstance(name, str):
         return
     if name.strip() in ("", ".", "..") or "/" in name or "\\" in name or "\0" in name or name.startswith("-"):
-        r.error(
+        reader.error(
             "[scenario].name",
             f"{name!r} cannot name the result directory results/NAME: expected a plain name, not empty, "
             "'.' or '..', without '/' or '\\', not starting with '-'",

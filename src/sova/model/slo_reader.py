@@ -25,38 +25,38 @@ from sova.model.storage_slo import Ramp, Range, SloBook, SloError, StorageSlo, c
 RANGES = ("throughput", "io_size", "sc_rate", "pf_ratio")
 
 
-def _range(r: Reader, where: str, vm: str, setting: str, raw: Any) -> Range | None:
+def _range(reader: Reader, where: str, vm: str, setting: str, raw: Any) -> Range | None:
     if raw is None:
         return None
     if not isinstance(raw, list) or len(raw) != 2:
-        r.error(where, f"expected [lower, upper], got {raw!r}")
+        reader.error(where, f"expected [lower, upper], got {raw!r}")
         return None
     try:
         values = [units.size_bytes(v) for v in raw] if setting == "io_size" else raw
         return checked_range(vm, setting, values[0], values[1])
     except (SloError, ValueError) as exc:
-        r.error(where, str(exc))
+        reader.error(where, str(exc))
         return None
 
 
-def read_slos(r: Reader, raw: Any, vm_names: list[str]) -> tuple[tuple[str, StorageSlo], ...]:
+def read_slos(reader: Reader, raw: Any, vm_names: list[str]) -> tuple[tuple[str, StorageSlo], ...]:
     """(VM, its SLO) for every VM an entry names, in entry order (a later entry wins)."""
     matching = NameMatcher(vm_names)
     out: dict[str, StorageSlo] = {}
     named_by: dict[str, str] = {}  # VM: the entry that last set its SLO
-    for n, entry in enumerate(r.entries(raw, "[[slos]]"), start=1):
+    for n, entry in enumerate(reader.entries(raw, "[[slos]]"), start=1):
         where = f"[[slos]] #{n}"
-        t = r.table(entry, SLO_FIELDS, where)
+        t = reader.table(entry, SLO_FIELDS, where)
         pattern = t.get("vm")
         if not isinstance(pattern, str):
             continue
         vms = matching(pattern)
         if not vms:
-            r.error(f"{where}.vm", f"{pattern!r} matches no VM of the scenario")
+            reader.error(f"{where}.vm", f"{pattern!r} matches no VM of the scenario")
             continue
-        ranges = {key: _range(r, f"{where}.{key}", pattern, key, t[key]) for key in RANGES}
+        ranges = {key: _range(reader, f"{where}.{key}", pattern, key, t[key]) for key in RANGES}
         if ranges["throughput"] is None and t["throughput"] is None:
-            r.error(f"{where}.throughput", "an SLO needs a throughput range, e.g. [400, 600]")
+            reader.error(f"{where}.throughput", "an SLO needs a throughput range, e.g. [400, 600]")
         ramp = None
         if t["ramp_step"] and ranges["throughput"] is not None:
             ramp = Ramp(t["ramp_step"], t["ramp_every"], ranges["throughput"][1], bool(t["ramp_repeat"]))
@@ -65,12 +65,12 @@ def read_slos(r: Reader, raw: Any, vm_names: list[str]) -> tuple[tuple[str, Stor
             try:
                 latency = checked_latency(pattern, t["latency"])
             except SloError as exc:
-                r.error(f"{where}.latency", str(exc))
+                reader.error(f"{where}.latency", str(exc))
         slo = StorageSlo(**{k: v for k, v in ranges.items() if v is not None}, ramp=ramp, latency=latency)
         again = [vm for vm in vms if vm in named_by]
         if again:
             more = f" (and {len(again) - 1} more)" if len(again) > 1 else ""
-            r.warn(
+            reader.warn(
                 f"{where}.vm",
                 f"{pattern!r} gives {again[0]}{more} a second SLO, after {named_by[again[0]]}; this one holds, the "
                 "earlier is dropped (one SLO per VM)",

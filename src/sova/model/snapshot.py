@@ -1,7 +1,7 @@
 """What the sensors of real hosts report: the only view of the data center policies get.
 
 Counters are cumulative (as libvirt, /proc/net/dev and Open vSwitch report them); rates come from
-differences between snapshots (``sova.analyze.rates``). Nothing here is simulator-only: every field
+differences between snapshots (``counter_rate``). Nothing here is simulator-only: every field
 has a real source, named in its comment.
 """
 
@@ -111,3 +111,14 @@ class Snapshot:
     def committed_memory(self) -> np.ndarray:
         """Per host: MiB committed to its VMs (their configured memory)."""
         return np.bincount(self.vm_host, weights=self.vm_memory, minlength=len(self.hosts))
+
+
+def counter_rate(
+    old: Snapshot, new: Snapshot, counter: str, scale: float = 1.0, per: np.ndarray | float = 1.0
+) -> np.ndarray:
+    """How fast a cumulative counter grew from `old` to `new` (old indexed like new): its growth times
+    `scale` (8: bytes to bits) over the seconds between them times `per` (a capacity, for a utilisation).
+    `counter` names a field of the Snapshot (a host's) or of its VmCounters (a VM's). A counter that went
+    back (a domain rebooted, an agent restarted) grew by nothing."""
+    before, after = (getattr(s, counter) if hasattr(s, counter) else getattr(s.counters, counter) for s in (old, new))
+    return np.maximum(after - before, 0.0) * scale / ((new.time - old.time) * per)

@@ -65,10 +65,10 @@ def load_runs(
     sweep_raw = raw.pop("sweep", None)
     if sweep_raw is None:
         return None, [scenario_from_dict(raw, str(path), path.parent, profile_check, params)]
-    r = Reader(str(path))
+    reader = Reader(str(path))
     entries = sweep_raw if isinstance(sweep_raw, list) else [sweep_raw]
     parts = [
-        _read_sweep(r, e, raw, f"[[sweep]] #{n}" if isinstance(sweep_raw, list) else "[sweep]")
+        _read_sweep(reader, e, raw, f"[[sweep]] #{n}" if isinstance(sweep_raw, list) else "[sweep]")
         for n, e in enumerate(entries, start=1)
     ]
     if any(len(p.values) != len(parts[0].values) for p in parts):
@@ -96,23 +96,23 @@ def load_runs(
     return sweep, runs
 
 
-def _read_sweep(r: Reader, raw: Any, scenario: dict, where: str) -> Sweep:
-    t = r.table(raw, SWEEP_FIELDS, where)
+def _read_sweep(reader: Reader, raw: Any, scenario: dict, where: str) -> Sweep:
+    t = reader.table(raw, SWEEP_FIELDS, where)
     values = t["values"]
     if t["values"] is not None and (not isinstance(values, list) or not values):
-        r.error(f"{where}.values", f"expected a non-empty list of values, got {values!r}")
+        reader.error(f"{where}.values", f"expected a non-empty list of values, got {values!r}")
     declared = scenario.get("params", {})
     if t["table"] == "params" and t["key"] is not None and (not isinstance(declared, dict) or t["key"] not in declared):
-        r.error(f"{where}.key", f"the scenario's [params] declares no {t['key']!r}; expected one of its names")
-    if not r.problems and t["table"] in ENTRY_TABLES:
+        reader.error(f"{where}.key", f"the scenario's [params] declares no {t['key']!r}; expected one of its names")
+    if not reader.problems and t["table"] in ENTRY_TABLES:
         field = ENTRY_TABLES[t["table"]]
         entries = scenario.get(t["table"], [])
         hits = [e for e in entries if isinstance(e, dict) and _matches(e, field, t["match"], t["kind"])]
         if not hits:
             what = f" of kind {t['kind']!r}" if t["kind"] else ""
-            r.error(f"{where}.match", f"no [[{t['table']}]] entry{what} has a {field} matching {t['match']!r}")
-    if r.problems:
-        raise InputError(r.problems)
+            reader.error(f"{where}.match", f"no [[{t['table']}]] entry{what} has a {field} matching {t['match']!r}")
+    if reader.problems:
+        raise InputError(reader.problems)
     return Sweep(t["table"], t["key"], tuple(values), t["match"], t["kind"], t["label"])
 
 

@@ -17,21 +17,21 @@ LINK_BUILD_SECONDS, LINK_BUILD_BYTES = 5.9e-6, 285
 MAX_FABRIC_LINKS = 2_000_000
 
 
-def read_topology(r: Reader, raw: Any) -> TopologySpec:
+def read_topology(reader: Reader, raw: Any) -> TopologySpec:
     """The table's values, its problems noted on `r`."""
-    return TopologySpec(**r.table(raw, TOPOLOGY_FIELDS, "[topology]"))
+    return TopologySpec(**reader.table(raw, TOPOLOGY_FIELDS, "[topology]"))
 
 
-def check_topology_fits(r: Reader, t: TopologySpec, n_hosts: int) -> None:
+def check_topology_fits(reader: Reader, t: TopologySpec, n_hosts: int) -> None:
     """The hosts fit the fabric's ports, and the fabric is not too large to build."""
     slots = host_ports(t, n_hosts)
     if n_hosts > slots:
-        r.error("[topology]", f"a {t.kind} with these sizes has {slots} host ports but there are {n_hosts} hosts")
+        reader.error("[topology]", f"a {t.kind} with these sizes has {slots} host ports but there are {n_hosts} hosts")
     if t.kind == "fat-tree" and t.k % 2:
-        r.error("[topology].k", f"fat-tree radix k must be even, got {t.k}")
+        reader.error("[topology].k", f"fat-tree radix k must be even, got {t.k}")
     nodes, links = fabric_size(t, n_hosts)
     if links > MAX_FABRIC_LINKS:
-        r.error(
+        reader.error(
             "[topology]",
             f"a {t.kind} with these sizes has {nodes:,} nodes and {links:,} links for {n_hosts:,} hosts "
             f"(building it would take about {links * LINK_BUILD_SECONDS / 60:,.0f} min and "

@@ -68,7 +68,7 @@ def _hidden(member: str) -> bool:
     return any(part.startswith(".") and part not in (".", "..") for part in member.split("/"))
 
 
-def vms_per_file(r: Reader, raw: Any, base_dir: Path) -> Any:
+def vms_per_file(reader: Reader, raw: Any, base_dir: Path) -> Any:
     """[[vms]] entries with ``files``: one VM per file of the set, ``count`` and ``start`` taken from it;
     ``block = "K/N"`` keeps the K-th of N contiguous blocks of ceil(files / N) files (CloudSim's
     PlanetLab study gives VM i the type i / ceil(N / 4)). The names' {i} is the file's place (1-based)."""
@@ -82,9 +82,9 @@ def vms_per_file(r: Reader, raw: Any, base_dir: Path) -> Any:
         where = f"[[vms]] #{n}" + (f" ({entry['name']})" if isinstance(entry.get("name"), str) else "")
         for key in ("count", "start"):
             if key in entry:
-                r.error(f"{where}.{key}", "is set by files (one VM per file); remove it")
-        listed = _listed(r, entry["files"], base_dir, f"{where}.files")
-        block = _block(r, entry.get("block", "1/1"), f"{where}.block")
+                reader.error(f"{where}.{key}", "is set by files (one VM per file); remove it")
+        listed = _listed(reader, entry["files"], base_dir, f"{where}.files")
+        block = _block(reader, entry.get("block", "1/1"), f"{where}.block")
         if listed is None or block is None:  # one VM stands for the entry, the block's: read the rest as far as it goes
             stand_in = {"count": 1, "start": block[0] if block else 1}
             out.append({k: v for k, v in entry.items() if k not in ("files", "block")} | stand_in)
@@ -96,39 +96,39 @@ def vms_per_file(r: Reader, raw: Any, base_dir: Path) -> Any:
     return out
 
 
-def _listed(r: Reader, value: Any, base_dir: Path, where: str) -> tuple[str, list[str]] | None:
+def _listed(reader: Reader, value: Any, base_dir: Path, where: str) -> tuple[str, list[str]] | None:
     if not isinstance(value, str) or not value:
-        r.error(where, f"expected a directory or .tar.gz of trace files, got {value!r}")
+        reader.error(where, f"expected a directory or .tar.gz of trace files, got {value!r}")
         return None
     path = Path(value) if Path(value).is_absolute() else (base_dir / value).resolve()
     if not path.exists():
-        absent(r, where, path, "trace set")
+        absent(reader, where, path, "trace set")
         return None
     if not is_trace_set(str(path)):
-        r.error(where, f"{str(path)!r} is no directory or .tar.gz of trace files")
+        reader.error(where, f"{str(path)!r} is no directory or .tar.gz of trace files")
         return None
     try:
         return str(path), trace_set(str(path))
     except TraceError as exc:
-        r.error(where, str(exc))
+        reader.error(where, str(exc))
         return None
 
 
-def _block(r: Reader, value: Any, where: str) -> tuple[int, int] | None:
+def _block(reader: Reader, value: Any, where: str) -> tuple[int, int] | None:
     part, slash, parts = str(value).partition("/")
     if isinstance(value, str) and slash and part.isdigit() and parts.isdigit() and 1 <= int(part) <= int(parts):
         return int(part), int(parts)
-    r.error(where, f"expected 'K/N' with 1 <= K <= N (the K-th of N blocks of the files), got {value!r}")
+    reader.error(where, f"expected 'K/N' with 1 <= K <= N (the K-th of N blocks of the files), got {value!r}")
     return None
 
 
-def absent(r: Reader, where: str, path: Path, what: str = "trace file") -> None:
+def absent(reader: Reader, where: str, path: Path, what: str = "trace file") -> None:
     """Record that nothing is at a trace path, with where the public set it names comes from."""
     source = public_source(path)
     message = f"{what} {str(path)!r} does not exist" + (
         f" (the public traces expected there: {source})" if source else ""
     )
-    r.problems.append(AbsentTraces(r.place(where), message, str(path)))
+    reader.problems.append(AbsentTraces(reader.place(where), message, str(path)))
 
 
 def public_source(path: str | Path) -> str:

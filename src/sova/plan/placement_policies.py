@@ -26,7 +26,7 @@ from sova.plan.placement.measure import problem_from_knowledge, traffic_matrix
 from sova.plan.placement.milp import solve
 from sova.plan.placement.minimax import Evaluator
 from sova.plan.placement.moves import next_wave
-from sova.plan.placement.problem import PlacementError, Problem
+from sova.plan.placement.problem import PlacementError, PlacementProblem
 
 PLACEMENT_PARAMS = {
     "period": Field("duration", 30.0, "how often the next wave of migrations may start", lo=0, lo_open=True),
@@ -59,12 +59,12 @@ class PlacementPolicy(Policy):
         super().__init__(**params)
         self.rng = np.random.default_rng(self.settings["seed"])
         self.target: np.ndarray | None = None
-        self.problem: Problem | None = None
+        self.problem: PlacementProblem | None = None
         self.why = ""
         self.next_cycle = self.settings["window"]  # the first cycle once a whole window has been measured
 
     @abstractmethod
-    def optimize(self, problem: Problem, x0: np.ndarray) -> np.ndarray:
+    def optimize(self, problem: PlacementProblem, x0: np.ndarray) -> np.ndarray:
         """The placement the algorithm proposes for `problem`, starting from `x0` (VM -> host index)."""
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:

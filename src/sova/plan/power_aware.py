@@ -24,6 +24,7 @@ from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.power_models import POINTS
 from sova.model.schema import MAX_SEED, Field
+from sova.model.snapshot import counter_rate
 from sova.plan import vm_selection as select
 from sova.plan.base import Policy, register
 from sova.plan.host_filter import HostFilter, pinned_mask
@@ -100,11 +101,7 @@ class PowerAware(Policy):
         if w is None:
             return None
         old, new = w
-        dt = new.time - old.time
-        if dt <= 0:
-            return None
-        asked = (new.counters.cpu_time - old.counters.cpu_time + new.counters.wait_time - old.counters.wait_time) / dt
-        asked = np.maximum(asked, 0.0) * _speed(new)[new.vm_host]
+        asked = (counter_rate(old, new, "cpu_time") + counter_rate(old, new, "wait_time")) * _speed(new)[new.vm_host]
         self._keep(new.vms, asked)
         return asked
 

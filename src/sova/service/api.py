@@ -55,7 +55,7 @@ def make_app(
         docs_url=None,
         description="Hosts, VMs, VFs, findings, plans and their approval, the audit trail, tenants' storage "
         "SLOs, simulation runs, and metrics.",
-        responses={400: {"model": M.Problem}, 401: {"model": M.Problem}, 403: {"model": M.Problem}},
+        responses={400: {"model": M.ErrorBody}, 401: {"model": M.ErrorBody}, 403: {"model": M.ErrorBody}},
     )
 
     @app.exception_handler(StarletteHTTPException)
@@ -127,7 +127,7 @@ def make_app(
         "/api/v1/hosts/{host}/{verb}",
         response_model=M.Maintenance,
         tags=["cluster"],
-        responses={409: {"model": M.Problem}},
+        responses={409: {"model": M.ErrorBody}},
     )
     async def maintain(token: Decider, host: HostName, verb: Literal["drain", "release"]) -> dict:
         """drain: put the host into maintenance (its VMs move away within the placement rules and capacity;
@@ -168,7 +168,7 @@ def make_app(
         rows, total = manager.store.plans(state, offset, limit)
         return {"total": total, "items": [_plan(r) for r in rows]}
 
-    @app.get("/api/v1/plans/{plan_id}", response_model=M.Plan, tags=["plans"], responses={404: {"model": M.Problem}})
+    @app.get("/api/v1/plans/{plan_id}", response_model=M.Plan, tags=["plans"], responses={404: {"model": M.ErrorBody}})
     async def plan(_: Reader, plan_id: PlanId) -> dict:
         row = manager.store.plan(plan_id)
         if row is None:
@@ -179,7 +179,7 @@ def make_app(
         "/api/v1/plans/{plan_id}/{verdict}",
         response_model=M.Decision,
         tags=["plans"],
-        responses={404: {"model": M.Problem}, 409: {"model": M.Problem}, 503: {"model": M.Problem}},
+        responses={404: {"model": M.ErrorBody}, 409: {"model": M.ErrorBody}, 503: {"model": M.ErrorBody}},
     )
     async def decide(token: Decider, plan_id: PlanId, verdict: Literal["approve", "reject", "cancel"]) -> dict:
         """Approve or reject a pending plan, or cancel one (its actions not yet sent are dropped)."""
@@ -235,7 +235,7 @@ def _add_runs(app: FastAPI, runs: RunBook, Reader, Decider) -> None:
     """Simulation runs: submit a scenario, follow it, fetch its results."""
 
     @app.post(
-        "/api/v1/runs", response_model=M.Run, status_code=201, tags=["runs"], responses={422: {"model": M.Problem}}
+        "/api/v1/runs", response_model=M.Run, status_code=201, tags=["runs"], responses={422: {"model": M.ErrorBody}}
     )
     async def submit(token: Decider, request: M.RunRequest) -> dict:
         """Queue a scenario (checked first: a bad one is refused with its problems, nothing queued)."""
@@ -251,7 +251,7 @@ def _add_runs(app: FastAPI, runs: RunBook, Reader, Decider) -> None:
         runs.poll()
         return runs.list()
 
-    @app.get("/api/v1/runs/{run_id}", response_model=M.Run, tags=["runs"], responses={404: {"model": M.Problem}})
+    @app.get("/api/v1/runs/{run_id}", response_model=M.Run, tags=["runs"], responses={404: {"model": M.ErrorBody}})
     async def run(_: Reader, run_id: RunId) -> dict:
         runs.poll()
         record = runs.get(run_id)
@@ -263,7 +263,7 @@ def _add_runs(app: FastAPI, runs: RunBook, Reader, Decider) -> None:
         "/api/v1/runs/{run_id}/results/{name}",
         tags=["runs"],
         response_class=FileResponse,
-        responses={404: {"model": M.Problem}},
+        responses={404: {"model": M.ErrorBody}},
     )
     async def result(_: Reader, run_id: RunId, name: Annotated[str, Path(max_length=128)]) -> FileResponse:
         """A file of a finished run: report.html, summary.json, metrics.parquet, a plot."""

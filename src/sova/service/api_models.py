@@ -143,7 +143,7 @@ class Profiles(BaseModel):
     policies: list[Policy]
 
 
-class Problem(BaseModel):
+class ErrorBody(BaseModel):
     detail: str | list[dict[str, Any]] = Field(
         description="what was wrong; a list naming each field for bad parameters"
     )

@@ -16,7 +16,7 @@ from sova.service.manager import Manager
 from sova.service.tokens import Token
 
 VmName = Annotated[str, Path(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f/]+$", description="the VM")]
-ERRORS = {403: {"model": M.Problem}, 404: {"model": M.Problem}}
+ERRORS = {403: {"model": M.ErrorBody}, 404: {"model": M.ErrorBody}}
 
 
 def add_slo_routes(app: FastAPI, manager: Manager, caller) -> None:
@@ -50,7 +50,7 @@ def add_slo_routes(app: FastAPI, manager: Manager, caller) -> None:
         "/api/v1/slos/{vm}",
         response_model=M.Slo,
         tags=["slos"],
-        responses=ERRORS | {422: {"model": M.Problem}, 503: {"model": M.Problem}},
+        responses=ERRORS | {422: {"model": M.ErrorBody}, 503: {"model": M.ErrorBody}},
     )
     async def set_slo(token: Setter, vm: VmName, settings: M.SloSettings) -> dict:
         """Set a VM's SLO: the settings given change, the others keep their values (set_Throughput,
@@ -64,7 +64,7 @@ def add_slo_routes(app: FastAPI, manager: Manager, caller) -> None:
         except SloError as err:
             raise HTTPException(422, str(err)) from None
 
-    @app.delete("/api/v1/slos/{vm}", status_code=204, tags=["slos"], responses=ERRORS | {503: {"model": M.Problem}})
+    @app.delete("/api/v1/slos/{vm}", status_code=204, tags=["slos"], responses=ERRORS | {503: {"model": M.ErrorBody}})
     async def clear_slo(token: Setter, vm: VmName) -> Response:
         """Take a VM out of SLO control: its IO is no longer throttled for it."""
         may_touch(token, vm)

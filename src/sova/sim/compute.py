@@ -67,25 +67,25 @@ class CpuScheduling:
         return lim
 
     def _share_cpu(self, vm_dem: np.ndarray, dom0_dem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        group = np.concatenate([self.vm_host, np.arange(self.H)])
+        group = np.concatenate([self.vm_host, np.arange(self.n_hosts)])
         dem = np.concatenate([vm_dem, dom0_dem])
         wt = np.concatenate([self.vm_weight, self.dom0_weight])
         alloc = weighted_share(group, dem, wt, self.host_cores)
-        return alloc[: self.V], alloc[self.V :]
+        return alloc[: self.n_vms], alloc[self.n_vms :]
 
     def _stretch(self, vm_dem: np.ndarray) -> np.ndarray:
         """Run-queue slowdown of work per host: 1 + k * max(0, runnable vCPUs / threads - 1), a vCPU
         counting as runnable for the share of time it wants to run (a vCPU busy 20 % of the time adds
         0.2 to the run queue on average), so lightly loaded vCPUs crowd the queue only in numbers."""
-        runnable_vcpus = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(self.V))
-        runnable = np.bincount(self.vm_host, weights=runnable_vcpus, minlength=self.H)
+        runnable_vcpus = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(self.n_vms))
+        runnable = np.bincount(self.vm_host, weights=runnable_vcpus, minlength=self.n_hosts)
         return 1.0 + self.params["sched_overhead"] * np.maximum(runnable / self.host_cores - 1.0, 0.0)
 
     def _thread_speed(self, vm_alloc: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
         """Work per busy hardware thread per host (1: a whole core's). With more busy threads B than
         physical cores P, siblings share cores: the host does P + (B - P) * ht_yield cores' work, spread
         over the B threads. CPU time counts threads, so this slowdown shows in job times, not counters."""
-        busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.H) + dom0_alloc
+        busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
         physical = self.host_cores / self.threads_per_core
         work = physical + (busy - physical) * self.params["ht_yield"]
         return np.where(busy > physical, work / np.maximum(busy, 1e-300), 1.0)

@@ -37,7 +37,7 @@ from sova.sim.routing import Routing
 from sova.sim.sensors import Sensors
 from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem, VmIoControls
 from sova.sim.vm_lifecycle import VmLifecycle
-from sova.sim.workload_kinds.base import Demand, Progress
+from sova.sim.workload_kinds.base import Demand, Granted
 from sova.sim.workloads import Workloads
 
 MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
@@ -69,7 +69,7 @@ class Simulator(
         hosts, vms = scenario.hosts, scenario.vms
         self.host_names = [h.name for h in hosts]
         self.vm_names = [v.name for v in vms]
-        self.H, self.V = len(hosts), len(vms)
+        self.n_hosts, self.n_vms = len(hosts), len(vms)
         self.host_cores = np.array([h.cores for h in hosts], dtype=float)
         self.threads_per_core = np.array([h.threads_per_core for h in hosts], dtype=float)
         self.host_core_mips = np.array([h.mips or h.ghz * 1000 for h in hosts], dtype=float)
@@ -92,7 +92,7 @@ class Simulator(
         self.storage = StorageEpochs(
             len(scenario.vms), scenario.storage, host_xen, blkback, storage_rng, self.params["io_noise"]
         )
-        self.netback_cpu = self.blkback_cpu = np.zeros(self.H)  # Dom0 cores of the last step, per host
+        self.netback_cpu = self.blkback_cpu = np.zeros(self.n_hosts)  # Dom0 cores of the last step, per host
         self._io_parts: dict[str, slice] = {}  # each kind's rows among the step's IO streams
         self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds
         self._count_rows: tuple[object, np.ndarray] = (None, np.zeros(0, dtype=np.int64))  # streams, their rows
@@ -109,15 +109,15 @@ class Simulator(
         self.vm_storage = np.array([sidx.get(v.storage, 0) for v in vms], dtype=np.int64)
         self.vm_vf = np.array([v.nic == "vf" for v in vms], dtype=bool)
         self.vm_vf_rate = np.array([v.vf_rate for v in vms], dtype=float)
-        self.vm_net_limit = np.zeros(self.V)
-        self.vm_io = VmIoControls.none(self.V)  # rate and merge limits, scheduler tags, in-flight caps
+        self.vm_net_limit = np.zeros(self.n_vms)
+        self.vm_io = VmIoControls.none(self.n_vms)  # rate and merge limits, scheduler tags, in-flight caps
         self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT  # until the workloads are known, below
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self.vf_pending: list[tuple[float, int]] = []  # (due time, vm) of each hot-plug under way
         self.vf_plugging: dict[int, str] = {}  # VM -> 'attaching' | 'detaching' while its hot-plug runs
-        self.dom0_mem_reserved = np.zeros(self.H)
+        self.dom0_mem_reserved = np.zeros(self.n_hosts)
 
-        self.layout = Layout(self.topology.n_links, self.H, self.V)
+        self.layout = Layout(self.topology.n_links, self.n_hosts, self.n_vms)
         eff = self.params["protocol_efficiency"]
         self.static_cap = np.concatenate([self.topology.link_cap * eff, self.nic_bw * eff, self.nic_bw * eff])
         self._init_network_faults()
@@ -199,10 +199,10 @@ class Simulator(
         # Dom0 vif overhead: extra cost per additional active para-virtual NIC on the host
         active = demand > 0
         src_vm, dst_vm = self._flow_vm_ends()
-        pv_vm_active = np.zeros(self.V, dtype=bool)
+        pv_vm_active = np.zeros(self.n_vms, dtype=bool)
         pv_vm_active[src_vm[active & self.flow_src_pv]] = True
         pv_vm_active[dst_vm[active & self.flow_dst_pv]] = True
-        n_vifs = np.bincount(self.vm_host[pv_vm_active], minlength=self.H)
+        n_vifs = np.bincount(self.vm_host[pv_vm_active], minlength=self.n_hosts)
         vif_factor = 1.0 + p["dom0_vif_overhead"] * np.maximum(n_vifs - 1, 0)
         data = self._entry_base * np.where(self._entry_dom0 >= 0, vif_factor[np.maximum(self._entry_dom0, 0)], 1.0)
 
@@ -217,9 +217,9 @@ class Simulator(
         cap = self._capacities(dom0_alloc)
         key = (demand.tobytes(), cap.tobytes(), data.tobytes())  # weights follow from demand and routes
         if key != self._last_solve_key:
-            self._a.data[:] = data[self._a_order()]
-            self._ft.data[:] = data
-            weight = datapath.arbitration_weights(active, self.flow_tx_host, self.flow_tx_vf, self.H)
+            self._resource_by_flow.data[:] = data[self._resource_by_flow_order()]
+            self._flow_by_resource.data[:] = data
+            weight = datapath.arbitration_weights(active, self.flow_tx_host, self.flow_tx_vf, self.n_hosts)
             self.rate = self._solve(cap, demand, weight)
             self._last_solve_key = key
         rate = self.rate * flow_scale
@@ -238,7 +238,7 @@ class Simulator(
         ran_on = self.vm_host.copy()  # where each VM ran this step: a migration that ends now moves it after
         run_now = self._advance_migrations(rate, dt, run)
         vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
-        got = Progress(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now)
+        got = Granted(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now)
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want
@@ -256,7 +256,13 @@ class Simulator(
         )
         n_flows = len(self.flows)
         step = Demand(
-            t, dt, run, ends_run, np.full(self.V, self.params["idle_guest_cpu"]), np.zeros(n_flows), np.ones(n_flows)
+            t,
+            dt,
+            run,
+            ends_run,
+            np.full(self.n_vms, self.params["idle_guest_cpu"]),
+            np.zeros(n_flows),
+            np.ones(n_flows),
         )
         for kind, group in self.workloads.active():
             kind.demand(group, self, step)

@@ -23,10 +23,10 @@ RESTART_TIME = 30.0  # s from a restart to the guest running (a boot)
 
 class HostFaults:
     def _init_host_faults(self) -> None:
-        self.host_failed = np.zeros(self.H, dtype=bool)
-        self.host_seen = np.zeros(self.H)  # driver time of each host's latest report
-        self.vm_down = np.zeros(self.V, dtype=bool)  # on a crashed host, or booting after a restart
-        self.vm_up_at = np.full(self.V, np.inf)  # booting: when it runs
+        self.host_failed = np.zeros(self.n_hosts, dtype=bool)
+        self.host_seen = np.zeros(self.n_hosts)  # driver time of each host's latest report
+        self.vm_down = np.zeros(self.n_vms, dtype=bool)  # on a crashed host, or booting after a restart
+        self.vm_up_at = np.full(self.n_vms, np.inf)  # booting: when it runs
         self.restarts: list[tuple[float, str, str, str]] = []  # (time, VM, from host, to host)
 
     def crash_host(self, host: int) -> None:

@@ -25,16 +25,16 @@ class HostPower:
     """The hosts' power states and what they draw."""
 
     def _init_host_power(self, hosts) -> None:
-        self.host_state = np.full(self.H, ON, dtype=np.int64)
-        self.host_awake_at = np.zeros(self.H)  # while waking: when the host is on
+        self.host_state = np.full(self.n_hosts, ON, dtype=np.int64)
+        self.host_awake_at = np.zeros(self.n_hosts)  # while waking: when the host is on
         self.sleep_power = np.array([h.sleep_power for h in hosts], dtype=float)
         self.off_power = np.array([h.off_power for h in hosts], dtype=float)
         self.wake_time = np.array([[h.sleep_wake_time for h in hosts], [h.off_wake_time for h in hosts]])
         full = self.power_curve[:, -1]
         self.wake_power = np.array([h.wake_power or f for h, f in zip(hosts, full, strict=True)], dtype=float)
-        self.host_wakes = np.zeros(self.H, dtype=np.int64)  # how often each host was woken
-        self.host_shutdowns = np.zeros(self.H, dtype=np.int64)  # how often each went to sleep or off
-        self.host_migrations = np.zeros(self.H, dtype=np.int64)  # migrations from or to each, under way
+        self.host_wakes = np.zeros(self.n_hosts, dtype=np.int64)  # how often each host was woken
+        self.host_shutdowns = np.zeros(self.n_hosts, dtype=np.int64)  # how often each went to sleep or off
+        self.host_migrations = np.zeros(self.n_hosts, dtype=np.int64)  # migrations from or to each, under way
 
     def host_power_state(self, host: int) -> str:
         return STATE_NAMES[self.host_state[host]]

@@ -159,7 +159,7 @@ class HypervisorOperations:
     def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
         """Advance every migration; returns each VM's running fraction of this step (pauses included)."""
         run_now = run.copy()
-        self.migrating_s = np.zeros(self.V)  # seconds of this step each VM was migrating (for PDM)
+        self.migrating_s = np.zeros(self.n_vms)  # seconds of this step each VM was migrating (for PDM)
         for v in list(self.migrations):
             mig, fid = self.migrations[v]
             before = mig.elapsed - mig.waited

@@ -22,10 +22,10 @@ from sova.sim.records import SimError
 
 class NetworkFaults:
     def _init_network_faults(self) -> None:
-        self.nic_up = np.ones(self.H, dtype=bool)
-        self.vfs_failed = np.zeros(self.H, dtype=bool)
+        self.nic_up = np.ones(self.n_hosts, dtype=bool)
+        self.vfs_failed = np.zeros(self.n_hosts, dtype=bool)
         self._vf_count = self.max_vfs.copy()  # what each NIC offers when its VFs work
-        self.silent_until = np.zeros(self.H)  # a host reports again from this time on
+        self.silent_until = np.zeros(self.n_hosts)  # a host reports again from this time on
 
     def nic_down(self, host: int) -> None:
         """The host's port stops carrying traffic."""

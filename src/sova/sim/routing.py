@@ -52,8 +52,8 @@ class Routing:
             kind.register(group, self)
         # one read and one write stream per VM that does storage IO, its host's Dom0 <-> storage server
         io_vms = sorted({int(v) for kind, g in self.workloads.active() for v in kind.io_vms(g)})
-        self.io_flow_read = np.full(self.V, -1, dtype=np.int64)
-        self.io_flow_write = np.full(self.V, -1, dtype=np.int64)
+        self.io_flow_read = np.full(self.n_vms, -1, dtype=np.int64)
+        self.io_flow_write = np.full(self.n_vms, -1, dtype=np.int64)
         if io_vms and not self.storage_names:
             raise SimError("workloads do storage IO but the scenario has no [[storage]] server")
         for v in io_vms:
@@ -76,9 +76,11 @@ class Routing:
             cache[f] = r
             self._set_flow_fields(f, r)
         self._lay_out(n_f, changed)
-        self._ft = csr_matrix((self._entry_base.copy(), self._entry_res, self._indptr), shape=(n_f, self.layout.size))
-        self._a = self._ft.T.tocsr()
-        self._a_perm = None
+        self._flow_by_resource = csr_matrix(
+            (self._entry_base.copy(), self._entry_res, self._indptr), shape=(n_f, self.layout.size)
+        )
+        self._resource_by_flow = self._flow_by_resource.T.tocsr()
+        self._resource_order = None
         self._tie = self._tie_matrix(n_f)
         self._routes_dirty = False
         self._moved_vms.clear()
@@ -175,7 +177,7 @@ class Routing:
 
     def transfer_times(self, flows, bits, load, cap) -> tuple[np.ndarray, np.ndarray]:
         """Per flow, the slowest pipeline stage for one message of `bits`, loaded and unloaded (M/G/1-PS)."""
-        ptr = self._ft.indptr
+        ptr = self._flow_by_resource.indptr
         starts, ends = ptr[flows], ptr[flows + 1]
         counts = ends - starts
         idx = np.arange(counts.sum()) + np.repeat(starts - (np.cumsum(counts) - counts), counts)
@@ -184,7 +186,7 @@ class Routing:
         rho = np.minimum(load[res] / np.maximum(cap[res], 1e-300), RHO_MAX)
         rho = np.where(np.isfinite(cap[res]), rho, 0.0)
         is_cpu = self._entry_dom0[idx] >= 0
-        per_cross = self._ft.data[idx] / self._entry_cross[idx]
+        per_cross = self._flow_by_resource.data[idx] / self._entry_cross[idx]
         speed = np.where(is_cpu, 1.0, cap[res])
         work = np.where(is_cpu, per_cross * bits[owner], bits[owner])
         # rate limiters (VF tiers, vNIC limits) are token buckets: a message within the bucket's burst
@@ -203,25 +205,29 @@ class Routing:
     def _solve(self, cap: np.ndarray, demand: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
         """Max-min fair rates of the flows; web streams share as units (requests/s) through T."""
         if self._tie is None:
-            return max_min_fair(self._a, cap, demand, at=self._ft, weight=weight)
+            return max_min_fair(self._resource_by_flow, cap, demand, at=self._flow_by_resource, weight=weight)
         free = self._free_flows
-        a_u = (self._a @ self._tie).tocsr()
-        d_u = np.concatenate([demand[free], self.stream_demand])
+        resource_by_unit = (self._resource_by_flow @ self._tie).tocsr()
+        unit_demand = np.concatenate([demand[free], self.stream_demand])
         w_free = np.ones(len(free)) if weight is None else weight[free]
-        w_u = np.concatenate([w_free, self.web.weight])
-        x = max_min_fair(a_u, cap, d_u, at=a_u.T.tocsr(), weight=w_u)
-        self.web_rate = x[len(free) :]
-        return self._tie @ x
+        unit_weight = np.concatenate([w_free, self.web.weight])
+        unit_rate = max_min_fair(resource_by_unit, cap, unit_demand, at=resource_by_unit.T.tocsr(), weight=unit_weight)
+        self.web_rate = unit_rate[len(free) :]
+        return self._tie @ unit_rate
 
-    def _a_order(self) -> np.ndarray:
-        """Permutation from flow-major entries to resource-major (CSR of a) entries."""
-        if self._a_perm is None:
+    def _resource_by_flow_order(self) -> np.ndarray:
+        """Permutation from flow-major entries to resource-major (CSR of the resource x flow matrix) entries."""
+        if self._resource_order is None:
             tmp = csr_matrix(
-                (np.arange(len(self._entry_base), dtype=float) + 1, self._ft.indices, self._ft.indptr),
-                shape=self._ft.shape,
+                (
+                    np.arange(len(self._entry_base), dtype=float) + 1,
+                    self._flow_by_resource.indices,
+                    self._flow_by_resource.indptr,
+                ),
+                shape=self._flow_by_resource.shape,
             ).T.tocsr()
-            self._a_perm = tmp.data.astype(np.int64) - 1
-        return self._a_perm
+            self._resource_order = tmp.data.astype(np.int64) - 1
+        return self._resource_order
 
     def _flow_vm_ends(self) -> tuple[np.ndarray, np.ndarray]:
         if getattr(self, "_ends_n", -1) != len(self.flows):
@@ -234,8 +240,8 @@ class Routing:
     def _offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
         """Demand bounded by an even share of the NICs at its ends: the load CPU pass 1 plans for."""
         hs, hd = self.flow_src_host, self.flow_dst_host
-        n = np.bincount(hs[active & (hs >= 0)], minlength=self.H) + np.bincount(
-            hd[active & (hd >= 0)], minlength=self.H
+        n = np.bincount(hs[active & (hs >= 0)], minlength=self.n_hosts) + np.bincount(
+            hd[active & (hd >= 0)], minlength=self.n_hosts
         )
         share = nic_cap / np.maximum(n, 1)
         cap = np.minimum(
@@ -255,16 +261,18 @@ class Routing:
     def _dom0_cpu(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
         """Dom0 CPU per host; the netback thread entries are a part of it, counted once."""
         sel = (self._entry_dom0 >= 0) & (self._entry_res < self.layout.netback)
-        return np.bincount(self._entry_dom0[sel], weights=data[sel] * rate[self._entry_flow[sel]], minlength=self.H)
+        return np.bincount(
+            self._entry_dom0[sel], weights=data[sel] * rate[self._entry_flow[sel]], minlength=self.n_hosts
+        )
 
     def _guest_net_cpu(self, rate: np.ndarray) -> np.ndarray:
         """Guest CPU for its own network stack, at each VM end of each flow."""
-        out = np.zeros(self.V)
+        out = np.zeros(self.n_vms)
         if not len(rate):
             return out
         src_vm, dst_vm = self._flow_vm_ends()
         r = np.where(np.isfinite(rate), rate, 0.0) * self.guest_cost_bit
         s, d = src_vm >= 0, dst_vm >= 0
-        out += np.bincount(src_vm[s], weights=r[s], minlength=self.V)
-        out += np.bincount(dst_vm[d], weights=r[d], minlength=self.V)
+        out += np.bincount(src_vm[s], weights=r[s], minlength=self.n_vms)
+        out += np.bincount(dst_vm[d], weights=r[d], minlength=self.n_vms)
         return out

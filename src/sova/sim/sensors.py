@@ -36,19 +36,19 @@ class Sensors:
     def _init_counters(self) -> None:
         """Sensor counters, as rows of two arrays (per VM, per host) so that a tick adds them at once;
         ``counters`` names each row."""
-        self._vm_counts = np.zeros((len(VM_COUNTERS), self.V))
-        self._host_counts = np.zeros((len(HOST_COUNTERS) + 1, self.H))  # the last row: energy
+        self._vm_counts = np.zeros((len(VM_COUNTERS), self.n_vms))
+        self._host_counts = np.zeros((len(HOST_COUNTERS) + 1, self.n_hosts))  # the last row: energy
         self.counters = {name: self._vm_counts[i] for i, name in enumerate(VM_COUNTERS)}
         self.counters |= {name: self._host_counts[i] for i, name in enumerate(HOST_COUNTERS)}
         self.energy_j = self._host_counts[-1]
         # SLA accounting (Beloglazov and Buyya's SLATAH and PDM): per host, seconds active (with a VM) and
         # seconds it gave its VMs less CPU than they asked; per VM, the CPU asked (core-seconds) and the
         # part lost to migrations (10 % of what it asked while migrating, as the paper estimates it)
-        self.host_active_s = np.zeros(self.H)
-        self.host_short_s = np.zeros(self.H)
-        self.vm_cpu_asked = np.zeros(self.V)
-        self.vm_migration_loss = np.zeros(self.V)
-        self.migrating_s = np.zeros(self.V)  # per fabric step: seconds each VM was migrating
+        self.host_active_s = np.zeros(self.n_hosts)
+        self.host_short_s = np.zeros(self.n_hosts)
+        self.vm_cpu_asked = np.zeros(self.n_vms)
+        self.vm_migration_loss = np.zeros(self.n_vms)
+        self.migrating_s = np.zeros(self.n_vms)  # per fabric step: seconds each VM was migrating
         self.flow_bytes = np.zeros(len(self.flows))
         # last step's gauges, for the recorder
         self.gauges: dict[str, np.ndarray] = {}
@@ -63,20 +63,20 @@ class Sensors:
         blocked = np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0)
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
         src_vm, dst_vm = self._flow_vm_ends()
-        per_vm = np.empty((len(FABRIC_VM_COUNTERS), self.V))
+        per_vm = np.empty((len(FABRIC_VM_COUNTERS), self.n_vms))
         per_vm[0], per_vm[1], per_vm[2] = got, wait, blocked
         row = 3
         for path in ("guest", "vnic"):
             for end, pv in ((src_vm, self.flow_src_pv), (dst_vm, self.flow_dst_pv)):
                 m = (end >= 0) if path == "guest" else (end >= 0) & pv
-                per_vm[row] = np.bincount(end[m], weights=nbytes[m], minlength=self.V)
+                per_vm[row] = np.bincount(end[m], weights=nbytes[m], minlength=self.n_vms)
                 row += 1
         lay = self.layout
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
-        host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.H) + dom0_alloc
+        host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
         util = host_busy / self.host_cores
         power = self._host_power(util, dt)
-        per_host = np.empty((len(HOST_COUNTERS) + 1, self.H))
+        per_host = np.empty((len(HOST_COUNTERS) + 1, self.n_hosts))
         per_host[0], per_host[1], per_host[4] = host_busy * dt, dom0_alloc * dt, power * dt
         per_host[2], per_host[3] = load_bytes[lay.nic_tx : lay.nic_rx], load_bytes[lay.nic_rx : lay.dom0]
         if self.vm_down.any() or self.host_failed.any():  # nothing counts on a crashed host or a down VM
@@ -91,8 +91,8 @@ class Sensors:
         """A fabric step's share of SLATAH's and PDM's times and CPU."""
         running = self.vm_present & ~self.vm_down
         asked = np.where(running, want, 0.0)
-        active = np.bincount(ran_on, weights=running, minlength=self.H) > 0
-        short = np.bincount(ran_on, weights=asked - np.where(self.vm_present, vm_alloc, 0.0), minlength=self.H)
+        active = np.bincount(ran_on, weights=running, minlength=self.n_hosts) > 0
+        short = np.bincount(ran_on, weights=asked - np.where(self.vm_present, vm_alloc, 0.0), minlength=self.n_hosts)
         self.host_active_s += active * dt
         self.host_short_s += (active & (short > 1e-6 * self.host_cores)) * dt
         self.vm_cpu_asked += asked * dt

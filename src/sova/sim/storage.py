@@ -25,26 +25,6 @@ from sova.sim.io_scheduler import tagged_share
 RHO_MAX = 0.98
 
 
-def serve_io(
-    server: np.ndarray,
-    iops: np.ndarray,
-    service: np.ndarray,
-    parallelism: np.ndarray,
-    cv: np.ndarray | float = 1.0,
-    tags: tuple[np.ndarray, np.ndarray] | None = None,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Served IOPS and mean latency (s) per stream, and utilisation per server; service: the seconds one
-    IO of the stream holds a unit of its server (access time and transfer); cv: per stream, its
-    server's service-time coefficient of variation; tags: per stream, the scheduler's reservation
-    (requests/s) and weight per request (both 0: untagged, weight 1 on a tagged server)."""
-    n_servers = len(parallelism)
-    share = service / parallelism[server]
-    served = share_device(server, iops, share, n_servers, tags)
-    residual = share * (1 + np.square(cv)) / 2 * np.ones(len(server))
-    rho, wait = queueing(server, served, share, residual, n_servers)
-    return served, service + wait[server], rho
-
-
 def share_device(
     server: np.ndarray,
     iops: np.ndarray,

@@ -328,8 +328,8 @@ class StorageEpochs:
 
     def _limit(self, offered: np.ndarray, limit: np.ndarray) -> np.ndarray:
         """What each stream's VM limiter lets through, in IOPS: the fluid form of SASLO's time-stamp limiter
-        (plan/storage/rate_limiter.py), whose stamps let a backlogged VM through at its rate and save no
-        credit for an idle one."""
+        (Eq. 4, T_q = max(T_(q-1) + 1/rate, arrival_q)), whose stamps let a backlogged VM through at its rate
+        and save no credit for an idle one."""
         vm = self.streams.vm
         if not (limit[vm] > 0).any():
             return offered
@@ -375,7 +375,7 @@ class StorageSubsystem:
         network demand of the IO flows too, from what this epoch served."""
         io = self.storage.streams
         if io is None or not len(io.vm):
-            self.blkback_cpu = np.zeros(self.H)
+            self.blkback_cpu = np.zeros(self.n_hosts)
             return
         # Dom0's CPU left for blkback; only Xen hosts have blkback (a constant elsewhere keeps the epoch cached)
         dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
@@ -392,19 +392,19 @@ class StorageSubsystem:
         if served is not self._epoch_counted:  # a new steady state: count what one of its epochs does
             # the five block counters per VM in one bincount: row r of VM v at r * V + v
             if self._count_rows[0] is not io:
-                self._count_rows = (io, (io.vm + self.V * np.arange(5)[:, None]).ravel())
+                self._count_rows = (io, (io.vm + self.n_vms * np.arange(5)[:, None]).ravel())
             ops = served.iops * self.dt
             reads, writes = ops * io.read, ops * (1 - io.read)
             rows = (reads, writes, reads * served.size, writes * served.size, ops * served.latency)
-            counts = np.bincount(self._count_rows[1], weights=np.concatenate(rows), minlength=5 * self.V)
-            self._epoch_counts = counts.reshape(5, self.V)
+            counts = np.bincount(self._count_rows[1], weights=np.concatenate(rows), minlength=5 * self.n_vms)
+            self._epoch_counts = counts.reshape(5, self.n_vms)
             self._epoch_counted = served
         self._vm_counts[BLOCK_ROWS] += self._epoch_counts
         if demand is None:
             return
         bytes_s = served.iops * served.size
-        read = np.bincount(io.vm, weights=bytes_s * io.read, minlength=self.V)
-        write = np.bincount(io.vm, weights=bytes_s * (1 - io.read), minlength=self.V)
+        read = np.bincount(io.vm, weights=bytes_s * io.read, minlength=self.n_vms)
+        write = np.bincount(io.vm, weights=bytes_s * (1 - io.read), minlength=self.n_vms)
         has = self.io_flow_read >= 0
         demand[self.io_flow_read[has]] = read[has] * 8
         demand[self.io_flow_write[has]] = write[has] * 8

@@ -35,7 +35,7 @@ class VmLifecycle:
         from_trace = np.array([v.from_trace for v in vms], dtype=bool)
         at_start = self.vm_arrive <= 0
         self.vm_present = at_start & ~self.vm_by_admission & ~from_trace
-        self.vf_used = np.bincount(self.vm_host[self.vm_vf & self.vm_present], minlength=self.H).astype(np.int64)
+        self.vf_used = np.bincount(self.vm_host[self.vm_vf & self.vm_present], minlength=self.n_hosts).astype(np.int64)
         for vm in np.flatnonzero(at_start & (self.vm_by_admission | from_trace)):
             self._arrive(int(vm), 0.0, 0.0)
         arrive_due = np.flatnonzero(self.vm_arrive > 0)

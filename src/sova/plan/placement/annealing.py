@@ -14,11 +14,11 @@ import math
 import numpy as np
 
 from sova.plan.placement.minimax import Evaluator
-from sova.plan.placement.problem import Problem
+from sova.plan.placement.problem import PlacementProblem
 
 
 def anneal(
-    problem: Problem,
+    problem: PlacementProblem,
     x0: np.ndarray,
     energy: str,
     rng: np.random.Generator,

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from sova.plan.placement.minimax import Evaluator
-from sova.plan.placement.problem import PlacementError, Problem
+from sova.plan.placement.problem import PlacementError, PlacementProblem
 
 
-def greedy_fill(problem: Problem, energy: str = "all") -> np.ndarray:
+def greedy_fill(problem: PlacementProblem, energy: str = "all") -> np.ndarray:
     problem.check()
     V = problem.n_vms
     order = np.argsort(problem.nic_tx() + problem.nic_rx(), kind="stable")

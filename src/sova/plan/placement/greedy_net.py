@@ -14,14 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from sova.plan.placement.minimax import Evaluator
-from sova.plan.placement.problem import Problem
+from sova.plan.placement.problem import PlacementProblem
 
 IMPROVEMENT = 1e-9
 TIE = 1e-6  # links within this (relative) of the maximum are at it
 TIE_TRIES = 4  # hosts tried for a move that keeps the maximum but lowers the number of links at it
 
 
-def greedy_net(problem: Problem, x0: np.ndarray, max_moves: int = 10_000) -> np.ndarray:
+def greedy_net(problem: PlacementProblem, x0: np.ndarray, max_moves: int = 10_000) -> np.ndarray:
     problem.check()
     ev = Evaluator(problem, "links", x0)
     cap = problem.capacity()

@@ -12,36 +12,34 @@ import numpy as np
 from scipy.sparse import coo_matrix, csr_matrix
 
 from sova.model.knowledge import Knowledge
-from sova.model.snapshot import Snapshot
+from sova.model.snapshot import Snapshot, counter_rate
 from sova.plan.placement.fabric import levels_for
-from sova.plan.placement.problem import PlacementError, Problem
+from sova.plan.placement.problem import PlacementError, PlacementProblem
 
 
 def traffic_matrix(old: Snapshot, new: Snapshot) -> csr_matrix:
     """VM-to-VM bit/s between two snapshots (old indexed like new), from the flow counters."""
     V = len(new.vms)
-    rate = np.maximum(new.flow_bytes - old.flow_bytes, 0.0) * 8 / (new.time - old.time)
+    rate = counter_rate(old, new, "flow_bytes", scale=8)
     src, dst = new.flow_src, new.flow_dst
     inside = (dst >= 0) & (dst != src)
     return coo_matrix((rate[inside], (src[inside], dst[inside])), shape=(V, V)).tocsr()
 
 
-def problem_from_knowledge(knowledge: Knowledge, window: float, slots: int) -> Problem:
+def problem_from_knowledge(knowledge: Knowledge, window: float, slots: int) -> PlacementProblem:
     w = knowledge.window(window)
     if w is None:
         raise PlacementError(f"fewer than two observations in the last {window:g} s: nothing to measure yet")
     if knowledge.topology is None:
         raise PlacementError("the inventory has no fabric (topology): network-aware placement needs it")
     old, new = w  # old is indexed like new, even if VMs came or went in the window
-    dt = new.time - old.time
-    cpu = (new.counters.cpu_time - old.counters.cpu_time) / dt
+    cpu = counter_rate(old, new, "cpu_time")
     traffic = traffic_matrix(old, new)
-    c0, c1 = old.counters, new.counters
-    tx = (c1.guest_tx_bytes - c0.guest_tx_bytes) * 8 / dt
-    rx = (c1.guest_rx_bytes - c0.guest_rx_bytes) * 8 / dt
+    tx = counter_rate(old, new, "guest_tx_bytes", scale=8)
+    rx = counter_rate(old, new, "guest_rx_bytes", scale=8)
     ext_tx = np.maximum(0.0, tx - np.asarray(traffic.sum(axis=1)).ravel())  # NIC traffic the matrix leaves out
     ext_rx = np.maximum(0.0, rx - np.asarray(traffic.sum(axis=0)).ravel())
-    return Problem(
+    return PlacementProblem(
         vm_names=new.vms,
         host_names=new.hosts,
         cpu=np.maximum(cpu, 0.0),

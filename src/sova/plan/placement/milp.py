@@ -25,7 +25,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 
 from sova.plan.placement.minimax import Evaluator
-from sova.plan.placement.problem import PlacementError, Problem
+from sova.plan.placement.problem import PlacementError, PlacementProblem
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ class _Rows:
 
 
 def solve(
-    problem: Problem,
+    problem: PlacementProblem,
     start: np.ndarray | None = None,
     time_limit: float = 60.0,
     gap: float = 0.0,
@@ -165,7 +165,7 @@ def solve(
     return MipResult(x, value, float(info.mip_dual_bound), float(info.mip_gap), status, float(h.getRunTime()))
 
 
-def _rule_rows(problem: Problem, rows: _Rows) -> None:
+def _rule_rows(problem: PlacementProblem, rows: _Rows) -> None:
     """The must placement rules as rows over x[v, h]: no VM on a host its host rules forbid, at most one
     VM of an anti-affinity rule per host, and every VM of an affinity rule on its first VM's host."""
     rules, H = problem.rules, problem.n_hosts
@@ -186,7 +186,7 @@ def _rule_rows(problem: Problem, rows: _Rows) -> None:
                     rows.add(np.array([members[0] * H + h, v * H + h]), np.array([1.0, -1.0]), 0.0, 0.0)
 
 
-def _knapsack_cuts(problem: Problem, rows: _Rows, col_u: int, c0: int) -> tuple[np.ndarray, np.ndarray]:
+def _knapsack_cuts(problem: PlacementProblem, rows: _Rows, col_u: int, c0: int) -> tuple[np.ndarray, np.ndarray]:
     """Add the per-VM knapsack cuts with their columns c[a,b] from c0 on; returns (a, b) of each column.
     Hosts may differ: each bound takes the largest host, so the cuts stay valid for every host."""
     t = problem.traffic.tocsr()
@@ -216,7 +216,7 @@ def _knapsack_cuts(problem: Problem, rows: _Rows, col_u: int, c0: int) -> tuple[
     return np.array(ca, dtype=np.int64), np.array(cb, dtype=np.int64)
 
 
-def _start_columns(problem: Problem, x: np.ndarray, n_col: int, d, pa, pb, kn) -> np.ndarray:
+def _start_columns(problem: PlacementProblem, x: np.ndarray, n_col: int, d, pa, pb, kn) -> np.ndarray:
     """A full column vector for a known placement: x, its U, every w at min(y_a, y_b), c[a,b] = a and b
     share a host."""
     V, H = problem.n_vms, problem.n_hosts

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sova.plan.placement.problem import Problem
+from sova.plan.placement.problem import PlacementProblem
 
 ENERGIES = ("cpu", "nic", "nic-tm", "all", "links")
 
@@ -26,7 +26,7 @@ ENERGIES = ("cpu", "nic", "nic-tm", "all", "links")
 class Evaluator:
     """Loads of every resource under placement ``x``; ``move`` keeps them exact in O(VM's partners)."""
 
-    def __init__(self, problem: Problem, energy: str, x: np.ndarray):
+    def __init__(self, problem: PlacementProblem, energy: str, x: np.ndarray):
         if energy not in ENERGIES:
             raise ValueError(f"unknown energy {energy!r}; expected one of {', '.join(ENERGIES)}")
         self.problem = problem

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sova.plan.placement.problem import Problem
+from sova.plan.placement.problem import PlacementProblem
 
 
-def next_wave(problem: Problem, current: np.ndarray, target: np.ndarray) -> list[tuple[int, int]]:
+def next_wave(problem: PlacementProblem, current: np.ndarray, target: np.ndarray) -> list[tuple[int, int]]:
     """[(vm, host)] to start now; [] when the target is reached or no move is possible."""
     cap = problem.capacity()
     count = np.bincount(current, minlength=problem.n_hosts)

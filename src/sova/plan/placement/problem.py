@@ -21,7 +21,7 @@ class PlacementError(ValueError):
 
 
 @dataclass
-class Problem:
+class PlacementProblem:
     vm_names: tuple[str, ...]
     host_names: tuple[str, ...]
     cpu: np.ndarray  # cores each VM uses

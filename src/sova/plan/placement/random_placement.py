@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from sova.plan.placement.problem import PlacementError, Problem
+from sova.plan.placement.problem import PlacementError, PlacementProblem
 
 RULE_TRIES = 64
 
 
-def random_placement(problem: Problem, rng: np.random.Generator) -> np.ndarray:
+def random_placement(problem: PlacementProblem, rng: np.random.Generator) -> np.ndarray:
     problem.check()
     for _ in range(RULE_TRIES - 1 if problem.rules is not None else 0):
         try:
@@ -22,7 +22,7 @@ def random_placement(problem: Problem, rng: np.random.Generator) -> np.ndarray:
     return _draw(problem, rng)
 
 
-def _draw(problem: Problem, rng: np.random.Generator) -> np.ndarray:
+def _draw(problem: PlacementProblem, rng: np.random.Generator) -> np.ndarray:
     free = problem.capacity().astype(np.int64)
     mem_free = None if problem.memory is None or problem.host_memory is None else problem.host_memory.astype(float)
     x = np.full(problem.n_vms, -1, dtype=np.int64)

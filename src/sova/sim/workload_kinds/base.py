@@ -54,7 +54,7 @@ class Demand:
 
 
 @dataclass(frozen=True)
-class Progress:
+class Granted:
     """What the physics gave in one step, for kinds to advance their work with."""
 
     dt: float
@@ -108,7 +108,7 @@ class WorkloadKind:
         """The VMs that may do storage IO (the simulator gives each a read and a write flow)."""
         return group.vm if self.does_io else group.vm[:0]
 
-    def advance(self, group: Group, sim: Any, step: Progress) -> None:
+    def advance(self, group: Group, sim: Any, step: Granted) -> None:
         """Move work on with what the step gave; report what finished through ``sim.events``."""
 
 

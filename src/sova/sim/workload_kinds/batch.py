@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.sim.events import BatchDone
-from sova.sim.workload_kinds.base import Demand, Progress, WorkloadKind, register_kind
+from sova.sim.workload_kinds.base import Demand, Granted, WorkloadKind, register_kind
 
 
 @register_kind
@@ -27,7 +27,7 @@ class Batch(WorkloadKind):
         running = group.state["think_left"] <= 0
         np.add.at(step.cpu, group.vm, np.where(running, self._cores(group, sim), 0.0))
 
-    def advance(self, group, sim, step: Progress) -> None:
+    def advance(self, group, sim, step: Granted) -> None:
         state, vm, dt = group.state, group.vm, step.dt
         share = np.where(step.vm_want[vm] > 0, step.vm_alloc[vm] / np.maximum(step.vm_want[vm], 1e-300), 0.0)
         thinking = state["think_left"] > 0

@@ -12,7 +12,7 @@ import numpy as np
 
 from sova.sim.datapath import NODE, VM
 from sova.sim.routing import RHO_MAX
-from sova.sim.workload_kinds.base import Demand, Progress, WorkloadKind, register_kind
+from sova.sim.workload_kinds.base import Demand, Granted, WorkloadKind, register_kind
 
 CLIENT_CPU_PER_REQUEST = 20e-6  # the load generator's own CPU per request
 
@@ -45,7 +45,7 @@ class Httperf(WorkloadKind):
         has = client >= 0
         np.add.at(step.cpu, client[has].astype(np.int64), offered[has] * CLIENT_CPU_PER_REQUEST)
 
-    def advance(self, group, sim, step: Progress) -> None:
+    def advance(self, group, sim, step: Granted) -> None:
         p, vm, dt, rate = group.params, group.vm, step.dt, step.rate
         lam, cpr = p["rate"], p["cpu_per_request"]
         bits = p["page"] * 8

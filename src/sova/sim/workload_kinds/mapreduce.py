@@ -21,7 +21,7 @@ import numpy as np
 
 from sova.sim.datapath import VM
 from sova.sim.events import JobDone
-from sova.sim.workload_kinds.base import Demand, Group, IOStreams, Progress, WorkloadKind, register_kind
+from sova.sim.workload_kinds.base import Demand, Granted, Group, IOStreams, WorkloadKind, register_kind
 
 MAP, SHUFFLE, REDUCE, THINK = 0, 1, 2, 3
 
@@ -64,7 +64,7 @@ class MapReduce(WorkloadKind):
             np.ones(2 * len(rows), dtype=bool),  # a split is read, an output written, from start to end
         )
 
-    def advance(self, group, sim, step: Progress) -> None:
+    def advance(self, group, sim, step: Granted) -> None:
         vm, jobs, p = group.vm, group.model, group.params
         share = np.where(step.vm_want[vm] > 0, step.vm_alloc[vm] / np.maximum(step.vm_want[vm], 1e-300), 0.0)
         speed = slots(group, jobs, sim.vm_vcpus) * np.minimum(share, 1.0) / step.stretch[sim.vm_host[vm]]

@@ -7,7 +7,7 @@ import numpy as np
 
 from sova.sim.datapath import NODE, VM
 from sova.sim.events import TransferDone
-from sova.sim.workload_kinds.base import Demand, Progress, WorkloadKind, register_kind
+from sova.sim.workload_kinds.base import Demand, Granted, WorkloadKind, register_kind
 
 
 @register_kind
@@ -40,7 +40,7 @@ class Transfer(WorkloadKind):
         offered = np.minimum(cpu_bound, sim.nic_bw[sim.vm_host[group.vm]])
         np.add.at(step.cpu, group.vm, np.where(running, offered * p["cpu_per_byte"] / 8, 0.0))
 
-    def advance(self, group, sim, step: Progress) -> None:
+    def advance(self, group, sim, step: Granted) -> None:
         flows, size, state = group.flows["main"], group.params["size"], group.state
         moved = step.rate[flows] * step.dt / 8
         before = state["sent"].copy()

@@ -24,7 +24,7 @@ import numpy as np
 from sova.model.name_match import NameMatcher
 from sova.model.scenario import peer_name
 from sova.sim.datapath import VM
-from sova.sim.workload_kinds.base import Demand, Group, Progress, WorkloadKind, register_kind
+from sova.sim.workload_kinds.base import Demand, Granted, Group, WorkloadKind, register_kind
 
 CLIENT_CPU_PER_REQUEST = 20e-6  # the load generator's own CPU per request, as for httperf
 
@@ -44,7 +44,7 @@ class Web(WorkloadKind):
     def demand(self, group, sim, step: Demand) -> None:
         """Each stream's demand (requests/s), stopped while any VM it crosses is paused; its flows' share."""
         streams = group.model
-        share = np.ones(sim.V)
+        share = np.ones(sim.n_vms)
         if sim.last_vm_alloc is not None:
             want = np.maximum(sim.last_vm_want, 1e-300)
             share = np.where(sim.last_vm_want > 0, np.minimum(sim.last_vm_alloc / want, 1.0), 1.0)
@@ -53,11 +53,11 @@ class Web(WorkloadKind):
         stop = np.ones(len(streams))
         np.minimum.at(stop, streams.tie_stream, step.ends_run[streams.tie_flow])
         sim.stream_demand = wanted * stop
-        step.cpu += cpu_demand(group, streams, sim.web_rate, sim.V)
+        step.cpu += cpu_demand(group, streams, sim.web_rate, sim.n_vms)
         carried = np.where(np.isfinite(wanted), wanted, 0.0)[streams.tie_stream] * streams.tie_bits
         np.add.at(step.flow, streams.tie_flow, carried)
 
-    def advance(self, group, sim, step: Progress) -> None:
+    def advance(self, group, sim, step: Granted) -> None:
         sim.gauges["web_rps"] = np.bincount(group.model.row, weights=sim.web_rate, minlength=len(group))
 
 
