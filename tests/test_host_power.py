@@ -45,7 +45,7 @@ def test_an_empty_host_asleep_or_off_draws_its_sleep_or_off_power():
     run(sim, 100)
     assert sim.energy_j[1] == pytest.approx(800 + 5.0 * 100)
     assert driver.observe().host_power == ("on", "off")
-    assert sim.host_shutdowns.tolist() == [0, 2]
+    assert sim.power.shutdowns.tolist() == [0, 2]
 
 
 def test_a_host_with_vms_refuses_to_go_down_and_the_executor_says_why():
@@ -73,7 +73,7 @@ def test_a_migration_to_a_sleeping_host_wakes_it_and_starts_once_it_is_on():
     (record,) = sim.migration_log
     assert record.status == "completed" and record.dst == "h2"
     assert record.finished - record.started > 20.0  # the wake-up, then the copy
-    assert driver.observe().host_power == ("on", "on") and sim.host_wakes.tolist() == [0, 1]
+    assert driver.observe().host_power == ("on", "on") and sim.power.wakes.tolist() == [0, 1]
     # h2: 10 s asleep at 8 W, then 20 s waking at 150 W, then on
     on_power = sim.energy_j[1] - 8.0 * 10 - 150.0 * 20
     assert 0 < on_power < 117.0 * 59

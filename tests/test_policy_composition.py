@@ -181,6 +181,24 @@ def test_a_pinned_vm_is_left_where_it_runs_and_the_others_move_instead():
     assert moves and not {vm for vm, _ in moves} & pinned, moves
 
 
+def test_a_peers_pin_and_filter_bind_a_policy_that_never_asked_and_the_audit_says_why():
+    """`Wants` proposes its moves without HostFilter: the runtime holds them to the peers' pins and filters."""
+    mover = Wants("mover", [migrate("v1", "h2", ""), migrate("v2", "h3", ""), migrate("v3", "h4", "")], priority=30)
+    pins = Pins("pins", priority=60)
+    pins.pins = {"v1": "its disk is held to an SLO here"}
+    off_h3 = Filters("guard", priority=50, keep=lambda k, vm, c: np.array([h != "h3" for h in k.latest.hosts]))
+    sim, rt = run([mover, pins, off_h3], seconds=12)
+    where = {vm: sim.host_names[sim.vm_host[sim.vm_names.index(vm)]] for vm in ("v1", "v2", "v3")}
+    assert where == {"v1": "h1", "v2": "h1", "v3": "h4"}
+    refused = {e.target: e.message for e in rt.audit.entries if e.event == "rejected"}
+    assert refused == {"v1": "v1 is pinned by pins: its disk is held to an SLO here", "v2": "guard keeps v2 off h3"}
+    assert {(a.vm, o.status) for a, o in mover.seen} == {("v1", REJECTED), ("v2", REJECTED), ("v3", OK)}
+    weak = Pins("weak", priority=10)  # a pin of a lower priority binds no one
+    weak.pins = {"v1": "test"}
+    sim, _ = run([Wants("mover", [migrate("v1", "h2", "")], priority=30), weak], seconds=12)
+    assert sim.host_names[sim.vm_host[sim.vm_names.index("v1")]] == "h2"
+
+
 def test_every_policy_has_a_priority_parameter_with_its_classs_default():
     known = registry()
     assert known["keep-rules"].params["priority"].default == 100 and known["sova"].params["priority"].default == 50

@@ -74,7 +74,7 @@ def command(args) -> int:
     from sova.drivers.libvirt_driver import LibvirtDriver
     from sova.model.rule_reader import load_rules_file
     from sova.model.scenario import TopologySpec
-    from sova.plan.storage.io_control import IoController
+    from sova.plan.base import controllers
 
     hosts, options, topology = {}, {}, None
     if args.lab is not None:
@@ -97,7 +97,7 @@ def command(args) -> int:
         topology = cfg.topology or topology
     hosts.update(pairs(args.host, "--host", "NAME=URI, e.g. node1=qemu+ssh://root@node1/system"))
     policies, control = profile_and_rails(args, "sova manage")
-    controlled = any(isinstance(p, IoController) for p in policies)
+    controlled = bool(controllers(policies))
     if args.slos is not None and not controlled:
         raise InputError([Problem("--slos", f"profile {args.profile} holds no storage SLO; expected --profile see")])
     slo_entries = _read_slo_file(args.slos) if args.slos else None  # before connecting: bad input fails at once

@@ -23,7 +23,7 @@ from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import RuleBook, failure_rule, hosts_failed, hosts_in_maintenance, maintenance_rule
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.admission_policies import AdmissionPolicy
-from sova.plan.base import Policy
+from sova.plan.base import CONTROLLER, PLANNER, Policy
 from sova.plan.first_fit import FirstFit
 from sova.plan.ha_restart import HaRestart
 from sova.plan.keep_rules import KeepRules
@@ -73,6 +73,7 @@ class Runtime:
         seen = self.knowledge.latest.time + control.monitor_period if len(self.knowledge) else start
         self._next_monitor = max(start, seen)
         self._next_run = [start + p.period for p in policies]
+        self._rounds = {PLANNER: self._plan, CONTROLLER: self._control}  # how each kind of policy is driven
 
     def tick(self) -> bool:
         """One tick; whether a policy planned in it (a decision round)."""
@@ -88,22 +89,28 @@ class Runtime:
         for i, pol in enumerate(self.policies):
             if now + 1e-9 >= self._next_run[i]:
                 self._next_run[i] += pol.period * max(1, int((now - self._next_run[i]) // pol.period) + 1)
-                if isinstance(pol, IoController):
-                    self._control(pol)
-                elif len(self.knowledge) and pol.wants_to_run(self.knowledge):
+                planned = self._rounds[pol.kind](pol, analysis, now)
+                if planned is not None:
                     decided = True
-                    findings = analysis.findings(pol.analyses())
-                    self.findings[pol.name] = findings
-                    plans.append((pol, pol.plan(self.knowledge, findings), findings))
-                    pol.outcomes.clear()  # it has seen them
-                    for target, text in pol.notes:
-                        self.audit.record_note(now, pol.name, target, text)
-                    pol.notes.clear()
+                    plans.append(planned)
         self._submit(plans)
         if len(self.knowledge):
             self.executor.tick(self.knowledge)
         self._hand_back_outcomes()
         return decided
+
+    def _plan(self, policy: Policy, analysis: AnalyzeStage, now: float) -> tuple[Policy, list, Findings] | None:
+        """A planner's round: its analyzers' findings, then its plan on them (None: it skips this round)."""
+        if not len(self.knowledge) or not policy.wants_to_run(self.knowledge):
+            return None
+        findings = analysis.findings(policy.analyses())
+        self.findings[policy.name] = findings
+        planned = (policy, policy.plan(self.knowledge, findings), findings)
+        policy.outcomes.clear()  # it has seen them
+        for target, text in policy.notes:
+            self.audit.record_note(now, policy.name, target, text)
+        policy.notes.clear()
+        return planned
 
     def _submit(self, plans: list[tuple[Policy, list, object]]) -> None:
         """The plans of the policies due in this tick, their conflicts with each other and with the actions
@@ -115,8 +122,32 @@ class Runtime:
             verdict = arbitrate(wanted, [self._claim(a, running, not running) for a, running in held])
         for claim, why in verdict.preempted:
             self.executor.preempt(claim.action, why)
+        lost = {**verdict.lost, **self._bound_by_peers(plans)}
         for pol, plan, findings in plans:
-            self.executor.submit(plan, self.knowledge, findings, patient=pol.patient, lost=verdict.lost)
+            self.executor.submit(plan, self.knowledge, findings, patient=pol.patient, lost=lost)
+
+    def _bound_by_peers(self, plans: list[tuple[Policy, list, object]]) -> dict[int, str]:
+        """The planned actions a peer's extension point forbids (by identity, with why): a VM moved that a
+        peer pins, or put on a host a peer's filter keeps it off. This binds every policy, whether or not it
+        asked ``HostFilter`` while it planned (one that did proposes none of these)."""
+        refused: dict[int, str] = {}
+        snap = self.knowledge.latest
+        for pol, plan, _ in plans:
+            placing = [a for a in plan if a.placed_on in snap.host_position and a.vm in snap.vm_position]
+            if not placing or not pol.peers:
+                continue
+            pins = {}
+            if any(a.moves_vm for a in placing):
+                for peer in pol.peers:
+                    for vm, why in peer.pinned(self.knowledge).items():
+                        pins.setdefault(vm, f"{vm} is pinned by {peer.name}: {why}")
+            filters = [peer for peer in pol.peers if peer.defines("filter_hosts")]
+            for action in placing:
+                why = pins.get(action.vm) if action.moves_vm else None
+                why = why or _filtered_out(filters, self.knowledge, action)
+                if why:
+                    refused[id(action)] = why
+        return refused
 
     def _claim(self, action, running: bool = False, queued: bool = False) -> Claim:
         order = self._order.get(action.policy, len(self._order))
@@ -185,14 +216,27 @@ class Runtime:
             if isinstance(pol, kind):
                 self._next_run[i] = self.driver.now()
 
-    def _control(self, controller: IoController) -> None:
+    def _control(self, controller: IoController, analysis: AnalyzeStage, now: float) -> None:
         """One epoch of an IO controller: its VMs' counters in, their throttles out, its events audited."""
         if not controller.vms:
-            return  # not bound, or no VM under an SLO
+            return None  # not bound, or no VM under an SLO
         throttle = controller.control(self.driver.io_sample(controller.vms))
         if throttle is not None:
             self.driver.set_io_throttle(throttle)
-        now = self.driver.now()
+        now = self.driver.now()  # after the epoch's calls to the hosts
         for action in controller.events:
             self.audit.record(now, 0, "applied", action, Outcome(OK, "applied by the controller", now, now))
         controller.events.clear()
+
+
+def _filtered_out(filters: list[Policy], knowledge: Knowledge, action) -> str | None:
+    """Why a peer's filter keeps the action's VM off the host it puts it on, or None."""
+    snap = knowledge.latest
+    host = snap.host_position[action.placed_on]
+    one = np.zeros(len(snap.hosts), dtype=bool)
+    one[host] = True
+    for peer in filters:
+        kept = peer.filter_hosts(knowledge, snap.vm_position[action.vm], one)
+        if kept is not None and not kept[host]:
+            return f"{peer.name} keeps {action.vm} off {action.placed_on}"
+    return None

@@ -15,7 +15,6 @@ from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 from sova.sim.datapath import VM
 from sova.sim.engine import Simulator
-from sova.sim.host_power import STATE_NAMES
 from sova.sim.records import SimError
 
 
@@ -83,15 +82,7 @@ class SimDriver:
         )
 
     def set_io_throttle(self, throttle: IoThrottle) -> None:
-        idx, controls = self._indices(throttle.vms), self.sim.vm_io
-        controls.limit[idx] = throttle.iops
-        controls.size_limit[idx] = throttle.size
-        if throttle.reservation is not None or throttle.weight is not None:  # rows: reservation, weight, on bytes
-            controls.tags[0, idx] = 0.0 if throttle.reservation is None else throttle.reservation
-            controls.tags[1, idx] = 0.0 if throttle.weight is None else throttle.weight
-            controls.tags[2, idx] = float(throttle.weight_on_bytes)
-        if throttle.in_flight is not None:
-            controls.in_flight[idx] = throttle.in_flight
+        self.sim.set_io_throttle(self._indices(throttle.vms), throttle)
 
     def observe(self) -> Snapshot:
         snap = self._observe()
@@ -143,8 +134,8 @@ class SimDriver:
             flow_dst=self._flow_dst,
             flow_bytes=s.flow_bytes[self._vm_flows],
             host_core_mips=s.host_core_mips,
-            host_power=tuple(STATE_NAMES[state] for state in s.host_state),
-            host_power_curve=s.power_curve,
+            host_power=s.power.state_names(),
+            host_power_curve=s.power.curve,
             host_seen=s.host_seen.copy(),
         )
 

@@ -176,29 +176,25 @@ class _SetVFRate(SimHandler):
 @handles(SetCpu)
 class _SetCpu(SimHandler):
     def apply(self, driver, action):
-        vm = driver.vm_index(action.vm)
-        if action.weight > 0:
-            driver.sim.vm_weight[vm] = action.weight
-        if action.cap >= 0:
-            driver.sim.vm_cap[vm] = action.cap
+        driver.sim.set_vm_cpu(driver.vm_index(action.vm), action.weight, action.cap)
 
 
 @handles(SetIoLimit)
 class _SetIoLimit(SimHandler):
     def apply(self, driver, action):
-        driver.sim.vm_io.limit[driver.vm_index(action.vm)] = action.iops
+        driver.sim.set_io_limit(driver.vm_index(action.vm), action.iops)
 
 
 @handles(SetIoSize)
 class _SetIoSize(SimHandler):
     def apply(self, driver, action):
-        driver.sim.vm_io.size_limit[driver.vm_index(action.vm)] = action.size
+        driver.sim.set_io_size(driver.vm_index(action.vm), action.size)
 
 
 @handles(SetNetLimit)
 class _SetNetLimit(SimHandler):
     def apply(self, driver, action):
-        driver.sim.vm_net_limit[driver.vm_index(action.vm)] = action.rate
+        driver.sim.set_net_limit(driver.vm_index(action.vm), action.rate)
 
 
 @handles(SetHostPower)
@@ -210,4 +206,4 @@ class _SetHostPower(SimHandler):
 @handles(SetDom0Weight)
 class _SetDom0Weight(SimHandler):
     def apply(self, driver, action):
-        driver.sim.dom0_weight[driver.host_index(action.host)] = action.weight
+        driver.sim.set_dom0_weight(driver.host_index(action.host), action.weight)

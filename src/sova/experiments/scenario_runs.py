@@ -28,6 +28,7 @@ from sova.experiments.vm_groups import vm_groups
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
 from sova.model.slo_reader import slo_book
+from sova.plan.base import controllers
 from sova.plan.dsriov import VF_PARAMS
 from sova.plan.storage.io_control import IoController, bind_all
 from sova.sim.engine import Simulator
@@ -188,7 +189,7 @@ def run_profile(
 
 def bind_controllers(policies: list, scenario: Scenario) -> list[IoController]:
     """Give the profile's IO controllers the scenario's storage SLOs and each VM's storage server."""
-    if not any(isinstance(p, IoController) for p in policies):
+    if not controllers(policies):
         return []
     names = [v.name for v in scenario.vms]
     return bind_all(policies, slo_book(names, scenario.slos), {v.name: v.storage for v in scenario.vms})
@@ -279,7 +280,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
     }
     out |= sla_metrics(sim.host_active_s, sim.host_short_s, sim.vm_cpu_asked, sim.vm_migration_loss, out["energy_kwh"])
-    out |= {"host_shutdowns": int(sim.host_shutdowns.sum()), "host_wakes": int(sim.host_wakes.sum())}
+    out |= {"host_shutdowns": int(sim.power.shutdowns.sum()), "host_wakes": int(sim.power.wakes.sum())}
     if rec.per_host:
         dom0 = sim.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.dom0_vcpus
         out["hosts"] = {

@@ -29,10 +29,15 @@ from sova.model.schema import Field
 
 _REGISTRY: dict[str, type[Policy]] = {}
 
+# the two kinds of policy, by how the runtime drives them (Runtime.tick dispatches on ``Policy.kind``)
+PLANNER = "planner"  # each period: its analyzers, then plan() -> actions, through the arbiter and the executor
+CONTROLLER = "controller"  # a fast local loop on its VMs' counters (plan/storage/io_control.py)
+
 
 class Policy(ABC):
     name: ClassVar[str] = ""
     loop: ClassVar[str] = "global"
+    kind: ClassVar[str] = PLANNER  # how the runtime drives it: PLANNER or CONTROLLER
     summary: ClassVar[str] = ""
     params: ClassVar[dict[str, Field]] = {}
     # the analyzers whose findings plan() reads, each with the settings it takes from a parameter of another
@@ -131,6 +136,11 @@ def register(cls: type[Policy]) -> type[Policy]:
             raise ValueError(f"policy {cls.name} gives analyzer {name} no {', '.join(unset)}")
     _REGISTRY[cls.name] = cls
     return cls
+
+
+def controllers(policies: list[Policy]) -> list[Policy]:
+    """The controllers among a profile's policies."""
+    return [p for p in policies if p.kind == CONTROLLER]
 
 
 def registry() -> dict[str, type[Policy]]:

@@ -23,8 +23,8 @@ from sova.drivers.base import Driver
 from sova.model.scenario import ControlSpec
 from sova.model.snapshot import Snapshot
 from sova.model.storage_slo import SloBook, StorageSlo
-from sova.plan.base import Policy
-from sova.plan.storage.io_control import IoController, bind_all
+from sova.plan.base import Policy, controllers
+from sova.plan.storage.io_control import bind_all
 from sova.service.host_report import host_part
 
 
@@ -72,7 +72,7 @@ class LocalLoops:
         server (None: its host)."""
         self.driver = driver
         self.policies = [p for p in policies if p.loop == "local"]
-        self.controllers = [p for p in self.policies if isinstance(p, IoController)]
+        self.controllers = controllers(self.policies)
         self.runtime = Runtime(driver, self.policies, control, keeper=False) if self.policies else None
         self.period = min((p.period for p in self.policies), default=math.inf)  # s between ticks
         self.storage_of = storage_of

@@ -60,6 +60,17 @@ class CpuScheduling:
     """The compute part of the simulator (sim/engine.py holds the state): each VM's CPU bound, the
     proportional share per host with Dom0, and the run-queue slowdown of over-subscribed hosts."""
 
+    def set_vm_cpu(self, vm: int, weight: float, cap: float) -> None:
+        """A VM's credit-scheduler weight (when > 0) and cap (when >= 0; 0: none), as ``xl sched-credit``."""
+        if weight > 0:
+            self.vm_weight[vm] = weight
+        if cap >= 0:
+            self.vm_cap[vm] = cap
+
+    def set_dom0_weight(self, host: int, weight: float) -> None:
+        """Dom0's credit-scheduler weight on the host."""
+        self.dom0_weight[host] = weight
+
     def vm_cpu_limit(self) -> np.ndarray:
         lim = self.vm_vcpus.copy()
         capped = self.vm_cap > 0

@@ -32,7 +32,7 @@ from sova.sim.host_power import HostPower
 from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.migration import Migration, migration_config
 from sova.sim.network_faults import NetworkFaults
-from sova.sim.records import Flow, MigrationRecord
+from sova.sim.records import Flow, MigrationRecord, SimError
 from sova.sim.routing import Routing
 from sova.sim.sensors import Sensors
 from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem, VmIoControls
@@ -49,7 +49,6 @@ class Simulator(
     StorageSubsystem,
     Sensors,
     HypervisorOperations,
-    HostPower,
     HostFaults,
     NetworkFaults,
     VmLifecycle,
@@ -78,10 +77,8 @@ class Simulator(
         self.dom0_weight = np.array([h.dom0_weight for h in hosts], dtype=float)
         self.nic_bw = np.array([h.nic.bandwidth for h in hosts], dtype=float)
         self.max_vfs = np.array([h.nic.max_vfs if h.nic.sriov else 0 for h in hosts], dtype=np.int64)
-        self.power_curve = np.array(
-            [host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts]
-        )
-        self._init_host_power(hosts)
+        curve = np.array([host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts])
+        self.power = HostPower(hosts, curve, self.params["power_follows_load"])
         self._init_host_faults()
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
         self.storage_names = [s.name for s in scenario.storage]
@@ -136,6 +133,7 @@ class Simulator(
         self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self._register_workload_flows()
         self.migrations: dict[int, tuple[Migration, int]] = {}
+        self.host_migrations = np.zeros(self.n_hosts, dtype=np.int64)  # migrations from or to each, under way
         self.migration_log: list[MigrationRecord] = []
         self.last_migration: dict[int, MigrationRecord] = {}  # per VM, its latest finished migration
         self.events = EventLog()  # what finished (batch runs, jobs, transfers), until someone takes it
@@ -166,6 +164,14 @@ class Simulator(
         if self.step_ended:  # who is there for the next step: the loop can place arrivals before it
             self._process_lifecycle(self.t)
 
+    def set_host_power(self, host: int, state: str) -> None:
+        """Put an empty host to sleep or off, or wake one; refuses a crashed host, and one with VMs or
+        migrations going down."""
+        if self.host_failed[host]:
+            raise SimError(f"{self.host_names[host]} has crashed; it comes back when it is repaired")
+        empty = not (self.host_migrations[host] or ((self.vm_host == host) & self.vm_present).any())
+        self.power.set(host, state, self.t, empty)
+
     @property
     def step_ended(self) -> bool:
         """The last tick ended a fabric step (always, unless the storage subsystem ticks finer)."""
@@ -176,7 +182,7 @@ class Simulator(
         t, dt, p = self.t, self.fabric_dt, self.params
         self.workloads.apply_phases(t)
         self._process_vf_ops(t)
-        self._advance_host_power(t)
+        self.power.advance(t)
         self._advance_host_faults(t)
         if len(self.rate) != len(self.flows):
             added = len(self.flows) - len(self.rate)  # flows of migrations started since: nothing carried yet

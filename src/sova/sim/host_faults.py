@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from sova.sim.host_power import OFF, ON, WAKING
 from sova.sim.records import SimError
 
 RESTART_TIME = 30.0  # s from a restart to the guest running (a boot)
@@ -38,7 +37,7 @@ class HostFaults:
             self._finish_migration(vm, "failed")
             self.vm_down[vm] |= on_it
         self.host_failed[host] = True
-        self.host_state[host] = OFF
+        self.power.crash(host)
         self.vm_down |= (self.vm_host == host) & self.vm_present
         self.vm_up_at[self.vm_down & (self.vm_host == host)] = np.inf
         self._routes_dirty = True
@@ -48,10 +47,8 @@ class HostFaults:
         if not self.host_failed[host]:
             raise SimError(f"{self.host_names[host]} has not crashed")
         self.host_failed[host] = False
-        self.host_state[host] = WAKING
-        self.host_awake_at[host] = self.t + self.wake_time[1, host]
         stayed = self.vm_down & (self.vm_host == host)
-        self.vm_up_at[stayed] = self.host_awake_at[host]
+        self.vm_up_at[stayed] = self.power.boot(host, self.t)
 
     def restart_vm(self, vm: int, host: int) -> None:
         """Boot a down VM of a crashed host on `host` (on, with the memory for it)."""
@@ -60,7 +57,7 @@ class HostFaults:
             raise SimError(f"{name} is not down on a crashed host: it runs on, holding its disks; not restarted")
         if self.host_failed[host]:
             raise SimError(f"{where} has crashed")
-        self.require_host_on(host)
+        self.power.require_on(host)
         self.require_room(host, vm)
         src = int(self.vm_host[vm])
         if self.vm_vf[vm]:
@@ -79,7 +76,7 @@ class HostFaults:
 
     def _advance_host_faults(self, t: float) -> None:
         """VMs whose boot is over run."""
-        up = self.vm_down & (self.vm_up_at <= t + 1e-9) & (self.host_state[self.vm_host] == ON)
+        up = self.vm_down & (self.vm_up_at <= t + 1e-9) & self.power.is_on()[self.vm_host]
         if up.any():
             self.vm_down[up] = False
             self.vm_up_at[up] = np.inf

@@ -58,7 +58,7 @@ class HypervisorOperations:
             wss=self.vm_wss[vm],
             started=self.t,
             config=self.migration_config,
-            wait_left=self.wake_for_migration(dst),
+            wait_left=0.0 if self.host_failed[dst] else self.power.wait_for(dst, self.t),
         )
         rate = self.params["migration_failure_rate"]
         mig.doomed = bool(rate) and self.rng.random() < rate  # no draw without the fault: runs stay as they were

@@ -39,6 +39,10 @@ class Routing:
         group = self.workloads.group("web")
         return group.model if group is not None else None
 
+    def set_net_limit(self, vm: int, rate: float) -> None:
+        """The VM's egress rate limit (bit/s; 0: none), as a tc filter on its vif."""
+        self.vm_net_limit[vm] = rate
+
     def add_flow(self, src: tuple[int, int], dst: tuple[int, int], kind: str) -> int:
         self.flows.append(Flow(src, dst, kind))
         # the VMs whose host or NIC mode its route depends on (-1: an end that is no VM)

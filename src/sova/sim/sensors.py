@@ -75,7 +75,7 @@ class Sensors:
         load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
         host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
         util = host_busy / self.host_cores
-        power = self._host_power(util, dt)
+        power = self.power.draw(util, dt, self.t)
         per_host = np.empty((len(HOST_COUNTERS) + 1, self.n_hosts))
         per_host[0], per_host[1], per_host[4] = host_busy * dt, dom0_alloc * dt, power * dt
         per_host[2], per_host[3] = load_bytes[lay.nic_tx : lay.nic_rx], load_bytes[lay.nic_rx : lay.dom0]

@@ -47,6 +47,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from sova.model.io_sample import IoThrottle
 from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.device_variability import CapacityProcess, completions
@@ -75,7 +76,7 @@ class VmIoControls:
     """What controllers set on each VM's storage IO (one entry per VM; 0: none): the rate limit (IOPS,
     ``SetIoLimit``), the request-merge limit (bytes, ``SetIoSize``), the storage scheduler's tags (rows:
     reservation in requests/s, weight, whether the weight is on bytes; all 0: untagged) and the cap on
-    requests in flight. The arrays are changed in place by the driver."""
+    requests in flight. Changed in place, by the simulator's commands (``StorageSubsystem.set_io_*``)."""
 
     limit: np.ndarray
     size_limit: np.ndarray
@@ -89,6 +90,18 @@ class VmIoControls:
     def arrays(self) -> tuple[np.ndarray, ...]:
         """The controls' arrays: an epoch whose controls, streams and device are those of the last holds."""
         return (self.limit, self.size_limit, self.tags, self.in_flight)
+
+    def set_throttle(self, vms: np.ndarray, throttle: IoThrottle) -> None:
+        """An IO controller's throttles on the VMs of those rows: rate and merge limits, and the scheduler's
+        tags and the cap on requests in flight where it sets them."""
+        self.limit[vms] = throttle.iops
+        self.size_limit[vms] = throttle.size
+        if throttle.reservation is not None or throttle.weight is not None:  # rows: reservation, weight, on bytes
+            self.tags[0, vms] = 0.0 if throttle.reservation is None else throttle.reservation
+            self.tags[1, vms] = 0.0 if throttle.weight is None else throttle.weight
+            self.tags[2, vms] = float(throttle.weight_on_bytes)
+        if throttle.in_flight is not None:
+            self.in_flight[vms] = throttle.in_flight
 
 
 @dataclass(frozen=True)
@@ -362,6 +375,18 @@ class StorageSubsystem:
             [io.sequential if io.sequential is not None else np.zeros(len(io.vm), dtype=bool) for io in parts]
         )
         return IOStreams(vm, iops * run[vm], size, read, depth, sequential)
+
+    def set_io_limit(self, vm: int, iops: float) -> None:
+        """The VM's IO rate limit (requests/s; 0: none)."""
+        self.vm_io.limit[vm] = iops
+
+    def set_io_size(self, vm: int, size: float) -> None:
+        """The VM's request-merge limit (bytes; 0: none)."""
+        self.vm_io.size_limit[vm] = size
+
+    def set_io_throttle(self, vms: np.ndarray, throttle: IoThrottle) -> None:
+        """An IO controller's throttles on the VMs of those rows (``VmIoControls.set_throttle``)."""
+        self.vm_io.set_throttle(vms, throttle)
 
     def io_served(self, kind: str) -> np.ndarray | None:
         """The IOs per second (as the kind issued them, before any split) the last epoch served each of a

@@ -99,7 +99,7 @@ class VmLifecycle:
 
     def _place(self, vm: int, host: int) -> None:
         name, where = self.vm_names[vm], self.host_names[host]
-        self.require_host_on(host)
+        self.power.require_on(host)
         self.require_room(host, vm)
         if self.vm_vf[vm] and self.vf_used[host] >= self.max_vfs[host]:
             raise SimError(f"{where} has no free VF for {name} ({self.max_vfs[host]} in use)")

@@ -5,7 +5,8 @@ An action kind is a frozen dataclass subclassing ``Action`` with its name given 
 and the service's wire use). Besides its data, a kind says, for the framework that handles every kind alike:
 - ``placed_on``: the host it puts a VM on, if any (placement rules, the destination's silence, conflicts);
 - ``host_marks()``: what it does to a host, by which it excludes other actions there (the arbiter);
-- ``vm_host_acts``: whether it acts on its VM's current host (a restart's VM is on a failed host: it does not).
+- ``vm_host_acts``: whether it acts on its VM's current host (a restart's VM is on a failed host: it does not);
+- ``moves_vm``: whether it moves a running VM away from its host (what a policy's ``pinned`` forbids).
 How a driver carries a kind out is that driver's handler for it (``sova.drivers.sim_actions``,
 ``sova.drivers.libvirt_actions``); the executor's rails for kinds that need more than the common ones are
 ``sova.control.action_rails``.
@@ -29,6 +30,7 @@ class Action:
 
     kind: ClassVar[str] = ""
     vm_host_acts: ClassVar[bool] = True  # it acts on the host its VM runs on now
+    moves_vm: ClassVar[bool] = False  # it moves a running VM to another host
 
     def __init_subclass__(cls, kind: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

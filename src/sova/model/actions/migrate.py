@@ -12,6 +12,8 @@ class Migrate(Action, kind="migrate"):
     vm: str
     dst: str
 
+    moves_vm = True
+
     @property
     def placed_on(self) -> str:
         return self.dst

@@ -26,7 +26,7 @@ from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
 from sova.model.storage_slo import SloBook
-from sova.plan.base import Policy
+from sova.plan.base import CONTROLLER, Policy, controllers
 
 MIN_RATE = 1.0  # IOPS: the lowest rate limit a controller sets (a limit of 0 would mean none)
 RECENT = 300  # seconds of per-second throughput kept (T_S, the slowest of SASLO's loops)
@@ -47,6 +47,7 @@ class IoController(Policy):
     statistics of the run (SC rate, PF ratio, AVPE against the target of each second)."""
 
     loop = "local"
+    kind = CONTROLLER
     vms: tuple[str, ...] = ()  # the VMs under SLO control, once bound
 
     def bind(self, slos: SloBook, server_of: dict[str, str]) -> None:
@@ -255,10 +256,10 @@ def per_request(later: IoSample, earlier: IoSample, counter: str) -> np.ndarray:
 
 def bind_all(policies: list, slos: SloBook, server_of: dict[str, str]) -> list[IoController]:
     """Bind the IO controllers among a profile's policies to the SLOs; returns them."""
-    controllers = [p for p in policies if isinstance(p, IoController)]
-    for c in controllers:
-        c.bind(slos, server_of)
-    return controllers
+    bound = controllers(policies)
+    for controller in bound:
+        controller.bind(slos, server_of)
+    return bound
 
 
 def window_status(seconds: deque, targets: np.ndarray, window: int) -> tuple[np.ndarray, np.ndarray]:
