@@ -194,7 +194,7 @@ def in_window(trace, lo: float, hi: float) -> np.ndarray:
 
 
 def counted(sim: Simulator, vm: int = 0) -> tuple[float, float, float, float]:
-    c = sim.counters
+    c = sim.sensors.counters
     return c["blk_rd_ops"][vm], c["blk_wr_ops"][vm], c["blk_rd_bytes"][vm], c["blk_wr_bytes"][vm]
 
 
@@ -272,7 +272,7 @@ def test_a_fast_replay_counts_the_reads_and_bytes_of_the_trace_requests_it_serve
 
 def test_a_fast_replay_keeps_its_depth_outstanding():
     sim = replay_sim(5, file=str(CLOUDPHYSICS_30_50), pace="fast", iodepth=4)
-    served, latency = sim.gauges["io"]["served_ios"][0], sim.gauges["io"]["latency"][0]
+    served, latency = sim.sensors.gauges["io"]["served_ios"][0], sim.sensors.gauges["io"]["latency"][0]
     assert served * latency == pytest.approx(4, rel=1e-6)  # Little's law
 
 

@@ -101,7 +101,9 @@ def check_step(sim: Simulator, bound, runtime: Runtime) -> None:
     assert (held <= sim.host_mem + 1e-6).all(), f"memory over capacity at {sim.t}: {held} > {sim.host_mem}"
     vfs = np.bincount(sim.vm_host[present & sim.vm_vf], minlength=sim.n_hosts)
     assert (vfs <= sim.max_vfs).all() and (sim.vf_used <= sim.max_vfs).all()
-    assert (sim.gauges["host_util"] <= 1 + 1e-9).all(), f"CPU over capacity at {sim.t}: {sim.gauges['host_util']}"
+    assert (sim.sensors.gauges["host_util"] <= 1 + 1e-9).all(), (
+        f"CPU over capacity at {sim.t}: {sim.sensors.gauges['host_util']}"
+    )
     jobs = runtime.executor.queued + runtime.executor.running
     moving = {j.action.vm for j in jobs if isinstance(j.action, (Migrate, RestartVM))}
     moving |= {sim.vm_names[v] for v in np.flatnonzero(sim.vm_down)}

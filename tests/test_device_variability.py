@@ -49,7 +49,7 @@ def per_second_iops(scenario, seconds: int = 120) -> np.ndarray:
     out, last = [], 0.0
     for _ in range(seconds):
         sim.step()
-        ops = float(sim.counters["blk_rd_ops"][0] + sim.counters["blk_wr_ops"][0])
+        ops = float(sim.sensors.counters["blk_rd_ops"][0] + sim.sensors.counters["blk_wr_ops"][0])
         out.append(ops - last)
         last = ops
     return np.array(out)
@@ -73,7 +73,7 @@ def test_a_device_paced_closed_stream_reports_latency_by_littles_law_every_epoch
     sim = Simulator(busy_device(0.3))
     for _ in range(5):
         sim.step()
-        io = sim.gauges["io"]
+        io = sim.sensors.gauges["io"]
         assert io["served"][0] * io["latency"][0] == pytest.approx(32.0, rel=1e-9)
 
 
@@ -86,7 +86,7 @@ def test_writes_take_the_devices_write_time():
         )
         sim = Simulator(scenario)
         sim.step()
-        return float(sim.gauges["io"]["latency"][0])
+        return float(sim.sensors.gauges["io"]["latency"][0])
 
     transfer = 4096 * 8 / 4e9
     assert latency(1.0) == pytest.approx(100e-6 + transfer, rel=1e-3)

@@ -21,7 +21,7 @@ def served(personality: str, **params) -> tuple[float, float, float, float]:
     sim = Simulator(scenario)
     for _ in range(10):
         sim.step()
-    c = sim.counters
+    c = sim.sensors.counters
     ops = c["blk_rd_ops"][0] + c["blk_wr_ops"][0]
     size = (c["blk_rd_bytes"][0] + c["blk_wr_bytes"][0]) / ops
     return ops / sim.t, size, c["blk_rd_ops"][0] / ops, c["blk_time"][0] / ops

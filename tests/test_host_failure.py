@@ -31,12 +31,12 @@ def test_a_crashed_host_and_its_vms_stop_counting_and_a_restart_boots_the_vm_els
     for _ in range(10):
         sim.step()
     sim.crash_host(0)
-    cpu_a, host_cpu = sim.counters["cpu_time"][0], sim.counters["host_cpu_time"][0]
+    cpu_a, host_cpu = sim.sensors.counters["cpu_time"][0], sim.sensors.counters["host_cpu_time"][0]
     for _ in range(10):
         sim.step()
-    assert sim.counters["cpu_time"][0] == cpu_a and sim.counters["host_cpu_time"][0] == host_cpu
+    assert sim.sensors.counters["cpu_time"][0] == cpu_a and sim.sensors.counters["host_cpu_time"][0] == host_cpu
     assert sim.host_seen[0] == pytest.approx(10.0) and sim.host_seen[1] == pytest.approx(20.0)
-    assert sim.counters["cpu_time"][1] == pytest.approx(20.0, rel=0.02)  # b runs on
+    assert sim.sensors.counters["cpu_time"][1] == pytest.approx(20.0, rel=0.02)  # b runs on
     with pytest.raises(SimError, match=r"not running \(down: its host crashed"):
         sim.start_migration(0, 1)
     with pytest.raises(SimError, match="h1 has crashed"):
@@ -47,7 +47,7 @@ def test_a_crashed_host_and_its_vms_stop_counting_and_a_restart_boots_the_vm_els
     assert sim.restart_state(0) == "booting" and sim.vm_host[0] == 2
     while sim.t < 20 + RESTART_TIME + 1:
         sim.step()
-    assert sim.restart_state(0) == "running" and sim.counters["cpu_time"][0] > cpu_a + 0.5
+    assert sim.restart_state(0) == "running" and sim.sensors.counters["cpu_time"][0] > cpu_a + 0.5
 
 
 def test_a_migration_to_a_host_that_crashes_is_cancelled_and_one_from_it_takes_the_vm_down():

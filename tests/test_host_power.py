@@ -40,10 +40,10 @@ def test_an_empty_host_asleep_or_off_draws_its_sleep_or_off_power():
     driver = SimDriver(sim)
     assert driver.apply(SetHostPower(host="h2", state="sleep")).status == OK
     run(sim, 100)
-    assert sim.energy_j[1] == pytest.approx(8.0 * 100)  # 8 W for 100 s
+    assert sim.sensors.energy_j[1] == pytest.approx(8.0 * 100)  # 8 W for 100 s
     assert driver.apply(SetHostPower(host="h2", state="off")).status == OK
     run(sim, 100)
-    assert sim.energy_j[1] == pytest.approx(800 + 5.0 * 100)
+    assert sim.sensors.energy_j[1] == pytest.approx(800 + 5.0 * 100)
     assert driver.observe().host_power == ("on", "off")
     assert sim.power.shutdowns.tolist() == [0, 2]
 
@@ -75,7 +75,7 @@ def test_a_migration_to_a_sleeping_host_wakes_it_and_starts_once_it_is_on():
     assert record.finished - record.started > 20.0  # the wake-up, then the copy
     assert driver.observe().host_power == ("on", "on") and sim.power.wakes.tolist() == [0, 1]
     # h2: 10 s asleep at 8 W, then 20 s waking at 150 W, then on
-    on_power = sim.energy_j[1] - 8.0 * 10 - 150.0 * 20
+    on_power = sim.sensors.energy_j[1] - 8.0 * 10 - 150.0 * 20
     assert 0 < on_power < 117.0 * 59
 
 
@@ -127,7 +127,9 @@ def test_pdm_counts_a_migration_to_its_second_within_a_300_s_step():
     seconds = record.finished - record.started
     assert 0 < seconds < 30
     # 10 % of what it asked (half a core) for as long as it migrated, not for the whole step
-    assert sim.vm_migration_loss[0] == pytest.approx(0.1 * sim.vm_cpu_asked[0] / 300 * seconds, rel=0.02)
+    assert sim.sensors.vm_migration_loss[0] == pytest.approx(
+        0.1 * sim.sensors.vm_cpu_asked[0] / 300 * seconds, rel=0.02
+    )
 
 
 def test_host_standby_puts_the_empty_host_to_sleep_after_its_idle_time():
@@ -155,7 +157,7 @@ def test_a_host_that_does_not_follow_its_load_draws_its_full_power():
     scenario = two_hosts()
     sim = Simulator(dataclasses.replace(scenario, simulator={"power_follows_load": False}))
     run(sim, 100)
-    assert sim.energy_j.tolist() == pytest.approx([117.0 * 100, 117.0 * 100])
+    assert sim.sensors.energy_j.tolist() == pytest.approx([117.0 * 100, 117.0 * 100])
 
 
 def test_a_profile_may_run_with_its_own_simulator_keys_and_npa_draws_full_power_all_day():

@@ -153,9 +153,9 @@ def served_after(sim: Simulator, throttle: IoThrottle) -> tuple[np.ndarray, np.n
     """Requests/s and bytes/s of each VM and the device's use, an epoch after the tags were set."""
     SimDriver(sim).set_io_throttle(throttle)
     sim.step()
-    io = sim.gauges["io"]
+    io = sim.sensors.gauges["io"]
     iops = np.bincount(io["vm"], weights=io["served"], minlength=2)
-    return iops, iops * np.array([4096.0, 65536.0]), float(sim.gauges["storage_util"][0])
+    return iops, iops * np.array([4096.0, 65536.0]), float(sim.sensors.gauges["storage_util"][0])
 
 
 def test_in_the_simulator_mclock_gives_each_vm_its_share_of_overcommitted_reservations():

@@ -37,7 +37,7 @@ def test_a_down_nic_cuts_its_vms_off_other_hosts_but_not_from_each_other():
         {"kind": "netperf", "vm": "near", "peer": "out", "rate": "1Gbps"},
     ]
     sim = sim_with(vms, streams)
-    tx = sim.counters["guest_tx_bytes"]
+    tx = sim.sensors.counters["guest_tx_bytes"]
     out, near = sim.vm_names.index("out"), sim.vm_names.index("near")
 
     def sent(n):
@@ -78,7 +78,7 @@ def test_a_host_in_a_sensor_gap_shows_its_last_report_and_nothing_is_done_on_it(
     busy = snap.vm_position["busy"]
     assert snap.host_seen[0] == 5 and snap.host_seen[1] == 15
     assert snap.counters.cpu_time[busy] == runtime.knowledge.snapshots[-6].counters.cpu_time[busy]  # held
-    assert sim.counters["cpu_time"][sim.vm_names.index("busy")] > snap.counters.cpu_time[busy]  # it ran on
+    assert sim.sensors.counters["cpu_time"][sim.vm_names.index("busy")] > snap.counters.cpu_time[busy]  # it ran on
     why = runtime.executor.check(Migrate(vm="busy", dst="h2"), runtime.knowledge)
     assert why == "h1 has not reported for 10 s"
     assert runtime.executor.check(Migrate(vm="idle", dst="h1"), runtime.knowledge) == why

@@ -70,7 +70,7 @@ def test_no_link_nic_or_vf_cap_is_exceeded(case):
     steps(sim, 2)
     data = sim._flow_by_resource.data
     load = sim._load(sim.rate, data)
-    cap = sim._capacities(sim.gauges["dom0_alloc"])
+    cap = sim._capacities(sim.sensors.gauges["dom0_alloc"])
     assert (load <= cap * (1 + 1e-7) + 1e-6).all()
     assert (sim.rate >= 0).all()
 
@@ -86,9 +86,9 @@ def test_cpu_weights_are_honoured_under_contention():
     )
     sim = Simulator(s)
     steps(sim, 10)
-    a, b = sim.counters["cpu_time"]
+    a, b = sim.sensors.counters["cpu_time"]
     assert b / a == pytest.approx(2.0, rel=0.02)
-    assert a + b + sim.counters["dom0_cpu_time"][0] == pytest.approx(2 * 10, rel=1e-6)
+    assert a + b + sim.sensors.counters["dom0_cpu_time"][0] == pytest.approx(2 * 10, rel=1e-6)
 
 
 def test_cpu_cap_limits_a_vm():
@@ -97,7 +97,7 @@ def test_cpu_cap_limits_a_vm():
     )
     sim = Simulator(s)
     steps(sim, 10)
-    assert sim.counters["cpu_time"][0] == pytest.approx(15.0)
+    assert sim.sensors.counters["cpu_time"][0] == pytest.approx(15.0)
 
 
 def _pair(same_host: bool, nic: str):
@@ -114,15 +114,15 @@ def _pair(same_host: bool, nic: str):
 def test_vm_to_vm_traffic_on_one_host_is_bounded_by_the_dom0_bridge():
     local, remote = _pair(True, "vnic"), _pair(False, "vnic")
     assert local.rate[0] < 0.6 * remote.rate[0]
-    assert local.gauges["dom0_alloc"][0] == pytest.approx(2.0)  # Dom0's two vCPUs are the bottleneck
-    assert local.counters["nic_tx_bytes"][0] == 0  # the bridge never touches the NIC
+    assert local.sensors.gauges["dom0_alloc"][0] == pytest.approx(2.0)  # Dom0's two vCPUs are the bottleneck
+    assert local.sensors.counters["nic_tx_bytes"][0] == 0  # the bridge never touches the NIC
 
 
 def test_vf_traffic_bypasses_dom0():
     sim = _pair(False, "vf")
-    assert sim.counters["dom0_cpu_time"].sum() == 0
-    assert sim.counters["vnic_tx_bytes"][0] == 0  # Dom0 sees nothing on the vNIC
-    assert sim.counters["guest_tx_bytes"][0] > 1e9  # the guest's /proc/net/dev sees it all
+    assert sim.sensors.counters["dom0_cpu_time"].sum() == 0
+    assert sim.sensors.counters["vnic_tx_bytes"][0] == 0  # Dom0 sees nothing on the vNIC
+    assert sim.sensors.counters["guest_tx_bytes"][0] > 1e9  # the guest's /proc/net/dev sees it all
 
 
 def test_vf_hotplug_moves_traffic_without_loss_and_frees_the_vf_after_unplug():
@@ -141,18 +141,18 @@ def test_vf_hotplug_moves_traffic_without_loss_and_frees_the_vf_after_unplug():
         sim.attach_vf(2, 1e9)
     steps(sim, 3)
     assert sim.vf_state(0) == "attached"
-    vnic_before = sim.counters["vnic_tx_bytes"][0]
+    vnic_before = sim.sensors.counters["vnic_tx_bytes"][0]
     steps(sim, 10)
-    assert sim.counters["vnic_tx_bytes"][0] == vnic_before  # traffic left the vNIC
+    assert sim.sensors.counters["vnic_tx_bytes"][0] == vnic_before  # traffic left the vNIC
     sim.detach_vf(0)
     assert sim.vf_state(0) == "detaching"
     with pytest.raises(SimError, match="no free VF"):
         sim.attach_vf(2, 1e9)  # the VF is held until the device-removed event
-    guest_before = sim.counters["guest_tx_bytes"][0]
+    guest_before = sim.sensors.counters["guest_tx_bytes"][0]
     steps(sim, 16)
     assert sim.vf_state(0) == "none" and sim.vf_used[0] == 0
     # the stream never paused: 1.6 s at 1 Gb/s went through the standby vNIC
-    assert sim.counters["guest_tx_bytes"][0] - guest_before == pytest.approx(1e9 / 8 * 1.6, rel=1e-6)
+    assert sim.sensors.counters["guest_tx_bytes"][0] - guest_before == pytest.approx(1e9 / 8 * 1.6, rel=1e-6)
     sim.attach_vf(2, 1e9)
 
 
@@ -182,7 +182,7 @@ def test_a_migration_moves_the_vm_with_a_downtime_and_bytes_from_the_model():
     assert rec.status == "completed" and sim.vm_host[0] == 1
     assert rec.bytes > 4 * 2**30  # memory plus re-sent dirty pages
     assert 0 < rec.downtime < 0.3 + 0.02 + 1e-9
-    assert sim.counters["dom0_cpu_time"].min() > 0  # both ends paid CPU for the stream
+    assert sim.sensors.counters["dom0_cpu_time"].min() > 0  # both ends paid CPU for the stream
 
 
 def _migrating(simulator: dict, dirty="300MB"):
@@ -234,7 +234,7 @@ def test_a_migrations_flow_counts_exactly_the_bytes_the_migration_sent():
     steps(sim, 20)
     (rec,) = sim.migration_log
     mig_flow = len(sim.flows) - 1
-    assert sim.flow_bytes[mig_flow] == pytest.approx(rec.bytes, rel=1e-9)
+    assert sim.sensors.flow_bytes[mig_flow] == pytest.approx(rec.bytes, rel=1e-9)
 
 
 def test_without_a_cap_a_migration_that_cannot_converge_keeps_running():
@@ -247,9 +247,9 @@ def test_auto_converge_slows_the_guest_it_throttles():
     sim = _migrating({"migration_auto_converge": True})
     while sim.migrations[0][0].throttle < 0.3:
         sim.step()
-    start = sim.counters["cpu_time"][0]
+    start = sim.sensors.counters["cpu_time"][0]
     sim.step()
-    assert sim.counters["cpu_time"][0] - start == pytest.approx(1.0 - 0.3, abs=0.02)  # one vCPU, 30 % taken
+    assert sim.sensors.counters["cpu_time"][0] - start == pytest.approx(1.0 - 0.3, abs=0.02)  # one vCPU, 30 % taken
 
 
 def test_a_migration_in_post_copy_cannot_be_cancelled():
@@ -275,12 +275,14 @@ def test_saturated_ssd_shares_device_time_and_latency_rises():
         return sim
 
     light, heavy = run(1000), run(200_000)
-    assert light.counters["blk_rd_ops"].sum() + light.counters["blk_wr_ops"].sum() == pytest.approx(2000 * 10)
-    lat = lambda sim: sim.counters["blk_time"] / (sim.counters["blk_rd_ops"] + sim.counters["blk_wr_ops"])  # noqa: E731
+    assert light.sensors.counters["blk_rd_ops"].sum() + light.sensors.counters["blk_wr_ops"].sum() == pytest.approx(2000 * 10)
+    lat = lambda sim: (
+        sim.sensors.counters["blk_time"] / (sim.sensors.counters["blk_rd_ops"] + sim.sensors.counters["blk_wr_ops"])
+    )  # noqa: E731
     assert (lat(heavy) > 5 * lat(light)).all()
-    util = heavy.gauges["storage_util"][0]
+    util = heavy.sensors.gauges["storage_util"][0]
     assert util == pytest.approx(1.0, rel=1e-6)
-    ops = heavy.counters["blk_rd_ops"][:2] + heavy.counters["blk_wr_ops"][:2]
+    ops = heavy.sensors.counters["blk_rd_ops"][:2] + heavy.sensors.counters["blk_wr_ops"][:2]
     share = ops * np.array([100e-6 + 4000 / 4e9 * 8, 100e-6 + 64000 / 4e9 * 8])
     assert share[0] == pytest.approx(share[1], rel=0.02)  # equal device time, up to the completions' variation
 
@@ -295,7 +297,7 @@ def test_planetlab_replay_follows_the_trace():
     sim = Simulator(s)
     steps(sim, 50)
     expected = sum(int(x) / 100 * 2 * 10 for x in f.read_text().split()[:5])
-    assert sim.counters["cpu_time"][0] == pytest.approx(expected, rel=0.02)
+    assert sim.sensors.counters["cpu_time"][0] == pytest.approx(expected, rel=0.02)
 
 
 @pytest.mark.parametrize("archived", [False, True])
@@ -315,11 +317,15 @@ def test_bitbrains_replay_drives_cpu_network_and_disk(tmp_path, archived):
     sim = Simulator(s)
     steps(sim, 900)
     trace = read_bitbrains(spec)
-    assert sim.counters["cpu_time"][0] == pytest.approx(trace.cpu[:3].sum() * 300 * 2 + 0.005 * 900, rel=0.02)
+    assert sim.sensors.counters["cpu_time"][0] == pytest.approx(trace.cpu[:3].sum() * 300 * 2 + 0.005 * 900, rel=0.02)
     net = (trace.net_rx[:3] + trace.net_tx[:3]).sum() * 300
-    assert sim.counters["guest_rx_bytes"][0] + sim.counters["guest_tx_bytes"][0] == pytest.approx(net, rel=1e-6)
+    assert sim.sensors.counters["guest_rx_bytes"][0] + sim.sensors.counters["guest_tx_bytes"][0] == pytest.approx(
+        net, rel=1e-6
+    )
     disk = (trace.disk_read[:3] + trace.disk_write[:3]).sum() * 300
-    assert sim.counters["blk_rd_bytes"][0] + sim.counters["blk_wr_bytes"][0] == pytest.approx(disk, rel=1e-6)
+    assert sim.sensors.counters["blk_rd_bytes"][0] + sim.sensors.counters["blk_wr_bytes"][0] == pytest.approx(
+        disk, rel=1e-6
+    )
 
 
 @pytest.mark.parametrize("step", [60, 300, 900, 3600])
@@ -337,7 +343,7 @@ def test_a_trace_study_at_coarse_steps_uses_the_same_cpu_as_at_one_minute(step):
             )
         )
         steps(sim, round(86400 / step_s))
-        return sim.counters["cpu_time"]
+        return sim.sensors.counters["cpu_time"]
 
     assert cpu_seconds(step) == pytest.approx(cpu_seconds(60), rel=1e-9)
 
@@ -419,7 +425,7 @@ def test_a_trace_set_maps_one_trace_onto_each_vm_of_one_entry(tmp_path, monkeypa
         )
     )
     steps(sim, 10)
-    assert sim.counters["cpu_time"] == pytest.approx([10 * (0.1 * k + 0.005) for k in range(1, 5)])
+    assert sim.sensors.counters["cpu_time"] == pytest.approx([10 * (0.1 * k + 0.005) for k in range(1, 5)])
     assert len(opened) == (2 if form == "archive" else 0)  # listed once, read once: not once per VM
 
 
@@ -453,7 +459,7 @@ def test_vm_demand_in_mips_takes_its_share_of_heterogeneous_cores():
         )
     )
     steps(sim, 10)
-    per_s = sim.counters["cpu_time"] / 10 - 0.005  # less the idle guest's timer ticks
+    per_s = sim.sensors.counters["cpu_time"] / 10 - 0.005  # less the idle guest's timer ticks
     assert per_s == pytest.approx([1000 / 1860, 1000 / 2660, 0.5, 1.0 - 0.005], rel=1e-6)  # d: capped at its vCPU
 
 
@@ -508,9 +514,9 @@ def test_disk_traffic_follows_a_migrated_vm():
     sim.start_migration(0, 1)
     steps(sim, 10)
     assert sim.vm_host[0] == 1
-    before = sim.counters["nic_rx_bytes"].copy()
+    before = sim.sensors.counters["nic_rx_bytes"].copy()
     steps(sim, 10)
-    rx = sim.counters["nic_rx_bytes"] - before
+    rx = sim.sensors.counters["nic_rx_bytes"] - before
     assert rx[0] == 0 and rx[1] == pytest.approx(1000 * 64000 * 10, rel=1e-6)
 
 
@@ -523,7 +529,7 @@ def test_a_duty_cycle_carries_exactly_its_share_of_traffic():
     )
     sim = Simulator(s)
     steps(sim, 100)
-    assert sim.counters["guest_tx_bytes"][0] == pytest.approx(0.55 * 100 * 1e9 / 8, rel=1e-9)
+    assert sim.sensors.counters["guest_tx_bytes"][0] == pytest.approx(0.55 * 100 * 1e9 / 8, rel=1e-9)
 
 
 def test_a_vm_is_paused_only_for_its_downtime():
@@ -537,7 +543,7 @@ def test_a_vm_is_paused_only_for_its_downtime():
     sim.start_migration(0, 1)
     steps(sim, 30)
     (rec,) = sim.migration_log
-    lost = 30 * 1.0 - sim.counters["cpu_time"][0]
+    lost = 30 * 1.0 - sim.sensors.counters["cpu_time"][0]
     assert lost == pytest.approx(rec.downtime, rel=1e-6)
 
 
@@ -548,10 +554,10 @@ def test_workload_phases_change_parameters_on_time():
     )
     sim = Simulator(s)
     steps(sim, 30)
-    first = sim.counters["cpu_time"][0]
+    first = sim.sensors.counters["cpu_time"][0]
     steps(sim, 30)
     assert first == pytest.approx(30 * (0.5 + 0.005))
-    assert sim.counters["cpu_time"][0] - first == pytest.approx(30 * (1.5 + 0.005))
+    assert sim.sensors.counters["cpu_time"][0] - first == pytest.approx(30 * (1.5 + 0.005))
 
 
 def test_disk_array_is_slower_and_saturates_sooner_than_ssd():
@@ -563,8 +569,8 @@ def test_disk_array_is_slower_and_saturates_sooner_than_ssd():
         )
         sim = Simulator(s)
         steps(sim, 10)
-        ops = sim.counters["blk_rd_ops"][0] + sim.counters["blk_wr_ops"][0]
-        return sim.counters["blk_time"][0] / ops, ops / 10
+        ops = sim.sensors.counters["blk_rd_ops"][0] + sim.sensors.counters["blk_wr_ops"][0]
+        return sim.sensors.counters["blk_time"][0] / ops, ops / 10
 
     ssd_lat, ssd_iops = latency_and_iops("ssd")
     disk_lat, disk_iops = latency_and_iops("disk-array")
@@ -678,7 +684,7 @@ def test_a_coarse_step_caps_each_scaled_sample_as_fine_steps_do(tmp_path):
             )
         )
         steps(sim, round(240 / step_s))
-        return float(sim.counters["cpu_time"][0])
+        return float(sim.sensors.counters["cpu_time"][0])
 
     coarse, fine = cpu_seconds(240), cpu_seconds(60)
     # equal but for the idle guest's timer ticks, which the vCPU cap cuts only in full minutes (0.45 %)

@@ -36,7 +36,7 @@ def run(sim: Simulator, seconds: float) -> None:
 
 
 def io_ops(sim: Simulator) -> np.ndarray:
-    return sim.counters["blk_rd_ops"] + sim.counters["blk_wr_ops"]
+    return sim.sensors.counters["blk_rd_ops"] + sim.sensors.counters["blk_wr_ops"]
 
 
 def test_epochs_of_25_ms_serve_an_open_loop_stream_as_one_second_steps_do():
@@ -45,16 +45,16 @@ def test_epochs_of_25_ms_serve_an_open_loop_stream_as_one_second_steps_do():
     run(fine, 10)
     assert fine.dt == 0.025 and fine.fabric_dt == 1.0 and fine.t == pytest.approx(10.0)
     assert io_ops(fine)[0] == pytest.approx(io_ops(coarse)[0], rel=1e-9) == pytest.approx(50_000)
-    assert fine.counters["blk_time"][0] == pytest.approx(coarse.counters["blk_time"][0], rel=1e-9)
+    assert fine.sensors.counters["blk_time"][0] == pytest.approx(coarse.sensors.counters["blk_time"][0], rel=1e-9)
     # the fabric's counters grow in even parts over its ticks and reach the same totals
-    assert fine.counters["cpu_time"] == pytest.approx(coarse.counters["cpu_time"], rel=1e-9)
-    assert fine.energy_j == pytest.approx(coarse.energy_j, rel=1e-9)
+    assert fine.sensors.counters["cpu_time"] == pytest.approx(coarse.sensors.counters["cpu_time"], rel=1e-9)
+    assert fine.sensors.energy_j == pytest.approx(coarse.sensors.energy_j, rel=1e-9)
 
 
 def test_halfway_through_a_fabric_step_the_counters_hold_half_of_it():
     sim = Simulator(fio_scenario(0.025, iops=4000))
     run(sim, 1.5)
-    assert sim.counters["cpu_time"][1] == pytest.approx(0.75, rel=0.02)  # 0.5 core for 1.5 s
+    assert sim.sensors.counters["cpu_time"][1] == pytest.approx(0.75, rel=0.02)  # 0.5 core for 1.5 s
     assert io_ops(sim)[0] == pytest.approx(6000, rel=1e-9)
 
 
@@ -63,7 +63,7 @@ def test_a_closed_loop_stream_keeps_its_depth_outstanding_and_its_latency_follow
     run(sim, 5)
     ops = io_ops(sim)[0]
     served_iops = ops / 5
-    mean_latency = sim.counters["blk_time"][0] / ops
+    mean_latency = sim.sensors.counters["blk_time"][0] / ops
     assert served_iops < 1e6 / 5  # the device, not the offered rate, sets the pace
     assert mean_latency == pytest.approx(32 / served_iops, rel=0.1)  # N = X R with N = iodepth
     assert sim.storage.queue.max() <= 32
@@ -118,7 +118,7 @@ def test_a_limit_below_a_closed_loop_streams_rate_holds_its_depth_in_the_vms_que
     run(sim, 2)
     ops = io_ops(sim)[0]
     assert ops == pytest.approx(4000, rel=1e-9)
-    assert sim.counters["blk_time"][0] / ops == pytest.approx(16 / 2000, rel=1e-9)  # 8 ms: depth / limit
+    assert sim.sensors.counters["blk_time"][0] / ops == pytest.approx(16 / 2000, rel=1e-9)  # 8 ms: depth / limit
     assert 15 < sim.storage.queue[0] < 16  # all but the ~0.2 IOs at the device wait behind the limiter
 
 
@@ -135,7 +135,7 @@ def test_a_closed_loop_stream_on_a_busy_device_gets_no_more_than_its_depth_over_
     )
     sim = Simulator(scenario)
     run(sim, 2)
-    served, latency = sim.gauges["io"]["served"], sim.gauges["io"]["latency"]
+    served, latency = sim.sensors.gauges["io"]["served"], sim.sensors.gauges["io"]["latency"]
     assert served[0] * latency[0] == pytest.approx(1.0, rel=1e-9)  # one IO outstanding, always
     unloaded = 100e-6 + 4096 * 8 / 4e9  # the SSD's access time and transfer of 4 KiB
     assert latency[0] > 1.5 * unloaded  # it waits behind the noisy stream's IOs at the busy device
@@ -154,7 +154,7 @@ def test_a_sequential_stream_skips_the_seek_a_random_one_pays(device, random_acc
         )
         sim = Simulator(scenario)
         run(sim, 2)
-        return float(sim.gauges["io"]["latency"][0])
+        return float(sim.sensors.gauges["io"]["latency"][0])
 
     transfer = latency("random") - random_access
     assert latency("sequential") == pytest.approx(sequential_access + transfer, rel=1e-9)
@@ -171,12 +171,12 @@ def test_a_merge_limit_splits_each_io_into_the_fewest_equal_requests_within_it()
     sim = Simulator(scenario)
     SimDriver(sim).apply(SetIoSize("db", 12 * 1024))  # 16 KiB -> 2 requests of 8 KiB
     run(sim, 2)
-    assert sim.counters["blk_rd_ops"][0] == pytest.approx(400)  # 2 s x 100 IOs x 2 requests
-    assert sim.counters["blk_rd_bytes"][0] == pytest.approx(2 * 100 * 16 * 1024)  # the same bytes
+    assert sim.sensors.counters["blk_rd_ops"][0] == pytest.approx(400)  # 2 s x 100 IOs x 2 requests
+    assert sim.sensors.counters["blk_rd_bytes"][0] == pytest.approx(2 * 100 * 16 * 1024)  # the same bytes
     assert sim.io_served("fio")[0] == pytest.approx(100)  # the workload sees its own IOs
     SimDriver(sim).apply(SetIoSize("db", 0))
     run(sim, 1)
-    assert sim.counters["blk_rd_ops"][0] == pytest.approx(500)
+    assert sim.sensors.counters["blk_rd_ops"][0] == pytest.approx(500)
 
 
 def test_a_closed_stream_split_by_a_merge_limit_keeps_every_piece_outstanding():
@@ -184,7 +184,7 @@ def test_a_closed_stream_split_by_a_merge_limit_keeps_every_piece_outstanding():
         sim = Simulator(fio_scenario(iops=1e6, iodepth=4, size="64KiB"))
         sim.vm_io.size_limit[0] = merge
         run(sim, 1)
-        io = sim.gauges["io"]
+        io = sim.sensors.gauges["io"]
         return float(io["served"][0] * io["latency"][0])  # Little's law: requests outstanding
 
     assert depth_seen(0) == pytest.approx(4.0) and depth_seen(16 * 1024) == pytest.approx(16.0)
@@ -195,11 +195,11 @@ def test_an_in_flight_cap_makes_an_open_stream_wait_in_the_guest_and_its_latency
     driver = SimDriver(sim)
     driver.set_io_throttle(IoThrottle(("db",), np.array([2000.0]), np.zeros(1), in_flight=np.array([4.0])))
     run(sim, 1.0)
-    before_ops, before_time = io_ops(sim)[0], sim.counters["blk_time"][0]
+    before_ops, before_time = io_ops(sim)[0], sim.sensors.counters["blk_time"][0]
     run(sim, 1.0)
     ops = io_ops(sim)[0] - before_ops
     assert ops == pytest.approx(2000, rel=1e-6)  # the limiter still paces it
-    latency = (sim.counters["blk_time"][0] - before_time) / ops
+    latency = (sim.sensors.counters["blk_time"][0] - before_time) / ops
     assert latency == pytest.approx(4 / 2000, rel=1e-6)  # 4 in flight at 2,000 IOPS: 2 ms each
 
 
@@ -210,9 +210,12 @@ def test_under_a_merge_limit_a_sequential_streams_queued_ios_are_merged_and_a_ra
     run(sim, 1.0)
     assert io_ops(sim)[0] == pytest.approx(2000, rel=1e-6)  # no limit: every 4 KiB IO is a request
     driver.set_io_throttle(IoThrottle(("db",), np.zeros(1), np.array([16384.0])))
-    before_ops, before_bytes = io_ops(sim)[0], sim.counters["blk_rd_bytes"][0] + sim.counters["blk_wr_bytes"][0]
+    before_ops, before_bytes = (
+        io_ops(sim)[0],
+        sim.sensors.counters["blk_rd_bytes"][0] + sim.sensors.counters["blk_wr_bytes"][0],
+    )
     run(sim, 1.0)
-    moved = sim.counters["blk_rd_bytes"][0] + sim.counters["blk_wr_bytes"][0] - before_bytes
+    moved = sim.sensors.counters["blk_rd_bytes"][0] + sim.sensors.counters["blk_wr_bytes"][0] - before_bytes
     assert moved == pytest.approx(2000 * 4096, rel=1e-6)  # the same data
     assert io_ops(sim)[0] - before_ops == pytest.approx(2000 / merged, rel=1e-6)  # in 16 KiB requests
     assert sim.io_served("fio")[0] == pytest.approx(2000, rel=1e-6)  # the workload's own IOs all served
@@ -224,15 +227,15 @@ def test_an_open_stream_held_back_by_its_limit_queues_what_it_was_not_served_and
     driver.apply(SetIoLimit(vm="db", iops=2000))
     run(sim, 0.1)
     assert sim.storage.queue[0] == pytest.approx(200)  # 4 epochs of 50 IOs not served
-    queued_latency = sim.gauges["io"]["latency"][0]
+    queued_latency = sim.sensors.gauges["io"]["latency"][0]
     driver.apply(SetIoLimit(vm="db", iops=0))
     run(sim, 0.025)
-    assert sim.gauges["io"]["served"][0] == pytest.approx(4000 + 200 / 0.025)  # the queue drains at once
+    assert sim.sensors.gauges["io"]["served"][0] == pytest.approx(4000 + 200 / 0.025)  # the queue drains at once
     run(sim, 0.875)
     assert sim.storage.queue[0] == 0
     assert io_ops(sim)[0] == pytest.approx(4000, rel=1e-9)  # a second's IOs, every one served
     assert queued_latency > 150 / 2000  # it waited behind 100-200 queued IOs at 2,000 IOPS
-    assert sim.gauges["io"]["latency"][0] < 1e-3  # the queue gone, the device's own latency
+    assert sim.sensors.gauges["io"]["latency"][0] < 1e-3  # the queue gone, the device's own latency
 
 
 def test_an_open_stream_above_its_limit_keeps_at_most_the_guests_queue_and_waits_behind_it():
@@ -240,9 +243,9 @@ def test_an_open_stream_above_its_limit_keeps_at_most_the_guests_queue_and_waits
     SimDriver(sim).apply(SetIoLimit(vm="db", iops=1000))
     run(sim, 2)
     assert sim.storage.queue[0] == OPEN_QUEUE
-    assert sim.gauges["io"]["served"][0] == pytest.approx(1000)  # what is beyond the queue is not issued
+    assert sim.sensors.gauges["io"]["served"][0] == pytest.approx(1000)  # what is beyond the queue is not issued
     device_latency = 100e-6 + 4096 * 8 / 4e9
-    assert sim.gauges["io"]["latency"][0] == pytest.approx(OPEN_QUEUE / 1000 + device_latency, rel=1e-6)
+    assert sim.sensors.gauges["io"]["latency"][0] == pytest.approx(OPEN_QUEUE / 1000 + device_latency, rel=1e-6)
 
 
 def small_stream_beside(neighbour_size: str, neighbour_iops: float, iodepth: int) -> tuple[float, float]:
@@ -258,7 +261,7 @@ def small_stream_beside(neighbour_size: str, neighbour_iops: float, iodepth: int
     )
     sim = Simulator(scenario)
     run(sim, 2)
-    return float(sim.gauges["io"]["served"][0]), float(sim.gauges["io"]["latency"][0])
+    return float(sim.sensors.gauges["io"]["served"][0]), float(sim.sensors.gauges["io"]["latency"][0])
 
 
 @pytest.mark.parametrize("iodepth", [0, 2])

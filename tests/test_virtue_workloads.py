@@ -34,17 +34,17 @@ def test_a_web_stream_runs_at_its_bottleneck_in_requests_per_second():
     sim = run(web_scenario({"cli": "h1", "web": "h2", "mc": "h3"}), 5)
     # the web VM's uplink carries every page and every cache request: the most bytes per request
     per_request = (33660 + 10 * 100) * 8
-    assert sim.gauges["web_rps"][0] == pytest.approx(100e6 * EFF / per_request, rel=0.01)
+    assert sim.sensors.gauges["web_rps"][0] == pytest.approx(100e6 * EFF / per_request, rel=0.01)
     # its flows carry the stream's rate times their bytes per request
-    rate = sim.gauges["rate"]
+    rate = sim.sensors.gauges["rate"]
     kinds = {f.kind: i for i, f in enumerate(sim.flows)}
-    assert rate[kinds["web-response"]] == pytest.approx(sim.gauges["web_rps"][0] * 33660 * 8, rel=1e-6)
-    assert rate[kinds["cache-response"]] == pytest.approx(sim.gauges["web_rps"][0] * 10 * 500 * 8, rel=1e-6)
+    assert rate[kinds["web-response"]] == pytest.approx(sim.sensors.gauges["web_rps"][0] * 33660 * 8, rel=1e-6)
+    assert rate[kinds["cache-response"]] == pytest.approx(sim.sensors.gauges["web_rps"][0] * 10 * 500 * 8, rel=1e-6)
 
 
 def test_a_web_service_on_one_host_is_bound_by_the_web_vms_cpu():
     sim = run(web_scenario({"cli": "h1", "web": "h1", "mc": "h1"}), 10)
-    rps = sim.gauges["web_rps"][0]
+    rps = sim.sensors.gauges["web_rps"][0]
     assert 700 < rps <= 1000  # 1 ms of CPU per request on one vCPU; the network is not in the way
 
 
@@ -92,7 +92,7 @@ def test_the_shuffle_sends_each_vms_bytes_evenly_to_the_others():
         sim.step()
     shuffle = [i for i, f in enumerate(sim.flows) if f.kind == "shuffle"]
     assert len(shuffle) == 4 * 3
-    assert np.allclose(sim.flow_bytes[shuffle], 30e6 / 3, rtol=1e-6)
+    assert np.allclose(sim.sensors.flow_bytes[shuffle], 30e6 / 3, rtol=1e-6)
 
 
 def test_a_web_stream_shares_a_link_with_a_shuffle_per_tcp_connection():
@@ -115,7 +115,7 @@ def test_a_web_stream_shares_a_link_with_a_shuffle_per_tcp_connection():
         ],
     )
     sim = run(scenario, 5)
-    rate = sim.gauges["rate"]
+    rate = sim.sensors.gauges["rate"]
     page = next(i for i, f in enumerate(sim.flows) if f.kind == "web-response")
     shuffle = next(i for i, f in enumerate(sim.flows) if f.kind == "shuffle" and f.src[1] == sim.vm_names.index("hd1"))
     assert rate[page] + rate[shuffle] == pytest.approx(100e6 * EFF, rel=0.01)
@@ -168,5 +168,5 @@ def test_reduce_tasks_write_their_output_to_disk():
     sim = Simulator(tasks_scenario(3, 3, reduce_write="100MB"))
     for _ in range(60):
         sim.step()
-    assert sim.counters["blk_wr_bytes"].sum() == pytest.approx(3 * 100e6, rel=1e-6)
-    assert sim.counters["blk_rd_bytes"].sum() == 0
+    assert sim.sensors.counters["blk_wr_bytes"].sum() == pytest.approx(3 * 100e6, rel=1e-6)
+    assert sim.sensors.counters["blk_rd_bytes"].sum() == 0

@@ -132,7 +132,7 @@ def test_a_vm_that_is_not_there_offers_no_storage_io():
         workloads=[{"kind": "fio", "vm": "*", "iops": 1000}],
     )
     sim, _, _, _ = run(scenario, 8)
-    ops = sim.counters["blk_rd_ops"] + sim.counters["blk_wr_ops"]
+    ops = sim.sensors.counters["blk_rd_ops"] + sim.sensors.counters["blk_wr_ops"]
     assert ops.tolist() == [0.0, pytest.approx(3000)]  # late: not yet; gone: its first 3 s only
 
 

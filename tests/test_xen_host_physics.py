@@ -46,7 +46,7 @@ def read_rate(scenario) -> tuple[float, float]:
     sim = Simulator(scenario)
     for _ in range(5):
         sim.step()
-    return sim.counters["blk_rd_bytes"].sum() / sim.t, sim.counters["dom0_cpu_time"].sum() / sim.t / 4
+    return sim.sensors.counters["blk_rd_bytes"].sum() / sim.t, sim.sensors.counters["dom0_cpu_time"].sum() / sim.t / 4
 
 
 def test_small_blocks_keep_dom0_busy_and_large_ones_leave_it_mostly_idle():
@@ -114,8 +114,8 @@ def receive_rate(n_vms: int, hypervisor: str) -> tuple[float, float]:
     sim = Simulator(scenario)
     for _ in range(5):
         sim.step()
-    rx = sim.counters["vnic_rx_bytes"][:n_vms] * 8 / sim.t
-    return float(rx.mean()), float(sim.counters["dom0_cpu_time"][0] / sim.t)
+    rx = sim.sensors.counters["vnic_rx_bytes"][:n_vms] * 8 / sim.t
+    return float(rx.mean()), float(sim.sensors.counters["dom0_cpu_time"][0] / sim.t)
 
 
 def test_one_netback_thread_bounds_a_xen_vif_to_what_one_dom0_vcpu_forwards():

@@ -73,7 +73,7 @@ class SimDriver:
         return self._io_index
 
     def io_sample(self, vms) -> IoSample:
-        c, idx = self.sim.counters, self._indices(vms)
+        c, idx = self.sim.sensors.counters, self._indices(vms)
         return IoSample(
             self.sim.t,
             c["blk_rd_ops"][idx] + c["blk_wr_ops"][idx],
@@ -95,7 +95,7 @@ class SimDriver:
     def _observe(self) -> Snapshot:
         s = self.sim
         self._list_inventory()
-        c = s.counters
+        c = s.sensors.counters
         nic = np.where(s.vm_vf, "vf", "vnic").astype(object)
         for vm, state in s.vf_plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
             nic[vm] = state
@@ -132,7 +132,7 @@ class SimDriver:
             counters=counters,
             flow_src=self._flow_src,
             flow_dst=self._flow_dst,
-            flow_bytes=s.flow_bytes[self._vm_flows],
+            flow_bytes=s.sensors.flow_bytes[self._vm_flows],
             host_core_mips=s.host_core_mips,
             host_power=s.power.state_names(),
             host_power_curve=s.power.curve,

@@ -32,7 +32,7 @@ def netperf_throughput(n_vms: int, nic: str, seconds: int = 5) -> float:
     sim = Simulator(scenario_from_dict(raw))
     for _ in range(seconds):
         sim.step()
-    return float(sim.counters["guest_tx_bytes"].sum() * 8 / seconds)
+    return float(sim.sensors.counters["guest_tx_bytes"].sum() * 8 / seconds)
 
 
 def web_response_time(page: str, colocated: bool, nic: str, rate: float = 2500, seconds: int = 60) -> float:

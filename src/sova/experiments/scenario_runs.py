@@ -273,16 +273,22 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             "link_util_max_mean": float(np.mean(s["link_util_max"])),
             "nic_tx_util_max_mean": float(np.mean(s["nic_tx_util_max"])),
             "nic_rx_util_max_mean": float(np.mean(s["nic_rx_util_max"])),
-            "bytes_total": float(sim.flow_bytes.sum()),
-            "guest_tx_gbps": float(sim.counters["guest_tx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
-            "guest_rx_gbps": float(sim.counters["guest_rx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
+            "bytes_total": float(sim.sensors.flow_bytes.sum()),
+            "guest_tx_gbps": float(sim.sensors.counters["guest_tx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
+            "guest_rx_gbps": float(sim.sensors.counters["guest_rx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
         },
-        "energy_kwh": float(sim.energy_j.sum() / 3.6e6),
+        "energy_kwh": float(sim.sensors.energy_j.sum() / 3.6e6),
     }
-    out |= sla_metrics(sim.host_active_s, sim.host_short_s, sim.vm_cpu_asked, sim.vm_migration_loss, out["energy_kwh"])
+    out |= sla_metrics(
+        sim.sensors.host_active_s,
+        sim.sensors.host_short_s,
+        sim.sensors.vm_cpu_asked,
+        sim.sensors.vm_migration_loss,
+        out["energy_kwh"],
+    )
     out |= {"host_shutdowns": int(sim.power.shutdowns.sum()), "host_wakes": int(sim.power.wakes.sum())}
     if rec.per_host:
-        dom0 = sim.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.dom0_vcpus
+        dom0 = sim.sensors.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.dom0_vcpus
         out["hosts"] = {
             h: {
                 "cpu_mean": float(np.mean(s[f"cpu:{h}"])),
@@ -336,12 +342,14 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         }
         if not len(times):
             _undefined(out, "transfers", dict.fromkeys(("completion_mean", "completion_max"), "no transfer finished"))
-    io = sim.counters["blk_rd_ops"] + sim.counters["blk_wr_ops"]
+    io = sim.sensors.counters["blk_rd_ops"] + sim.sensors.counters["blk_wr_ops"]
     if io.sum() > 0:
         out["storage"] = {
             "iops_mean": float(io.sum() / sim.t),
-            "throughput_mean": float((sim.counters["blk_rd_bytes"] + sim.counters["blk_wr_bytes"]).sum() / sim.t),
-            "latency_mean": float(sim.counters["blk_time"].sum() / io.sum()),
+            "throughput_mean": float(
+                (sim.sensors.counters["blk_rd_bytes"] + sim.sensors.counters["blk_wr_bytes"]).sum() / sim.t
+            ),
+            "latency_mean": float(sim.sensors.counters["blk_time"].sum() / io.sum()),
         }
     done = [m for m in sim.migration_log if m.status == "completed"]
     out["migrations"] = {

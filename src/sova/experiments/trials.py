@@ -159,8 +159,8 @@ def run_placement(scenario: Scenario, x: np.ndarray) -> tuple[PlacementOutcome, 
     finished: list[JobDone] = []
 
     def record(sim: Simulator) -> None:
-        if "web_rps" in sim.gauges:
-            web.append(sim.gauges["web_rps"].copy())
+        if "web_rps" in sim.sensors.gauges:
+            web.append(sim.sensors.gauges["web_rps"].copy())
         finished.extend(sim.events.take(JobDone))
 
     sim, problem = run_and_measure(with_placement(scenario, x), scenario.duration, spec.warmup, spec.slots, record)

@@ -11,7 +11,7 @@ import numpy as np
 def vm_groups(sim, rec, services: list[dict], groups: dict[str, str]) -> dict[str, dict]:
     """{label: per-VM means over the run} for each group of VMs (a name or glob)."""
     seconds = max(sim.t, 1e-9)
-    c = sim.counters
+    c = sim.sensors.counters
     jobs_by_vm: dict[int, list[float]] = {}
     for done in rec.batch:
         jobs_by_vm.setdefault(done.vm, []).append(done.seconds)

@@ -34,7 +34,7 @@ from sova.sim.migration import Migration, migration_config
 from sova.sim.network_faults import NetworkFaults
 from sova.sim.records import Flow, MigrationRecord, SimError
 from sova.sim.routing import Routing
-from sova.sim.sensors import Sensors
+from sova.sim.sensors import Sensors, StepUse
 from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem, VmIoControls
 from sova.sim.vm_lifecycle import VmLifecycle
 from sova.sim.workload_kinds.base import Demand, Granted
@@ -47,7 +47,6 @@ class Simulator(
     Routing,
     CpuScheduling,
     StorageSubsystem,
-    Sensors,
     HypervisorOperations,
     HostFaults,
     NetworkFaults,
@@ -147,7 +146,8 @@ class Simulator(
         self.last_vm_alloc: np.ndarray | None = None
         self.last_vm_want: np.ndarray | None = None
         self.rate = np.zeros(len(self.flows))
-        self._init_counters()
+        self.sensors = Sensors(self.n_hosts, self.n_vms, len(self.flows))
+        self.migrating_s = np.zeros(self.n_vms)  # per fabric step: seconds each VM was migrating
 
     # ------------------------------------------------------------------ step
     def step(self) -> None:
@@ -157,7 +157,7 @@ class Simulator(
             self._fabric_step()
         else:
             self._storage_epoch()
-        self._add_window(1.0 / self._ticks_per_step)
+        self.sensors.add_part(1.0 / self._ticks_per_step, self.pkt_bits / 8)
         self._tick += 1
         self.t = self._tick * self.dt
         self.host_seen[self.reporting()] = self.t  # every host that is up and not silent has reported by now
@@ -187,7 +187,7 @@ class Simulator(
         if len(self.rate) != len(self.flows):
             added = len(self.flows) - len(self.rate)  # flows of migrations started since: nothing carried yet
             self.rate = np.concatenate([self.rate, np.zeros(added)])
-            self.flow_bytes = np.concatenate([self.flow_bytes, np.zeros(added)])
+            self.sensors.add_flows(len(self.flows))
         if self._routes_dirty:
             self._rebuild_routes()
         paused = self._paused_fraction()
@@ -249,9 +249,38 @@ class Simulator(
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want
         self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on)
-        self.gauges["link_util"] = load[: self.layout.n_links] / np.maximum(cap[: self.layout.n_links], 1e-300)
-        self.gauges["nic_tx_util"] = load[self.layout.nic_tx : self.layout.nic_rx] / np.maximum(nic_cap, 1e-300)
-        self.gauges["nic_rx_util"] = load[self.layout.nic_rx : self.layout.dom0] / np.maximum(nic_cap, 1e-300)
+        gauges, lay = self.sensors.gauges, self.layout
+        gauges["link_util"] = load[: lay.n_links] / np.maximum(cap[: lay.n_links], 1e-300)
+        gauges["nic_tx_util"] = load[lay.nic_tx : lay.nic_rx] / np.maximum(nic_cap, 1e-300)
+        gauges["nic_rx_util"] = load[lay.nic_rx : lay.dom0] / np.maximum(nic_cap, 1e-300)
+
+    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on) -> None:
+        """Hand the sensors what the fabric step used. `ran_on`: each VM's host during the step (a migration
+        that ended in it moved the VM after)."""
+        nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
+        host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
+        util = host_busy / self.host_cores
+        use = StepUse(
+            dt=dt,
+            vm_alloc=vm_alloc,
+            vm_demand=vm_dem,
+            vcpus=self.vm_vcpus,
+            stretch=stretch[ran_on],
+            ran_on=ran_on,
+            present=self.vm_present,
+            down=self.vm_down,
+            host_failed=self.host_failed,
+            flow_rate=rate,
+            flow_bytes=nbytes,
+            vm_bytes=self._vm_bytes(nbytes),
+            nic_bytes=self._nic_bytes(nbytes),
+            dom0_alloc=dom0_alloc,
+            host_busy=host_busy,
+            host_util=util,
+            power=self.power.draw(util, dt, self.t),
+            host_cores=self.host_cores,
+        )
+        self.sensors.count_step(use, self.migrating_s)
 
     # ------------------------------------------------------------------ workloads
     def _workload_demands(self, t: float, dt: float, run: np.ndarray) -> Demand:

@@ -99,7 +99,7 @@ class Recorder:
             self.history = HostHistory(self.host_names)
 
     def record(self, sim) -> None:
-        g = sim.gauges
+        g = sim.sensors.gauges
         self.batch += sim.events.take(BatchDone)
         self.transfers += sim.events.take(TransferDone)
         self.jobs += sim.events.take(JobDone)

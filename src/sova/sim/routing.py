@@ -233,6 +233,25 @@ class Routing:
             self._resource_order = tmp.data.astype(np.int64) - 1
         return self._resource_order
 
+    def _vm_bytes(self, nbytes: np.ndarray) -> np.ndarray:
+        """4 x VMs: the bytes each guest sent and received over the step (`nbytes` per flow), and those of
+        them that crossed its vNIC (the para-virtual path), sent and received."""
+        src_vm, dst_vm = self._flow_vm_ends()
+        out = np.empty((4, self.n_vms))
+        row = 0
+        for path in ("guest", "vnic"):
+            for end, pv in ((src_vm, self.flow_src_pv), (dst_vm, self.flow_dst_pv)):
+                crossed = (end >= 0) if path == "guest" else (end >= 0) & pv
+                out[row] = np.bincount(end[crossed], weights=nbytes[crossed], minlength=self.n_vms)
+                row += 1
+        return out
+
+    def _nic_bytes(self, nbytes: np.ndarray) -> np.ndarray:
+        """2 x hosts: the bytes each host's NIC sent and received over the step (`nbytes` per flow)."""
+        lay = self.layout
+        load = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
+        return np.stack([load[lay.nic_tx : lay.nic_rx], load[lay.nic_rx : lay.dom0]])
+
     def _flow_vm_ends(self) -> tuple[np.ndarray, np.ndarray]:
         if getattr(self, "_ends_n", -1) != len(self.flows):
             self._src_vm = np.array([f.src[1] if f.src[0] == VM else -1 for f in self.flows], dtype=np.int64)

@@ -2,10 +2,15 @@
 bytes and energy, as the libvirt, /proc/net/dev and XenMon counters the driver reads are cumulative.
 
 The counters are rows of one per-VM and one per-host array, so that a tick adds the fabric step's share
-of all of them in one operation; ``counters`` names each row. A part of ``Simulator`` (sim/engine.py).
+of all of them in one operation; ``counters`` names each row. A subsystem of ``Simulator`` (sim/engine.py)
+that owns its state: the engine hands it what a fabric step used (``count_step``) and each tick's part
+(``add_part``), the storage subsystem each epoch's block counts (``add_block``); the ``sim`` driver reads
+``counters`` and ``flow_bytes``, the experiment the SLA times, the energy and the gauges.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,79 +35,104 @@ _PACKETS = slice(len(FABRIC_VM_COUNTERS), len(FABRIC_VM_COUNTERS) + len(PACKET_C
 BLOCK_ROWS = slice(_PACKETS.stop, len(VM_COUNTERS))  # the rows a storage epoch adds to
 
 
-class Sensors:
-    """The accounting part of the simulator: the fabric step's counts, added in parts over its ticks."""
+@dataclass(frozen=True)
+class StepUse:
+    """What one fabric step used, as the sensors see it (per VM, per host, per flow)."""
 
-    def _init_counters(self) -> None:
-        """Sensor counters, as rows of two arrays (per VM, per host) so that a tick adds them at once;
-        ``counters`` names each row."""
-        self._vm_counts = np.zeros((len(VM_COUNTERS), self.n_vms))
-        self._host_counts = np.zeros((len(HOST_COUNTERS) + 1, self.n_hosts))  # the last row: energy
+    dt: float
+    vm_alloc: np.ndarray  # cores each VM got
+    vm_demand: np.ndarray  # cores each VM asked, bounded by its cap
+    vcpus: np.ndarray  # each VM's vCPUs
+    stretch: np.ndarray  # per VM: its host's slowdown of work (run queue, hyper-thread siblings)
+    ran_on: np.ndarray  # each VM's host during the step (a migration that ended in it moved the VM after)
+    present: np.ndarray  # per VM: there (arrived, not deleted)
+    down: np.ndarray  # per VM: down on a crashed host, or booting
+    host_failed: np.ndarray  # per host: crashed
+    flow_rate: np.ndarray  # bit/s each flow carried
+    flow_bytes: np.ndarray  # bytes each flow carried
+    vm_bytes: np.ndarray  # 4 x VMs: guest tx, guest rx, vNIC tx, vNIC rx bytes
+    nic_bytes: np.ndarray  # 2 x hosts: NIC tx, rx bytes
+    dom0_alloc: np.ndarray  # cores each host's Dom0 got
+    host_busy: np.ndarray  # cores busy on each host, Dom0's included
+    host_util: np.ndarray  # host_busy over the host's cores
+    power: np.ndarray  # each host's mean watts over the step
+    host_cores: np.ndarray
+
+
+class Sensors:
+    """The accounting of the simulator: the fabric step's counts, added in parts over its ticks."""
+
+    def __init__(self, n_hosts: int, n_vms: int, n_flows: int):
+        self.n_hosts, self.n_vms = n_hosts, n_vms
+        self._vm_counts = np.zeros((len(VM_COUNTERS), n_vms))
+        self._host_counts = np.zeros((len(HOST_COUNTERS) + 1, n_hosts))  # the last row: energy
         self.counters = {name: self._vm_counts[i] for i, name in enumerate(VM_COUNTERS)}
         self.counters |= {name: self._host_counts[i] for i, name in enumerate(HOST_COUNTERS)}
         self.energy_j = self._host_counts[-1]
         # SLA accounting (Beloglazov and Buyya's SLATAH and PDM): per host, seconds active (with a VM) and
         # seconds it gave its VMs less CPU than they asked; per VM, the CPU asked (core-seconds) and the
         # part lost to migrations (10 % of what it asked while migrating, as the paper estimates it)
-        self.host_active_s = np.zeros(self.n_hosts)
-        self.host_short_s = np.zeros(self.n_hosts)
-        self.vm_cpu_asked = np.zeros(self.n_vms)
-        self.vm_migration_loss = np.zeros(self.n_vms)
-        self.migrating_s = np.zeros(self.n_vms)  # per fabric step: seconds each VM was migrating
-        self.flow_bytes = np.zeros(len(self.flows))
-        # last step's gauges, for the recorder
-        self.gauges: dict[str, np.ndarray] = {}
+        self.host_active_s = np.zeros(n_hosts)
+        self.host_short_s = np.zeros(n_hosts)
+        self.vm_cpu_asked = np.zeros(n_vms)
+        self.vm_migration_loss = np.zeros(n_vms)
+        self.flow_bytes = np.zeros(n_flows)  # cumulative, per flow (Open vSwitch's flow counters)
+        self.gauges: dict[str, np.ndarray] = {}  # the last step's gauges, for the recorder
+        self._step: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
-    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on) -> None:
-        """What the sensors count over the fabric step (added in even parts over its ticks), and gauges.
-        `ran_on`: each VM's host during the step (a migration that ended in it moved the VM after)."""
+    def add_flows(self, n_flows: int) -> None:
+        """Counters for the flows added since (migrations' flows), from nothing."""
+        self.flow_bytes = np.concatenate([self.flow_bytes, np.zeros(n_flows - len(self.flow_bytes))])
+
+    def count_step(self, use: StepUse, migrating_s: np.ndarray) -> None:
+        """What the sensors count over the fabric step (added in even parts over its ticks, ``add_part``),
+        and gauges. migrating_s: per VM, the seconds of the step it was migrating."""
+        dt, vm_alloc, vcpus = use.dt, use.vm_alloc, use.vcpus
         got = vm_alloc * dt
-        want = np.minimum(vm_dem, self.vm_vcpus)
-        self._account_sla(want, vm_alloc, dt, ran_on)
-        wait = np.minimum((want - vm_alloc) * dt + got * (stretch[ran_on] - 1), self.vm_vcpus * dt - got)
-        blocked = np.where(self.vm_present, np.maximum(self.vm_vcpus * dt - got - wait, 0.0), 0.0)
-        nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
-        src_vm, dst_vm = self._flow_vm_ends()
+        want = np.minimum(use.vm_demand, vcpus)
+        self._count_sla(want, use, migrating_s)
+        wait = np.minimum((want - vm_alloc) * dt + got * (use.stretch - 1), vcpus * dt - got)
+        blocked = np.where(use.present, np.maximum(vcpus * dt - got - wait, 0.0), 0.0)
         per_vm = np.empty((len(FABRIC_VM_COUNTERS), self.n_vms))
         per_vm[0], per_vm[1], per_vm[2] = got, wait, blocked
-        row = 3
-        for path in ("guest", "vnic"):
-            for end, pv in ((src_vm, self.flow_src_pv), (dst_vm, self.flow_dst_pv)):
-                m = (end >= 0) if path == "guest" else (end >= 0) & pv
-                per_vm[row] = np.bincount(end[m], weights=nbytes[m], minlength=self.n_vms)
-                row += 1
-        lay = self.layout
-        load_bytes = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
-        host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
-        util = host_busy / self.host_cores
-        power = self.power.draw(util, dt, self.t)
+        per_vm[3:] = use.vm_bytes
         per_host = np.empty((len(HOST_COUNTERS) + 1, self.n_hosts))
-        per_host[0], per_host[1], per_host[4] = host_busy * dt, dom0_alloc * dt, power * dt
-        per_host[2], per_host[3] = load_bytes[lay.nic_tx : lay.nic_rx], load_bytes[lay.nic_rx : lay.dom0]
-        if self.vm_down.any() or self.host_failed.any():  # nothing counts on a crashed host or a down VM
-            per_vm[:, self.vm_down] = 0.0
-            per_host[: len(HOST_COUNTERS), self.host_failed] = 0.0
-        self._window = (per_vm, per_host, nbytes)
+        per_host[0], per_host[1], per_host[4] = use.host_busy * dt, use.dom0_alloc * dt, use.power * dt
+        per_host[2], per_host[3] = use.nic_bytes
+        if use.down.any() or use.host_failed.any():  # nothing counts on a crashed host or a down VM
+            per_vm[:, use.down] = 0.0
+            per_host[: len(HOST_COUNTERS), use.host_failed] = 0.0
+        self._step = (per_vm, per_host, use.flow_bytes)
         self.gauges.update(
-            host_util=util, dom0_alloc=dom0_alloc, vm_alloc=vm_alloc, vm_demand=vm_dem, power=power, rate=rate
+            host_util=use.host_util,
+            dom0_alloc=use.dom0_alloc,
+            vm_alloc=vm_alloc,
+            vm_demand=use.vm_demand,
+            power=use.power,
+            rate=use.flow_rate,
         )
 
-    def _account_sla(self, want: np.ndarray, vm_alloc: np.ndarray, dt: float, ran_on: np.ndarray) -> None:
+    def _count_sla(self, want: np.ndarray, use: StepUse, migrating_s: np.ndarray) -> None:
         """A fabric step's share of SLATAH's and PDM's times and CPU."""
-        running = self.vm_present & ~self.vm_down
+        running = use.present & ~use.down
         asked = np.where(running, want, 0.0)
-        active = np.bincount(ran_on, weights=running, minlength=self.n_hosts) > 0
-        short = np.bincount(ran_on, weights=asked - np.where(self.vm_present, vm_alloc, 0.0), minlength=self.n_hosts)
-        self.host_active_s += active * dt
-        self.host_short_s += (active & (short > 1e-6 * self.host_cores)) * dt
-        self.vm_cpu_asked += asked * dt
-        self.vm_migration_loss += 0.1 * asked * self.migrating_s  # to the second, also within a long step
+        active = np.bincount(use.ran_on, weights=running, minlength=self.n_hosts) > 0
+        given = np.where(use.present, use.vm_alloc, 0.0)
+        short = np.bincount(use.ran_on, weights=asked - given, minlength=self.n_hosts)
+        self.host_active_s += active * use.dt
+        self.host_short_s += (active & (short > 1e-6 * use.host_cores)) * use.dt
+        self.vm_cpu_asked += asked * use.dt
+        self.vm_migration_loss += 0.1 * asked * migrating_s  # to the second, also within a long step
 
-    def _add_window(self, part: float) -> None:
+    def add_part(self, part: float, packet_bytes: float) -> None:
         """Add `part` of the fabric step's counts to the counters."""
-        per_vm, per_host, nbytes = self._window
+        per_vm, per_host, nbytes = self._step
         self._vm_counts[: len(FABRIC_VM_COUNTERS)] += per_vm * part
         self._host_counts += per_host * part
         self.flow_bytes[: len(nbytes)] += nbytes * part
         # whole packets, from the cumulative bytes so rounding never accumulates
-        self._vm_counts[_PACKETS] = np.ceil(self._vm_counts[_BYTES] / (self.pkt_bits / 8) - 1e-6)
+        self._vm_counts[_PACKETS] = np.ceil(self._vm_counts[_BYTES] / packet_bytes - 1e-6)
+
+    def add_block(self, counts: np.ndarray) -> None:
+        """A storage epoch's block counts (rows of BLOCK_COUNTERS x VMs)."""
+        self._vm_counts[BLOCK_ROWS] += counts

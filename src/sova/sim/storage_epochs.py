@@ -51,7 +51,6 @@ from sova.model.io_sample import IoThrottle
 from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.device_variability import CapacityProcess, completions
-from sova.sim.sensors import BLOCK_ROWS
 from sova.sim.storage import RHO_MAX, closed_loop_bound, others_wait, queueing, share_device
 from sova.sim.workload_kinds.base import IOStreams
 
@@ -392,7 +391,7 @@ class StorageSubsystem:
         """The IOs per second (as the kind issued them, before any split) the last epoch served each of a
         kind's streams, in the order it offered them."""
         part = self._io_parts.get(kind)
-        io = self.gauges.get("io")
+        io = self.sensors.gauges.get("io")
         return None if part is None or io is None else io["served_ios"][part]
 
     def _storage_epoch(self, demand: np.ndarray | None = None) -> None:
@@ -406,8 +405,8 @@ class StorageSubsystem:
         dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
         served = self.storage.epoch(self.vm_io, dom0_free, self.dt)
         self.blkback_cpu = served.dom0_cpu
-        self.gauges["storage_util"] = served.utilisation
-        self.gauges["io"] = {
+        self.sensors.gauges["storage_util"] = served.utilisation
+        self.sensors.gauges["io"] = {
             "vm": io.vm,
             "served": served.iops,  # requests/s, after any split
             "served_ios": served.iops * served.size / io.size,
@@ -424,7 +423,7 @@ class StorageSubsystem:
             counts = np.bincount(self._count_rows[1], weights=np.concatenate(rows), minlength=5 * self.n_vms)
             self._epoch_counts = counts.reshape(5, self.n_vms)
             self._epoch_counted = served
-        self._vm_counts[BLOCK_ROWS] += self._epoch_counts
+        self.sensors.add_block(self._epoch_counts)
         if demand is None:
             return
         bytes_s = served.iops * served.size

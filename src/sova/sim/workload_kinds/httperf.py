@@ -74,7 +74,7 @@ class Httperf(WorkloadKind):
         fixed = sim.flow_latency[resp] + sim.flow_latency[group.flows["request"]]
         queue = np.where(np.isfinite(mu) & (mu > 0), backlog / np.maximum(mu, 1e-300), 0.0)
         group.state["backlog"] = left - dropped
-        sim.gauges["svc"] = {
+        sim.sensors.gauges["svc"] = {
             "served": served,
             "arrivals": arrivals,
             "dropped": dropped,

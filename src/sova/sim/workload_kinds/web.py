@@ -58,7 +58,7 @@ class Web(WorkloadKind):
         np.add.at(step.flow, streams.tie_flow, carried)
 
     def advance(self, group, sim, step: Granted) -> None:
-        sim.gauges["web_rps"] = np.bincount(group.model.row, weights=sim.web_rate, minlength=len(group))
+        sim.sensors.gauges["web_rps"] = np.bincount(group.model.row, weights=sim.web_rate, minlength=len(group))
 
 
 @dataclass
