@@ -371,9 +371,9 @@ def test_guest_counters_do_not_jump_when_the_agent_starts_reporting(monkeypatch)
     )
     monkeypatch.setattr(mod, "GuestChannel", Channel)
     first = drv.observe()  # the host's view: 3000 bytes sent
-    drv._vm["vm1"].channel.latest = GuestReport(1, 1.0, "eth0", {"eth0": (9e6, 9e3, 5e6, 5e3)}, {}, "")
+    drv.hosts.vms["vm1"].channel.latest = GuestReport(1, 1.0, "eth0", {"eth0": (9e6, 9e3, 5e6, 5e3)}, {}, "")
     second = drv.observe()  # the agent's view starts at 5 MB sent since boot
-    drv._vm["vm1"].channel.latest = GuestReport(2, 2.0, "eth0", {"eth0": (9e6, 9e3, 5e6 + 700, 5e3)}, {}, "")
+    drv.hosts.vms["vm1"].channel.latest = GuestReport(2, 2.0, "eth0", {"eth0": (9e6, 9e3, 5e6 + 700, 5e3)}, {}, "")
     third = drv.observe()
     assert second.counters.guest_tx_bytes[0] == first.counters.guest_tx_bytes[0]
     assert third.counters.guest_tx_bytes[0] - second.counters.guest_tx_bytes[0] == 700

@@ -275,10 +275,14 @@ def test_saturated_ssd_shares_device_time_and_latency_rises():
         return sim
 
     light, heavy = run(1000), run(200_000)
-    assert light.sensors.counters["blk_rd_ops"].sum() + light.sensors.counters["blk_wr_ops"].sum() == pytest.approx(2000 * 10)
-    lat = lambda sim: (
-        sim.sensors.counters["blk_time"] / (sim.sensors.counters["blk_rd_ops"] + sim.sensors.counters["blk_wr_ops"])
-    )  # noqa: E731
+    assert light.sensors.counters["blk_rd_ops"].sum() + light.sensors.counters["blk_wr_ops"].sum() == pytest.approx(
+        2000 * 10
+    )
+
+    def lat(sim):
+        counters = sim.sensors.counters
+        return counters["blk_time"] / (counters["blk_rd_ops"] + counters["blk_wr_ops"])
+
     assert (lat(heavy) > 5 * lat(light)).all()
     util = heavy.sensors.gauges["storage_util"][0]
     assert util == pytest.approx(1.0, rel=1e-6)

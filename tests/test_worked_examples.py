@@ -1,5 +1,6 @@
 """The worked examples of docs/architecture.md run as written: a new policy and a new controller, each one
-module's code, taken from the document, registered, and run by a profile on the simulator."""
+module's code, taken from the document, registered, and run by a profile on the simulator; a new
+simulator subsystem, advanced beside a running simulator."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from helpers import ROOT, make_scenario
 from sova.experiments.scenario_runs import run_profile
 from sova.plan import base
+from sova.sim.engine import Simulator
 
 
 def example(title: str) -> str:
@@ -54,3 +56,15 @@ def test_the_new_controller_of_the_worked_example_holds_a_vm_to_the_middle_of_it
     )
     slo = run_profile(scenario, "mid").summary["slo"]["db"]
     assert slo["target_mean"] == 400 and slo["throughput_mean"] == pytest.approx(400, rel=0.01)
+
+
+def test_the_new_subsystem_of_the_worked_example_follows_the_hosts_power_with_its_lag():
+    namespace: dict = {}
+    exec(compile(example("a new subsystem"), "docs/architecture.md", "exec"), namespace)
+    sim = Simulator(make_scenario(scenario={"duration": 600}, hosts=[{"name": "h1", "cores": 8}]))
+    thermal = namespace["Thermal"](1, ambient=22.0, kelvin_per_watt=0.05, lag=60.0)
+    for _ in range(600):
+        sim.step()
+        thermal.advance(sim.sensors.gauges["power"], sim.fabric_dt)
+    steady = 22.0 + 0.05 * sim.sensors.gauges["power"][0]
+    assert thermal.celsius[0] == pytest.approx(steady, rel=1e-3)  # ten lags: within e^-10 of its steady state

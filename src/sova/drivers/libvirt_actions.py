@@ -14,7 +14,7 @@ import re
 import threading
 from abc import ABC, abstractmethod
 
-from sova.drivers.libvirt_common import CPU_PERIOD_US, _Job, _Refused
+from sova.drivers.libvirt_common import CPU_PERIOD_US, Job, Refused
 from sova.model.actions import (
     FAILED,
     OK,
@@ -69,7 +69,7 @@ def handles(kind: type[Action]):
 
 
 def _live(driver) -> int:
-    return driver._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
+    return driver.hosts.flag("VIR_DOMAIN_AFFECT_LIVE", 1)
 
 
 @handles(SetDom0Weight)
@@ -77,7 +77,7 @@ class _SetDom0Weight(LibvirtHandler):
     needs_domain = False
 
     def apply(self, driver, action, now, host, dom):
-        return driver._set_dom0_weight(action, now)
+        return driver.set_dom0_weight(action, now)
 
 
 @handles(SetHostPower)
@@ -85,7 +85,7 @@ class _SetHostPower(LibvirtHandler):
     needs_domain = False
 
     def apply(self, driver, action, now, host, dom):
-        raise _Refused("switching a host's power needs IPMI or wake-on-LAN, which this driver does not drive")
+        raise Refused("switching a host's power needs IPMI or wake-on-LAN, which this driver does not drive")
 
 
 @handles(RestartVM)
@@ -93,28 +93,28 @@ class _RestartVM(LibvirtHandler):
     needs_domain = False
 
     def apply(self, driver, action, now, host, dom):
-        return driver._restart(action, now)
+        return driver.failover.restart(action, now)
 
 
 @handles(Migrate)
 class _Migrate(LibvirtHandler):
     def apply(self, driver, action, now, host, dom):
-        return driver._start_migration(action, host, dom, now)
+        return driver.migrations.start(action, host, dom, now)
 
 
 @handles(AttachVF)
 class _AttachVF(LibvirtHandler):
     def apply(self, driver, action, now, host, dom):
-        driver._attach_vf(host, dom, action.vm, action.rate)
-        return Outcome(OK, driver._vf_words(host, "attached"), now, driver.now())
+        driver.vfs.attach(host, dom, action.vm, action.rate)
+        return Outcome(OK, driver.vfs.words(host, "attached"), now, driver.now())
 
 
 @handles(DetachVF)
 class _DetachVF(LibvirtHandler):
     def apply(self, driver, action, now, host, dom):
-        job = _Job(action, now, src=host)
-        driver._jobs[action.vm] = job
-        job.thread = threading.Thread(target=driver._detach_job, args=(job, host, action.vm), daemon=True)
+        job = Job(action, now, src=host)
+        driver.hosts.jobs[action.vm] = job
+        job.thread = threading.Thread(target=driver.vfs.detach_job, args=(job, host, action.vm), daemon=True)
         job.thread.start()
         return Outcome(RUNNING, "VF unplug requested; waiting for the device-removed event", now)
 
@@ -122,7 +122,7 @@ class _DetachVF(LibvirtHandler):
 @handles(SetVFRate)
 class _SetVFRate(LibvirtHandler):
     def apply(self, driver, action, now, host, dom):
-        driver._set_vf_rate(host, dom, action.vm, action.rate)
+        driver.vfs.set_rate(host, dom, action.vm, action.rate)
 
 
 @handles(SetCpu)
@@ -144,7 +144,7 @@ class _SetCpu(LibvirtHandler):
 @handles(SetIoLimit)
 class _SetIoLimit(LibvirtHandler):
     def apply(self, driver, action, now, host, dom):
-        for disk in re.findall(r"<target dev='(\w+)' bus=", driver._xml(dom)):
+        for disk in re.findall(r"<target dev='(\w+)' bus=", driver.hosts.xml(dom)):
             dom.setBlockIoTune(disk, {"total_iops_sec": round(action.iops)}, _live(driver))
 
 
@@ -161,5 +161,5 @@ class _SetNetLimit(LibvirtHandler):
 
     def apply(self, driver, action, now, host, dom):
         kib = max(1, round(action.rate / 8 / 1024)) if action.rate > 0 else 0
-        for dev in driver._vnic_devices(dom, action.vm):
+        for dev in driver.vfs.vnic_devices(dom, action.vm):
             dom.setInterfaceParameters(dev, {"outbound.average": kib, "inbound.average": kib}, _live(driver))

@@ -17,7 +17,7 @@ CPU_PERIOD_US = 100_000  # vcpu_period used when a cap is set
 LIBVIRT_QUOTA_MAX = 17_592_186_044_415
 DEVICE_REMOVED_TIMEOUT = 15.0
 GUEST_KINDS = ("rx_bytes", "tx_bytes", "rx_packets", "tx_packets")
-_MAC_RE = re.compile(r"<mac address='([0-9a-f:]+)'/>")
+MAC_RE = re.compile(r"<mac address='([0-9a-f:]+)'/>")
 
 
 def quota_is_unlimited(quota: int) -> bool:
@@ -44,7 +44,7 @@ def load_libvirt():
 
 
 @dataclass
-class _VmState:
+class VmState:
     """What the driver remembers about a VM between observations."""
 
     index: int  # stable small number: the VF MAC
@@ -79,7 +79,7 @@ class _VmState:
 
 
 @dataclass
-class _Job:
+class Job:
     action: Action
     started: float
     thread: threading.Thread | None = None
@@ -92,9 +92,9 @@ class _Job:
     conns: list[Any] = field(default_factory=list)  # connections opened for this job alone
 
 
-class _Refused(Exception):
+class Refused(Exception):
     """A precondition that failed: becomes a failed outcome with this message."""
 
 
-def _msg(e: BaseException) -> str:
+def error_text(e: BaseException) -> str:
     return str(e).strip() or type(e).__name__

@@ -2,29 +2,38 @@
 started every ``dirty_rate_every`` seconds, and read back from the domain stats once it completes. Never
 started on a domain in a job (a migration): the call would wait for the job's end, and the observation
 with it.
+
+A part of ``LibvirtDriver`` (drivers/libvirt_driver.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 
+from sova.drivers.libvirt_hosts import HostConnections
+
 
 class DirtyRates:
-    def _dirty_rate(self, name: str, dom, st: dict, now: float) -> float:
-        rate, started = self._dirty.get(name, (0.0, -1e9))
-        if "dirtyrate.megabytes_per_second" in st and st.get("dirtyrate.calc_status") == 2:
-            rate = st["dirtyrate.megabytes_per_second"] * 2**20
-        if self.dirty_rate_every > 0 and now - started >= self.dirty_rate_every and not self._in_a_job(name, dom):
+    def __init__(self, hosts: HostConnections, every: float):
+        self.hosts = hosts
+        self.every = every
+        self._rates: dict[str, tuple[float, float]] = {}  # VM -> (bytes/s, when the calculation started)
+
+    def rate(self, name: str, dom, stats: dict, now: float) -> float:
+        """The VM's newest dirty rate (bytes/s), starting the next calculation when one is due."""
+        rate, started = self._rates.get(name, (0.0, -1e9))
+        if "dirtyrate.megabytes_per_second" in stats and stats.get("dirtyrate.calc_status") == 2:
+            rate = stats["dirtyrate.megabytes_per_second"] * 2**20
+        if self.every > 0 and now - started >= self.every and not self._in_a_job(name, dom):
             with contextlib.suppress(Exception):
                 dom.startDirtyRateCalc(1, 0)
                 started = now
-        self._dirty[name] = (rate, started)
+        self._rates[name] = (rate, started)
         return rate
 
     def _in_a_job(self, name: str, dom) -> bool:
         """A domain in a job (a migration, ours or anyone's): a dirty-rate calculation would wait for its end."""
-        job = self._jobs.get(name)
-        if job is not None and not job.done:
+        if self.hosts.busy(name) is not None:
             return True
         try:
             return dom.jobInfo()[0] != 0  # VIR_DOMAIN_JOB_NONE

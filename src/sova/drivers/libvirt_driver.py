@@ -8,14 +8,15 @@ Long actions (migration, VF unplug) run in the background and are polled; a migr
 is cancelled leaves the VM running on its source with its VF back. A host whose daemon went away is
 reconnected on the next call; while it is away it shows as it last answered (``host_seen`` says when),
 with its VMs, and a VM of a failed host can be restarted elsewhere (libvirt_failover.py).
+
+The driver is composed of parts that share one ``HostConnections`` (libvirt_hosts.py): ``vfs``
+(VF hot-plug), ``migrations`` (background jobs), ``failover``, ``dirty_rates`` and ``io`` (the fast IO
+loop's pair); the action handlers (libvirt_actions.py) call their public methods.
 """
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -25,20 +26,20 @@ from sova.drivers.flow_counters import FlowCounters, vm_flows
 from sova.drivers.guest_agent import GuestChannel, GuestReport
 from sova.drivers.libvirt_actions import LIBVIRT_HANDLERS, UNHANDLED
 from sova.drivers.libvirt_common import (
-    _MAC_RE,
     GUEST_KINDS,
+    MAC_RE,
     NS,
     DriverError,
-    _Job,
-    _msg,
-    _Refused,
-    _VmState,
+    Refused,
+    VmState,
+    error_text,
     load_libvirt,
     quota_is_unlimited,
 )
 from sova.drivers.libvirt_dirty_rate import DirtyRates
 from sova.drivers.libvirt_dom0 import DOM0_NAME, is_xen, read_dom0_weight, set_dom0_weight
 from sova.drivers.libvirt_failover import HostFailover
+from sova.drivers.libvirt_hosts import HostConnections
 from sova.drivers.libvirt_io import LibvirtIo
 from sova.drivers.libvirt_migration import MigrationJobs
 from sova.drivers.libvirt_vfs import VfOperations
@@ -59,7 +60,7 @@ from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 _DISK_TYPE_RE = re.compile(r"<disk type='(\w+)' device='disk'")  # a disk's backend: file, block, network, ...
 
 
-class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
+class LibvirtDriver:
     """Hosts by name -> libvirt URI. See docs/libvirt.md for URIs, SR-IOV settings and what a host needs."""
 
     def __init__(
@@ -84,86 +85,57 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
         for name, uri in hosts.items():
             if not re.match(r"^[a-z0-9+]+://", uri):
                 raise DriverError(f"host {name}: {uri!r} is not a libvirt URI (e.g. qemu+ssh://root@node1/system)")
-        self.lv = load_libvirt() if open_conn is None else None
-        self._open = open_conn or self.lv.open  # type: ignore[union-attr]
-        self.hosts = dict(hosts)
-        self.host_names = tuple(hosts)
+        binding = load_libvirt() if open_conn is None else None
+        self.hosts = HostConnections(hosts, open_conn or binding.open, binding)  # type: ignore[union-attr]
+        self.host_names = self.hosts.names
+        self.unreachable = self.hosts.unreachable  # host -> why it cannot be reached, while it cannot
         self.guest_socket = guest_socket
         self.host_nic = host_nic
         self.host_cpu = host_cpu
         self.sriov = sriov or {}
         self.emulated = emulated_vfs
         self.nic_bandwidth = nic_bandwidth
-        self.migration_uri = migration_uri or {}
-        self.unsafe_migration = unsafe_migration
-        self.dirty_rate_every = dirty_rate_every
         self.flows = flows
         self.shared_disks = shared_disks  # disk files and devices are on storage every host reaches
-        self._seen: dict[str, float] = {}  # host -> when it last answered
-        self._last_heard: Snapshot | None = None
-        self._conns: dict[str, Any] = {}
-        self._t0 = time.monotonic()
-        self._io = LibvirtIo(self)
-        self._vm: dict[str, _VmState] = {}
-        self._where: dict[str, str] = {}  # VM -> host, from the newest observation
-        self._dirty: dict[str, tuple[float, float]] = {}  # VM -> (bytes/s, when the calculation started)
-        self._jobs: dict[str, _Job] = {}
-        self._lock = threading.Lock()
-        self.unreachable: dict[str, str] = {}
+        self.vfs = VfOperations(self.hosts, self.sriov, emulated_vfs)
+        self.migrations = MigrationJobs(self.hosts, self.vfs, migration_uri or {}, unsafe_migration)
+        self.failover = HostFailover(self.hosts)
+        self.dirty_rates = DirtyRates(self.hosts, dirty_rate_every)
+        self.io = LibvirtIo(self.hosts)
 
     # ------------------------------------------------------------------ connections
     def connect(self) -> None:
         """Open every host now; a clear error naming the host and URI if one cannot be reached."""
         for h in self.host_names:
-            if self._conn(h) is None:
-                raise DriverError(f"cannot reach host {h} at {self.hosts[h]}: {self.unreachable[h]}")
-
-    def _conn(self, host: str):
-        conn = self._conns.get(host)
-        if conn is not None:
-            try:
-                if conn.isAlive():
-                    return conn
-            except Exception:
-                pass
-            with contextlib.suppress(Exception):
-                conn.close()
-            self._conns.pop(host, None)
-        try:
-            conn = self._open(self.hosts[host])
-        except Exception as e:  # libvirtError, or anything a fake raises
-            self.unreachable[host] = str(e).strip() or type(e).__name__
-            return None
-        self.unreachable.pop(host, None)
-        self._conns[host] = conn
-        return conn
+            if self.hosts.conn(h) is None:
+                raise DriverError(f"cannot reach host {h} at {self.hosts.uris[h]}: {self.unreachable[h]}")
 
     def close(self) -> None:
-        for st in self._vm.values():
-            if st.channel:
-                st.channel.close()
-        for c in self._conns.values():
-            with contextlib.suppress(Exception):
-                c.close()
-        self._conns.clear()
+        self.hosts.close()
 
     def now(self) -> float:
-        return time.monotonic() - self._t0
+        return self.hosts.now()
 
     def io_sample(self, vms) -> IoSample:
-        return self._io.sample(vms)
+        return self.io.sample(vms)
 
     def set_io_throttle(self, throttle: IoThrottle) -> None:
-        self._io.throttle(throttle)
+        self.io.throttle(throttle)
+
+    def poll(self, action: Action) -> Outcome:
+        return self.migrations.poll(action)
+
+    def cancel(self, action: Action) -> Outcome:
+        return self.migrations.cancel(action)
 
     def guest_report(self, vm: str) -> GuestReport | None:
         """The newest report of a VM's guest agent, as of the last observe()."""
-        st = self._vm.get(vm)
+        st = self.hosts.vms.get(vm)
         return st.channel.latest if st and st.channel else None
 
     def guest_answers(self, vm: str) -> list[str]:
         """Every answer (pong, error) the VM's agent has sent since this driver first read it."""
-        st = self._vm.get(vm)
+        st = self.hosts.vms.get(vm)
         return list(st.channel.answers) if st and st.channel else []
 
     # ------------------------------------------------------------------ observe
@@ -176,22 +148,22 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
         H = len(self.host_names)
         cores, mem, host_cpu = np.zeros(H), np.zeros(H), np.zeros(H)
         dom0_weight = np.full(H, np.nan)
-        vfs_total = np.array([self._vf_capacity(h) for h in self.host_names], dtype=float)
+        vfs_total = np.array([self.vfs.capacity(h) for h in self.host_names], dtype=float)
         rows: dict[str, tuple[int, Any, dict, bool]] = {}
         for hi, h in enumerate(self.host_names):
-            conn = self._conn(h)
+            conn = self.hosts.conn(h)
             if conn is None:
                 continue
             try:
                 info = conn.getInfo()
                 cpu = conn.getCPUStats(-1)
                 # NOWAIT: what is at hand now; a migrating domain's job would hold the call for seconds
-                records = conn.getAllDomainStats(0, self._flag("VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT", 1 << 29))
+                nowait = self.hosts.flag("VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT", 1 << 29)
+                records = conn.getAllDomainStats(0, nowait)
             except Exception as e:
-                self.unreachable[h] = str(e)
-                self._conns.pop(h, None)
+                self.hosts.lost(h, str(e))
                 continue
-            self._heard(h, now)
+            self.failover.heard(h, now)
             mem[hi], cores[hi] = info[1], info[2]
             host_cpu[hi] = (cpu.get("kernel", 0) + cpu.get("user", 0)) * NS
             own = self.host_cpu(h) if self.host_cpu is not None else None
@@ -217,12 +189,13 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
         disk_local = np.zeros(V, dtype=bool)
         vfs_used = np.zeros(H)
         mac_owner: dict[str, int] = {}  # every MAC of every VM's NICs -> the VM's index
-        self._where = {}
+        where = self.hosts.where = {}
+        vm_states = self.hosts.vms
         for v, name in enumerate(names):
             hi, dom, st, _ = rows[name]
             host = self.host_names[hi]
-            self._where[name] = host
-            state = self._vm.setdefault(name, _VmState(len(self._vm) + 1))
+            where[name] = host
+            state = vm_states.setdefault(name, VmState(len(vm_states) + 1))
             st = state.stats = {**state.stats, **st}  # NOWAIT may leave out what a running job holds: keep the last
             vm_host[v] = hi
             n_vcpu = int(st.get("vcpu.current", 1))
@@ -237,15 +210,15 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
             state.last = (now, c["cpu_time"][v], wait)
             c["blocked_time"][v] = state.blocked
             vf_macs = {vf_mac(state.index)}
-            xml = self._xml(dom)  # one read per VM and observation: every device question below uses it
-            mac_owner.update((mac, v) for mac in _MAC_RE.findall(xml))
+            xml = self.hosts.xml(dom)  # one read per VM and observation: every device question below uses it
+            mac_owner.update((mac, v) for mac in MAC_RE.findall(xml))
             disk_types = _DISK_TYPE_RE.findall(xml)
             disk_local[v] = (
                 not self.shared_disks and bool(disk_types) and all(t in ("file", "block") for t in disk_types)
             )
-            self._remember(state, dom)
+            self.failover.remember(state, dom)
             for i in range(int(st.get("net.count", 0))):
-                if self._is_vf_interface(xml, host, i, st, vf_macs):
+                if self.vfs.is_vf_interface(xml, host, i, st, vf_macs):
                     continue
                 c["vnic_rx_bytes"][v] += st.get(f"net.{i}.rx.bytes", 0)
                 c["vnic_tx_bytes"][v] += st.get(f"net.{i}.tx.bytes", 0)
@@ -279,19 +252,15 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
             for key in VmCounters.__dataclass_fields__:
                 if key not in ("cpu_time", "wait_time", "blocked_time"):
                     c[key][v] = state.monotonic(key, c[key][v])
-            dirty[v] = self._dirty_rate(name, dom, st, now)
+            dirty[v] = self.dirty_rates.rate(name, dom, st, now)
             weight[v], cap[v] = self._cpu_tune(dom, n_vcpu)
-            has_vf = self._has_vf(xml, vf_macs)
-            job = self._jobs.get(name)
-            if job and not job.done and isinstance(job.action, DetachVF):
-                nic.append("detaching")
-            elif job and not job.done and isinstance(job.action, AttachVF):
-                nic.append("attaching")
-            else:
-                nic.append("vf" if has_vf else "vnic")
+            has_vf = self.vfs.has_vf(xml, vf_macs)
+            job = self.hosts.busy(name)
+            kind = job.action.kind if job else ""
+            nic.append({DetachVF.kind: "detaching", AttachVF.kind: "attaching"}.get(kind, "vf" if has_vf else "vnic"))
             vf_rate[v] = state.vf_rate if has_vf else 0.0
             vfs_used[hi] += has_vf
-            migrating[v] = bool(job and not job.done and isinstance(job.action, Migrate))
+            migrating[v] = kind == Migrate.kind
         nic_rx, nic_tx = self._host_nic_counters(vm_host, c)
         flow_src, flow_dst, flow_bytes = vm_flows(self.flows.totals() if self.flows else {}, mac_owner)
         snap = Snapshot(
@@ -325,12 +294,7 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
             dom0_weight=dom0_weight,
             vm_disk_local=disk_local,
         )
-        return self._hold_silent(snap)
-
-    def _vf_capacity(self, host: str) -> int:
-        if host in self.sriov:
-            return len(self.sriov[host].vfs)
-        return self.emulated.count if self.emulated else 0
+        return self.failover.hold_silent(snap)
 
     def _bandwidth(self, host: str) -> float:
         if host in self.sriov:
@@ -353,27 +317,7 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
                     rx[hi], tx[hi] = got
         return rx, tx
 
-    def _xml(self, dom) -> str:
-        try:
-            return dom.XMLDesc(0)
-        except Exception:
-            return ""
-
-    @staticmethod
-    def _has_vf(xml: str, vf_macs: set[str]) -> bool:
-        return any(m in vf_macs for m in _MAC_RE.findall(xml))
-
-    def _is_vf_interface(self, xml: str, host: str, i: int, st: dict, vf_macs: set[str]) -> bool:
-        """Whether interface i is the (emulated) VF: its traffic bypasses the para-virtual path."""
-        if self.emulated is None or host in self.sriov:
-            return False  # a real VF never shows in the domain's net stats
-        name = st.get(f"net.{i}.name", "")
-        for m in re.finditer(r"<interface type='bridge'>(.*?)</interface>", xml, re.S):
-            if f"<target dev='{name}'/>" in m.group(1) and any(mac in m.group(1) for mac in vf_macs):
-                return True
-        return False
-
-    def _guest_report(self, host: str, xml: str, state: _VmState):
+    def _guest_report(self, host: str, xml: str, state: VmState):
         if self.guest_socket is None:
             return None
         if state.channel is None or state.channel_host != host:
@@ -403,53 +347,26 @@ class LibvirtDriver(VfOperations, MigrationJobs, HostFailover, DirtyRates):
         try:
             return self._apply(action, now)
         except Exception as e:  # libvirtError and friends: a failed outcome, never an exception
-            return Outcome(FAILED, _msg(e), started=now, finished=now)
-
-    def _dom(self, vm: str):
-        host = self._where.get(vm)
-        if host is None:
-            raise _Refused(f"{vm} is not running on any managed host")
-        conn = self._conn(host)
-        if conn is None:
-            raise _Refused(f"host {host} is unreachable: {self.unreachable.get(host, '')}")
-        try:
-            return host, conn.lookupByName(vm)
-        except Exception as e:
-            raise _Refused(f"{vm} vanished from {host}: {_msg(e)}") from e
+            return Outcome(FAILED, error_text(e), started=now, finished=now)
 
     def _apply(self, action: Action, now: float) -> Outcome:
         """One action on its VM's host through its kind's handler (``libvirt_actions``); one at a time per VM."""
         vm = getattr(action, "vm", "")
-        if vm and vm in self._jobs and not self._jobs[vm].done:
-            return Outcome(FAILED, f"{vm} already has a {self._jobs[vm].action.kind} in progress", now, now)
+        job = self.hosts.busy(vm) if vm else None
+        if job is not None:
+            return Outcome(FAILED, f"{vm} already has a {job.action.kind} in progress", now, now)
         handler = LIBVIRT_HANDLERS.get(type(action), UNHANDLED)
         try:
-            host, dom = self._dom(vm) if handler.needs_domain else (None, None)
+            host, dom = self.hosts.dom(vm) if handler.needs_domain else (None, None)
             return handler.apply(self, action, now, host, dom) or Outcome(OK, "applied", now, self.now())
-        except _Refused as r:
+        except Refused as r:
             return Outcome(FAILED, str(r), now, now)
 
-    def _set_dom0_weight(self, action: SetDom0Weight, now: float) -> Outcome:
-        conn = self._conn(action.host) if action.host in self.host_names else None
+    def set_dom0_weight(self, action: SetDom0Weight, now: float) -> Outcome:
+        """Dom0's CPU weight on the action's host (Xen's credit weight; KVM: the guests' shares around it)."""
+        conn = self.hosts.conn(action.host) if action.host in self.host_names else None
         if conn is None:
             return Outcome(FAILED, f"host {action.host} is unknown or unreachable", now, now)
-        running = [] if is_xen(conn) else self._running_on(conn, action.host)
-        done, words = set_dom0_weight(conn, running, action.weight, self._flag("VIR_DOMAIN_AFFECT_LIVE", 1))
+        running = [] if is_xen(conn) else self.hosts.running_on(conn, action.host)
+        done, words = set_dom0_weight(conn, running, action.weight, self.hosts.flag("VIR_DOMAIN_AFFECT_LIVE", 1))
         return Outcome(OK if done else FAILED, words, now, self.now())
-
-    def _running_on(self, conn, host: str) -> list:
-        """The guests that run on `host` now (a vanished or stopped one is left out)."""
-        out = []
-        for vm in (vm for vm, where in self._where.items() if where == host):
-            with contextlib.suppress(Exception):
-                dom = conn.lookupByName(vm)
-                if dom.state()[0] == 1:
-                    out.append(dom)
-        return out
-
-    def _flag(self, name: str, default: int) -> int:
-        return getattr(self.lv, name, default) if self.lv is not None else default
-
-    # ------------------------------------------------------------------ VFs
-    # ------------------------------------------------------------------ migration
-    # ------------------------------------------------------------------ progress

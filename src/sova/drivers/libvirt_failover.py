@@ -5,6 +5,9 @@ defined on another host and started there, from disks on storage both hosts reac
 The driver cannot tell a crashed host from one it cannot reach: a restart is safe only where the VM's
 disks are locked while it runs (libvirt's sanlock or virtlockd) or the silent host is fenced first (not
 done by Sova yet). The old definition stays on the failed host, shut off, for an operator to remove.
+
+A part of ``LibvirtDriver`` (drivers/libvirt_driver.py): it reaches hosts and VMs through the driver's
+``HostConnections``.
 """
 
 from __future__ import annotations
@@ -14,18 +17,25 @@ import dataclasses
 import numpy as np
 
 from sova.drivers.last_report import with_vms_of_silent_hosts
-from sova.drivers.libvirt_common import _msg, _Refused
+from sova.drivers.libvirt_common import Refused, error_text
+from sova.drivers.libvirt_hosts import HostConnections
 from sova.model.actions import OK, Outcome, RestartVM
 from sova.model.snapshot import Snapshot
 
 
 class HostFailover:
-    def _heard(self, host: str, now: float) -> None:
+    def __init__(self, hosts: HostConnections):
+        self.hosts = hosts
+        self._seen: dict[str, float] = {}  # host -> when it last answered
+        self._last_heard: Snapshot | None = None
+
+    def heard(self, host: str, now: float) -> None:
+        """The host answered now."""
         self._seen[host] = now
 
-    def _hold_silent(self, snap: Snapshot) -> Snapshot:
+    def hold_silent(self, snap: Snapshot) -> Snapshot:
         """`snap` with host_seen, and the silent hosts' rows and VMs as last heard."""
-        seen = np.array([self._seen.get(h, 0.0) for h in self.host_names])
+        seen = np.array([self._seen.get(h, 0.0) for h in self.hosts.names])
         silent = seen < snap.time
         if silent.any() and self._last_heard is not None:
             snap = with_vms_of_silent_hosts(snap, self._last_heard, silent)
@@ -33,26 +43,27 @@ class HostFailover:
         self._last_heard = snap
         return snap
 
-    def _remember(self, state, dom) -> None:
+    def remember(self, state, dom) -> None:
         """Keep a VM's persistent definition, read once (its inactive XML)."""
         if not state.definition:
             try:
-                state.definition = dom.XMLDesc(self._flag("VIR_DOMAIN_XML_INACTIVE", 2))
+                state.definition = dom.XMLDesc(self.hosts.flag("VIR_DOMAIN_XML_INACTIVE", 2))
             except Exception:
                 state.definition = ""
 
-    def _restart(self, action: RestartVM, now: float) -> Outcome:
-        state = self._vm.get(action.vm)
+    def restart(self, action: RestartVM, now: float) -> Outcome:
+        """Define the VM (as last read) on the action's host and start it there."""
+        state = self.hosts.vms.get(action.vm)
         if state is None or not state.definition:
-            raise _Refused(f"no definition of {action.vm} was read while its host was up")
-        running = self._where.get(action.vm)
+            raise Refused(f"no definition of {action.vm} was read while its host was up")
+        running = self.hosts.where.get(action.vm)
         if running is not None:
-            raise _Refused(f"{action.vm} runs on {running}; not restarted")
-        conn = self._conn(action.host)
+            raise Refused(f"{action.vm} runs on {running}; not restarted")
+        conn = self.hosts.conn(action.host)
         if conn is None:
-            raise _Refused(f"host {action.host} is unreachable: {self.unreachable.get(action.host, '')}")
+            raise Refused(f"host {action.host} is unreachable: {self.hosts.unreachable.get(action.host, '')}")
         try:
             conn.defineXML(state.definition).create()
         except Exception as e:
-            raise _Refused(f"{action.vm} could not be started on {action.host}: {_msg(e)}") from e
-        return Outcome(OK, f"{action.vm} defined and started on {action.host}", now, self.now())
+            raise Refused(f"{action.vm} could not be started on {action.host}: {error_text(e)}") from e
+        return Outcome(OK, f"{action.vm} defined and started on {action.host}", now, self.hosts.now())

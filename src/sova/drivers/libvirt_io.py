@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from sova.drivers.libvirt_common import NS
+from sova.drivers.libvirt_hosts import HostConnections
 from sova.model.io_sample import IoSample, IoThrottle
 
 log = logging.getLogger(__name__)
@@ -37,10 +38,10 @@ def block_counters(stats: dict) -> tuple[float, float, float]:
 
 
 class LibvirtIo:
-    """The pair, for a LibvirtDriver (its connections, clock and flags)."""
+    """The pair, for a LibvirtDriver (through its HostConnections: connections, clock and flags)."""
 
-    def __init__(self, driver):
-        self.driver = driver
+    def __init__(self, hosts: HostConnections):
+        self.hosts = hosts
         self._set: dict[str, int] = {}  # the total_iops_sec last written per VM
         self._disks: dict[str, list[str]] = {}
         self._size_noted = False
@@ -48,11 +49,11 @@ class LibvirtIo:
         self._in_flight_noted = False
 
     def sample(self, vms: Sequence[str]) -> IoSample:
-        d = self.driver
+        hosts = self.hosts
         wanted = set(vms)
         found: dict[str, tuple[float, float, float]] = {}
-        for host in d.host_names:
-            conn = d._conn(host)
+        for host in hosts.names:
+            conn = hosts.conn(host)
             if conn is None:
                 continue
             for dom, stats in conn.getAllDomainStats(BLOCK_STATS, 0):
@@ -60,10 +61,10 @@ class LibvirtIo:
                 if name in wanted:
                     found[name] = block_counters(stats)
         rows = np.array([found.get(vm, (np.nan, np.nan, np.nan)) for vm in vms], dtype=float).reshape(len(vms), 3)
-        return IoSample(d.now(), rows[:, 0], rows[:, 1], rows[:, 2])
+        return IoSample(hosts.now(), rows[:, 0], rows[:, 1], rows[:, 2])
 
     def throttle(self, throttle: IoThrottle) -> None:
-        d = self.driver
+        hosts = self.hosts
         if not self._size_noted and np.any(throttle.size > 0):
             self._size_noted = True
             log.warning("libvirt has no request-merge limit for a disk: IO size limits are not applied")
@@ -76,14 +77,14 @@ class LibvirtIo:
                 "libvirt has no reservation or weight scheduler shared by several VMs' disks (mClock, DRR): "
                 "only their IO rate limits are applied"
             )
-        live = d._flag("VIR_DOMAIN_AFFECT_LIVE", 1)
+        live = hosts.flag("VIR_DOMAIN_AFFECT_LIVE", 1)
         for vm, iops in zip(throttle.vms, throttle.iops, strict=True):
             value = max(1, round(float(iops))) if iops > 0 else 0
             if self._set.get(vm) == value:
                 continue
             try:
-                _, dom = d._dom(vm)
-                disks = self._disks.get(vm) or _DISK_TARGET.findall(d._xml(dom))
+                _, dom = hosts.dom(vm)
+                disks = self._disks.get(vm) or _DISK_TARGET.findall(hosts.xml(dom))
                 self._disks[vm] = disks
                 for disk in disks:
                     dom.setBlockIoTune(disk, {"total_iops_sec": value}, live)
