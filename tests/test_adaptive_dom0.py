@@ -36,7 +36,7 @@ def test_a_busy_dom0_on_an_unsaturated_host_gets_the_weight_eq8_derives_rounded_
     sim, runtime = run(senders, streams)
     (entry,) = [e for e in runtime.audit.entries if e.action.startswith("set-dom0-weight") and e.event == "proposed"]
     weight = int(entry.action.split("weight=")[1])
-    assert weight % 256 == 0 and sim.dom0_weight[0] == weight
+    assert weight % 256 == 0 and sim.compute.dom0_weight[0] == weight
     assert "SLO 1.2" in entry.reason and "Dom0 needs weight" in entry.reason
     needed_then = float(entry.reason.split("needs weight ")[1].split(" ")[0])
     assert weight == math.ceil(needed_then / 256) * 256 > 256
@@ -45,4 +45,4 @@ def test_a_busy_dom0_on_an_unsaturated_host_gets_the_weight_eq8_derives_rounded_
 def test_a_host_with_no_vm_missing_its_slo_keeps_its_dom0_weight():
     sim, runtime = run([{"name": "calm", "host": "h1"}], [{"kind": "lookbusy", "vm": "calm", "util": 0.5}])
     assert not any(e.action.startswith("set-dom0-weight") for e in runtime.audit.entries)
-    assert sim.dom0_weight[0] == 256
+    assert sim.compute.dom0_weight[0] == 256

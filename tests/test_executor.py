@@ -150,7 +150,7 @@ def test_unknown_targets_are_rejected_with_their_name():
     rig.ex.submit([Migrate(vm="ghost", dst="h2"), SetCpu(vm="v1", weight=512), Migrate(vm="v2", dst="mars")], rig.k)
     msgs = [e.message for e in rig.events("rejected")]
     assert msgs == ["no VM named 'ghost'", "no host named 'mars'"]
-    assert rig.sim.vm_weight[0] == 512
+    assert rig.sim.compute.vm_weight[0] == 512
 
 
 def test_driver_refusals_are_failed_outcomes_not_exceptions():

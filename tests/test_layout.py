@@ -1,5 +1,6 @@
 """The layout of src/sova (docs/architecture.md): no import circle, no import back up a floor, no module over
-500 lines, no module name that means two things.
+500 lines, no module name that means two things, no private name used outside its module, and the sim
+driver changing the simulator only through its commands.
 
 Imports inside functions count too: a deferred import hides a circle from Python, not from a reader.
 """
@@ -137,3 +138,33 @@ def test_no_module_name_means_two_things():
         if len(parts) > 2 and path.name != "__init__.py" and parts[-1] != "base" and parts[1] != "cli":
             shared.setdefault(parts[-1], []).append(module)
     assert {name: found for name, found in shared.items() if len(found) > 1} == {}
+
+
+def test_no_module_imports_a_private_name_of_another():
+    """A name with a leading underscore is its module's own (dunders such as __version__ aside): a part that
+    needs it needs a public interface."""
+    found = []
+    for name, path in _modules().items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("sova"):
+                found += [
+                    f"{name}: {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.endswith("__")
+                ]
+    assert not found, found
+
+
+def test_the_sim_driver_changes_the_simulator_only_through_its_commands():
+    """No assignment in the sim driver or its handlers writes into the simulator's state (``sim.x = ...``,
+    ``sim.x[i] = ...``, ``sim.part.x[i] += ...``): they call its commands."""
+    writes = []
+    for module in ("sim", "sim_actions"):
+        path = SRC / "sova" / "drivers" / f"{module}.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+            for target in targets if isinstance(node, (ast.Assign, ast.AugAssign)) else []:
+                text = ast.unparse(target)
+                if ".sim." in f".{text}" or text.startswith("sim."):
+                    writes.append(f"{module}.py:{node.lineno}: {text}")
+    assert not writes, writes

@@ -34,7 +34,7 @@ def test_policies_and_sensors_run_at_their_own_periods():
     times = sorted(t for t, _ in Recorder.calls)
     assert times == [10, 20, 25, 30, 40, 50, 50, 60]
     assert len(rt.knowledge) == 13  # t = 0, 5, ..., 60
-    assert sim.vm_weight[0] == 100 + len(times)  # every plan was applied, in order
+    assert sim.compute.vm_weight[0] == 100 + len(times)  # every plan was applied, in order
 
 
 def test_a_policy_period_that_is_a_multiple_of_a_fine_step_runs_exactly_on_time():

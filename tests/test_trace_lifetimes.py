@@ -51,7 +51,7 @@ def test_opendc_vms_arrive_sized_as_their_trace_and_replay_its_cpu_from_their_ar
     late = next(k for k, life in enumerate(lives) if life.arrive_s > 0)  # the first VM that comes later
     scenario = trace_scenario("opendc", OPENDC, len(lives), duration=lives[late].arrive_s + 7200)
     sim, seen = run(scenario, scenario.duration)
-    assert sim.vm_vcpus.tolist() == [life.cores for life in lives]
+    assert sim.compute.vm_vcpus.tolist() == [life.cores for life in lives]
     assert sim.vm_mem.tolist() == pytest.approx([life.memory_mib for life in lives])
     name = f"t{late + 1}"
     arrival = lives[late].arrive_s
@@ -136,6 +136,6 @@ def test_bitbrains_vms_are_sized_by_the_most_their_trace_provisioned_and_placed_
         workloads=[{"kind": "bitbrains", "vm": "t*", "file": str(traces)}],
     )
     sim, _ = run(scenario, 900)
-    assert sim.vm_vcpus.tolist() == [4, 1]
+    assert sim.compute.vm_vcpus.tolist() == [4, 1]
     assert sim.vm_mem.tolist() == pytest.approx([8192.0, 1024.0])  # MiB
     assert {(e.vm, e.event) for e in sim.lifecycle_log} >= {("t1", "created"), ("t2", "created")}

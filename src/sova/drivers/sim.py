@@ -108,24 +108,24 @@ class SimDriver:
             time=s.t,
             hosts=self._hosts,
             vms=self._vms,
-            host_cores=s.host_cores.copy(),
+            host_cores=s.compute.host_cores.copy(),
             host_memory=s.host_mem.copy(),
             host_cpu_time=c["host_cpu_time"].copy(),
             dom0_cpu_time=c["dom0_cpu_time"].copy(),
-            dom0_vcpus=s.dom0_vcpus.copy(),
-            dom0_weight=s.dom0_weight.copy(),
+            dom0_vcpus=s.compute.dom0_vcpus.copy(),
+            dom0_weight=s.compute.dom0_weight.copy(),
             nic_bandwidth=s.nic_bw.copy(),
             nic_rx_bytes=c["nic_rx_bytes"].copy(),
             nic_tx_bytes=c["nic_tx_bytes"].copy(),
             vfs_total=s.max_vfs.copy(),
             vfs_used=s.vf_used.copy(),
             vm_host=pick(s.vm_host),
-            vm_vcpus=pick(s.vm_vcpus),
+            vm_vcpus=pick(s.compute.vm_vcpus),
             vm_memory=pick(s.vm_mem),
             vm_memory_used=pick(s.vm_mem_used),
             vm_dirty_rate=pick(s.vm_dirty),
-            vm_weight=pick(s.vm_weight),
-            vm_cap=pick(s.vm_cap),
+            vm_weight=pick(s.compute.vm_weight),
+            vm_cap=pick(s.compute.vm_cap),
             vm_nic=tuple(pick(nic)),
             vm_vf_rate=pick(np.where(s.vm_vf, s.vm_vf_rate, 0.0)),
             vm_migrating=pick(migrating),
@@ -133,7 +133,7 @@ class SimDriver:
             flow_src=self._flow_src,
             flow_dst=self._flow_dst,
             flow_bytes=s.sensors.flow_bytes[self._vm_flows],
-            host_core_mips=s.host_core_mips,
+            host_core_mips=s.compute.host_core_mips,
             host_power=s.power.state_names(),
             host_power_curve=s.power.curve,
             host_seen=s.host_seen.copy(),
@@ -143,7 +143,7 @@ class SimDriver:
         """VMs that arrived without a host and wait for the admission policy, oldest first."""
         s = self.sim
         return [
-            VmRequest(s.vm_names[vm], int(s.vm_vcpus[vm]), float(s.vm_mem[vm]), bool(s.vm_vf[vm]), since)
+            VmRequest(s.vm_names[vm], int(s.compute.vm_vcpus[vm]), float(s.vm_mem[vm]), bool(s.vm_vf[vm]), since)
             for vm, since in sorted(s.waiting.items(), key=lambda item: (item[1], item[0]))
         ]
 

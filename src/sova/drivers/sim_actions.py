@@ -176,7 +176,7 @@ class _SetVFRate(SimHandler):
 @handles(SetCpu)
 class _SetCpu(SimHandler):
     def apply(self, driver, action):
-        driver.sim.set_vm_cpu(driver.vm_index(action.vm), action.weight, action.cap)
+        driver.sim.compute.set_vm_cpu(driver.vm_index(action.vm), action.weight, action.cap)
 
 
 @handles(SetIoLimit)
@@ -206,4 +206,4 @@ class _SetHostPower(SimHandler):
 @handles(SetDom0Weight)
 class _SetDom0Weight(SimHandler):
     def apply(self, driver, action):
-        driver.sim.set_dom0_weight(driver.host_index(action.host), action.weight)
+        driver.sim.compute.set_dom0_weight(driver.host_index(action.host), action.weight)

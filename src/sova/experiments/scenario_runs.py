@@ -288,7 +288,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
     )
     out |= {"host_shutdowns": int(sim.power.shutdowns.sum()), "host_wakes": int(sim.power.wakes.sum())}
     if rec.per_host:
-        dom0 = sim.sensors.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.dom0_vcpus
+        dom0 = sim.sensors.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.compute.dom0_vcpus
         out["hosts"] = {
             h: {
                 "cpu_mean": float(np.mean(s[f"cpu:{h}"])),

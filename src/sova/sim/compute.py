@@ -56,10 +56,25 @@ def weighted_share(group: np.ndarray, demand: np.ndarray, weight: np.ndarray, ca
     return alloc
 
 
-class CpuScheduling:
-    """The compute part of the simulator (sim/engine.py holds the state): each VM's CPU bound, the
-    proportional share per host with Dom0, and the run-queue slowdown of over-subscribed hosts."""
+class Compute:
+    """The compute subsystem: each host's cores (hardware threads), threads per core, per-core MIPS and
+    Dom0's vCPUs and weight, and each VM's vCPUs, MIPS, weight and cap, which it owns; the proportional
+    share per host with Dom0, and the run-queue and hyper-thread slowdowns. Where each VM runs is the
+    engine's: the queries take it (`vm_host`)."""
 
+    def __init__(self, hosts, vms, sched_overhead: float, ht_yield: float):
+        self.host_cores = np.array([h.cores for h in hosts], dtype=float)
+        self.threads_per_core = np.array([h.threads_per_core for h in hosts], dtype=float)
+        self.host_core_mips = np.array([h.mips or h.ghz * 1000 for h in hosts], dtype=float)
+        self.dom0_vcpus = np.array([h.dom0_vcpus for h in hosts], dtype=float)
+        self.dom0_weight = np.array([h.dom0_weight for h in hosts], dtype=float)
+        self.vm_vcpus = np.array([v.vcpus for v in vms], dtype=float)
+        self.vm_mips = np.array([v.mips for v in vms], dtype=float)
+        self.vm_weight = np.array([v.weight for v in vms], dtype=float)
+        self.vm_cap = np.array([v.cap for v in vms], dtype=float)
+        self.sched_overhead, self.ht_yield = sched_overhead, ht_yield
+
+    # ---------------------------------------------------------------- commands
     def set_vm_cpu(self, vm: int, weight: float, cap: float) -> None:
         """A VM's credit-scheduler weight (when > 0) and cap (when >= 0; 0: none), as ``xl sched-credit``."""
         if weight > 0:
@@ -71,39 +86,47 @@ class CpuScheduling:
         """Dom0's credit-scheduler weight on the host."""
         self.dom0_weight[host] = weight
 
+    def size_vm(self, vm: int, vcpus: float) -> None:
+        """The VM's vCPU count (a trace that sizes its VM)."""
+        self.vm_vcpus[vm] = vcpus
+
+    # ---------------------------------------------------------------- queries
     def vm_cpu_limit(self) -> np.ndarray:
+        """Cores each VM may use: its vCPUs, or its cap when lower."""
         lim = self.vm_vcpus.copy()
         capped = self.vm_cap > 0
         lim[capped] = np.minimum(lim[capped], self.vm_cap[capped])
         return lim
 
-    def _share_cpu(self, vm_dem: np.ndarray, dom0_dem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        group = np.concatenate([self.vm_host, np.arange(self.n_hosts)])
+    def share(self, vm_host: np.ndarray, vm_dem: np.ndarray, dom0_dem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Cores each VM and each host's Dom0 get, shared per host by weight (``weighted_share``)."""
+        n_hosts, n_vms = len(self.host_cores), len(vm_dem)
+        group = np.concatenate([vm_host, np.arange(n_hosts)])
         dem = np.concatenate([vm_dem, dom0_dem])
         wt = np.concatenate([self.vm_weight, self.dom0_weight])
         alloc = weighted_share(group, dem, wt, self.host_cores)
-        return alloc[: self.n_vms], alloc[self.n_vms :]
+        return alloc[:n_vms], alloc[n_vms:]
 
-    def _stretch(self, vm_dem: np.ndarray) -> np.ndarray:
+    def stretch(self, vm_host: np.ndarray, vm_dem: np.ndarray) -> np.ndarray:
         """Run-queue slowdown of work per host: 1 + k * max(0, runnable vCPUs / threads - 1), a vCPU
         counting as runnable for the share of time it wants to run (a vCPU busy 20 % of the time adds
         0.2 to the run queue on average), so lightly loaded vCPUs crowd the queue only in numbers."""
-        runnable_vcpus = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(self.n_vms))
-        runnable = np.bincount(self.vm_host, weights=runnable_vcpus, minlength=self.n_hosts)
-        return 1.0 + self.params["sched_overhead"] * np.maximum(runnable / self.host_cores - 1.0, 0.0)
+        runnable_vcpus = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(len(vm_dem)), vm_host)
+        runnable = np.bincount(vm_host, weights=runnable_vcpus, minlength=len(self.host_cores))
+        return 1.0 + self.sched_overhead * np.maximum(runnable / self.host_cores - 1.0, 0.0)
 
-    def _thread_speed(self, vm_alloc: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
+    def thread_speed(self, vm_host: np.ndarray, vm_alloc: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
         """Work per busy hardware thread per host (1: a whole core's). With more busy threads B than
         physical cores P, siblings share cores: the host does P + (B - P) * ht_yield cores' work, spread
         over the B threads. CPU time counts threads, so this slowdown shows in job times, not counters."""
-        busy = np.bincount(self.vm_host, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
+        busy = np.bincount(vm_host, weights=vm_alloc, minlength=len(self.host_cores)) + dom0_alloc
         physical = self.host_cores / self.threads_per_core
-        work = physical + (busy - physical) * self.params["ht_yield"]
+        work = physical + (busy - physical) * self.ht_yield
         return np.where(busy > physical, work / np.maximum(busy, 1e-300), 1.0)
 
-    def vcpu_cores(self, vms: np.ndarray) -> np.ndarray:
+    def vcpu_cores(self, vms: np.ndarray, vm_host: np.ndarray) -> np.ndarray:
         """Host cores the VMs' vCPUs use at 100 %: their MIPS over the host's per-core MIPS where the VM
         states its MIPS (a 1,000-MIPS vCPU on a 2,660-MIPS core uses 0.376 of it), else a whole core."""
         stated = self.vm_mips[vms] > 0
-        share = self.vm_mips[vms] / self.host_core_mips[self.vm_host[vms]]
+        share = self.vm_mips[vms] / self.host_core_mips[vm_host[vms]]
         return self.vm_vcpus[vms] * np.where(stated, share, 1.0)

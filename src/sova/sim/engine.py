@@ -24,7 +24,7 @@ from sova.model.scenario import Scenario, simulator_defaults
 from sova.model.topology import build_topology
 from sova.sim import datapath
 from sova.sim.blkback import BlkbackParams
-from sova.sim.compute import CpuScheduling
+from sova.sim.compute import Compute
 from sova.sim.datapath import Layout
 from sova.sim.events import EventLog
 from sova.sim.host_faults import HostFaults
@@ -45,7 +45,6 @@ MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
 
 class Simulator(
     Routing,
-    CpuScheduling,
     StorageSubsystem,
     HypervisorOperations,
     HostFaults,
@@ -68,12 +67,8 @@ class Simulator(
         self.host_names = [h.name for h in hosts]
         self.vm_names = [v.name for v in vms]
         self.n_hosts, self.n_vms = len(hosts), len(vms)
-        self.host_cores = np.array([h.cores for h in hosts], dtype=float)
-        self.threads_per_core = np.array([h.threads_per_core for h in hosts], dtype=float)
-        self.host_core_mips = np.array([h.mips or h.ghz * 1000 for h in hosts], dtype=float)
+        self.compute = Compute(hosts, vms, self.params["sched_overhead"], self.params["ht_yield"])
         self.host_mem = np.array([h.memory - h.dom0_memory for h in hosts], dtype=float)
-        self.dom0_vcpus = np.array([h.dom0_vcpus for h in hosts], dtype=float)
-        self.dom0_weight = np.array([h.dom0_weight for h in hosts], dtype=float)
         self.nic_bw = np.array([h.nic.bandwidth for h in hosts], dtype=float)
         self.max_vfs = np.array([h.nic.max_vfs if h.nic.sriov else 0 for h in hosts], dtype=np.int64)
         curve = np.array([host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts])
@@ -95,11 +90,7 @@ class Simulator(
 
         hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}
         self.vm_host = np.array([hidx.get(v.host, 0) for v in vms], dtype=np.int64)  # unplaced: none yet
-        self.vm_vcpus = np.array([v.vcpus for v in vms], dtype=float)
-        self.vm_mips = np.array([v.mips for v in vms], dtype=float)
         self.vm_mem = np.array([v.memory for v in vms], dtype=float)
-        self.vm_weight = np.array([v.weight for v in vms], dtype=float)
-        self.vm_cap = np.array([v.cap for v in vms], dtype=float)
         self.vm_dirty = np.array([v.dirty_rate for v in vms], dtype=float)
         self.vm_wss = np.array([v.wss * 1024**2 for v in vms], dtype=float)
         self.vm_storage = np.array([sidx.get(v.storage, 0) for v in vms], dtype=np.int64)
@@ -216,8 +207,9 @@ class Simulator(
         nic_cap = self.nic_bw * p["protocol_efficiency"] * self.nic_up
         offered = self._offered(demand, active, nic_cap)
         guest_net = self._guest_net_cpu(offered)
-        vm_dem = np.minimum(cpu_dem + guest_net, self.vm_cpu_limit())
-        _, dom0_alloc = self._share_cpu(vm_dem, self.dom0_vcpus)
+        compute = self.compute
+        vm_dem = np.minimum(cpu_dem + guest_net, compute.vm_cpu_limit())
+        _, dom0_alloc = compute.share(self.vm_host, vm_dem, compute.dom0_vcpus)
 
         # network
         cap = self._capacities(dom0_alloc)
@@ -233,12 +225,12 @@ class Simulator(
 
         # CPU pass 2: with what the network actually carried
         vm_want = cpu_dem + self._guest_net_cpu(rate)  # before the vCPU count and cap bound it
-        vm_dem = np.minimum(vm_want, self.vm_cpu_limit())
-        self.netback_cpu = np.minimum(self._dom0_cpu(rate, data), self.dom0_vcpus)
-        dom0_used = np.minimum(self.netback_cpu + self.blkback_cpu, self.dom0_vcpus)
-        vm_alloc, dom0_alloc = self._share_cpu(vm_dem, dom0_used)
-        stretch = self._stretch(vm_dem)
-        work_stretch = stretch / self._thread_speed(vm_alloc, dom0_alloc)
+        vm_dem = np.minimum(vm_want, compute.vm_cpu_limit())
+        self.netback_cpu = np.minimum(self._dom0_cpu(rate, data), compute.dom0_vcpus)
+        dom0_used = np.minimum(self.netback_cpu + self.blkback_cpu, compute.dom0_vcpus)
+        vm_alloc, dom0_alloc = compute.share(self.vm_host, vm_dem, dom0_used)
+        stretch = compute.stretch(self.vm_host, vm_dem)
+        work_stretch = stretch / compute.thread_speed(self.vm_host, vm_alloc, dom0_alloc)
 
         # a stop-and-copy during this step pauses the VM for exactly its part of the step
         ran_on = self.vm_host.copy()  # where each VM ran this step: a migration that ends now moves it after
@@ -259,12 +251,12 @@ class Simulator(
         that ended in it moved the VM after)."""
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
         host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
-        util = host_busy / self.host_cores
+        util = host_busy / self.compute.host_cores
         use = StepUse(
             dt=dt,
             vm_alloc=vm_alloc,
             vm_demand=vm_dem,
-            vcpus=self.vm_vcpus,
+            vcpus=self.compute.vm_vcpus,
             stretch=stretch[ran_on],
             ran_on=ran_on,
             present=self.vm_present,
@@ -278,7 +270,7 @@ class Simulator(
             host_busy=host_busy,
             host_util=util,
             power=self.power.draw(util, dt, self.t),
-            host_cores=self.host_cores,
+            host_cores=self.compute.host_cores,
         )
         self.sensors.count_step(use, self.migrating_s)
 

@@ -115,7 +115,7 @@ class Recorder:
             "time": sim.t,
             "host_util_mean": float(util.mean()),
             "host_util_max": float(util.max()),
-            "dom0_util_mean": float((g["dom0_alloc"] / sim.dom0_vcpus).mean()),
+            "dom0_util_mean": float((g["dom0_alloc"] / sim.compute.dom0_vcpus).mean()),
             "link_util_max": float(g["link_util"].max()) if len(g["link_util"]) else 0.0,
             "nic_tx_util_max": float(g["nic_tx_util"].max()),
             "nic_rx_util_max": float(g["nic_rx_util"].max()),

@@ -402,7 +402,8 @@ class StorageSubsystem:
             self.blkback_cpu = np.zeros(self.n_hosts)
             return
         # Dom0's CPU left for blkback; only Xen hosts have blkback (a constant elsewhere keeps the epoch cached)
-        dom0_free = np.where(self.storage.host_xen, self.dom0_vcpus - self.netback_cpu, self.dom0_vcpus)
+        dom0_vcpus = self.compute.dom0_vcpus
+        dom0_free = np.where(self.storage.host_xen, dom0_vcpus - self.netback_cpu, dom0_vcpus)
         served = self.storage.epoch(self.vm_io, dom0_free, self.dt)
         self.blkback_cpu = served.dom0_cpu
         self.sensors.gauges["storage_util"] = served.utilisation

@@ -53,7 +53,7 @@ class VmLifecycle:
                 if not vms[vm].from_trace:
                     continue
                 self.vm_arrive[vm], self.vm_depart[vm] = life.arrive_s, life.depart_s
-                self.vm_vcpus[vm] = life.cores
+                self.compute.size_vm(vm, life.cores)
                 self.vm_mem[vm] = life.memory_mib
                 self.vm_mem_used[vm] = min(self.vm_mem_used[vm], life.memory_mib)
 

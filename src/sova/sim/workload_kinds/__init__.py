@@ -7,11 +7,6 @@ there, a floor below the simulator).
 
 from __future__ import annotations
 
-from sova.model.plugins import import_modules
-from sova.sim.workload_kinds.base import _KINDS, WorkloadKind
+from sova.sim.workload_kinds.base import kinds
 
-
-def kinds() -> dict[str, WorkloadKind]:
-    """Every kind by name, in step order; each module of this package is imported on first use."""
-    import_modules(__name__)
-    return dict(sorted(_KINDS.items(), key=lambda item: (item[1].order, item[0])))
+__all__ = ["kinds"]

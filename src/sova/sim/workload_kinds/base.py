@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from sova.model.plugins import import_modules
+
 
 @dataclass
 class Group:
@@ -121,6 +123,12 @@ def register_kind(cls: type[WorkloadKind]) -> type[WorkloadKind]:
         raise ValueError(f"workload kind {cls.__name__} has no name")
     _KINDS[cls.name] = cls()
     return cls
+
+
+def kinds() -> dict[str, WorkloadKind]:
+    """Every kind by name, in step order; each module of this package is imported on first use."""
+    import_modules("sova.sim.workload_kinds")
+    return dict(sorted(_KINDS.items(), key=lambda item: (item[1].order, item[0])))
 
 
 def on_fraction(t: float, dt: float, period: np.ndarray, duty: np.ndarray, phase: np.ndarray) -> np.ndarray:

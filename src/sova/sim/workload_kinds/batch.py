@@ -20,7 +20,7 @@ class Batch(WorkloadKind):
         group.state["started"] = np.zeros(len(group))
 
     def _cores(self, group, sim) -> np.ndarray:
-        vcpus = sim.vm_vcpus[group.vm]
+        vcpus = sim.compute.vm_vcpus[group.vm]
         return np.minimum(np.where(group.params["cores"] > 0, group.params["cores"], vcpus), vcpus)
 
     def demand(self, group, sim, step: Demand) -> None:

@@ -68,7 +68,7 @@ class Httperf(WorkloadKind):
         limit = np.where(np.isfinite(mu), mu * p["timeout"], np.inf)
         dropped = np.maximum(left - limit, 0.0)
         # time per request: server CPU (PS), transfer (bottleneck stage, PS), fixed latencies, queue
-        rho_v = np.minimum(np.where(cpu_short, 1.0, vm_want[vm] / sim.vm_vcpus[vm]), RHO_MAX)
+        rho_v = np.minimum(np.where(cpu_short, 1.0, vm_want[vm] / sim.compute.vm_vcpus[vm]), RHO_MAX)
         t_cpu = cpr * step.stretch[sim.vm_host[vm]] / (1 - rho_v)
         t_xfer, t_min = sim.transfer_times(resp, bits, step.load, step.cap)
         fixed = sim.flow_latency[resp] + sim.flow_latency[group.flows["request"]]

@@ -38,7 +38,7 @@ class MapReduce(WorkloadKind):
         return group.vm[group.model.io_rows]
 
     def demand(self, group, sim, step: Demand) -> None:
-        cpu, net = demands(group, group.model, sim.vm_vcpus, step.dt)
+        cpu, net = demands(group, group.model, sim.compute.vm_vcpus, step.dt)
         np.add.at(step.cpu, group.vm, cpu)
         step.flow[group.model.flow] = net
 
@@ -50,7 +50,7 @@ class MapReduce(WorkloadKind):
         stage = jobs.stage[jobs.job[rows]]
         reading = (stage == MAP) & (jobs.read_left[rows] > 0)
         writing = (stage == REDUCE) & (jobs.write_left[rows] > 0)
-        depth = np.maximum(slots(group, jobs, sim.vm_vcpus)[rows], 1.0)
+        depth = np.maximum(slots(group, jobs, sim.compute.vm_vcpus)[rows], 1.0)
         # as fast as the requests outstanding go, but no more than the bytes left (it stops at its last)
         reads = np.where(reading, jobs.read_left[rows] / p["io_size"][rows] / dt, 0.0)
         writes = np.where(writing, jobs.write_left[rows] / p["io_size"][rows] / dt, 0.0)
@@ -67,7 +67,7 @@ class MapReduce(WorkloadKind):
     def advance(self, group, sim, step: Granted) -> None:
         vm, jobs, p = group.vm, group.model, group.params
         share = np.where(step.vm_want[vm] > 0, step.vm_alloc[vm] / np.maximum(step.vm_want[vm], 1e-300), 0.0)
-        speed = slots(group, jobs, sim.vm_vcpus) * np.minimum(share, 1.0) / step.stretch[sim.vm_host[vm]]
+        speed = slots(group, jobs, sim.compute.vm_vcpus) * np.minimum(share, 1.0) / step.stretch[sim.vm_host[vm]]
         served = sim.io_served(self.name)
         if served is not None:
             rows, n = jobs.io_rows, len(jobs.io_rows)

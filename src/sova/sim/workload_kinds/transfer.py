@@ -34,7 +34,7 @@ class Transfer(WorkloadKind):
         running = (step.t + step.dt > p["start"]) & ~group.state["done"]
         # the cipher runs on the sender's CPU: what it got last step bounds how fast it can send
         cost_bit = p["cpu_per_byte"] / 8 + sim.guest_cost_bit
-        cpu = sim.last_vm_alloc[group.vm] if sim.last_vm_alloc is not None else sim.vm_vcpus[group.vm]
+        cpu = sim.last_vm_alloc[group.vm] if sim.last_vm_alloc is not None else sim.compute.vm_vcpus[group.vm]
         cpu_bound = np.where(p["cpu_per_byte"] > 0, np.maximum(cpu, 0.05) / cost_bit, np.inf)
         step.flow[group.flows["main"]] = np.where(running, cpu_bound, 0.0)
         offered = np.minimum(cpu_bound, sim.nic_bw[sim.vm_host[group.vm]])

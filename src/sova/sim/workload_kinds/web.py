@@ -48,7 +48,7 @@ class Web(WorkloadKind):
         if sim.last_vm_alloc is not None:
             want = np.maximum(sim.last_vm_want, 1e-300)
             share = np.where(sim.last_vm_want > 0, np.minimum(sim.last_vm_alloc / want, 1.0), 1.0)
-        room = np.maximum(sim.vm_cpu_limit() - step.cpu, 0.0) * share
+        room = np.maximum(sim.compute.vm_cpu_limit() - step.cpu, 0.0) * share
         wanted = stream_demand(group, streams, sim.flow_latency, room, sim.web_rate)
         stop = np.ones(len(streams))
         np.minimum.at(stop, streams.tie_stream, step.ends_run[streams.tie_flow])
