@@ -28,7 +28,7 @@ run: $(STAMP)
 test: $(STAMP)
 	@$(BIN)/ruff check src tests benchmarks scripts
 	@$(BIN)/ruff format --check src tests benchmarks scripts
-	@$(BIN)/pytest -q -n auto -m "not lab"
+	@$(BIN)/pytest -q -n auto --dist worksteal -m "not lab"
 	@$(BIN)/pytest -q -m lab
 
 lint: $(STAMP)

@@ -18,7 +18,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PARTS = [("parallel", ["-n", "auto", "-m", "not lab"]), ("lab", ["-m", "lab"])]  # as the Makefile runs them
+PARTS = [("parallel", ["-n", "auto", "--dist", "worksteal", "-m", "not lab"]), ("lab", ["-m", "lab"])]  # as make test
 
 
 def run_part(args: list[str], junit: Path) -> tuple[float, int]:
