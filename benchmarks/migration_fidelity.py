@@ -55,11 +55,11 @@ def scenario(intensity: float, wss: float, downtime_limit: float, limit: float):
 def run_case(intensity: float, wss: float, downtime_limit: float, limit: float) -> dict:
     sim = Simulator(scenario(intensity, wss, downtime_limit, limit))
     sim.start_migration(0, 1)
-    while not sim.migration_log and sim.t < limit:
+    while not sim.migrations.log and sim.t < limit:
         sim.step()
-    if not sim.migration_log:
+    if not sim.migrations.log:
         sim.cancel_migration(0, "unfinished")
-    rec = sim.migration_log[-1]
+    rec = sim.migrations.log[-1]
     bandwidth = payload_bandwidth()
     ref = closed_form(
         MEMORY,

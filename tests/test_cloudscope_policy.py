@@ -42,11 +42,11 @@ def test_vms_on_an_oversubscribed_host_move_to_where_they_are_predicted_to_slow_
     sim, runtime = run(crowded(), PARAMS, 90)
     # 12 vCPUs want 8 cores on h1: two 2-vCPU VMs out leave 8 for 8 (the executor lets one migration per
     # host run at a time, so the second waits for a later round, once h1 is measured as it is)
-    assert [(m.src, m.dst, m.status) for m in sim.migration_log] == [("h1", "h2", "completed")] * 2
+    assert [(m.src, m.dst, m.status) for m in sim.migrations.log] == [("h1", "h2", "completed")] * 2
     first = next(e for e in runtime.audit.entries if e.event == "proposed")
     assert first.reason.startswith("predicted slowdown 1.25 on h1, 1.00 on h2")
     assert np.bincount(sim.vm_host, minlength=2).tolist() == [4, 3]
-    assert sim.migration_log[-1].finished < 45  # and nothing moved after: no VM is predicted slow any more
+    assert sim.migrations.log[-1].finished < 45  # and nothing moved after: no VM is predicted slow any more
 
 
 def test_a_gain_below_the_minimum_moves_nothing():

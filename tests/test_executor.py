@@ -46,7 +46,7 @@ def test_dry_run_records_the_plan_and_changes_nothing():
     rig = Rig(mode="dry-run")
     rig.ex.submit([Migrate(vm="v1", dst="h2"), Migrate(vm="v1", dst="h1")], rig.k)
     rig.run(10)
-    assert rig.sim.vm_host[0] == 0 and not rig.sim.migration_log
+    assert rig.sim.vm_host[0] == 0 and not rig.sim.migrations.log
     first, second = rig.events("dry-run")
     assert "would pass" in first.message
     assert "already runs on h1" in second.message
@@ -140,9 +140,9 @@ def test_a_migration_that_overruns_its_timeout_is_cancelled_and_the_vm_stays():
     rig.run(10)
     (done,) = rig.events("finished")
     assert done.status == TIMEOUT
-    assert rig.sim.vm_host[0] == 0 and not rig.sim.migrations
-    assert rig.sim.migration_log[-1].status == "cancelled"
-    assert rig.sim.dom0_mem_reserved.sum() == 0  # the destination's reservation is released
+    assert rig.sim.vm_host[0] == 0 and not rig.sim.migrations.under_way
+    assert rig.sim.migrations.log[-1].status == "cancelled"
+    assert rig.sim.migrations.reserved_memory.sum() == 0  # the destination's reservation is released
 
 
 def test_unknown_targets_are_rejected_with_their_name():

@@ -61,9 +61,9 @@ def test_a_migration_to_a_host_that_crashes_is_cancelled_and_one_from_it_takes_t
     sim.start_migration(0, 2)  # a: h1 -> h3
     sim.start_migration(1, 0)  # b: h2 -> h1
     sim.crash_host(0)
-    assert not sim.migrations
+    assert not sim.migrations.under_way
     assert sim.vm_down.tolist() == [True, False] and sim.vm_host.tolist() == [0, 1]
-    assert [r.status for r in sim.migration_log] == ["failed", "failed"]
+    assert [r.status for r in sim.migrations.log] == ["failed", "failed"]
 
 
 def test_the_failure_scenario_restarts_every_vm_of_the_crashed_host_within_the_rules():
@@ -134,9 +134,9 @@ def test_migrations_fail_at_the_rate_a_scenario_asks_and_the_vm_stays_on_its_sou
     )
     for v in range(40):
         sim.start_migration(v, 1)
-        while v in sim.migrations:
+        while v in sim.migrations.under_way:
             sim.step()
-    failed = [r for r in sim.migration_log if r.status == "failed"]
+    failed = [r for r in sim.migrations.log if r.status == "failed"]
     assert all(not r.moved and sim.vm_host[sim.vm_names.index(r.vm)] == 0 for r in failed)
-    assert all(r.moved for r in sim.migration_log if r.status != "failed")
+    assert all(r.moved for r in sim.migrations.log if r.status != "failed")
     assert len(failed) == pytest.approx(40 * rate, abs=0 if rate in (0.0, 1.0) else 8)

@@ -68,9 +68,9 @@ def test_a_migration_to_a_sleeping_host_wakes_it_and_starts_once_it_is_on():
     assert driver.apply(Migrate(vm="vm1", dst="h2")).status == RUNNING
     assert driver.observe().host_power == ("on", "waking")
     run(sim, 19)
-    assert sim.migrations and sim.migrations[0][0].sent == 0  # nothing sent while h2 wakes
+    assert sim.migrations.under_way and sim.migrations.under_way[0][0].sent == 0  # nothing sent while h2 wakes
     run(sim, 60)
-    (record,) = sim.migration_log
+    (record,) = sim.migrations.log
     assert record.status == "completed" and record.dst == "h2"
     assert record.finished - record.started > 20.0  # the wake-up, then the copy
     assert driver.observe().host_power == ("on", "on") and sim.power.wakes.tolist() == [0, 1]
@@ -123,7 +123,7 @@ def test_pdm_counts_a_migration_to_its_second_within_a_300_s_step():
     driver = SimDriver(sim)
     driver.apply(Migrate(vm="vm1", dst="h2"))
     run(sim, 300)
-    (record,) = sim.migration_log
+    (record,) = sim.migrations.log
     seconds = record.finished - record.started
     assert 0 < seconds < 30
     # 10 % of what it asked (half a core) for as long as it migrated, not for the whole step

@@ -178,7 +178,7 @@ def test_a_migration_moves_the_vm_with_a_downtime_and_bytes_from_the_model():
     sim = Simulator(s)
     sim.start_migration(0, 1)
     steps(sim, 20)
-    (rec,) = sim.migration_log
+    (rec,) = sim.migrations.log
     assert rec.status == "completed" and sim.vm_host[0] == 1
     assert rec.bytes > 4 * 2**30  # memory plus re-sent dirty pages
     assert 0 < rec.downtime < 0.3 + 0.02 + 1e-9
@@ -211,9 +211,9 @@ def _migrating(simulator: dict, dirty="300MB"):
 )
 def test_a_migration_that_cannot_converge_ends_as_qemu_would_and_says_so(options, status, host):
     sim = _migrating(options)
-    while not sim.migration_log and sim.t < 600:
+    while not sim.migrations.log and sim.t < 600:
         sim.step()
-    (rec,) = sim.migration_log
+    (rec,) = sim.migrations.log
     assert rec.status == status and sim.vm_host[0] == host and rec.moved == (host == 1)
     assert rec.finished - rec.started != pytest.approx(round(rec.finished - rec.started))  # not rounded to steps
     if status == "timed-out":
@@ -232,7 +232,7 @@ def test_a_migrations_flow_counts_exactly_the_bytes_the_migration_sent():
     steps(sim, 3)
     sim.start_migration(0, 1)
     steps(sim, 20)
-    (rec,) = sim.migration_log
+    (rec,) = sim.migrations.log
     mig_flow = len(sim.flows) - 1
     assert sim.sensors.flow_bytes[mig_flow] == pytest.approx(rec.bytes, rel=1e-9)
 
@@ -240,12 +240,12 @@ def test_a_migrations_flow_counts_exactly_the_bytes_the_migration_sent():
 def test_without_a_cap_a_migration_that_cannot_converge_keeps_running():
     sim = _migrating({})
     steps(sim, 300)
-    assert not sim.migration_log and sim.migration_state(0) == "running"
+    assert not sim.migrations.log and sim.migrations.state(0) == "running"
 
 
 def test_auto_converge_slows_the_guest_it_throttles():
     sim = _migrating({"migration_auto_converge": True})
-    while sim.migrations[0][0].throttle < 0.3:
+    while sim.migrations.under_way[0][0].throttle < 0.3:
         sim.step()
     start = sim.sensors.counters["cpu_time"][0]
     sim.step()
@@ -256,8 +256,8 @@ def test_a_migration_in_post_copy_cannot_be_cancelled():
     sim = _migrating({"migration_postcopy": True})
     while sim.vm_host[0] == 0:
         sim.step()
-    assert sim.migration_state(0) == "running"
-    assert not sim.cancel_migration(0) and sim.migration_state(0) == "running"
+    assert sim.migrations.state(0) == "running"
+    assert not sim.cancel_migration(0) and sim.migrations.state(0) == "running"
 
 
 def test_saturated_ssd_shares_device_time_and_latency_rises():
@@ -546,7 +546,7 @@ def test_a_vm_is_paused_only_for_its_downtime():
     sim = Simulator(s)
     sim.start_migration(0, 1)
     steps(sim, 30)
-    (rec,) = sim.migration_log
+    (rec,) = sim.migrations.log
     lost = 30 * 1.0 - sim.sensors.counters["cpu_time"][0]
     assert lost == pytest.approx(rec.downtime, rel=1e-6)
 

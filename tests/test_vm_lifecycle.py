@@ -85,7 +85,7 @@ def test_a_vm_deleted_while_it_migrates_stops_the_migration_and_frees_its_vf():
     assert sim.vf_used.tolist() == [0, 1]
     for _ in range(5):
         sim.step()
-    assert sim.migration_log[-1].status == "cancelled" and not sim.migrations
+    assert sim.migrations.log[-1].status == "cancelled" and not sim.migrations.under_way
     assert sim.vf_used.tolist() == [0, 0]
     assert [sim.host_mem_used(h) for h in range(2)] == [0.0, 0.0]
     assert driver.poll(Migrate(vm="mover", dst="h2")).status == FAILED
@@ -192,7 +192,7 @@ def test_moves_and_creations_are_tracked_while_the_set_of_vms_changes():
         sim.step()
         runtime.tick()
     placement = runtime.knowledge.placement
-    moved_at = sim.migration_log[-1].finished
-    assert sim.migration_log[-1].status == "completed"
+    moved_at = sim.migrations.log[-1].finished
+    assert sim.migrations.log[-1].status == "completed"
     assert placement.vm_arrived["mover"] == pytest.approx(moved_at, abs=1.0)
     assert placement.host_changed["h1"] >= 30.0  # the late VMs first-fit onto h1 and left at 30 s

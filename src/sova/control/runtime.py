@@ -131,6 +131,8 @@ class Runtime:
         peer pins, or put on a host a peer's filter keeps it off. This binds every policy, whether or not it
         asked ``HostFilter`` while it planned (one that did proposes none of these)."""
         refused: dict[int, str] = {}
+        if not any(plan for _, plan, _ in plans):
+            return refused
         snap = self.knowledge.latest
         for pol, plan, _ in plans:
             placing = [a for a in plan if a.placed_on in snap.host_position and a.vm in snap.vm_position]

@@ -100,7 +100,7 @@ class SimDriver:
         for vm, state in s.vf_plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
             nic[vm] = state
         migrating = np.zeros(s.n_vms, dtype=bool)
-        migrating[list(s.migrations)] = True
+        migrating[list(s.migrations.under_way)] = True
         there = self._present
         pick = (lambda a: a.copy()) if there is None else (lambda a: a[there])  # per-VM arrays of the VMs there
         counters = VmCounters(**{k: pick(c[k]) for k in VmCounters.__dataclass_fields__})

@@ -94,11 +94,11 @@ class _Migrate(SimHandler):
 
     def poll(self, driver, action):
         sim, vm = driver.sim, driver.vm_index(action.vm, present=False)
-        if sim.migration_state(vm) == "running":
-            mig, _ = sim.migrations[vm]
+        if sim.migrations.state(vm) == "running":
+            mig, _ = sim.migrations.under_way[vm]
             started = driver.started.get(vm, driver.now())
             return Outcome(RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent", started=started)
-        rec = sim.last_migration[vm]
+        rec = sim.migrations.last[vm]
         details = {
             "bytes": rec.bytes,
             "downtime": rec.downtime,
@@ -112,7 +112,7 @@ class _Migrate(SimHandler):
 
     def cancel(self, driver, action):
         sim, vm = driver.sim, driver.vm_index(action.vm, present=False)
-        if vm not in sim.migrations:
+        if vm not in sim.migrations.under_way:
             return super().cancel(driver, action)
         if sim.cancel_migration(vm, "cancelled"):
             return Outcome(CANCELLED, "migration cancelled; the VM stays on its source", finished=driver.now())

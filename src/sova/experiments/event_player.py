@@ -80,7 +80,7 @@ class EventPlayer:
         while self.pending and self.pending[0].at <= now + 1e-9:
             event = self.pending.pop(0)
             host = sim.host_names.index(event.host)
-            record = EventRecord(event, host, now, _started=len(sim.migration_log))
+            record = EventRecord(event, host, now, _started=len(sim.migrations.log))
             if event.kind in FAULT_ENDS.values():
                 self._end(event, host, now)
                 continue
@@ -102,7 +102,7 @@ class EventPlayer:
             if record.done is None and record.event.kind == "drain" and self._empty(record.host):
                 record.done = now
                 record.migrations = sum(
-                    1 for m in sim.migration_log[record._started :] if m.src == record.event.host and m.moved
+                    1 for m in sim.migrations.log[record._started :] if m.src == record.event.host and m.moved
                 )
 
     def _end(self, event: ScenarioEvent, host: int, now: float) -> None:

@@ -156,7 +156,7 @@ def run_profile(
             sensor.append(driver.observe())
         if progress is not None:  # in simulated seconds; the last tick says the whole duration exactly
             progress(name, scenario.duration if i + 1 == ticks else (i + 1) * scenario.tick, scenario.duration)
-    for vm in list(sim.migrations):  # still in flight at the end of the run
+    for vm in list(sim.migrations.under_way):  # still in flight at the end of the run
         sim.cancel_migration(vm, "unfinished")
     wall = time.perf_counter() - wall0
     services = _services(sim, rec)
@@ -178,7 +178,7 @@ def run_profile(
         profile=name,
         summary=summary,
         series=rec.series(),
-        migrations=list(sim.migration_log),
+        migrations=list(sim.migrations.log),
         audit=runtime.audit,
         services=services,
         vf_events=list(sim.vf_log),
@@ -351,18 +351,18 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             ),
             "latency_mean": float(sim.sensors.counters["blk_time"].sum() / io.sum()),
         }
-    done = [m for m in sim.migration_log if m.status == "completed"]
+    done = [m for m in sim.migrations.log if m.status == "completed"]
     out["migrations"] = {
-        "count": len(sim.migration_log),
+        "count": len(sim.migrations.log),
         "completed": len(done),
-        "failed": len(sim.migration_log) - len(done),
-        "not_converged": sum(m.status == "not-converged" for m in sim.migration_log),
-        "timed_out": sum(m.status == "timed-out" for m in sim.migration_log),
-        "postcopy": sum(m.mode == "postcopy" for m in sim.migration_log),
-        "throttle_max": float(max((m.throttle for m in sim.migration_log), default=0.0)),
+        "failed": len(sim.migrations.log) - len(done),
+        "not_converged": sum(m.status == "not-converged" for m in sim.migrations.log),
+        "timed_out": sum(m.status == "timed-out" for m in sim.migrations.log),
+        "postcopy": sum(m.mode == "postcopy" for m in sim.migrations.log),
+        "throttle_max": float(max((m.throttle for m in sim.migrations.log), default=0.0)),
         "time_total": float(sum(m.finished - m.started for m in done)),
         "time_mean": float(np.mean([m.finished - m.started for m in done])) if done else None,
-        "bytes": float(sum(m.bytes for m in sim.migration_log)),
+        "bytes": float(sum(m.bytes for m in sim.migrations.log)),
         "downtime_mean": float(np.mean([m.downtime for m in done])) if done else None,
         "downtime_max": float(max(m.downtime for m in done)) if done else None,
     }

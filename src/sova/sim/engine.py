@@ -5,8 +5,8 @@ A tick advances the finest clock (``dt``: the storage epoch, or the step when st
 pace). At each fabric step (``fabric_dt``): VMs come and go (``vm_lifecycle``), workloads state their
 demand (``workload_kinds``), storage serves its first epoch (``storage_epochs``), CPU is shared per host
 with Dom0 (``compute``), the network max-min fairly over links, NICs, VF caps and Dom0 CPU (``routing``,
-``datapath``, ``maxmin``), migrations and VF hot-plug advance (``hypervisor_ops``, ``migration``), the
-workloads' work advances, and the sensors count (``sensors``). Everything a real host would expose goes
+``datapath``, ``maxmin``), migrations and VF hot-plug advance (``live_migrations``, ``migration``,
+``hypervisor_ops``), the workloads' work advances, and the sensors count (``sensors``). Everything a real host would expose goes
 into counters read by the ``sim`` driver; outcome metrics (response times, job times, energy) are the
 experimenter's ground truth and never reach policies.
 
@@ -30,9 +30,10 @@ from sova.sim.events import EventLog
 from sova.sim.host_faults import HostFaults
 from sova.sim.host_power import HostPower
 from sova.sim.hypervisor_ops import HypervisorOperations
-from sova.sim.migration import Migration, migration_config
+from sova.sim.live_migrations import LiveMigrations
+from sova.sim.migration import migration_config
 from sova.sim.network_faults import NetworkFaults
-from sova.sim.records import Flow, MigrationRecord, SimError
+from sova.sim.records import Flow, SimError
 from sova.sim.routing import Routing
 from sova.sim.sensors import Sensors, StepUse
 from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem, VmIoControls
@@ -56,7 +57,6 @@ class Simulator(
     def __init__(self, scenario: Scenario, seed: int | None = None):
         self.scenario = scenario
         self.params = {**simulator_defaults(), **scenario.simulator}
-        self.migration_config = migration_config(self.params)
         self.rng = np.random.default_rng(scenario.seed if seed is None else seed)
         self.t = 0.0
         self.fabric_dt = scenario.step  # compute, network, workloads, migrations: one step of this
@@ -102,7 +102,7 @@ class Simulator(
         self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
         self.vf_pending: list[tuple[float, int]] = []  # (due time, vm) of each hot-plug under way
         self.vf_plugging: dict[int, str] = {}  # VM -> 'attaching' | 'detaching' while its hot-plug runs
-        self.dom0_mem_reserved = np.zeros(self.n_hosts)
+        self.migrations = LiveMigrations(self.n_hosts, self.n_vms, migration_config(self.params))
 
         self.layout = Layout(self.topology.n_links, self.n_hosts, self.n_vms)
         eff = self.params["protocol_efficiency"]
@@ -122,10 +122,6 @@ class Simulator(
         self.flows: list[Flow] = []
         self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self._register_workload_flows()
-        self.migrations: dict[int, tuple[Migration, int]] = {}
-        self.host_migrations = np.zeros(self.n_hosts, dtype=np.int64)  # migrations from or to each, under way
-        self.migration_log: list[MigrationRecord] = []
-        self.last_migration: dict[int, MigrationRecord] = {}  # per VM, its latest finished migration
         self.events = EventLog()  # what finished (batch runs, jobs, transfers), until someone takes it
         self.vf_log: list[tuple[float, str, str, str]] = []  # (time, VM, host, 'attached' | 'detached')
         self._routes_dirty = True
@@ -138,7 +134,6 @@ class Simulator(
         self.last_vm_want: np.ndarray | None = None
         self.rate = np.zeros(len(self.flows))
         self.sensors = Sensors(self.n_hosts, self.n_vms, len(self.flows))
-        self.migrating_s = np.zeros(self.n_vms)  # per fabric step: seconds each VM was migrating
 
     # ------------------------------------------------------------------ step
     def step(self) -> None:
@@ -160,7 +155,7 @@ class Simulator(
         migrations going down."""
         if self.host_failed[host]:
             raise SimError(f"{self.host_names[host]} has crashed; it comes back when it is repaired")
-        empty = not (self.host_migrations[host] or ((self.vm_host == host) & self.vm_present).any())
+        empty = not (self.migrations.per_host[host] or ((self.vm_host == host) & self.vm_present).any())
         self.power.set(host, state, self.t, empty)
 
     @property
@@ -187,7 +182,7 @@ class Simulator(
         wanted = self._workload_demands(t, dt, run)
         cpu_dem, demand, flow_scale = wanted.cpu, wanted.flow, wanted.flow_scale
         io = self._io_demands(t, dt, run)
-        for mig, fid in self.migrations.values():  # one waiting for its destination to wake sends nothing yet
+        for mig, fid in self.migrations.under_way.values():  # one waiting for its destination to wake sends nothing yet
             demand[fid] = 0.0 if mig.wait_left >= dt else p["migration_bandwidth"] or np.inf
         # storage first: what the devices serve is what crosses the network
         self.storage.offer(io, self.vm_storage[io.vm], self.vm_host[io.vm])
@@ -272,7 +267,7 @@ class Simulator(
             power=self.power.draw(util, dt, self.t),
             host_cores=self.compute.host_cores,
         )
-        self.sensors.count_step(use, self.migrating_s)
+        self.sensors.count_step(use, self.migrations.migrating_s)
 
     # ------------------------------------------------------------------ workloads
     def _workload_demands(self, t: float, dt: float, run: np.ndarray) -> Demand:

@@ -32,8 +32,8 @@ class HostFaults:
         """The host stops now, with its VMs."""
         if self.host_failed[host]:
             raise SimError(f"{self.host_names[host]} has crashed already")
-        for vm in [v for v, (mig, _) in self.migrations.items() if host in (mig.src, mig.dst)]:
-            on_it = self.migrations[vm][0].src == host
+        for vm in self.migrations.touching(host):
+            on_it = self.migrations.under_way[vm][0].src == host
             self._finish_migration(vm, "failed")
             self.vm_down[vm] |= on_it
         self.host_failed[host] = True

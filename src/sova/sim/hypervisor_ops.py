@@ -1,7 +1,9 @@
 """What the driver asks of the simulated hypervisors: live migrations and SR-IOV VF hot-plug,
 refused where a real hypervisor would refuse them.
 
-A part of ``Simulator`` (sim/engine.py), which holds the state these methods work on.
+A part of ``Simulator`` (sim/engine.py): the engine's commands that span its subsystems (a migration
+needs a flow, memory on its destination, its host awake, and moves its VM when it ends); the migrations'
+own state is the ``LiveMigrations`` subsystem's (sim/live_migrations.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ class HypervisorOperations:
     def host_mem_used(self, host: int) -> float:
         """MiB the host's VMs (those there now) and the migrations heading to it hold."""
         held = self.vm_mem[(self.vm_host == host) & self.vm_present].sum()  # one host: no bincount of all
-        return float(held + self.dom0_mem_reserved[host])
+        return float(held + self.migrations.reserved_memory[host])
 
     def require_room(self, host: int, vm: int) -> None:
         """Refuse a host without the memory for the VM (a migration, a creation, a restart)."""
@@ -40,7 +42,7 @@ class HypervisorOperations:
         """Begin a live migration; refuses what a hypervisor would refuse."""
         src = int(self.vm_host[vm])
         name = self.require_running(vm)
-        if vm in self.migrations:
+        if vm in self.migrations.under_way:
             raise SimError(f"{name} is already migrating")
         if dst == src:
             raise SimError(f"{name} already runs on {self.host_names[dst]}")
@@ -57,30 +59,26 @@ class HypervisorOperations:
             dirty_rate=self.vm_dirty[vm],
             wss=self.vm_wss[vm],
             started=self.t,
-            config=self.migration_config,
+            config=self.migrations.config,
             wait_left=0.0 if self.host_failed[dst] else self.power.wait_for(dst, self.t),
         )
         rate = self.params["migration_failure_rate"]
         mig.doomed = bool(rate) and self.rng.random() < rate  # no draw without the fault: runs stay as they were
-        fid = self.add_flow((DOM0, src), (DOM0, dst), "migration")
-        self.dom0_mem_reserved[dst] += self.vm_mem[vm]
-        self.host_migrations[[src, dst]] += 1
-        self.migrations[vm] = (mig, fid)
+        self.migrations.begin(mig, self.add_flow((DOM0, src), (DOM0, dst), "migration"), self.vm_mem[vm])
 
     def cancel_migration(self, vm: int, reason: str = "cancelled") -> bool:
         """Stop a migration; the VM stays on its source. False in post-copy, which cannot be undone (the
         guest runs on the destination and its memory is in two places): it runs to its end."""
-        if vm not in self.migrations or self.migrations[vm][0].on_destination:
+        under_way = self.migrations.under_way
+        if vm not in under_way or under_way[vm][0].on_destination:
             return False
         self._finish_migration(vm, reason)
         return True
 
     def _finish_migration(self, vm: int, status: str) -> None:
-        mig, fid = self.migrations.pop(vm)
+        mig, fid = self.migrations.end(vm, self.vm_mem[vm])
         self.flows[fid].alive = False
         self._routes_dirty = True
-        self.dom0_mem_reserved[mig.dst] -= self.vm_mem[vm]
-        self.host_migrations[[mig.src, mig.dst]] -= 1
         moved = mig.on_destination
         if moved and self.vm_host[vm] != mig.dst:
             self._move(vm, mig.dst)
@@ -98,20 +96,12 @@ class HypervisorOperations:
             throttle=mig.throttle,
             mode=mig.mode,
         )
-        self.migration_log.append(record)
-        self.last_migration[vm] = record  # a lookup per poll: the log grows to tens of thousands
-
-    def migration_state(self, vm: int) -> str:
-        """'running' while in flight, else the status of its last migration ('completed', ...), or 'none'."""
-        if vm in self.migrations:
-            return "running"
-        last = self.last_migration.get(vm)
-        return "none" if last is None else last.status
+        self.migrations.record(vm, record)
 
     def attach_vf(self, vm: int, rate: float) -> None:
         h = int(self.vm_host[vm])
         name = self.require_running(vm)
-        if vm in self.migrations:
+        if vm in self.migrations.under_way:
             raise SimError(f"{name} is migrating; a VF cannot be attached now")
         if self.vm_vf[vm] or vm in self.vf_plugging:
             raise SimError(f"{name} already has a VF (or one is being plugged)")
@@ -158,19 +148,13 @@ class HypervisorOperations:
 
     def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
         """Advance every migration; returns each VM's running fraction of this step (pauses included)."""
-        run_now = run.copy()
-        self.migrating_s = np.zeros(self.n_vms)  # seconds of this step each VM was migrating (for PDM)
-        for v in list(self.migrations):
-            mig, fid = self.migrations[v]
-            before = mig.elapsed - mig.waited
-            sent, paused = mig.advance(rate[fid] / 8, dt)
-            self.migrating_s[v] = mig.elapsed - mig.waited - before
-            rate[fid] = sent * 8 / dt  # what it carried: it may end inside the step (counted once, by _account)
-            run_now[v] = min(run[v], (1.0 - paused / dt) * (1.0 - mig.throttle))
-            if mig.on_destination and self.vm_host[v] != mig.dst:  # post-copy: the guest runs there now
-                self._move(v, mig.dst)
-            if mig.done:
-                self._finish_migration(v, mig.status)
+        run_now, arrived, ended = self.migrations.advance(rate, dt, run)
+        for vm in arrived:  # post-copy, or the switch-over: the guest runs on the destination now
+            dst = self.migrations.under_way[vm][0].dst
+            if self.vm_host[vm] != dst:
+                self._move(vm, dst)
+        for vm in ended:
+            self._finish_migration(vm, self.migrations.under_way[vm][0].status)
         return run_now
 
     def _move(self, vm: int, dst: int) -> None:
@@ -180,8 +164,4 @@ class HypervisorOperations:
     def _paused_fraction(self) -> np.ndarray:
         """Fraction of the coming step each VM does not run: paused by a stop-and-copy under way, or its
         vCPUs throttled by auto-converge; all of it while the VM is not there."""
-        out = np.where(self.vm_present & ~self.vm_down, 0.0, 1.0)
-        for v, (mig, _) in self.migrations.items():
-            paused = min(1.0, mig.pause_left() / self.fabric_dt)
-            out[v] = paused + (1.0 - paused) * mig.throttle
-        return out
+        return self.migrations.paused(np.where(self.vm_present & ~self.vm_down, 0.0, 1.0), self.fabric_dt)

@@ -120,7 +120,7 @@ class Recorder:
             "nic_tx_util_max": float(g["nic_tx_util"].max()),
             "nic_rx_util_max": float(g["nic_rx_util"].max()),
             "power_w": float(g["power"].sum()),
-            "migrations_active": len(sim.migrations),
+            "migrations_active": len(sim.migrations.under_way),
             "vfs_in_use": int(sim.vf_used.sum()),
         }
         if svc is not None and len(svc["served"]):

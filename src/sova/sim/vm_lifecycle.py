@@ -118,7 +118,7 @@ class VmLifecycle:
             return
         if not self.vm_present[vm]:
             return
-        if vm in self.migrations:
+        if vm in self.migrations.under_way:
             self._finish_migration(vm, "cancelled")  # the guest is gone: there is nothing left to copy
         plugging = self.vf_plugging.pop(vm, None)
         if plugging is not None:
