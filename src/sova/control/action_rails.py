@@ -14,7 +14,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sova.model.actions import OK, Action, AttachVF, Migrate, Outcome, RestartVM, SetHostPower
+from sova.model.actions import OK, Action, AttachVF, KindTable, Migrate, Outcome, RestartVM, SetHostPower
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec
 from sova.model.snapshot import Snapshot
@@ -135,18 +135,8 @@ class KindRails:
         """Remember what the end of an action changes for later checks."""
 
 
-RAILS: dict[type[Action], KindRails] = {}
-NO_RAILS = KindRails()
-
-
-def rails_for(kind: type[Action]):
-    """Class decorator: its instance holds the rails of actions of `kind`."""
-
-    def register(cls: type[KindRails]) -> type[KindRails]:
-        RAILS[kind] = cls()
-        return cls
-
-    return register
+RAILS: KindTable[KindRails] = KindTable(KindRails())  # each kind's rails; none beyond the common ones by default
+rails_for = RAILS.register
 
 
 @rails_for(Migrate)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sova.analyze.findings import Finding, Findings
-from sova.control.action_rails import NO_RAILS, RAILS, Busy, QueuePass
+from sova.control.action_rails import RAILS, Busy, QueuePass
 from sova.control.audit import AuditLog
 from sova.drivers.base import Driver
 from sova.model.actions import DRY_RUN, EXPIRED, OK, PENDING, REJECTED, RUNNING, TIMEOUT, Action, Outcome
@@ -192,7 +192,7 @@ class Executor:
                     continue
                 still.append(job)
                 continue
-            RAILS.get(type(job.action), NO_RAILS).finished(self, job.action, out)
+            RAILS.of(job.action).finished(self, job.action, out)
             self._record(now, job.plan, "finished", job.action, out)
         self.running = still
         for pid in [p for p, plan in self.pending.items() if now - plan.created > self.rails.approval_timeout]:
@@ -233,7 +233,7 @@ class Executor:
             if out.status == RUNNING:
                 job.started = now
                 self.running.append(job)
-                RAILS.get(type(job.action), NO_RAILS).started(job.action, counts)
+                RAILS.of(job.action).started(job.action, counts)
                 busy.add(job.action.target)
             elif out.status != OK:
                 blocked.add(key)
@@ -263,7 +263,7 @@ class Executor:
             if broken:
                 return broken
         counts = counts or QueuePass(knowledge, [j.action for j in self.running])
-        return RAILS.get(type(action), NO_RAILS).check(self, action, counts)
+        return RAILS.of(action).check(self, action, counts)
 
     def _check_rules(self, action: Action, knowledge: Knowledge, plan: int | None) -> str | None:
         """The must rule the action would break where it puts its VM, said with the VM and host, or None."""

@@ -134,15 +134,17 @@ class Runtime:
         if not any(plan for _, plan, _ in plans):
             return refused
         snap = self.knowledge.latest
+        pinned_by: dict[str, dict[str, str]] = {}  # each peer's pins, asked once a tick
         for pol, plan, _ in plans:
             placing = [a for a in plan if a.placed_on in snap.host_position and a.vm in snap.vm_position]
             if not placing or not pol.peers:
                 continue
-            pins = {}
-            if any(a.moves_vm for a in placing):
-                for peer in pol.peers:
-                    for vm, why in peer.pinned(self.knowledge).items():
-                        pins.setdefault(vm, f"{vm} is pinned by {peer.name}: {why}")
+            pins: dict[str, str] = {}
+            for peer in (p for p in pol.peers if p.defines("pinned") and any(a.moves_vm for a in placing)):
+                if peer.name not in pinned_by:
+                    pinned_by[peer.name] = peer.pinned(self.knowledge)
+                for vm, why in pinned_by[peer.name].items():
+                    pins.setdefault(vm, f"{vm} is pinned by {peer.name}: {why}")
             filters = [peer for peer in pol.peers if peer.defines("filter_hosts")]
             for action in placing:
                 why = pins.get(action.vm) if action.moves_vm else None

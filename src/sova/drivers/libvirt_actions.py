@@ -3,7 +3,7 @@ its class.
 
 A handler's ``apply`` gets the VM's host and domain (unless it acts on a host: ``needs_domain`` False) and
 either finishes the action (None: "applied"), or starts a background job the driver's ``poll`` and
-``cancel`` follow (migrations, VF unplugs), or refuses. A kind without a handler gets ``UNHANDLED``, which
+``cancel`` follow (migrations, VF unplugs), or refuses. A kind without a handler gets the fallback, which
 fails it with a message saying so; a libvirt error is a failed outcome (``LibvirtDriver.apply``), never an
 exception.
 """
@@ -15,13 +15,14 @@ import threading
 from abc import ABC, abstractmethod
 
 from sova.drivers.libvirt_common import CPU_PERIOD_US, Job, Refused
+from sova.drivers.libvirt_dom0 import is_xen, set_dom0_weight
 from sova.model.actions import (
     FAILED,
     OK,
     RUNNING,
-    Action,
     AttachVF,
     DetachVF,
+    KindTable,
     Migrate,
     Outcome,
     RestartVM,
@@ -54,18 +55,8 @@ class _Unhandled(LibvirtHandler):
         return Outcome(FAILED, f"the libvirt driver cannot apply {action.kind}", now, now)
 
 
-UNHANDLED = _Unhandled()
-LIBVIRT_HANDLERS: dict[type[Action], LibvirtHandler] = {}
-
-
-def handles(kind: type[Action]):
-    """Class decorator: its instance is the libvirt driver's handler for actions of `kind`."""
-
-    def register(cls: type[LibvirtHandler]) -> type[LibvirtHandler]:
-        LIBVIRT_HANDLERS[kind] = cls()
-        return cls
-
-    return register
+LIBVIRT_HANDLERS: KindTable[LibvirtHandler] = KindTable(_Unhandled())
+handles = LIBVIRT_HANDLERS.register
 
 
 def _live(driver) -> int:
@@ -77,7 +68,14 @@ class _SetDom0Weight(LibvirtHandler):
     needs_domain = False
 
     def apply(self, driver, action, now, host, dom):
-        return driver.set_dom0_weight(action, now)
+        """Xen's credit weight of Dom0; on KVM, the guests' emulator threads' shares around it."""
+        hosts = driver.hosts
+        conn = hosts.conn(action.host) if action.host in hosts.names else None
+        if conn is None:
+            return Outcome(FAILED, f"host {action.host} is unknown or unreachable", now, now)
+        running = [] if is_xen(conn) else hosts.running_on(conn, action.host)
+        done, words = set_dom0_weight(conn, running, action.weight, _live(driver))
+        return Outcome(OK if done else FAILED, words, now, driver.now())
 
 
 @handles(SetHostPower)

@@ -24,7 +24,7 @@ import numpy as np
 
 from sova.drivers.flow_counters import FlowCounters, vm_flows
 from sova.drivers.guest_agent import GuestChannel, GuestReport
-from sova.drivers.libvirt_actions import LIBVIRT_HANDLERS, UNHANDLED
+from sova.drivers.libvirt_actions import LIBVIRT_HANDLERS
 from sova.drivers.libvirt_common import (
     GUEST_KINDS,
     MAC_RE,
@@ -37,7 +37,7 @@ from sova.drivers.libvirt_common import (
     quota_is_unlimited,
 )
 from sova.drivers.libvirt_dirty_rate import DirtyRates
-from sova.drivers.libvirt_dom0 import DOM0_NAME, is_xen, read_dom0_weight, set_dom0_weight
+from sova.drivers.libvirt_dom0 import DOM0_NAME, read_dom0_weight
 from sova.drivers.libvirt_failover import HostFailover
 from sova.drivers.libvirt_hosts import HostConnections
 from sova.drivers.libvirt_io import LibvirtIo
@@ -52,7 +52,6 @@ from sova.model.actions import (
     DetachVF,
     Migrate,
     Outcome,
-    SetDom0Weight,
 )
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
@@ -355,18 +354,9 @@ class LibvirtDriver:
         job = self.hosts.busy(vm) if vm else None
         if job is not None:
             return Outcome(FAILED, f"{vm} already has a {job.action.kind} in progress", now, now)
-        handler = LIBVIRT_HANDLERS.get(type(action), UNHANDLED)
+        handler = LIBVIRT_HANDLERS.of(action)
         try:
             host, dom = self.hosts.dom(vm) if handler.needs_domain else (None, None)
             return handler.apply(self, action, now, host, dom) or Outcome(OK, "applied", now, self.now())
         except Refused as r:
             return Outcome(FAILED, str(r), now, now)
-
-    def set_dom0_weight(self, action: SetDom0Weight, now: float) -> Outcome:
-        """Dom0's CPU weight on the action's host (Xen's credit weight; KVM: the guests' shares around it)."""
-        conn = self.hosts.conn(action.host) if action.host in self.host_names else None
-        if conn is None:
-            return Outcome(FAILED, f"host {action.host} is unknown or unreachable", now, now)
-        running = [] if is_xen(conn) else self.hosts.running_on(conn, action.host)
-        done, words = set_dom0_weight(conn, running, action.weight, self.hosts.flag("VIR_DOMAIN_AFFECT_LIVE", 1))
-        return Outcome(OK if done else FAILED, words, now, self.now())

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.drivers.last_report import held_for_silent_hosts
-from sova.drivers.sim_actions import SIM_HANDLERS, UNHANDLED
+from sova.drivers.sim_actions import SIM_HANDLERS
 from sova.model.actions import FAILED, OK, Action, Outcome
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
@@ -26,7 +26,6 @@ class SimDriver:
         self._vm = {n: i for i, n in enumerate(sim.vm_names)}
         self._host = {n: i for i, n in enumerate(sim.host_names)}
         self._hosts = tuple(sim.host_names)  # shared, as the VM names: equal snapshots compare by identity
-        self.started: dict[int, float] = {}  # when each VM's latest migration started
         # VM-to-VM and VM-to-outside flows are the workloads': fixed for the run (only migration flows,
         # which start and end in Dom0, come and go), so their endpoints are read once
         self._all_vm_flows = np.array(
@@ -166,14 +165,12 @@ class SimDriver:
         """Carry the action out through its kind's handler (``sim_actions``); a refusal is a failed outcome."""
         now = self.sim.t
         try:
-            return SIM_HANDLERS.get(type(action), UNHANDLED).apply(self, action) or Outcome(
-                OK, "applied", started=now, finished=now
-            )
+            return SIM_HANDLERS.of(action).apply(self, action) or Outcome(OK, "applied", started=now, finished=now)
         except SimError as exc:
             return Outcome(FAILED, str(exc), started=now, finished=now)
 
     def poll(self, action: Action) -> Outcome:
-        return SIM_HANDLERS.get(type(action), UNHANDLED).poll(self, action)
+        return SIM_HANDLERS.of(action).poll(self, action)
 
     def cancel(self, action: Action) -> Outcome:
-        return SIM_HANDLERS.get(type(action), UNHANDLED).cancel(self, action)
+        return SIM_HANDLERS.of(action).cancel(self, action)

@@ -2,7 +2,7 @@
 
 A handler's ``apply`` starts the action on the simulator (an outcome for what takes time, None for what is
 done at once); ``poll`` says how a running one stands; ``cancel`` stops one if it can. A kind without a
-handler here gets ``UNHANDLED``, which fails it with a message saying so. The simulator's refusals (``SimError``) become failed outcomes
+handler here gets the fallback, which fails it with a message saying so. The simulator's refusals (``SimError``) become failed outcomes
 in ``SimDriver``, never exceptions.
 """
 
@@ -16,10 +16,10 @@ from sova.model.actions import (
     FAILED,
     OK,
     RUNNING,
-    Action,
     AttachVF,
     CreateVM,
     DetachVF,
+    KindTable,
     Migrate,
     Outcome,
     RestartVM,
@@ -35,10 +35,9 @@ from sova.sim.engine import Simulator
 
 
 class SimDriver(Protocol):
-    """What a handler uses of the driver: the simulator, names to rows, the clock, migrations' starts."""
+    """What a handler uses of the driver: the simulator, names to rows, the clock."""
 
     sim: Simulator
-    started: dict[int, float]
 
     def vm_index(self, name: str, present: bool = True) -> int: ...
 
@@ -70,34 +69,21 @@ class _Unhandled(SimHandler):
         )
 
 
-UNHANDLED = _Unhandled()
-SIM_HANDLERS: dict[type[Action], SimHandler] = {}
-
-
-def handles(kind: type[Action]):
-    """Class decorator: its instance is the sim driver's handler for actions of `kind`."""
-
-    def register(cls: type[SimHandler]) -> type[SimHandler]:
-        SIM_HANDLERS[kind] = cls()
-        return cls
-
-    return register
+SIM_HANDLERS: KindTable[SimHandler] = KindTable(_Unhandled())
+handles = SIM_HANDLERS.register
 
 
 @handles(Migrate)
 class _Migrate(SimHandler):
     def apply(self, driver, action):
-        vm = driver.vm_index(action.vm)
-        driver.sim.start_migration(vm, driver.host_index(action.dst))
-        driver.started[vm] = driver.now()
+        driver.sim.start_migration(driver.vm_index(action.vm), driver.host_index(action.dst))
         return Outcome(RUNNING, f"migrating {action.vm} to {action.dst}", started=driver.now())
 
     def poll(self, driver, action):
         sim, vm = driver.sim, driver.vm_index(action.vm, present=False)
         if sim.migrations.state(vm) == "running":
             mig, _ = sim.migrations.under_way[vm]
-            started = driver.started.get(vm, driver.now())
-            return Outcome(RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent", started=started)
+            return Outcome(RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent", started=mig.started)
         rec = sim.migrations.last[vm]
         details = {
             "bytes": rec.bytes,

@@ -120,5 +120,7 @@ def counter_rate(
     `scale` (8: bytes to bits) over the seconds between them times `per` (a capacity, for a utilisation).
     `counter` names a field of the Snapshot (a host's) or of its VmCounters (a VM's). A counter that went
     back (a domain rebooted, an agent restarted) grew by nothing."""
-    before, after = (getattr(s, counter) if hasattr(s, counter) else getattr(s.counters, counter) for s in (old, new))
+    before, after = (
+        getattr(snap, counter) if hasattr(snap, counter) else getattr(snap.counters, counter) for snap in (old, new)
+    )
     return np.maximum(after - before, 0.0) * scale / ((new.time - old.time) * per)

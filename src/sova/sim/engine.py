@@ -266,8 +266,9 @@ class Simulator(
             host_util=util,
             power=self.power.draw(util, dt, self.t),
             host_cores=self.compute.host_cores,
+            migrating_s=self.migrations.migrating_s,
         )
-        self.sensors.count_step(use, self.migrations.migrating_s)
+        self.sensors.count_step(use)
 
     # ------------------------------------------------------------------ workloads
     def _workload_demands(self, t: float, dt: float, run: np.ndarray) -> Demand:

@@ -149,12 +149,11 @@ class HypervisorOperations:
     def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
         """Advance every migration; returns each VM's running fraction of this step (pauses included)."""
         run_now, arrived, ended = self.migrations.advance(rate, dt, run)
-        for vm in arrived:  # post-copy, or the switch-over: the guest runs on the destination now
-            dst = self.migrations.under_way[vm][0].dst
-            if self.vm_host[vm] != dst:
-                self._move(vm, dst)
-        for vm in ended:
-            self._finish_migration(vm, self.migrations.under_way[vm][0].status)
+        for mig in arrived:  # post-copy, or the switch-over: the guest runs on the destination now
+            if self.vm_host[mig.vm] != mig.dst:
+                self._move(mig.vm, mig.dst)
+        for mig in ended:
+            self._finish_migration(mig.vm, mig.status)
         return run_now
 
     def _move(self, vm: int, dst: int) -> None:

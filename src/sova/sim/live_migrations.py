@@ -63,11 +63,13 @@ class LiveMigrations:
         self.log.append(record)
         self.last[vm] = record  # a lookup per poll: the log grows to tens of thousands
 
-    def advance(self, rate: np.ndarray, dt: float, run: np.ndarray) -> tuple[np.ndarray, list[int], list[int]]:
+    def advance(
+        self, rate: np.ndarray, dt: float, run: np.ndarray
+    ) -> tuple[np.ndarray, list[Migration], list[Migration]]:
         """Advance every migration over a step of dt, their flows' `rate` (bit/s) cut to what each carried
         (one may end inside the step). Returns each VM's running part of the step (pauses included), the
-        VMs whose guests run on their destinations now (post-copy, or the switch-over), and those whose
-        migrations ended (in the order they were started)."""
+        migrations whose guests run on their destinations now (post-copy, or the switch-over), and those
+        that ended (in the order they were started)."""
         run_now = run.copy()
         self.migrating_s = np.zeros(len(run))
         arrived, ended = [], []
@@ -78,7 +80,7 @@ class LiveMigrations:
             rate[flow] = sent * 8 / dt
             run_now[vm] = min(run[vm], (1.0 - paused / dt) * (1.0 - mig.throttle))
             if mig.on_destination:
-                arrived.append(vm)
+                arrived.append(mig)
             if mig.done:
-                ended.append(vm)
+                ended.append(mig)
         return run_now, arrived, ended

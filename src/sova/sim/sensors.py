@@ -57,6 +57,7 @@ class StepUse:
     host_util: np.ndarray  # host_busy over the host's cores
     power: np.ndarray  # each host's mean watts over the step
     host_cores: np.ndarray
+    migrating_s: np.ndarray  # per VM: seconds of the step it was migrating
 
 
 class Sensors:
@@ -84,13 +85,13 @@ class Sensors:
         """Counters for the flows added since (migrations' flows), from nothing."""
         self.flow_bytes = np.concatenate([self.flow_bytes, np.zeros(n_flows - len(self.flow_bytes))])
 
-    def count_step(self, use: StepUse, migrating_s: np.ndarray) -> None:
+    def count_step(self, use: StepUse) -> None:
         """What the sensors count over the fabric step (added in even parts over its ticks, ``add_part``),
-        and gauges. migrating_s: per VM, the seconds of the step it was migrating."""
+        and gauges."""
         dt, vm_alloc, vcpus = use.dt, use.vm_alloc, use.vcpus
         got = vm_alloc * dt
         want = np.minimum(use.vm_demand, vcpus)
-        self._count_sla(want, use, migrating_s)
+        self._count_sla(want, use)
         wait = np.minimum((want - vm_alloc) * dt + got * (use.stretch - 1), vcpus * dt - got)
         blocked = np.where(use.present, np.maximum(vcpus * dt - got - wait, 0.0), 0.0)
         per_vm = np.empty((len(FABRIC_VM_COUNTERS), self.n_vms))
@@ -112,7 +113,7 @@ class Sensors:
             rate=use.flow_rate,
         )
 
-    def _count_sla(self, want: np.ndarray, use: StepUse, migrating_s: np.ndarray) -> None:
+    def _count_sla(self, want: np.ndarray, use: StepUse) -> None:
         """A fabric step's share of SLATAH's and PDM's times and CPU."""
         running = use.present & ~use.down
         asked = np.where(running, want, 0.0)
@@ -122,7 +123,7 @@ class Sensors:
         self.host_active_s += active * use.dt
         self.host_short_s += (active & (short > 1e-6 * use.host_cores)) * use.dt
         self.vm_cpu_asked += asked * use.dt
-        self.vm_migration_loss += 0.1 * asked * migrating_s  # to the second, also within a long step
+        self.vm_migration_loss += 0.1 * asked * use.migrating_s  # to the second, also within a long step
 
     def add_part(self, part: float, packet_bytes: float) -> None:
         """Add `part` of the fabric step's counts to the counters."""

@@ -18,6 +18,7 @@ from sova.model.actions.base import (
     RUNNING,
     TIMEOUT,
     Action,
+    KindTable,
     Outcome,
 )
 from sova.model.actions.host_settings import SetDom0Weight, SetHostPower
@@ -41,6 +42,7 @@ __all__ = [
     "AttachVF",
     "CreateVM",
     "DetachVF",
+    "KindTable",
     "Migrate",
     "Outcome",
     "RestartVM",

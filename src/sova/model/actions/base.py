@@ -9,14 +9,14 @@ and the service's wire use). Besides its data, a kind says, for the framework th
 - ``moves_vm``: whether it moves a running VM away from its host (what a policy's ``pinned`` forbids).
 How a driver carries a kind out is that driver's handler for it (``sova.drivers.sim_actions``,
 ``sova.drivers.libvirt_actions``); the executor's rails for kinds that need more than the common ones are
-``sova.control.action_rails``.
+``sova.control.action_rails``; each of those is a ``KindTable``.
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 ACTION_KINDS: dict[str, type[Action]] = {}  # kind name -> class, for the audit log and the wire
 
@@ -84,6 +84,31 @@ class Outcome:
     started: float = 0.0
     finished: float | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+
+Entry = TypeVar("Entry")
+
+
+class KindTable(Generic[Entry]):
+    """One object per action kind, registered for the kind's class (a driver's handler, a kind's rails),
+    and the fallback for a kind without one: how the parts that treat kinds differently find theirs."""
+
+    def __init__(self, fallback: Entry):
+        self.fallback = fallback
+        self._by_kind: dict[type[Action], Entry] = {}
+
+    def register(self, kind: type[Action]):
+        """Class decorator: an instance of the class is the entry of actions of `kind`."""
+
+        def add(cls):
+            self._by_kind[kind] = cls()
+            return cls
+
+        return add
+
+    def of(self, action: Action) -> Entry:
+        """The entry of the action's kind, or the fallback."""
+        return self._by_kind.get(type(action), self.fallback)
 
 
 @functools.cache
