@@ -10,6 +10,7 @@ checkout are skipped, and said so; runs of Model are left out (HiGHS stops at a 
 Usage:
   python benchmarks/behaviour_check.py --out after.json                  # this tree's summaries
   python benchmarks/behaviour_check.py --base 2ba6331 [--seconds 120]     # this tree against REV
+  python benchmarks/behaviour_check.py --against before.json             # against summaries saved before
 """
 
 from __future__ import annotations
@@ -129,19 +130,23 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write this tree's summaries here")
     parser.add_argument("--base", help="compare with the summaries of this commit")
     parser.add_argument("--seconds", type=float, default=120.0, help="simulated seconds per run at most")
+    parser.add_argument("--against", type=Path, help="compare with summaries written before by --out")
     parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)  # the base worktree's
     args = parser.parse_args()
     ROOT = args.root
     after = summaries(args.seconds)
     if args.out:
         args.out.write_text(json.dumps(after, indent=1, sort_keys=True))
-    if not args.base:
+    if args.against:
+        before, base = json.loads(args.against.read_text()), str(args.against)
+    elif args.base:
+        before, base = _at_base(args.base, args.seconds), args.base
+    else:
         return 0
-    before = _at_base(args.base, args.seconds)
     found = differences(before, after)
     ran = sum(1 for runs in after.values() if "skipped" not in runs)
     print(f"{ran} scenarios run ({len(after) - ran} skipped: public traces absent), "
-          f"{sum(len(r) for r in after.values())} runs; {len(found)} values differ from {args.base}")  # fmt: skip
+          f"{sum(len(r) for r in after.values())} runs; {len(found)} values differ from {base}")  # fmt: skip
     for line in found[:200]:
         print("  " + line)
     return 1 if found else 0

@@ -121,7 +121,7 @@ class Stack:
 
 def vm_hosts(cluster: SimCluster) -> dict[str, str]:
     sim = cluster.sim
-    return {sim.vm_names[v]: sim.host_names[sim.vm_host[v]] for v in range(len(sim.vm_names))}
+    return {sim.vm_names[v]: sim.host_names[sim.vms.host[v]] for v in range(len(sim.vm_names))}
 
 
 class StackThread:

@@ -56,7 +56,7 @@ def test_five_hours_size_each_vm_by_its_trace_and_consolidation_saves_power_over
     sim = Simulator(scenario)
     for k in (0, 1, 2):
         cores, memory = provisioned(members[k])
-        assert (sim.compute.vm_vcpus[k], sim.vm_mem[k]) == (cores, pytest.approx(memory))
+        assert (sim.compute.vm_vcpus[k], sim.vms.memory[k]) == (cores, pytest.approx(memory))
     # NPA: 60 hosts at 247 W for 5 h; DVFS sleeps the hosts first fit left empty
     assert npa.summary["energy_kwh"] == pytest.approx(60 * 247 * 5 / 1000)
     assert dvfs.summary["energy_kwh"] < 0.6 * npa.summary["energy_kwh"]

@@ -45,7 +45,7 @@ def test_vms_on_an_oversubscribed_host_move_to_where_they_are_predicted_to_slow_
     assert [(m.src, m.dst, m.status) for m in sim.migrations.log] == [("h1", "h2", "completed")] * 2
     first = next(e for e in runtime.audit.entries if e.event == "proposed")
     assert first.reason.startswith("predicted slowdown 1.25 on h1, 1.00 on h2")
-    assert np.bincount(sim.vm_host, minlength=2).tolist() == [4, 3]
+    assert np.bincount(sim.vms.host, minlength=2).tolist() == [4, 3]
     assert sim.migrations.log[-1].finished < 45  # and nothing moved after: no VM is predicted slow any more
 
 
@@ -71,5 +71,5 @@ def test_an_arriving_vm_goes_where_the_model_predicts_it_least_slowed_not_to_the
         for _ in range(25):
             sim.step()
             runtime.tick()
-        placed[policy.name] = next(e.host for e in sim.lifecycle_log if e.vm == "new" and e.event == "created")
+        placed[policy.name] = next(e.host for e in sim.lifecycle.log if e.vm == "new" and e.event == "created")
     assert placed == {"first-fit": "h1", "cloudscope": "h2"}  # h1's 8 cores are wanted by 12 vCPUs

@@ -95,19 +95,21 @@ def run_checked(scenario, profile: str):
 
 
 def check_step(sim: Simulator, bound, runtime: Runtime) -> None:
-    present = sim.vm_present
-    assert ((sim.vm_host >= 0) & (sim.vm_host < sim.n_hosts))[present].all()  # on exactly one host each
-    held = np.bincount(sim.vm_host[present], weights=sim.vm_mem[present], minlength=sim.n_hosts)
-    assert (held <= sim.host_mem + 1e-6).all(), f"memory over capacity at {sim.t}: {held} > {sim.host_mem}"
-    vfs = np.bincount(sim.vm_host[present & sim.vm_vf], minlength=sim.n_hosts)
-    assert (vfs <= sim.max_vfs).all() and (sim.vf_used <= sim.max_vfs).all()
+    present = sim.vms.present
+    assert ((sim.vms.host >= 0) & (sim.vms.host < sim.n_hosts))[present].all()  # on exactly one host each
+    held = np.bincount(sim.vms.host[present], weights=sim.vms.memory[present], minlength=sim.n_hosts)
+    assert (held <= sim.vms.host_memory + 1e-6).all(), (
+        f"memory over capacity at {sim.t}: {held} > {sim.vms.host_memory}"
+    )
+    vfs = np.bincount(sim.vms.host[present & sim.vms.on_vf], minlength=sim.n_hosts)
+    assert (vfs <= sim.vfs.offered).all() and (sim.vfs.used <= sim.vfs.offered).all()
     assert (sim.sensors.gauges["host_util"] <= 1 + 1e-9).all(), (
         f"CPU over capacity at {sim.t}: {sim.sensors.gauges['host_util']}"
     )
     jobs = runtime.executor.queued + runtime.executor.running
     moving = {j.action.vm for j in jobs if isinstance(j.action, (Migrate, RestartVM))}
-    moving |= {sim.vm_names[v] for v in np.flatnonzero(sim.vm_down)}
-    for broken in bound.violations(np.where(present, sim.vm_host, -1), must_only=True):
+    moving |= {sim.vm_names[v] for v in np.flatnonzero(sim.faults.vm_down)}
+    for broken in bound.violations(np.where(present, sim.vms.host, -1), must_only=True):
         in_transit = broken.rule.kind == "affinity" and not moving.isdisjoint(broken.vms)
         assert in_transit, f"{broken.describe()} at {sim.t:g} s"
 

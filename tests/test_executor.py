@@ -37,7 +37,7 @@ def test_auto_mode_migrates_and_records_the_outcome():
     rig = Rig()
     rig.ex.submit([Migrate(vm="v1", dst="h2", reason="test", policy="p")], rig.k)
     rig.run(30)
-    assert rig.sim.vm_host[0] == 1
+    assert rig.sim.vms.host[0] == 1
     (done,) = rig.events("finished")
     assert done.status == OK and done.details["bytes"] > 2 * 2**30 and done.reason == "test"
 
@@ -46,7 +46,7 @@ def test_dry_run_records_the_plan_and_changes_nothing():
     rig = Rig(mode="dry-run")
     rig.ex.submit([Migrate(vm="v1", dst="h2"), Migrate(vm="v1", dst="h1")], rig.k)
     rig.run(10)
-    assert rig.sim.vm_host[0] == 0 and not rig.sim.migrations.log
+    assert rig.sim.vms.host[0] == 0 and not rig.sim.migrations.log
     first, second = rig.events("dry-run")
     assert "would pass" in first.message
     assert "already runs on h1" in second.message
@@ -56,14 +56,14 @@ def test_approve_mode_waits_for_a_person():
     rig = Rig(mode="approve")
     plan = rig.ex.submit([Migrate(vm="v1", dst="h2")], rig.k)
     rig.run(10)
-    assert rig.sim.vm_host[0] == 0 and rig.events("pending")
+    assert rig.sim.vms.host[0] == 0 and rig.events("pending")
     rig.ex.approve(plan, rig.k)
     rig.run(30)
-    assert rig.sim.vm_host[0] == 1
+    assert rig.sim.vms.host[0] == 1
     other = rig.ex.submit([Migrate(vm="v2", dst="h3")], rig.k)
     rig.ex.reject(other, "not during business hours")
     rig.run(30)
-    assert rig.sim.vm_host[1] == 0
+    assert rig.sim.vms.host[1] == 0
     assert rig.events("rejected")[-1].message == "not during business hours"
     with pytest.raises(KeyError, match="no plan 99 is waiting"):
         rig.ex.approve(99, rig.k)
@@ -73,7 +73,7 @@ def test_unapproved_plans_expire():
     rig = Rig(mode="approve", control=ControlSpec(approval_timeout=20))
     rig.ex.submit([Migrate(vm="v1", dst="h2")], rig.k)
     rig.run(30)
-    assert rig.events("expired") and not rig.ex.pending and rig.sim.vm_host[0] == 0
+    assert rig.events("expired") and not rig.ex.pending and rig.sim.vms.host[0] == 0
 
 
 def test_hold_down_stops_ping_pong():
@@ -82,12 +82,12 @@ def test_hold_down_stops_ping_pong():
     rig.run(30)
     rig.ex.submit([Migrate(vm="v1", dst="h1")], rig.k)
     rig.run(5)
-    assert rig.sim.vm_host[0] == 1
+    assert rig.sim.vms.host[0] == 1
     assert "hold-down is 120 s" in rig.events("rejected")[-1].message
     rig.run(120)
     rig.ex.submit([Migrate(vm="v1", dst="h1")], rig.k)
     rig.run(30)
-    assert rig.sim.vm_host[0] == 0
+    assert rig.sim.vms.host[0] == 0
 
 
 def test_per_host_and_cluster_migration_caps():
@@ -124,7 +124,7 @@ def test_vf_must_be_detached_first_and_a_plan_runs_in_order():
     assert "detach it first" in rig.events("rejected")[0].message
     rig.ex.submit([DetachVF(vm="v1", reason="migrating"), Migrate(vm="v1", dst="h2")], rig.k)
     rig.run(30)
-    assert rig.sim.vm_host[0] == 1
+    assert rig.sim.vms.host[0] == 1
     migrate_applied = next(e for e in rig.events("applied") if e.action.startswith("migrate"))
     detach_done = next(e for e in rig.events("finished") if e.action.startswith("detach-vf"))
     assert migrate_applied.time >= detach_done.time  # waited for the device-removed event
@@ -140,7 +140,7 @@ def test_a_migration_that_overruns_its_timeout_is_cancelled_and_the_vm_stays():
     rig.run(10)
     (done,) = rig.events("finished")
     assert done.status == TIMEOUT
-    assert rig.sim.vm_host[0] == 0 and not rig.sim.migrations.under_way
+    assert rig.sim.vms.host[0] == 0 and not rig.sim.migrations.under_way
     assert rig.sim.migrations.log[-1].status == "cancelled"
     assert rig.sim.migrations.reserved_memory.sum() == 0  # the destination's reservation is released
 
@@ -172,7 +172,7 @@ def test_a_vf_being_plugged_is_counted_once_so_the_last_free_vf_can_still_be_giv
     rig.ex.submit([AttachVF(vm="v2", rate=1e9)], rig.k)
     rig.ex.submit([AttachVF(vm="v3", rate=1e9)], rig.k)
     rig.run(5)
-    assert list(rig.sim.vm_vf) == [True, True, False]
+    assert list(rig.sim.vms.on_vf) == [True, True, False]
     assert any("no free VF" in e.message for e in rig.events("rejected"))
 
 

@@ -35,7 +35,7 @@ def test_a_crashed_host_and_its_vms_stop_counting_and_a_restart_boots_the_vm_els
     for _ in range(10):
         sim.step()
     assert sim.sensors.counters["cpu_time"][0] == cpu_a and sim.sensors.counters["host_cpu_time"][0] == host_cpu
-    assert sim.host_seen[0] == pytest.approx(10.0) and sim.host_seen[1] == pytest.approx(20.0)
+    assert sim.faults.seen[0] == pytest.approx(10.0) and sim.faults.seen[1] == pytest.approx(20.0)
     assert sim.sensors.counters["cpu_time"][1] == pytest.approx(20.0, rel=0.02)  # b runs on
     with pytest.raises(SimError, match=r"not running \(down: its host crashed"):
         sim.start_migration(0, 1)
@@ -44,10 +44,10 @@ def test_a_crashed_host_and_its_vms_stop_counting_and_a_restart_boots_the_vm_els
     with pytest.raises(SimError, match="h1 has crashed; it comes back"):
         sim.set_host_power(0, "on")
     sim.restart_vm(0, 2)
-    assert sim.restart_state(0) == "booting" and sim.vm_host[0] == 2
+    assert sim.faults.restart_state(0) == "booting" and sim.vms.host[0] == 2
     while sim.t < 20 + RESTART_TIME + 1:
         sim.step()
-    assert sim.restart_state(0) == "running" and sim.sensors.counters["cpu_time"][0] > cpu_a + 0.5
+    assert sim.faults.restart_state(0) == "running" and sim.sensors.counters["cpu_time"][0] > cpu_a + 0.5
 
 
 def test_a_migration_to_a_host_that_crashes_is_cancelled_and_one_from_it_takes_the_vm_down():
@@ -62,7 +62,7 @@ def test_a_migration_to_a_host_that_crashes_is_cancelled_and_one_from_it_takes_t
     sim.start_migration(1, 0)  # b: h2 -> h1
     sim.crash_host(0)
     assert not sim.migrations.under_way
-    assert sim.vm_down.tolist() == [True, False] and sim.vm_host.tolist() == [0, 1]
+    assert sim.faults.vm_down.tolist() == [True, False] and sim.vms.host.tolist() == [0, 1]
     assert [r.status for r in sim.migrations.log] == ["failed", "failed"]
 
 
@@ -137,6 +137,6 @@ def test_migrations_fail_at_the_rate_a_scenario_asks_and_the_vm_stays_on_its_sou
         while v in sim.migrations.under_way:
             sim.step()
     failed = [r for r in sim.migrations.log if r.status == "failed"]
-    assert all(not r.moved and sim.vm_host[sim.vm_names.index(r.vm)] == 0 for r in failed)
+    assert all(not r.moved and sim.vms.host[sim.vm_names.index(r.vm)] == 0 for r in failed)
     assert all(r.moved for r in sim.migrations.log if r.status != "failed")
     assert len(failed) == pytest.approx(40 * rate, abs=0 if rate in (0.0, 1.0) else 8)

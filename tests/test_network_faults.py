@@ -46,23 +46,23 @@ def test_a_down_nic_cuts_its_vms_off_other_hosts_but_not_from_each_other():
         return tx - before
 
     assert (sent(5)[[out, near]] > 1e8).all()
-    sim.nic_down(0)
+    sim.nics.nic_down(0)
     cut = sent(5)
     assert cut[out] < 1e3 and cut[near] > 1e8  # across the port: nothing; inside h1: as before
     with pytest.raises(SimError, match="NIC is down already"):
-        sim.nic_down(0)
-    sim.nic_up_again(0)
+        sim.nics.nic_down(0)
+    sim.nics.nic_up_again(0)
     assert sent(5)[out] > 1e8
 
 
 def test_failed_vfs_fall_back_to_the_vnic_and_none_is_offered_until_they_recover():
     sim = sim_with([{"name": "a", "host": "h1", "nic": "vf"}, {"name": "b", "host": "h1"}], [])
     driver = SimDriver(sim)
-    sim.fail_vfs(0)
+    sim.vfs.fail(0, sim.t)
     snap = driver.observe()
     assert snap.vm_nic == ("vnic", "vnic") and snap.vfs_total[0] == 0 and snap.vfs_used[0] == 0
     assert driver.apply(AttachVF(vm="b")).status == FAILED
-    sim.recover_vfs(0)
+    sim.vfs.recover(0)
     assert driver.observe().vfs_total[0] == 2 and driver.apply(AttachVF(vm="b")).status == RUNNING
 
 
@@ -72,7 +72,7 @@ def test_a_host_in_a_sensor_gap_shows_its_last_report_and_nothing_is_done_on_it(
     runtime = Runtime(SimDriver(sim), [], ControlSpec(monitor_period=1.0))
     runtime.tick()
     steps(sim, 5, runtime)
-    sim.silence(0, 20)
+    sim.faults.silence(0, 20, sim.t)
     steps(sim, 10, runtime)
     snap = runtime.knowledge.latest
     busy = snap.vm_position["busy"]

@@ -125,7 +125,7 @@ def test_the_runtime_settles_a_conflict_by_priority_and_the_audit_says_why():
     low = Wants("low", [migrate("v1", "h2", "")], priority=10)
     high = Wants("high", [migrate("v1", "h3", "")], priority=20)
     sim, rt = run([low, high])
-    assert sim.host_names[sim.vm_host[sim.vm_names.index("v1")]] == "h3"
+    assert sim.host_names[sim.vms.host[sim.vm_names.index("v1")]] == "h3"
     (lost,) = [e for e in rt.audit.entries if e.event == "rejected"]
     assert lost.policy == "low" and lost.message == "conflicts with migrate vm=v1 dst=h3 of high (priority 20 > 10)"
     assert [(a.vm, o.status) for a, o in low.seen] == [("v1", REJECTED)]  # told at its next round
@@ -188,7 +188,7 @@ def test_a_peers_pin_and_filter_bind_a_policy_that_never_asked_and_the_audit_say
     pins.pins = {"v1": "its disk is held to an SLO here"}
     off_h3 = Filters("guard", priority=50, keep=lambda k, vm, c: np.array([h != "h3" for h in k.latest.hosts]))
     sim, rt = run([mover, pins, off_h3], seconds=12)
-    where = {vm: sim.host_names[sim.vm_host[sim.vm_names.index(vm)]] for vm in ("v1", "v2", "v3")}
+    where = {vm: sim.host_names[sim.vms.host[sim.vm_names.index(vm)]] for vm in ("v1", "v2", "v3")}
     assert where == {"v1": "h1", "v2": "h1", "v3": "h4"}
     refused = {e.target: e.message for e in rt.audit.entries if e.event == "rejected"}
     assert refused == {"v1": "v1 is pinned by pins: its disk is held to an SLO here", "v2": "guard keeps v2 off h3"}
@@ -196,7 +196,7 @@ def test_a_peers_pin_and_filter_bind_a_policy_that_never_asked_and_the_audit_say
     weak = Pins("weak", priority=10)  # a pin of a lower priority binds no one
     weak.pins = {"v1": "test"}
     sim, _ = run([Wants("mover", [migrate("v1", "h2", "")], priority=30), weak], seconds=12)
-    assert sim.host_names[sim.vm_host[sim.vm_names.index("v1")]] == "h2"
+    assert sim.host_names[sim.vms.host[sim.vm_names.index("v1")]] == "h2"
 
 
 def test_every_policy_has_a_priority_parameter_with_its_classs_default():

@@ -29,7 +29,7 @@ class Rig(ExecutorRig):
         self.k.rules = RuleBook(rules)
 
     def where(self, vm):
-        return self.sim.host_names[self.sim.vm_host[self.sim.vm_names.index(vm)]]
+        return self.sim.host_names[self.sim.vms.host[self.sim.vm_names.index(vm)]]
 
     def rejected(self):
         return [e.message for e in self.ex.audit.entries if e.event == "rejected"]
@@ -101,7 +101,7 @@ def test_admission_places_arriving_vms_within_the_rules():
         scenario={"duration": 20},
     )
     sim, _ = run(scenario, 10)
-    hosts = {sim.vm_names[v]: sim.host_names[sim.vm_host[v]] for v in range(len(sim.vm_names))}
+    hosts = {sim.vm_names[v]: sim.host_names[sim.vms.host[v]] for v in range(len(sim.vm_names))}
     assert len({hosts["late1"], hosts["late2"], hosts["late3"]}) == 3  # first fit would stack them on h1
     assert hosts["late3"] != "h3" or {hosts["late1"], hosts["late2"]} == {"h1", "h2"}
 
@@ -114,7 +114,7 @@ def test_keep_rules_moves_vms_placed_against_a_must_rule_and_reports_what_it_can
         scenario={"duration": 120},
     )
     sim, runtime = run(scenario, 60)
-    assert sim.vm_host[0] != sim.vm_host[1]
+    assert sim.vms.host[0] != sim.vms.host[1]
     moved = [e for e in runtime.audit.entries if e.event == "finished" and e.policy == "keep-rules"]
     assert len(moved) == 1 and moved[0].status == OK and "breaks rule ab-apart" in moved[0].reason
     # three VMs that must be apart on two usable hosts (h3 is off-limits): one stays, said once

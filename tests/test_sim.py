@@ -134,23 +134,23 @@ def test_vf_hotplug_moves_traffic_without_loss_and_frees_the_vf_after_unplug():
     )
     sim = Simulator(s)
     sim.attach_vf(0, 2e9)
-    assert sim.vf_state(0) == "attaching"
+    assert sim.vfs.state(0) == "attaching"
     with pytest.raises(SimError, match="already has a VF"):
         sim.attach_vf(0, 1e9)
     with pytest.raises(SimError, match="no free VF"):
         sim.attach_vf(2, 1e9)
     steps(sim, 3)
-    assert sim.vf_state(0) == "attached"
+    assert sim.vfs.state(0) == "attached"
     vnic_before = sim.sensors.counters["vnic_tx_bytes"][0]
     steps(sim, 10)
     assert sim.sensors.counters["vnic_tx_bytes"][0] == vnic_before  # traffic left the vNIC
-    sim.detach_vf(0)
-    assert sim.vf_state(0) == "detaching"
+    sim.vfs.detach(0, sim.t)
+    assert sim.vfs.state(0) == "detaching"
     with pytest.raises(SimError, match="no free VF"):
         sim.attach_vf(2, 1e9)  # the VF is held until the device-removed event
     guest_before = sim.sensors.counters["guest_tx_bytes"][0]
     steps(sim, 16)
-    assert sim.vf_state(0) == "none" and sim.vf_used[0] == 0
+    assert sim.vfs.state(0) == "none" and sim.vfs.used[0] == 0
     # the stream never paused: 1.6 s at 1 Gb/s went through the standby vNIC
     assert sim.sensors.counters["guest_tx_bytes"][0] - guest_before == pytest.approx(1e9 / 8 * 1.6, rel=1e-6)
     sim.attach_vf(2, 1e9)
@@ -179,7 +179,7 @@ def test_a_migration_moves_the_vm_with_a_downtime_and_bytes_from_the_model():
     sim.start_migration(0, 1)
     steps(sim, 20)
     (rec,) = sim.migrations.log
-    assert rec.status == "completed" and sim.vm_host[0] == 1
+    assert rec.status == "completed" and sim.vms.host[0] == 1
     assert rec.bytes > 4 * 2**30  # memory plus re-sent dirty pages
     assert 0 < rec.downtime < 0.3 + 0.02 + 1e-9
     assert sim.sensors.counters["dom0_cpu_time"].min() > 0  # both ends paid CPU for the stream
@@ -214,7 +214,7 @@ def test_a_migration_that_cannot_converge_ends_as_qemu_would_and_says_so(options
     while not sim.migrations.log and sim.t < 600:
         sim.step()
     (rec,) = sim.migrations.log
-    assert rec.status == status and sim.vm_host[0] == host and rec.moved == (host == 1)
+    assert rec.status == status and sim.vms.host[0] == host and rec.moved == (host == 1)
     assert rec.finished - rec.started != pytest.approx(round(rec.finished - rec.started))  # not rounded to steps
     if status == "timed-out":
         assert rec.finished - rec.started == pytest.approx(40.5) and rec.downtime == 0
@@ -254,7 +254,7 @@ def test_auto_converge_slows_the_guest_it_throttles():
 
 def test_a_migration_in_post_copy_cannot_be_cancelled():
     sim = _migrating({"migration_postcopy": True})
-    while sim.vm_host[0] == 0:
+    while sim.vms.host[0] == 0:
         sim.step()
     assert sim.migrations.state(0) == "running"
     assert not sim.cancel_migration(0) and sim.migrations.state(0) == "running"
@@ -517,7 +517,7 @@ def test_disk_traffic_follows_a_migrated_vm():
     sim = Simulator(s)
     sim.start_migration(0, 1)
     steps(sim, 10)
-    assert sim.vm_host[0] == 1
+    assert sim.vms.host[0] == 1
     before = sim.sensors.counters["nic_rx_bytes"].copy()
     steps(sim, 10)
     rx = sim.sensors.counters["nic_rx_bytes"] - before
@@ -601,13 +601,13 @@ def test_incremental_routing_matches_a_full_rebuild():
     sim.start_migration(1, 5)
     sim.attach_vf(3, 1e9)
     steps(sim, 10)
-    sim.detach_vf(3)
+    sim.vfs.detach(3, sim.t)
     sim.start_migration(2, 6)
     steps(sim, 10)
-    assert sim.vm_host[1] == 5 and sim.vm_host[2] == 6
+    assert sim.vms.host[1] == 5 and sim.vms.host[2] == 6
     incremental = (sim._entry_flow.copy(), sim._entry_res.copy(), sim._entry_base.copy(), sim.flow_latency.copy())
     sim._route_cache.clear()
-    sim._routes_dirty = True
+    sim.vms.routes_dirty = True
     sim._rebuild_routes()
     full = (sim._entry_flow, sim._entry_res, sim._entry_base, sim.flow_latency)
     for a, b in zip(incremental, full, strict=True):

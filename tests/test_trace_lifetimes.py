@@ -52,7 +52,7 @@ def test_opendc_vms_arrive_sized_as_their_trace_and_replay_its_cpu_from_their_ar
     scenario = trace_scenario("opendc", OPENDC, len(lives), duration=lives[late].arrive_s + 7200)
     sim, seen = run(scenario, scenario.duration)
     assert sim.compute.vm_vcpus.tolist() == [life.cores for life in lives]
-    assert sim.vm_mem.tolist() == pytest.approx([life.memory_mib for life in lives])
+    assert sim.vms.memory.tolist() == pytest.approx([life.memory_mib for life in lives])
     name = f"t{late + 1}"
     arrival = lives[late].arrive_s
     before = max(t for t in seen if t <= arrival - 300)
@@ -81,9 +81,9 @@ def test_azure_vms_leave_when_the_vmtable_says_they_were_deleted():
     for _ in range(sim_steps):
         sim.step()
         runtime.tick()
-    deleted = {e.vm: e.time for e in sim.lifecycle_log if e.event == "deleted"}
+    deleted = {e.vm: e.time for e in sim.lifecycle.log if e.event == "deleted"}
     assert deleted[f"t{gone + 1}"] == pytest.approx(lives[gone].depart_s)
-    created = {e.vm for e in sim.lifecycle_log if e.event == "created"}
+    created = {e.vm for e in sim.lifecycle.log if e.event == "created"}
     assert created == {f"t{k + 1}" for k, life in enumerate(lives) if life.arrive_s <= scenario.duration}
 
 
@@ -137,5 +137,5 @@ def test_bitbrains_vms_are_sized_by_the_most_their_trace_provisioned_and_placed_
     )
     sim, _ = run(scenario, 900)
     assert sim.compute.vm_vcpus.tolist() == [4, 1]
-    assert sim.vm_mem.tolist() == pytest.approx([8192.0, 1024.0])  # MiB
-    assert {(e.vm, e.event) for e in sim.lifecycle_log} >= {("t1", "created"), ("t2", "created")}
+    assert sim.vms.memory.tolist() == pytest.approx([8192.0, 1024.0])  # MiB
+    assert {(e.vm, e.event) for e in sim.lifecycle.log} >= {("t1", "created"), ("t2", "created")}

@@ -31,7 +31,7 @@ def run(scenario, seconds: float):
 
 
 def lifecycle(sim):
-    return [(e.time, e.vm, e.event, e.host) for e in sim.lifecycle_log]
+    return [(e.time, e.vm, e.event, e.host) for e in sim.lifecycle.log]
 
 
 def test_a_vm_that_arrives_later_is_placed_by_first_fit_then_and_runs_its_work_from_then():
@@ -82,11 +82,11 @@ def test_a_vm_deleted_while_it_migrates_stops_the_migration_and_frees_its_vf():
     sim = Simulator(scenario)
     driver = SimDriver(sim)
     assert driver.apply(Migrate(vm="mover", dst="h2")).status == RUNNING
-    assert sim.vf_used.tolist() == [0, 1]
+    assert sim.vfs.used.tolist() == [0, 1]
     for _ in range(5):
         sim.step()
     assert sim.migrations.log[-1].status == "cancelled" and not sim.migrations.under_way
-    assert sim.vf_used.tolist() == [0, 0]
+    assert sim.vfs.used.tolist() == [0, 0]
     assert [sim.host_mem_used(h) for h in range(2)] == [0.0, 0.0]
     assert driver.poll(Migrate(vm="mover", dst="h2")).status == FAILED
     refused = driver.apply(SetCpu(vm="mover", weight=10))
@@ -98,7 +98,7 @@ def test_a_vm_with_a_named_host_that_is_full_when_it_comes_is_refused_and_said_s
         hosts=HOSTS, vms=[{"name": "a", "host": "h1", "memory": "7GiB"}, {"name": "b", "host": "h1", "arrive": 5}]
     )
     sim, _, _, seen = run(scenario, 10)
-    (record,) = sim.lifecycle_log
+    (record,) = sim.lifecycle.log
     assert (record.vm, record.event, record.host) == ("b", "refused", "h1")
     assert "needs 1024 MiB" in record.message and "b" not in seen[10].vms
 
@@ -107,7 +107,7 @@ def test_creating_a_vm_that_does_not_wait_for_a_host_fails_and_changes_nothing()
     sim = Simulator(make_scenario(hosts=HOSTS, vms=[{"name": "a", "host": "h1"}]))
     outcome = SimDriver(sim).apply(CreateVM(vm="a", host="h2"))
     assert outcome.status == FAILED and "runs already" in outcome.message
-    assert sim.vm_host.tolist() == [0]
+    assert sim.vms.host.tolist() == [0]
 
 
 @pytest.mark.parametrize(
@@ -143,7 +143,7 @@ def test_a_vm_that_comes_and_goes_within_one_step_never_runs(host):
     )
     sim, driver, _, seen = run(scenario, 6)
     assert all("blip" not in snap.vms for snap in seen.values())
-    assert not sim.waiting and driver.requests() == []
+    assert not sim.lifecycle.waiting and driver.requests() == []
 
 
 def test_a_vm_sized_by_its_trace_is_checked_against_its_named_host_at_the_start():
@@ -155,8 +155,8 @@ def test_a_vm_sized_by_its_trace_is_checked_against_its_named_host_at_the_start(
     )
     sim = Simulator(scenario)
     held = sim.host_mem_used(0)
-    assert 0 < held <= sim.host_mem[0]
-    assert any(e.event == "refused" for e in sim.lifecycle_log)
+    assert 0 < held <= sim.vms.host_memory[0]
+    assert any(e.event == "refused" for e in sim.lifecycle.log)
 
 
 def test_admission_sees_the_vms_it_created_before_the_next_monitor_reading():
@@ -171,7 +171,7 @@ def test_admission_sees_the_vms_it_created_before_the_next_monitor_reading():
     for _ in range(10):
         sim.step()
         runtime.tick()
-    assert [(e.vm, e.event) for e in sim.lifecycle_log if e.event == "created"] == [("a", "created")]
+    assert [(e.vm, e.event) for e in sim.lifecycle.log if e.event == "created"] == [("a", "created")]
     assert [e.target for e in runtime.audit.entries if e.event == "waiting"] == ["b"]  # 4 vCPUs per core: full
 
 

@@ -42,10 +42,10 @@ class SimDriver:
     def _list_inventory(self) -> None:
         """The VMs there now and the flows between them, re-read only when a VM came or went."""
         s = self.sim
-        if self._inventory == s.inventory_version:
+        if self._inventory == s.vms.version:
             return
-        self._inventory = s.inventory_version
-        self._present = None if s.vm_present.all() else np.flatnonzero(s.vm_present)
+        self._inventory = s.vms.version
+        self._present = None if s.vms.present.all() else np.flatnonzero(s.vms.present)
         if self._present is None:
             self._vms = tuple(s.vm_names)
             self._vm_flows, self._flow_src, self._flow_dst = self._all_vm_flows, self._all_flow_src, self._all_flow_dst
@@ -54,7 +54,7 @@ class SimDriver:
         position = np.full(s.n_vms, -1, dtype=np.int64)
         position[self._present] = np.arange(len(self._present))
         src, dst = self._all_flow_src, self._all_flow_dst
-        keep = s.vm_present[src] & ((dst < 0) | s.vm_present[np.maximum(dst, 0)])
+        keep = s.vms.present[src] & ((dst < 0) | s.vms.present[np.maximum(dst, 0)])
         self._vm_flows = self._all_vm_flows[keep]
         self._flow_src = position[src[keep]]
         self._flow_dst = np.where(dst[keep] >= 0, position[np.maximum(dst[keep], 0)], -1)
@@ -85,7 +85,7 @@ class SimDriver:
 
     def observe(self) -> Snapshot:
         snap = self._observe()
-        silent = ~self.sim.reporting() & ~self.sim.host_failed
+        silent = ~self.sim.faults.reporting(self.sim.t) & ~self.sim.faults.failed
         if silent.any() and self._heard is not None:
             snap = held_for_silent_hosts(snap, self._heard, silent)
         self._heard = snap
@@ -95,8 +95,8 @@ class SimDriver:
         s = self.sim
         self._list_inventory()
         c = s.sensors.counters
-        nic = np.where(s.vm_vf, "vf", "vnic").astype(object)
-        for vm, state in s.vf_plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
+        nic = np.where(s.vms.on_vf, "vf", "vnic").astype(object)
+        for vm, state in s.vfs.plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
             nic[vm] = state
         migrating = np.zeros(s.n_vms, dtype=bool)
         migrating[list(s.migrations.under_way)] = True
@@ -108,7 +108,7 @@ class SimDriver:
             hosts=self._hosts,
             vms=self._vms,
             host_cores=s.compute.host_cores.copy(),
-            host_memory=s.host_mem.copy(),
+            host_memory=s.vms.host_memory.copy(),
             host_cpu_time=c["host_cpu_time"].copy(),
             dom0_cpu_time=c["dom0_cpu_time"].copy(),
             dom0_vcpus=s.compute.dom0_vcpus.copy(),
@@ -116,17 +116,17 @@ class SimDriver:
             nic_bandwidth=s.nic_bw.copy(),
             nic_rx_bytes=c["nic_rx_bytes"].copy(),
             nic_tx_bytes=c["nic_tx_bytes"].copy(),
-            vfs_total=s.max_vfs.copy(),
-            vfs_used=s.vf_used.copy(),
-            vm_host=pick(s.vm_host),
+            vfs_total=s.vfs.offered.copy(),
+            vfs_used=s.vfs.used.copy(),
+            vm_host=pick(s.vms.host),
             vm_vcpus=pick(s.compute.vm_vcpus),
-            vm_memory=pick(s.vm_mem),
-            vm_memory_used=pick(s.vm_mem_used),
-            vm_dirty_rate=pick(s.vm_dirty),
+            vm_memory=pick(s.vms.memory),
+            vm_memory_used=pick(s.vms.memory_used),
+            vm_dirty_rate=pick(s.vms.dirty_rate),
             vm_weight=pick(s.compute.vm_weight),
             vm_cap=pick(s.compute.vm_cap),
             vm_nic=tuple(pick(nic)),
-            vm_vf_rate=pick(np.where(s.vm_vf, s.vm_vf_rate, 0.0)),
+            vm_vf_rate=pick(np.where(s.vms.on_vf, s.vfs.rate, 0.0)),
             vm_migrating=pick(migrating),
             counters=counters,
             flow_src=self._flow_src,
@@ -135,15 +135,17 @@ class SimDriver:
             host_core_mips=s.compute.host_core_mips,
             host_power=s.power.state_names(),
             host_power_curve=s.power.curve,
-            host_seen=s.host_seen.copy(),
+            host_seen=s.faults.seen.copy(),
         )
 
     def requests(self) -> list[VmRequest]:
         """VMs that arrived without a host and wait for the admission policy, oldest first."""
         s = self.sim
         return [
-            VmRequest(s.vm_names[vm], int(s.compute.vm_vcpus[vm]), float(s.vm_mem[vm]), bool(s.vm_vf[vm]), since)
-            for vm, since in sorted(s.waiting.items(), key=lambda item: (item[1], item[0]))
+            VmRequest(
+                s.vm_names[vm], int(s.compute.vm_vcpus[vm]), float(s.vms.memory[vm]), bool(s.vms.on_vf[vm]), since
+            )
+            for vm, since in sorted(s.lifecycle.waiting.items(), key=lambda item: (item[1], item[0]))
         ]
 
     def vm_index(self, name: str, present: bool = True) -> int:

@@ -112,7 +112,7 @@ class _AttachVF(SimHandler):
         return Outcome(RUNNING, "VF hot-plug in progress", started=driver.now())
 
     def poll(self, driver, action):
-        state = driver.sim.vf_state(driver.vm_index(action.vm, present=False))
+        state = driver.sim.vfs.state(driver.vm_index(action.vm, present=False))
         if state == "attaching":
             return Outcome(RUNNING, "VF hot-plug in progress")
         if state == "attached":
@@ -123,11 +123,11 @@ class _AttachVF(SimHandler):
 @handles(DetachVF)
 class _DetachVF(SimHandler):
     def apply(self, driver, action):
-        driver.sim.detach_vf(driver.vm_index(action.vm))
+        driver.sim.vfs.detach(driver.vm_index(action.vm), driver.sim.t)
         return Outcome(RUNNING, "traffic moved to the vNIC standby; VF unplugging", started=driver.now())
 
     def poll(self, driver, action):
-        if driver.sim.vf_state(driver.vm_index(action.vm, present=False)) == "detaching":
+        if driver.sim.vfs.state(driver.vm_index(action.vm, present=False)) == "detaching":
             return Outcome(RUNNING, "waiting for the device-removed event")
         return Outcome(OK, "VF detached", finished=driver.now())
 
@@ -139,7 +139,7 @@ class _RestartVM(SimHandler):
         return Outcome(RUNNING, f"{action.vm} booting on {action.host}", started=driver.now())
 
     def poll(self, driver, action):
-        state = driver.sim.restart_state(driver.vm_index(action.vm, present=False))
+        state = driver.sim.faults.restart_state(driver.vm_index(action.vm, present=False))
         if state == "booting":
             return Outcome(RUNNING, "booting")
         if state == "running":
@@ -156,7 +156,7 @@ class _CreateVM(SimHandler):
 @handles(SetVFRate)
 class _SetVFRate(SimHandler):
     def apply(self, driver, action):
-        driver.sim.set_vf_rate(driver.vm_index(action.vm), action.rate)
+        driver.sim.vfs.set_rate(driver.vm_index(action.vm), action.rate)
 
 
 @handles(SetCpu)

@@ -71,9 +71,9 @@ class EventPlayer:
         for record in self.records:
             self._follow(record, seconds)
             if record.done is None and record.event.kind == "host-crash":
-                still = int(sim.vm_down[record.down].sum())
+                still = int(sim.faults.vm_down[record.down].sum())
                 record.down_s += seconds * still
-                record.restarted = int((sim.vm_host[record.down] != record.host).sum())
+                record.restarted = int((sim.vms.host[record.down] != record.host).sum())
                 if not still:
                     record.done = now
         self._audited = len(self.runtime.audit.entries)
@@ -86,15 +86,15 @@ class EventPlayer:
                 continue
             if event.kind == "host-crash":
                 sim.crash_host(host)
-                record.down = np.flatnonzero(sim.vm_down & (sim.vm_host == host))
+                record.down = np.flatnonzero(sim.faults.vm_down & (sim.vms.host == host))
             elif event.kind == "nic-down":
-                record.down = np.flatnonzero((sim.vm_host == host) & sim.vm_present)
-                sim.nic_down(host)
+                record.down = np.flatnonzero((sim.vms.host == host) & sim.vms.present)
+                sim.nics.nic_down(host)
             elif event.kind == "vf-fail":
-                record.down = np.flatnonzero((sim.vm_host == host) & sim.vm_vf)
-                sim.fail_vfs(host)
+                record.down = np.flatnonzero((sim.vms.host == host) & sim.vms.on_vf)
+                sim.vfs.fail(host, sim.t)
             elif event.kind == "sensor-gap":
-                sim.silence(host, event.duration)
+                sim.faults.silence(host, event.duration, sim.t)
             else:
                 getattr(self.runtime, event.kind)(event.host, by="the scenario")
             self.records.append(record)
@@ -108,11 +108,11 @@ class EventPlayer:
     def _end(self, event: ScenarioEvent, host: int, now: float) -> None:
         """A fault ends: the simulator takes it back, and its record notes when."""
         if event.kind == "host-recover":
-            self.sim.recover_host(host)
+            self.sim.faults.recover(host, self.sim.t)
         elif event.kind == "nic-up":
-            self.sim.nic_up_again(host)
+            self.sim.nics.nic_up_again(host)
         else:
-            self.sim.recover_vfs(host)
+            self.sim.vfs.recover(host)
         start = next(k for k, end in FAULT_ENDS.items() if end == event.kind)
         for record in self.records:
             if record.event.kind == start and record.host == host and record.ended is None:
@@ -123,14 +123,14 @@ class EventPlayer:
         """A NIC down counts its VMs still on the host; a sensor gap, whether the host was declared failed."""
         kind, sim = record.event.kind, self.sim
         if kind == "nic-down" and record.ended is None:
-            record.down_s += seconds * int((sim.vm_host[record.down] == record.host).sum())
+            record.down_s += seconds * int((sim.vms.host[record.down] == record.host).sum())
         elif kind == "sensor-gap" and sim.t <= record.applied + record.event.duration + seconds:
             record.declared_failed |= record.event.host in hosts_failed(self.runtime.knowledge.rules)
             entries = self.runtime.audit.entries[self._audited :]
-            on_host = {sim.vm_names[v] for v in np.flatnonzero(sim.vm_host == record.host)}
+            on_host = {sim.vm_names[v] for v in np.flatnonzero(sim.vms.host == record.host)}
             record.restarts_failed += sum(
                 1 for e in entries if e.action.startswith("restart-vm") and e.status == "failed" and e.target in on_host
             )
 
     def _empty(self, host: int) -> bool:
-        return not np.any((self.sim.vm_host == host) & self.sim.vm_present)
+        return not np.any((self.sim.vms.host == host) & self.sim.vms.present)

@@ -48,7 +48,7 @@ def place(scenario: Scenario, algorithm: str, window: float = 60.0, params: dict
         )
     policy = _policy(algorithm, params or {})
     sim, problem = run_and_measure(scenario, window, 0.0, policy.settings["slots"] if policy else 4)
-    x0 = sim.vm_host.copy()
+    x0 = sim.vms.host.copy()
     t0 = time.perf_counter()
     if policy is None:
         x1 = random_placement(problem, np.random.default_rng(scenario.seed))

@@ -25,7 +25,7 @@ class RuleWatch:
         if self.bound is None:
             return
         sim = self.sim
-        for broken in self.bound.violations(np.where(sim.vm_present, sim.vm_host, -1)):
+        for broken in self.bound.violations(np.where(sim.vms.present, sim.vms.host, -1)):
             name = broken.rule.name
             self.vm_seconds[name] += seconds * len(broken.vms)
             if self.first[name] is None:

@@ -130,7 +130,7 @@ def run_profile(
     policies = build_policies(scenario, prof)
     controllers = bind_controllers(policies, scenario)
     sim = Simulator(scenario, seed)
-    initial_vfs = frozenset(sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf & sim.vm_present))
+    initial_vfs = frozenset(sim.vm_names[v] for v in np.flatnonzero(sim.vms.on_vf & sim.vms.present))
     driver = SimDriver(sim)
     runtime = Runtime(
         driver, policies, scenario.control, prof.mode, scenario.topology, build_admission(prof), rules=scenario.rules
@@ -181,7 +181,7 @@ def run_profile(
         migrations=list(sim.migrations.log),
         audit=runtime.audit,
         services=services,
-        vf_events=list(sim.vf_log),
+        vf_events=list(sim.vfs.log),
         initial_vfs=initial_vfs,
         slo_intervals=sorted(intervals, key=lambda row: row["time"]),
     )
@@ -368,15 +368,15 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
     }
     if not done:
         _undefined(out, "migrations", dict.fromkeys(("time_mean", "downtime_mean", "downtime_max"), NO_MIGRATION))
-    if sim.lifecycle_log:
-        out["lifecycle"] = _lifecycle(sim.lifecycle_log, len(sim.waiting))
+    if sim.lifecycle.log:
+        out["lifecycle"] = _lifecycle(sim.lifecycle.log, len(sim.lifecycle.waiting))
         if out["lifecycle"]["wait_mean"] is None:
             _undefined(out, "lifecycle", {"wait_mean": "no VM was placed by the admission policy"})
     out["vfs"] = {
-        "attached": sum(1 for e in sim.vf_log if e[3] == "attached"),
-        "detached": sum(1 for e in sim.vf_log if e[3] == "detached"),
+        "attached": sum(1 for e in sim.vfs.log if e[3] == "attached"),
+        "detached": sum(1 for e in sim.vfs.log if e[3] == "detached"),
         "holders_at_end": sorted(
-            (sim.vm_names[v] for v in np.flatnonzero(sim.vm_vf & sim.vm_present)), key=lambda n: (len(n), n)
+            (sim.vm_names[v] for v in np.flatnonzero(sim.vms.on_vf & sim.vms.present)), key=lambda n: (len(n), n)
         ),
     }
     out["actions"] = {

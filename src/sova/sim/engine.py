@@ -36,22 +36,15 @@ from sova.sim.network_faults import NetworkFaults
 from sova.sim.records import Flow, SimError
 from sova.sim.routing import Routing
 from sova.sim.sensors import Sensors, StepUse
+from sova.sim.sriov_vfs import SriovVfs
 from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem, VmIoControls
+from sova.sim.vm_inventory import VmInventory
 from sova.sim.vm_lifecycle import VmLifecycle
 from sova.sim.workload_kinds.base import Demand, Granted
 from sova.sim.workloads import Workloads
 
-MEM_USED_DEFAULT = 0.4  # share of a guest's memory in use when no workload says
 
-
-class Simulator(
-    Routing,
-    StorageSubsystem,
-    HypervisorOperations,
-    HostFaults,
-    NetworkFaults,
-    VmLifecycle,
-):
+class Simulator(Routing, StorageSubsystem, HypervisorOperations):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -67,15 +60,15 @@ class Simulator(
         self.host_names = [h.name for h in hosts]
         self.vm_names = [v.name for v in vms]
         self.n_hosts, self.n_vms = len(hosts), len(vms)
+        self.storage_names = [s.name for s in scenario.storage]
+        self.vms = VmInventory(hosts, vms, self.storage_names)
         self.compute = Compute(hosts, vms, self.params["sched_overhead"], self.params["ht_yield"])
-        self.host_mem = np.array([h.memory - h.dom0_memory for h in hosts], dtype=float)
         self.nic_bw = np.array([h.nic.bandwidth for h in hosts], dtype=float)
-        self.max_vfs = np.array([h.nic.max_vfs if h.nic.sriov else 0 for h in hosts], dtype=np.int64)
+        self.vfs = SriovVfs(hosts, vms, self.vms, self.params["vf_attach_time"], self.params["vf_detach_time"])
         curve = np.array([host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts])
         self.power = HostPower(hosts, curve, self.params["power_follows_load"])
-        self._init_host_faults()
+        self.faults = HostFaults(self.host_names, self.vms, self.power)
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
-        self.storage_names = [s.name for s in scenario.storage]
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)
         self.host_xen = host_xen = np.array([h.hypervisor == "xen" for h in hosts])
         blkback = BlkbackParams.from_params(self.params)
@@ -88,26 +81,15 @@ class Simulator(
         self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds
         self._count_rows: tuple[object, np.ndarray] = (None, np.zeros(0, dtype=np.int64))  # streams, their rows
 
-        hidx, sidx = scenario.host_index(), {n: i for i, n in enumerate(self.storage_names)}
-        self.vm_host = np.array([hidx.get(v.host, 0) for v in vms], dtype=np.int64)  # unplaced: none yet
-        self.vm_mem = np.array([v.memory for v in vms], dtype=float)
-        self.vm_dirty = np.array([v.dirty_rate for v in vms], dtype=float)
-        self.vm_wss = np.array([v.wss * 1024**2 for v in vms], dtype=float)
-        self.vm_storage = np.array([sidx.get(v.storage, 0) for v in vms], dtype=np.int64)
-        self.vm_vf = np.array([v.nic == "vf" for v in vms], dtype=bool)
-        self.vm_vf_rate = np.array([v.vf_rate for v in vms], dtype=float)
         self.vm_net_limit = np.zeros(self.n_vms)
         self.vm_io = VmIoControls.none(self.n_vms)  # rate and merge limits, scheduler tags, in-flight caps
-        self.vm_mem_used = self.vm_mem * MEM_USED_DEFAULT  # until the workloads are known, below
-        self._moved_vms: set[int] = set()  # VMs whose host or NIC mode changed since the last routing
-        self.vf_pending: list[tuple[float, int]] = []  # (due time, vm) of each hot-plug under way
-        self.vf_plugging: dict[int, str] = {}  # VM -> 'attaching' | 'detaching' while its hot-plug runs
         self.migrations = LiveMigrations(self.n_hosts, self.n_vms, migration_config(self.params))
 
         self.layout = Layout(self.topology.n_links, self.n_hosts, self.n_vms)
         eff = self.params["protocol_efficiency"]
-        self.static_cap = np.concatenate([self.topology.link_cap * eff, self.nic_bw * eff, self.nic_bw * eff])
-        self._init_network_faults()
+        nic_cap = self.nic_bw * eff
+        self.static_cap = np.concatenate([self.topology.link_cap * eff, nic_cap, nic_cap])
+        self.nics = NetworkFaults(self.host_names, nic_cap, self.layout, self.static_cap)
         payload = self.params["packet_payload"]
         self.dom0_cost_bit = self.params["dom0_cost_per_byte"] / 8 + self.params["dom0_cost_per_packet"] / (8 * payload)
         self.guest_cost_bit = self.params["guest_cost_per_byte"] / 8 + self.params["guest_cost_per_packet"] / (
@@ -117,14 +99,16 @@ class Simulator(
 
         self.workloads = Workloads(scenario, self.rng)
         stated = self.workloads.memory_used > 0  # what the workloads say, else the default share
-        self.vm_mem_used[stated] = np.minimum(self.workloads.memory_used[stated], self.vm_mem[stated])
-        self._init_lifecycle(vms)  # after the workloads: a trace may say when a VM lives (and vf_used)
+        self.vms.memory_used[stated] = np.minimum(self.workloads.memory_used[stated], self.vms.memory[stated])
+        self.lifecycle = VmLifecycle(vms, self.workloads, self.compute, self.vms)  # a trace may say when a VM lives
+        self.vms.present = self.lifecycle.there_at_start()
+        self.vfs.count_used()
+        for vm in self.lifecycle.arriving_at_start():
+            self._arrive(int(vm), 0.0, 0.0)
         self.flows: list[Flow] = []
         self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self._register_workload_flows()
         self.events = EventLog()  # what finished (batch runs, jobs, transfers), until someone takes it
-        self.vf_log: list[tuple[float, str, str, str]] = []  # (time, VM, host, 'attached' | 'detached')
-        self._routes_dirty = True
         self._route_cache: list[datapath.Route | None] = []
         self._indptr = np.zeros(1, dtype=np.int64)  # each flow's entries in the _entry_* arrays (CSR by flow)
         self._entry_res = self._entry_dom0 = self._entry_cross = np.zeros(0, dtype=np.int64)
@@ -146,16 +130,18 @@ class Simulator(
         self.sensors.add_part(1.0 / self._ticks_per_step, self.pkt_bits / 8)
         self._tick += 1
         self.t = self._tick * self.dt
-        self.host_seen[self.reporting()] = self.t  # every host that is up and not silent has reported by now
+        self.faults.seen[self.faults.reporting(self.t)] = (
+            self.t
+        )  # every host that is up and not silent has reported by now
         if self.step_ended:  # who is there for the next step: the loop can place arrivals before it
             self._process_lifecycle(self.t)
 
     def set_host_power(self, host: int, state: str) -> None:
         """Put an empty host to sleep or off, or wake one; refuses a crashed host, and one with VMs or
         migrations going down."""
-        if self.host_failed[host]:
+        if self.faults.failed[host]:
             raise SimError(f"{self.host_names[host]} has crashed; it comes back when it is repaired")
-        empty = not (self.migrations.per_host[host] or ((self.vm_host == host) & self.vm_present).any())
+        empty = not (self.migrations.per_host[host] or self.vms.on_host(host).any())
         self.power.set(host, state, self.t, empty)
 
     @property
@@ -167,14 +153,14 @@ class Simulator(
         """Compute, network, workloads and migrations over the coming fabric step, and its first epoch."""
         t, dt, p = self.t, self.fabric_dt, self.params
         self.workloads.apply_phases(t)
-        self._process_vf_ops(t)
+        self.vfs.advance(t)
         self.power.advance(t)
-        self._advance_host_faults(t)
+        self.faults.advance(t)
         if len(self.rate) != len(self.flows):
             added = len(self.flows) - len(self.rate)  # flows of migrations started since: nothing carried yet
             self.rate = np.concatenate([self.rate, np.zeros(added)])
             self.sensors.add_flows(len(self.flows))
-        if self._routes_dirty:
+        if self.vms.routes_dirty:
             self._rebuild_routes()
         paused = self._paused_fraction()
         run = 1.0 - paused
@@ -185,7 +171,7 @@ class Simulator(
         for mig, fid in self.migrations.under_way.values():  # one waiting for its destination to wake sends nothing yet
             demand[fid] = 0.0 if mig.wait_left >= dt else p["migration_bandwidth"] or np.inf
         # storage first: what the devices serve is what crosses the network
-        self.storage.offer(io, self.vm_storage[io.vm], self.vm_host[io.vm])
+        self.storage.offer(io, self.vms.storage[io.vm], self.vms.host[io.vm])
         self._storage_epoch(demand)
 
         # Dom0 vif overhead: extra cost per additional active para-virtual NIC on the host
@@ -194,17 +180,17 @@ class Simulator(
         pv_vm_active = np.zeros(self.n_vms, dtype=bool)
         pv_vm_active[src_vm[active & self.flow_src_pv]] = True
         pv_vm_active[dst_vm[active & self.flow_dst_pv]] = True
-        n_vifs = np.bincount(self.vm_host[pv_vm_active], minlength=self.n_hosts)
+        n_vifs = np.bincount(self.vms.host[pv_vm_active], minlength=self.n_hosts)
         vif_factor = 1.0 + p["dom0_vif_overhead"] * np.maximum(n_vifs - 1, 0)
         data = self._entry_base * np.where(self._entry_dom0 >= 0, vif_factor[np.maximum(self._entry_dom0, 0)], 1.0)
 
         # CPU pass 1: the CPU Dom0 could get for forwarding, with guests asking for their offered load
-        nic_cap = self.nic_bw * p["protocol_efficiency"] * self.nic_up
+        nic_cap = self.nic_bw * p["protocol_efficiency"] * self.nics.up
         offered = self._offered(demand, active, nic_cap)
         guest_net = self._guest_net_cpu(offered)
         compute = self.compute
         vm_dem = np.minimum(cpu_dem + guest_net, compute.vm_cpu_limit())
-        _, dom0_alloc = compute.share(self.vm_host, vm_dem, compute.dom0_vcpus)
+        _, dom0_alloc = compute.share(self.vms.host, vm_dem, compute.dom0_vcpus)
 
         # network
         cap = self._capacities(dom0_alloc)
@@ -223,12 +209,12 @@ class Simulator(
         vm_dem = np.minimum(vm_want, compute.vm_cpu_limit())
         self.netback_cpu = np.minimum(self._dom0_cpu(rate, data), compute.dom0_vcpus)
         dom0_used = np.minimum(self.netback_cpu + self.blkback_cpu, compute.dom0_vcpus)
-        vm_alloc, dom0_alloc = compute.share(self.vm_host, vm_dem, dom0_used)
-        stretch = compute.stretch(self.vm_host, vm_dem)
-        work_stretch = stretch / compute.thread_speed(self.vm_host, vm_alloc, dom0_alloc)
+        vm_alloc, dom0_alloc = compute.share(self.vms.host, vm_dem, dom0_used)
+        stretch = compute.stretch(self.vms.host, vm_dem)
+        work_stretch = stretch / compute.thread_speed(self.vms.host, vm_alloc, dom0_alloc)
 
         # a stop-and-copy during this step pauses the VM for exactly its part of the step
-        ran_on = self.vm_host.copy()  # where each VM ran this step: a migration that ends now moves it after
+        ran_on = self.vms.host.copy()  # where each VM ran this step: a migration that ends now moves it after
         run_now = self._advance_migrations(rate, dt, run)
         vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
         got = Granted(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now)
@@ -254,9 +240,9 @@ class Simulator(
             vcpus=self.compute.vm_vcpus,
             stretch=stretch[ran_on],
             ran_on=ran_on,
-            present=self.vm_present,
-            down=self.vm_down,
-            host_failed=self.host_failed,
+            present=self.vms.present,
+            down=self.faults.vm_down,
+            host_failed=self.faults.failed,
             flow_rate=rate,
             flow_bytes=nbytes,
             vm_bytes=self._vm_bytes(nbytes),

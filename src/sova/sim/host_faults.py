@@ -1,72 +1,74 @@
-"""Host crashes and recoveries, and restarting a crashed host's VMs elsewhere (HA restart).
+"""Host crashes and recoveries, VMs down with their host or booting after a restart, and hosts that stop
+reporting for a while (a sensor gap).
 
-A crashed host stops at once: it draws its off power, counts nothing and stops reporting (``host_seen``
+A crashed host stops at once: it draws its off power, counts nothing and stops reporting (``seen``
 keeps the time of its last report, which is what a manager sees of a failure). Its VMs are down: they
-stay on it, run nothing and keep their counters as they were. Migrations from or to it are cancelled (a VM
-migrating away from it is down with it). ``restart_vm`` boots a down VM on a host that is on, from its
-disks on shared storage, in ``restart_time`` seconds; it comes up on its vNIC (a VF belonged to the
-crashed host's NIC). A recovered host boots (``off_wake_time``) and its VMs that were not restarted
+stay on it, run nothing and keep their counters as they were. A restarted VM boots on its new host in
+``RESTART_TIME`` seconds. A recovered host boots (``off_wake_time``) and its VMs that were not restarted
 elsewhere start on it again (libvirt's autostart), once it is on.
 
-A part of ``Simulator`` (sim/engine.py).
+A sensor gap: the host runs as before but reports nothing; ``seen`` keeps the time of its last report
+(the driver shows what that report held). A host silent for ``[control] failure_grace`` is declared
+failed; its VMs, still running and holding their disks, cannot be restarted elsewhere (a restart fails,
+as a disk lock would make it), and the host is taken back when it reports again.
+
+A subsystem of ``Simulator`` (sim/engine.py) that owns its state. The engine's ``crash_host`` and
+``restart_vm`` (sim/hypervisor_ops.py) end the migrations a crash cuts and check the restart's host.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from sova.sim.host_power import HostPower
 from sova.sim.records import SimError
+from sova.sim.vm_inventory import VmInventory
 
 RESTART_TIME = 30.0  # s from a restart to the guest running (a boot)
 
 
 class HostFaults:
-    def _init_host_faults(self) -> None:
-        self.host_failed = np.zeros(self.n_hosts, dtype=bool)
-        self.host_seen = np.zeros(self.n_hosts)  # driver time of each host's latest report
-        self.vm_down = np.zeros(self.n_vms, dtype=bool)  # on a crashed host, or booting after a restart
-        self.vm_up_at = np.full(self.n_vms, np.inf)  # booting: when it runs
+    """Which hosts crashed or are silent, and which VMs are down or booting."""
+
+    def __init__(self, host_names: list[str], vms: VmInventory, power: HostPower):
+        n_hosts, n_vms = len(host_names), len(vms.host)
+        self.host_names, self.vms, self.power = host_names, vms, power
+        self.failed = np.zeros(n_hosts, dtype=bool)
+        self.seen = np.zeros(n_hosts)  # driver time of each host's latest report
+        self.silent_until = np.zeros(n_hosts)  # a host reports again from this time on
+        self.vm_down = np.zeros(n_vms, dtype=bool)  # on a crashed host, or booting after a restart
+        self.vm_up_at = np.full(n_vms, np.inf)  # booting: when it runs
         self.restarts: list[tuple[float, str, str, str]] = []  # (time, VM, from host, to host)
 
-    def crash_host(self, host: int) -> None:
-        """The host stops now, with its VMs."""
-        if self.host_failed[host]:
-            raise SimError(f"{self.host_names[host]} has crashed already")
-        for vm in self.migrations.touching(host):
-            on_it = self.migrations.under_way[vm][0].src == host
-            self._finish_migration(vm, "failed")
-            self.vm_down[vm] |= on_it
-        self.host_failed[host] = True
+    def require_up(self, host: int) -> None:
+        if self.failed[host]:
+            raise SimError(f"{self.host_names[host]} has crashed")
+
+    def crash(self, host: int) -> None:
+        """The host stops now, with its VMs (the engine has ended the migrations that touch it)."""
+        self.failed[host] = True
         self.power.crash(host)
-        self.vm_down |= (self.vm_host == host) & self.vm_present
-        self.vm_up_at[self.vm_down & (self.vm_host == host)] = np.inf
-        self._routes_dirty = True
+        on_it = self.vms.host == host
+        self.vm_down |= on_it & self.vms.present
+        self.vm_up_at[self.vm_down & on_it] = np.inf
+        self.vms.routes_dirty = True
 
-    def recover_host(self, host: int) -> None:
+    def recover(self, host: int, t: float) -> None:
         """The host boots again; its VMs not restarted elsewhere start on it once it is on."""
-        if not self.host_failed[host]:
+        if not self.failed[host]:
             raise SimError(f"{self.host_names[host]} has not crashed")
-        self.host_failed[host] = False
-        stayed = self.vm_down & (self.vm_host == host)
-        self.vm_up_at[stayed] = self.power.boot(host, self.t)
+        self.failed[host] = False
+        stayed = self.vm_down & (self.vms.host == host)
+        self.vm_up_at[stayed] = self.power.boot(host, t)
 
-    def restart_vm(self, vm: int, host: int) -> None:
-        """Boot a down VM of a crashed host on `host` (on, with the memory for it)."""
-        name, where = self.vm_names[vm], self.host_names[host]
-        if not (self.vm_down[vm] and self.host_failed[self.vm_host[vm]]):
+    def require_restartable(self, vm: int, name: str) -> None:
+        if not (self.vm_down[vm] and self.failed[self.vms.host[vm]]):
             raise SimError(f"{name} is not down on a crashed host: it runs on, holding its disks; not restarted")
-        if self.host_failed[host]:
-            raise SimError(f"{where} has crashed")
-        self.power.require_on(host)
-        self.require_room(host, vm)
-        src = int(self.vm_host[vm])
-        if self.vm_vf[vm]:
-            self.vm_vf[vm] = False
-            self.vf_used[src] -= 1
-        self._move(vm, host)
-        self.vm_up_at[vm] = self.t + RESTART_TIME
-        self.restarts.append((self.t, name, self.host_names[src], where))
-        self.inventory_version += 1
+
+    def restarted(self, vm: int, t: float, name: str, src: str, dst: str) -> None:
+        """The VM, moved to its new host, boots there."""
+        self.vm_up_at[vm] = t + RESTART_TIME
+        self.restarts.append((t, name, src, dst))
 
     def restart_state(self, vm: int) -> str:
         """'running', 'booting', or 'down'."""
@@ -74,10 +76,18 @@ class HostFaults:
             return "running"
         return "booting" if np.isfinite(self.vm_up_at[vm]) else "down"
 
-    def _advance_host_faults(self, t: float) -> None:
+    def silence(self, host: int, seconds: float, t: float) -> None:
+        """The host reports nothing for `seconds` from `t`."""
+        self.silent_until[host] = max(self.silent_until[host], t + seconds)
+
+    def reporting(self, t: float) -> np.ndarray:
+        """Per host: it reports (it is up and not in a sensor gap)."""
+        return ~self.failed & (self.silent_until <= t + 1e-9)
+
+    def advance(self, t: float) -> None:
         """VMs whose boot is over run."""
-        up = self.vm_down & (self.vm_up_at <= t + 1e-9) & self.power.is_on()[self.vm_host]
+        up = self.vm_down & (self.vm_up_at <= t + 1e-9) & self.power.is_on()[self.vms.host]
         if up.any():
             self.vm_down[up] = False
             self.vm_up_at[up] = np.inf
-            self._routes_dirty = True
+            self.vms.routes_dirty = True

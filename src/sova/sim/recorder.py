@@ -121,7 +121,7 @@ class Recorder:
             "nic_rx_util_max": float(g["nic_rx_util"].max()),
             "power_w": float(g["power"].sum()),
             "migrations_active": len(sim.migrations.under_way),
-            "vfs_in_use": int(sim.vf_used.sum()),
+            "vfs_in_use": int(sim.vfs.used.sum()),
         }
         if svc is not None and len(svc["served"]):
             served = svc["served"].sum()
@@ -147,7 +147,7 @@ class Recorder:
             for v, name in enumerate(self.vm_names):
                 row[f"vm_cpu:{name}"] = float(g["vm_alloc"][v])
                 row[f"vm_net:{name}"] = float(net[v])
-                row[f"vm_host:{name}"] = self.host_names[int(sim.vm_host[v])]
+                row[f"vm_host:{name}"] = self.host_names[int(sim.vms.host[v])]
         for k, v in row.items():
             self.rows.setdefault(k, []).append(v)
 

@@ -47,7 +47,7 @@ class Routing:
         self.flows.append(Flow(src, dst, kind))
         # the VMs whose host or NIC mode its route depends on (-1: an end that is no VM)
         self._flow_end_vms += [end[1] if end[0] in _PER_VM else -1 for end in (src, dst)]
-        self._routes_dirty = True
+        self.vms.routes_dirty = True
         return len(self.flows) - 1
 
     def _register_workload_flows(self) -> None:
@@ -61,7 +61,7 @@ class Routing:
         if io_vms and not self.storage_names:
             raise SimError("workloads do storage IO but the scenario has no [[storage]] server")
         for v in io_vms:
-            st = (NODE, int(self.storage_node[self.vm_storage[v]]))
+            st = (NODE, int(self.storage_node[self.vms.storage[v]]))
             self.io_flow_read[v] = self.add_flow(st, (VM_DOM0, v), "io")
             self.io_flow_write[v] = self.add_flow((VM_DOM0, v), st, "io")
 
@@ -86,8 +86,8 @@ class Routing:
         self._resource_by_flow = self._flow_by_resource.T.tocsr()
         self._resource_order = None
         self._tie = self._tie_matrix(n_f)
-        self._routes_dirty = False
-        self._moved_vms.clear()
+        self.vms.routes_dirty = False
+        self.vms.moved.clear()
         self._last_solve_key = None
 
     def _lay_out(self, n_f: int, changed: np.ndarray) -> None:
@@ -122,8 +122,8 @@ class Routing:
         alive = np.fromiter((fl.alive for fl in self.flows), dtype=bool, count=n_f)
         routed = np.fromiter((r is not None for r in self._route_cache[:n_f]), dtype=bool, count=n_f)
         need = alive != routed  # new flows, and ended flows still routed
-        if self._moved_vms:
-            moved = np.fromiter(self._moved_vms, dtype=np.int64)
+        if self.vms.moved:
+            moved = np.fromiter(self.vms.moved, dtype=np.int64)
             ends = np.asarray(self._flow_end_vms, dtype=np.int64).reshape(n_f, 2)
             need |= alive & np.isin(ends, moved).any(axis=1)
         return np.flatnonzero(need)
@@ -134,8 +134,8 @@ class Routing:
             self.topology,
             fl.src,
             fl.dst,
-            self.vm_host,
-            self.vm_vf,
+            self.vms.host,
+            self.vms.on_vf,
             self.host_xen,
             self.dom0_cost_bit,
             self.params["pv_latency"],
@@ -273,9 +273,9 @@ class Routing:
         return np.minimum(demand, cap)
 
     def _capacities(self, dom0_alloc: np.ndarray) -> np.ndarray:
-        vf = np.where(self.vm_vf & (self.vm_vf_rate > 0), self.vm_vf_rate * self.params["protocol_efficiency"], np.inf)
+        vf = np.where(self.vms.on_vf & (self.vfs.rate > 0), self.vfs.rate * self.params["protocol_efficiency"], np.inf)
         lim = np.where(self.vm_net_limit > 0, self.vm_net_limit, np.inf)
-        netback = np.minimum(1.0, dom0_alloc[self.vm_host])  # one Dom0 vCPU's thread per vif (Xen)
+        netback = np.minimum(1.0, dom0_alloc[self.vms.host])  # one Dom0 vCPU's thread per vif (Xen)
         return np.concatenate([self.static_cap, dom0_alloc, netback, vf, lim])
 
     def _load(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:

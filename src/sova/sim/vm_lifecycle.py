@@ -1,4 +1,5 @@
-"""VMs that come and go during a run: creation at a scheduled time, admission, deletion.
+"""VMs that come and go during a run: when each arrives and departs, the admission requests waiting, and
+the log of what became of each.
 
 Every VM of the scenario has a row from the start; one that is not there yet (or any more) runs no
 work, holds no memory, CPU or VF, and is not reported by the driver. A VM that arrives with a named
@@ -6,131 +7,102 @@ host starts there if the host has the memory for it (else it is refused, as a hy
 it); one without a host waits as a request until the driver creates it where the admission policy
 chose. A VM deleted while it migrates stops its migration; its VF is freed.
 
-A part of ``Simulator`` (sim/engine.py), which holds the state these methods work on.
+A subsystem of ``Simulator`` (sim/engine.py) that owns the schedule, the requests and the log; the engine
+places and removes the VMs it says are due (sim/hypervisor_ops.py), which takes the other subsystems.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import numpy as np
 
-from sova.sim.records import LifecycleRecord, SimError
+from sova.model.scenario import VmSpec
+from sova.sim.compute import Compute
+from sova.sim.records import LifecycleRecord
+from sova.sim.vm_inventory import VmInventory
+from sova.sim.workloads import Workloads
 
 ARRIVED, CREATED, REFUSED, DELETED, WITHDRAWN = "arrived", "created", "refused", "deleted", "withdrawn"
+ARRIVE, DEPART = "arrive", "depart"
 
 
 class VmLifecycle:
-    """The lifecycle part of the simulator: arrivals, admission requests and departures."""
+    """Arrivals, admission requests and departures."""
 
-    def _init_lifecycle(self, vms) -> None:
+    def __init__(self, vm_specs: Sequence[VmSpec], workloads: Workloads, compute: Compute, vms: VmInventory):
         """Arrivals and departures from the scenario, or from the trace of a VM that takes its life from
-        one (which also sizes it). At 0, a VM without a host asks to be placed at once, and one sized by
-        its trace is checked against its host as any arrival (the scenario's check could not size it)."""
-        self.vm_arrive = np.array([v.arrive for v in vms], dtype=float)
-        self.vm_depart = np.array([v.depart if v.depart > 0 else np.inf for v in vms], dtype=float)
-        self._lives_from_traces(vms)
-        self.vm_by_admission = np.array([v.host == "" for v in vms], dtype=bool)  # no host of its own
+        one (which also sizes it: its cores and memory)."""
+        self.vm_names = [v.name for v in vm_specs]
+        self.arrive = np.array([v.arrive for v in vm_specs], dtype=float)
+        self.depart = np.array([v.depart if v.depart > 0 else np.inf for v in vm_specs], dtype=float)
+        self.from_trace = np.array([v.from_trace for v in vm_specs], dtype=bool)
+        self._lives_from_traces(workloads, compute, vms)
+        self.by_admission = np.array([v.host == "" for v in vm_specs], dtype=bool)  # no host of its own
         self.waiting: dict[int, float] = {}  # VM -> when it asked to be placed (admission requests)
-        self.lifecycle_log: list[LifecycleRecord] = []
-        self.inventory_version = 0  # changes whenever a VM comes or goes: the driver's cue to re-list
-        from_trace = np.array([v.from_trace for v in vms], dtype=bool)
-        at_start = self.vm_arrive <= 0
-        self.vm_present = at_start & ~self.vm_by_admission & ~from_trace
-        self.vf_used = np.bincount(self.vm_host[self.vm_vf & self.vm_present], minlength=self.n_hosts).astype(np.int64)
-        for vm in np.flatnonzero(at_start & (self.vm_by_admission | from_trace)):
-            self._arrive(int(vm), 0.0, 0.0)
-        arrive_due = np.flatnonzero(self.vm_arrive > 0)
+        self.log: list[LifecycleRecord] = []
+        arrive_due = np.flatnonzero(self.arrive > 0)
+        depart_due = np.flatnonzero(np.isfinite(self.depart))
+        self._arrivals = arrive_due[np.argsort(self.arrive[arrive_due], kind="stable")]
+        self._departures = depart_due[np.argsort(self.depart[depart_due], kind="stable")]
         self._next_arrival = self._next_departure = 0
-        depart_due = np.flatnonzero(np.isfinite(self.vm_depart))
-        self._arrivals = arrive_due[np.argsort(self.vm_arrive[arrive_due], kind="stable")]
-        self._departures = depart_due[np.argsort(self.vm_depart[depart_due], kind="stable")]
 
-    def _lives_from_traces(self, vms) -> None:
-        for kind, group in self.workloads.active():
+    def _lives_from_traces(self, workloads: Workloads, compute: Compute, vms: VmInventory) -> None:
+        for kind, group in workloads.active():
             lifetimes = getattr(kind, "lifetimes", None)
             if lifetimes is None:
                 continue
             for vm, life in zip(group.vm, lifetimes(group), strict=True):
-                if not vms[vm].from_trace:
+                if not self.from_trace[vm]:
                     continue
-                self.vm_arrive[vm], self.vm_depart[vm] = life.arrive_s, life.depart_s
-                self.compute.size_vm(vm, life.cores)
-                self.vm_mem[vm] = life.memory_mib
-                self.vm_mem_used[vm] = min(self.vm_mem_used[vm], life.memory_mib)
+                self.arrive[vm], self.depart[vm] = life.arrive_s, life.depart_s
+                compute.size_vm(vm, life.cores)
+                vms.memory[vm] = life.memory_mib
+                vms.memory_used[vm] = min(vms.memory_used[vm], life.memory_mib)
 
-    def _process_lifecycle(self, t: float) -> None:
-        """Departures, then arrivals, due by time t (a VM that comes and goes within the step never runs)."""
+    def there_at_start(self) -> np.ndarray:
+        """Per VM: it runs on its host from the start, unchecked (the scenario's check placed it)."""
+        return (self.arrive <= 0) & ~self.by_admission & ~self.from_trace
+
+    def arriving_at_start(self) -> np.ndarray:
+        """The VMs that arrive at 0 as any arrival: one without a host asks to be placed at once; one sized
+        by its trace is checked against its host (the scenario's check could not size it)."""
+        return np.flatnonzero((self.arrive <= 0) & (self.by_admission | self.from_trace))
+
+    def due(self, t: float) -> Iterator[tuple[str, int, float]]:
+        """(ARRIVE or DEPART, VM, when) of each departure, then each arrival, due by time t (a VM that comes
+        and goes within the step never runs)."""
         while self._next_departure < len(self._departures):
             vm = int(self._departures[self._next_departure])
-            if self.vm_depart[vm] > t + 1e-9:
+            if self.depart[vm] > t + 1e-9:
                 break
             self._next_departure += 1
-            self._depart(vm, float(self.vm_depart[vm]))
+            yield DEPART, vm, float(self.depart[vm])
         while self._next_arrival < len(self._arrivals):
             vm = int(self._arrivals[self._next_arrival])
-            if self.vm_arrive[vm] > t + 1e-9:
+            if self.arrive[vm] > t + 1e-9:
                 break
             self._next_arrival += 1
-            self._arrive(vm, float(self.vm_arrive[vm]), t)
+            yield ARRIVE, vm, float(self.arrive[vm])
 
-    def _arrive(self, vm: int, at: float, now: float) -> None:
-        if self.vm_depart[vm] <= now + 1e-9:
-            return  # gone by the time its arrival is taken (it lived less than a step)
-        if self.vm_by_admission[vm]:
+    def to_place(self, vm: int, at: float, now: float) -> bool:
+        """An arrival: True if the VM is to start on its host now; one placed by admission waits as a
+        request, and one gone by the time its arrival is taken (it lived less than a step) never starts."""
+        if self.depart[vm] <= now + 1e-9:
+            return False
+        if self.by_admission[vm]:
             self.waiting[vm] = at
-            self._log(at, vm, ARRIVED, "")
-            return
-        try:
-            self._place(vm, int(self.vm_host[vm]))
-        except SimError as exc:
-            self._log(at, vm, REFUSED, self.host_names[self.vm_host[vm]], str(exc))
-            return
-        self._log(at, vm, CREATED, self.host_names[self.vm_host[vm]])
+            self.record(at, vm, ARRIVED, "")
+            return False
+        return True
 
-    def create_vm(self, vm: int, host: int) -> None:
-        """Create a waiting VM on a host (the driver, for the admission policy); refuses what a hypervisor
-        would refuse."""
-        name = self.vm_names[vm]
+    def withdraw(self, vm: int, at: float) -> bool:
+        """A departure of a VM still waiting to be placed: its request is withdrawn (True)."""
         if vm not in self.waiting:
-            state = "runs already" if self.vm_present[vm] else "is not waiting to be placed"
-            raise SimError(f"{name} {state}")
-        self._place(vm, host)
+            return False
         del self.waiting[vm]
-        self._log(self.t, vm, CREATED, self.host_names[host])
+        self.record(at, vm, WITHDRAWN, "")
+        return True
 
-    def _place(self, vm: int, host: int) -> None:
-        name, where = self.vm_names[vm], self.host_names[host]
-        self.power.require_on(host)
-        self.require_room(host, vm)
-        if self.vm_vf[vm] and self.vf_used[host] >= self.max_vfs[host]:
-            raise SimError(f"{where} has no free VF for {name} ({self.max_vfs[host]} in use)")
-        self.vm_host[vm] = host
-        self.vm_present[vm] = True
-        if self.vm_vf[vm]:
-            self.vf_used[host] += 1
-        self._moved_vms.add(vm)
-        self._routes_dirty = True
-        self.inventory_version += 1
-
-    def _depart(self, vm: int, at: float) -> None:
-        if vm in self.waiting:
-            del self.waiting[vm]
-            self._log(at, vm, WITHDRAWN, "")
-            return
-        if not self.vm_present[vm]:
-            return
-        if vm in self.migrations.under_way:
-            self._finish_migration(vm, "cancelled")  # the guest is gone: there is nothing left to copy
-        plugging = self.vf_plugging.pop(vm, None)
-        if plugging is not None:
-            self.vf_pending = [op for op in self.vf_pending if op[1] != vm]
-        if self.vm_vf[vm] or plugging is not None:
-            self.vf_used[self.vm_host[vm]] -= 1
-        self.vm_vf[vm] = False
-        self.vm_present[vm] = False
-        self._moved_vms.add(vm)
-        self._routes_dirty = True
-        self.inventory_version += 1
-        self._log(at, vm, DELETED, self.host_names[self.vm_host[vm]])
-
-    def _log(self, at: float, vm: int, event: str, host: str, message: str = "") -> None:
-        self.lifecycle_log.append(LifecycleRecord(at, self.vm_names[vm], event, host, message))
+    def record(self, at: float, vm: int, event: str, host: str, message: str = "") -> None:
+        self.log.append(LifecycleRecord(at, self.vm_names[vm], event, host, message))

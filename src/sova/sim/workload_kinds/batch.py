@@ -31,7 +31,7 @@ class Batch(WorkloadKind):
         state, vm, dt = group.state, group.vm, step.dt
         share = np.where(step.vm_want[vm] > 0, step.vm_alloc[vm] / np.maximum(step.vm_want[vm], 1e-300), 0.0)
         thinking = state["think_left"] > 0
-        speed = self._cores(group, sim) * np.minimum(share, 1.0) / step.stretch[sim.vm_host[vm]]
+        speed = self._cores(group, sim) * np.minimum(share, 1.0) / step.stretch[sim.vms.host[vm]]
         progress = np.where(thinking, 0.0, speed * dt * step.run[vm])
         state["think_left"] = np.maximum(state["think_left"] - dt, 0.0)
         state["left"] -= progress

@@ -46,11 +46,11 @@ class Bitbrains(WorkloadKind):
     def demand(self, group, sim, step: Demand) -> None:
         t, dt, scale, vm = step.t, step.dt, group.params["scale"], group.vm
         np.add.at(
-            step.cpu, vm, series_at(group, "cpu", t, dt, scale, upper=1.0) * sim.compute.vcpu_cores(vm, sim.vm_host)
+            step.cpu, vm, series_at(group, "cpu", t, dt, scale, upper=1.0) * sim.compute.vcpu_cores(vm, sim.vms.host)
         )
         step.flow[group.flows["tx"]] = series_at(group, "net_tx", t, dt) * 8 * scale
         step.flow[group.flows["rx"]] = series_at(group, "net_rx", t, dt) * 8 * scale
-        sim.vm_mem_used[vm] = np.minimum(series_at(group, "mem_used", t, dt), sim.vm_mem[vm])
+        sim.vms.memory_used[vm] = np.minimum(series_at(group, "mem_used", t, dt), sim.vms.memory[vm])
 
     def io(self, group, sim, t, dt) -> IOStreams:
         scale = group.params["scale"]

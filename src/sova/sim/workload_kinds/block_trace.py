@@ -175,7 +175,7 @@ def _mean(total: np.ndarray, count: np.ndarray) -> np.ndarray:
 
 def _by_server(sim, group, rows: np.ndarray) -> list[tuple[StorageSpec, np.ndarray]]:
     """The rows' storage servers, each with the positions (into `rows`) of the rows on it."""
-    server = sim.vm_storage[group.vm[rows]]
+    server = sim.vms.storage[group.vm[rows]]
     return [(sim.scenario.storage[s], np.flatnonzero(server == s)) for s in np.unique(server)]
 
 

@@ -69,7 +69,7 @@ class Httperf(WorkloadKind):
         dropped = np.maximum(left - limit, 0.0)
         # time per request: server CPU (PS), transfer (bottleneck stage, PS), fixed latencies, queue
         rho_v = np.minimum(np.where(cpu_short, 1.0, vm_want[vm] / sim.compute.vm_vcpus[vm]), RHO_MAX)
-        t_cpu = cpr * step.stretch[sim.vm_host[vm]] / (1 - rho_v)
+        t_cpu = cpr * step.stretch[sim.vms.host[vm]] / (1 - rho_v)
         t_xfer, t_min = sim.transfer_times(resp, bits, step.load, step.cap)
         fixed = sim.flow_latency[resp] + sim.flow_latency[group.flows["request"]]
         queue = np.where(np.isfinite(mu) & (mu > 0), backlog / np.maximum(mu, 1e-300), 0.0)

@@ -45,7 +45,7 @@ class LifetimeReplay(WorkloadKind):
 
     def demand(self, group, sim, step: Demand) -> None:
         cpu = series_at(group, "cpu", step.t, step.dt, group.params["scale"], upper=1.0)
-        np.add.at(step.cpu, group.vm, cpu * sim.compute.vcpu_cores(group.vm, sim.vm_host))
+        np.add.at(step.cpu, group.vm, cpu * sim.compute.vcpu_cores(group.vm, sim.vms.host))
 
     def _traces(self, file: str, where: str) -> list[VMLifetimeTrace]:
         try:

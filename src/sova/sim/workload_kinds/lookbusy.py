@@ -14,4 +14,4 @@ class Lookbusy(WorkloadKind):
 
     def demand(self, group, sim, step: Demand) -> None:
         on = on_fraction(step.t, step.dt, group.params["period"], group.params["duty"], group.phase)
-        np.add.at(step.cpu, group.vm, on * group.params["util"] * sim.compute.vcpu_cores(group.vm, sim.vm_host))
+        np.add.at(step.cpu, group.vm, on * group.params["util"] * sim.compute.vcpu_cores(group.vm, sim.vms.host))

@@ -21,4 +21,4 @@ class Planetlab(WorkloadKind):
 
     def demand(self, group, sim, step: Demand) -> None:
         cpu = series_at(group, "cpu", step.t, step.dt, group.params["scale"], upper=1.0)
-        np.add.at(step.cpu, group.vm, cpu * sim.compute.vcpu_cores(group.vm, sim.vm_host))
+        np.add.at(step.cpu, group.vm, cpu * sim.compute.vcpu_cores(group.vm, sim.vms.host))

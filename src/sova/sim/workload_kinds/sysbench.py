@@ -33,5 +33,5 @@ class Sysbench(Batch):
     def _cores(self, group, sim) -> np.ndarray:
         load = np.array([PRIME_LOAD[int(n)] for n in group.params["prime"]])
         threads = np.minimum(group.params["threads"], sim.compute.vm_vcpus[group.vm])
-        per_vcpu = sim.compute.vcpu_cores(group.vm, sim.vm_host) / sim.compute.vm_vcpus[group.vm]
+        per_vcpu = sim.compute.vcpu_cores(group.vm, sim.vms.host) / sim.compute.vm_vcpus[group.vm]
         return threads * load * per_vcpu

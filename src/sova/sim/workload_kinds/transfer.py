@@ -37,7 +37,7 @@ class Transfer(WorkloadKind):
         cpu = sim.last_vm_alloc[group.vm] if sim.last_vm_alloc is not None else sim.compute.vm_vcpus[group.vm]
         cpu_bound = np.where(p["cpu_per_byte"] > 0, np.maximum(cpu, 0.05) / cost_bit, np.inf)
         step.flow[group.flows["main"]] = np.where(running, cpu_bound, 0.0)
-        offered = np.minimum(cpu_bound, sim.nic_bw[sim.vm_host[group.vm]])
+        offered = np.minimum(cpu_bound, sim.nic_bw[sim.vms.host[group.vm]])
         np.add.at(step.cpu, group.vm, np.where(running, offered * p["cpu_per_byte"] / 8, 0.0))
 
     def advance(self, group, sim, step: Granted) -> None:
