@@ -101,7 +101,7 @@ def measure(
     return {
         "hosts": n_hosts,
         "vms": sim.n_vms,
-        "flows": len(sim.flows),
+        "flows": len(sim.network.flows),
         "setup_s": setup,
         "sim_s_per_wall_s": seconds / wall,
         "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,

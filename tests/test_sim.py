@@ -68,11 +68,11 @@ def test_no_link_nic_or_vf_cap_is_exceeded(case):
     )
     sim = Simulator(s)
     steps(sim, 2)
-    data = sim._flow_by_resource.data
-    load = sim._load(sim.rate, data)
-    cap = sim._capacities(sim.sensors.gauges["dom0_alloc"])
+    data = sim.network._flow_by_resource.data
+    load = sim.network.load(sim.network.rate, data)
+    cap = sim.network.capacities(sim.sensors.gauges["dom0_alloc"])
     assert (load <= cap * (1 + 1e-7) + 1e-6).all()
-    assert (sim.rate >= 0).all()
+    assert (sim.network.rate >= 0).all()
 
 
 def test_cpu_weights_are_honoured_under_contention():
@@ -113,7 +113,7 @@ def _pair(same_host: bool, nic: str):
 
 def test_vm_to_vm_traffic_on_one_host_is_bounded_by_the_dom0_bridge():
     local, remote = _pair(True, "vnic"), _pair(False, "vnic")
-    assert local.rate[0] < 0.6 * remote.rate[0]
+    assert local.network.rate[0] < 0.6 * remote.network.rate[0]
     assert local.sensors.gauges["dom0_alloc"][0] == pytest.approx(2.0)  # Dom0's two vCPUs are the bottleneck
     assert local.sensors.counters["nic_tx_bytes"][0] == 0  # the bridge never touches the NIC
 
@@ -233,7 +233,7 @@ def test_a_migrations_flow_counts_exactly_the_bytes_the_migration_sent():
     sim.start_migration(0, 1)
     steps(sim, 20)
     (rec,) = sim.migrations.log
-    mig_flow = len(sim.flows) - 1
+    mig_flow = len(sim.network.flows) - 1
     assert sim.sensors.flow_bytes[mig_flow] == pytest.approx(rec.bytes, rel=1e-9)
 
 
@@ -502,9 +502,9 @@ def test_nic_arbitrates_between_each_vf_and_the_paravirtual_path_as_a_whole():
     sim = Simulator(s)
     steps(sim, 2)
     line = 10e9 * 1448 / 1538
-    assert sim.rate[0] == pytest.approx(line / 2, rel=1e-6)
-    assert sim.rate[1:].sum() == pytest.approx(line / 2, rel=1e-6)
-    assert sim.rate[1:] == pytest.approx(np.full(10, line / 20), rel=1e-6)
+    assert sim.network.rate[0] == pytest.approx(line / 2, rel=1e-6)
+    assert sim.network.rate[1:].sum() == pytest.approx(line / 2, rel=1e-6)
+    assert sim.network.rate[1:] == pytest.approx(np.full(10, line / 20), rel=1e-6)
 
 
 def test_disk_traffic_follows_a_migrated_vm():
@@ -605,11 +605,12 @@ def test_incremental_routing_matches_a_full_rebuild():
     sim.start_migration(2, 6)
     steps(sim, 10)
     assert sim.vms.host[1] == 5 and sim.vms.host[2] == 6
-    incremental = (sim._entry_flow.copy(), sim._entry_res.copy(), sim._entry_base.copy(), sim.flow_latency.copy())
-    sim._route_cache.clear()
+    net = sim.network
+    incremental = (net._entry_flow.copy(), net._entry_res.copy(), net._entry_base.copy(), net.flow_latency.copy())
+    net._route_cache.clear()
     sim.vms.routes_dirty = True
-    sim._rebuild_routes()
-    full = (sim._entry_flow, sim._entry_res, sim._entry_base, sim.flow_latency)
+    net.rebuild_routes()
+    full = (net._entry_flow, net._entry_res, net._entry_base, net.flow_latency)
     for a, b in zip(incremental, full, strict=True):
         assert np.array_equal(a, b)
 

@@ -37,7 +37,7 @@ def test_a_web_stream_runs_at_its_bottleneck_in_requests_per_second():
     assert sim.sensors.gauges["web_rps"][0] == pytest.approx(100e6 * EFF / per_request, rel=0.01)
     # its flows carry the stream's rate times their bytes per request
     rate = sim.sensors.gauges["rate"]
-    kinds = {f.kind: i for i, f in enumerate(sim.flows)}
+    kinds = {f.kind: i for i, f in enumerate(sim.network.flows)}
     assert rate[kinds["web-response"]] == pytest.approx(sim.sensors.gauges["web_rps"][0] * 33660 * 8, rel=1e-6)
     assert rate[kinds["cache-response"]] == pytest.approx(sim.sensors.gauges["web_rps"][0] * 10 * 500 * 8, rel=1e-6)
 
@@ -90,7 +90,7 @@ def test_the_shuffle_sends_each_vms_bytes_evenly_to_the_others():
     sim = Simulator(mapreduce_scenario(["h1", "h2", "h3", "h4"], shuffle="30MB"))
     for _ in range(120):
         sim.step()
-    shuffle = [i for i, f in enumerate(sim.flows) if f.kind == "shuffle"]
+    shuffle = [i for i, f in enumerate(sim.network.flows) if f.kind == "shuffle"]
     assert len(shuffle) == 4 * 3
     assert np.allclose(sim.sensors.flow_bytes[shuffle], 30e6 / 3, rtol=1e-6)
 
@@ -116,8 +116,10 @@ def test_a_web_stream_shares_a_link_with_a_shuffle_per_tcp_connection():
     )
     sim = run(scenario, 5)
     rate = sim.sensors.gauges["rate"]
-    page = next(i for i, f in enumerate(sim.flows) if f.kind == "web-response")
-    shuffle = next(i for i, f in enumerate(sim.flows) if f.kind == "shuffle" and f.src[1] == sim.vm_names.index("hd1"))
+    page = next(i for i, f in enumerate(sim.network.flows) if f.kind == "web-response")
+    shuffle = next(
+        i for i, f in enumerate(sim.network.flows) if f.kind == "shuffle" and f.src[1] == sim.vm_names.index("hd1")
+    )
     assert rate[page] + rate[shuffle] == pytest.approx(100e6 * EFF, rel=0.01)
     assert rate[page] == pytest.approx(20 * rate[shuffle], rel=0.01)
 

@@ -120,7 +120,7 @@ def receive_rate(n_vms: int, hypervisor: str) -> tuple[float, float]:
 
 def test_one_netback_thread_bounds_a_xen_vif_to_what_one_dom0_vcpu_forwards():
     sim = Simulator(make_scenario(hosts=[{"name": "h1"}], vms=[{"name": "v", "host": "h1"}]))
-    one_core = 1.0 / sim.dom0_cost_bit  # bits/s one Dom0 vCPU forwards at the default costs
+    one_core = 1.0 / sim.network.dom0_cost_bit  # bits/s one Dom0 vCPU forwards at the default costs
     rx, dom0 = receive_rate(1, "xen")
     assert rx == pytest.approx(one_core, rel=0.01) and dom0 == pytest.approx(1.0, rel=0.01)
     rx_two, dom0_two = receive_rate(2, "xen")  # two vifs, two threads: the port bounds them

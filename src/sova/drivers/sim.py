@@ -29,11 +29,12 @@ class SimDriver:
         # VM-to-VM and VM-to-outside flows are the workloads': fixed for the run (only migration flows,
         # which start and end in Dom0, come and go), so their endpoints are read once
         self._all_vm_flows = np.array(
-            [i for i, f in enumerate(sim.flows) if f.src[0] == VM and f.kind != "io"], dtype=np.int64
+            [i for i, f in enumerate(sim.network.flows) if f.src[0] == VM and f.kind != "io"], dtype=np.int64
         )
-        self._all_flow_src = np.array([sim.flows[f].src[1] for f in self._all_vm_flows], dtype=np.int64)
+        self._all_flow_src = np.array([sim.network.flows[f].src[1] for f in self._all_vm_flows], dtype=np.int64)
         self._all_flow_dst = np.array(
-            [sim.flows[f].dst[1] if sim.flows[f].dst[0] == VM else -1 for f in self._all_vm_flows], dtype=np.int64
+            [sim.network.flows[f].dst[1] if sim.network.flows[f].dst[0] == VM else -1 for f in self._all_vm_flows],
+            dtype=np.int64,
         )
         self._inventory = -1
         self._list_inventory()
@@ -113,7 +114,7 @@ class SimDriver:
             dom0_cpu_time=c["dom0_cpu_time"].copy(),
             dom0_vcpus=s.compute.dom0_vcpus.copy(),
             dom0_weight=s.compute.dom0_weight.copy(),
-            nic_bandwidth=s.nic_bw.copy(),
+            nic_bandwidth=s.network.nic_bw.copy(),
             nic_rx_bytes=c["nic_rx_bytes"].copy(),
             nic_tx_bytes=c["nic_tx_bytes"].copy(),
             vfs_total=s.vfs.offered.copy(),

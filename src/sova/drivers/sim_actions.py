@@ -180,7 +180,7 @@ class _SetIoSize(SimHandler):
 @handles(SetNetLimit)
 class _SetNetLimit(SimHandler):
     def apply(self, driver, action):
-        driver.sim.set_net_limit(driver.vm_index(action.vm), action.rate)
+        driver.sim.network.set_net_limit(driver.vm_index(action.vm), action.rate)
 
 
 @handles(SetHostPower)

@@ -4,10 +4,11 @@ and the order of a step; each part lives in a module named for what it is.
 A tick advances the finest clock (``dt``: the storage epoch, or the step when storage keeps the step's
 pace). At each fabric step (``fabric_dt``): VMs come and go (``vm_lifecycle``), workloads state their
 demand (``workload_kinds``), storage serves its first epoch (``storage_epochs``), CPU is shared per host
-with Dom0 (``compute``), the network max-min fairly over links, NICs, VF caps and Dom0 CPU (``routing``,
+with Dom0 (``compute``), the network max-min fairly over links, NICs, VF caps and Dom0 CPU (``network``,
 ``datapath``, ``maxmin``), migrations and VF hot-plug advance (``live_migrations``, ``migration``,
-``hypervisor_ops``), the workloads' work advances, and the sensors count (``sensors``). Everything a real host would expose goes
-into counters read by the ``sim`` driver; outcome metrics (response times, job times, energy) are the
+``sriov_vfs``), the workloads' work advances, and the sensors count (``sensors``). Each part is a
+subsystem the engine holds, which owns its state; the commands that span several are ``hypervisor_ops``'s.
+Everything a real host would expose goes into counters read by the ``sim`` driver; outcome metrics (response times, job times, energy) are the
 experimenter's ground truth and never reach policies.
 
 Work is recomputed only where it changed: routes are rebuilt when a VM moves or changes NIC mode, the
@@ -22,19 +23,17 @@ import numpy as np
 from sova.model.power_models import host_curve
 from sova.model.scenario import Scenario, simulator_defaults
 from sova.model.topology import build_topology
-from sova.sim import datapath
 from sova.sim.blkback import BlkbackParams
 from sova.sim.compute import Compute
-from sova.sim.datapath import Layout
 from sova.sim.events import EventLog
 from sova.sim.host_faults import HostFaults
 from sova.sim.host_power import HostPower
 from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.live_migrations import LiveMigrations
 from sova.sim.migration import migration_config
+from sova.sim.network import Network
 from sova.sim.network_faults import NetworkFaults
-from sova.sim.records import Flow, SimError
-from sova.sim.routing import Routing
+from sova.sim.records import SimError
 from sova.sim.sensors import Sensors, StepUse
 from sova.sim.sriov_vfs import SriovVfs
 from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem, VmIoControls
@@ -44,7 +43,7 @@ from sova.sim.workload_kinds.base import Demand, Granted
 from sova.sim.workloads import Workloads
 
 
-class Simulator(Routing, StorageSubsystem, HypervisorOperations):
+class Simulator(StorageSubsystem, HypervisorOperations):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -63,7 +62,6 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
         self.storage_names = [s.name for s in scenario.storage]
         self.vms = VmInventory(hosts, vms, self.storage_names)
         self.compute = Compute(hosts, vms, self.params["sched_overhead"], self.params["ht_yield"])
-        self.nic_bw = np.array([h.nic.bandwidth for h in hosts], dtype=float)
         self.vfs = SriovVfs(hosts, vms, self.vms, self.params["vf_attach_time"], self.params["vf_detach_time"])
         curve = np.array([host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts])
         self.power = HostPower(hosts, curve, self.params["power_follows_load"])
@@ -81,21 +79,8 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
         self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds
         self._count_rows: tuple[object, np.ndarray] = (None, np.zeros(0, dtype=np.int64))  # streams, their rows
 
-        self.vm_net_limit = np.zeros(self.n_vms)
         self.vm_io = VmIoControls.none(self.n_vms)  # rate and merge limits, scheduler tags, in-flight caps
         self.migrations = LiveMigrations(self.n_hosts, self.n_vms, migration_config(self.params))
-
-        self.layout = Layout(self.topology.n_links, self.n_hosts, self.n_vms)
-        eff = self.params["protocol_efficiency"]
-        nic_cap = self.nic_bw * eff
-        self.static_cap = np.concatenate([self.topology.link_cap * eff, nic_cap, nic_cap])
-        self.nics = NetworkFaults(self.host_names, nic_cap, self.layout, self.static_cap)
-        payload = self.params["packet_payload"]
-        self.dom0_cost_bit = self.params["dom0_cost_per_byte"] / 8 + self.params["dom0_cost_per_packet"] / (8 * payload)
-        self.guest_cost_bit = self.params["guest_cost_per_byte"] / 8 + self.params["guest_cost_per_packet"] / (
-            8 * payload
-        )
-        self.pkt_bits = 8 * payload
 
         self.workloads = Workloads(scenario, self.rng)
         stated = self.workloads.memory_used > 0  # what the workloads say, else the default share
@@ -105,19 +90,15 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
         self.vfs.count_used()
         for vm in self.lifecycle.arriving_at_start():
             self._arrive(int(vm), 0.0, 0.0)
-        self.flows: list[Flow] = []
-        self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
+        nic_bw = np.array([h.nic.bandwidth for h in hosts], dtype=float)
+        self.network = Network(self.topology, nic_bw, host_xen, self.vms, self.vfs, self.workloads, self.params)
+        self.nics = NetworkFaults(self.host_names, self.network.nic_cap, self.network.layout, self.network.static_cap)
         self._register_workload_flows()
+        self.network.grow()
         self.events = EventLog()  # what finished (batch runs, jobs, transfers), until someone takes it
-        self._route_cache: list[datapath.Route | None] = []
-        self._indptr = np.zeros(1, dtype=np.int64)  # each flow's entries in the _entry_* arrays (CSR by flow)
-        self._entry_res = self._entry_dom0 = self._entry_cross = np.zeros(0, dtype=np.int64)
-        self._entry_base = np.zeros(0)
-        self._last_solve_key: tuple | None = None
         self.last_vm_alloc: np.ndarray | None = None
         self.last_vm_want: np.ndarray | None = None
-        self.rate = np.zeros(len(self.flows))
-        self.sensors = Sensors(self.n_hosts, self.n_vms, len(self.flows))
+        self.sensors = Sensors(self.n_hosts, self.n_vms, len(self.network.flows))
 
     # ------------------------------------------------------------------ step
     def step(self) -> None:
@@ -127,12 +108,10 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
             self._fabric_step()
         else:
             self._storage_epoch()
-        self.sensors.add_part(1.0 / self._ticks_per_step, self.pkt_bits / 8)
+        self.sensors.add_part(1.0 / self._ticks_per_step, self.network.pkt_bits / 8)
         self._tick += 1
         self.t = self._tick * self.dt
-        self.faults.seen[self.faults.reporting(self.t)] = (
-            self.t
-        )  # every host that is up and not silent has reported by now
+        self.faults.seen[self.faults.reporting(self.t)] = self.t  # all that are up and not silent reported
         if self.step_ended:  # who is there for the next step: the loop can place arrivals before it
             self._process_lifecycle(self.t)
 
@@ -151,17 +130,15 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
 
     def _fabric_step(self) -> None:
         """Compute, network, workloads and migrations over the coming fabric step, and its first epoch."""
-        t, dt, p = self.t, self.fabric_dt, self.params
+        t, dt, p, net = self.t, self.fabric_dt, self.params, self.network
         self.workloads.apply_phases(t)
         self.vfs.advance(t)
         self.power.advance(t)
         self.faults.advance(t)
-        if len(self.rate) != len(self.flows):
-            added = len(self.flows) - len(self.rate)  # flows of migrations started since: nothing carried yet
-            self.rate = np.concatenate([self.rate, np.zeros(added)])
-            self.sensors.add_flows(len(self.flows))
+        if net.grow():  # flows of migrations started since
+            self.sensors.add_flows(len(net.flows))
         if self.vms.routes_dirty:
-            self._rebuild_routes()
+            net.rebuild_routes()
         paused = self._paused_fraction()
         run = 1.0 - paused
 
@@ -174,40 +151,25 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
         self.storage.offer(io, self.vms.storage[io.vm], self.vms.host[io.vm])
         self._storage_epoch(demand)
 
-        # Dom0 vif overhead: extra cost per additional active para-virtual NIC on the host
         active = demand > 0
-        src_vm, dst_vm = self._flow_vm_ends()
-        pv_vm_active = np.zeros(self.n_vms, dtype=bool)
-        pv_vm_active[src_vm[active & self.flow_src_pv]] = True
-        pv_vm_active[dst_vm[active & self.flow_dst_pv]] = True
-        n_vifs = np.bincount(self.vms.host[pv_vm_active], minlength=self.n_hosts)
-        vif_factor = 1.0 + p["dom0_vif_overhead"] * np.maximum(n_vifs - 1, 0)
-        data = self._entry_base * np.where(self._entry_dom0 >= 0, vif_factor[np.maximum(self._entry_dom0, 0)], 1.0)
+        data = net.entry_costs(active, p["dom0_vif_overhead"])
 
         # CPU pass 1: the CPU Dom0 could get for forwarding, with guests asking for their offered load
-        nic_cap = self.nic_bw * p["protocol_efficiency"] * self.nics.up
-        offered = self._offered(demand, active, nic_cap)
-        guest_net = self._guest_net_cpu(offered)
+        nic_cap = net.nic_cap * self.nics.up
+        guest_net = net.guest_net_cpu(net.offered(demand, active, nic_cap))
         compute = self.compute
         vm_dem = np.minimum(cpu_dem + guest_net, compute.vm_cpu_limit())
         _, dom0_alloc = compute.share(self.vms.host, vm_dem, compute.dom0_vcpus)
 
         # network
-        cap = self._capacities(dom0_alloc)
-        key = (demand.tobytes(), cap.tobytes(), data.tobytes())  # weights follow from demand and routes
-        if key != self._last_solve_key:
-            self._resource_by_flow.data[:] = data[self._resource_by_flow_order()]
-            self._flow_by_resource.data[:] = data
-            weight = datapath.arbitration_weights(active, self.flow_tx_host, self.flow_tx_vf, self.n_hosts)
-            self.rate = self._solve(cap, demand, weight)
-            self._last_solve_key = key
-        rate = self.rate * flow_scale
-        load = self._load(rate, data)
+        cap = net.capacities(dom0_alloc)
+        rate = net.solve(cap, demand, data, active) * flow_scale
+        load = net.load(rate, data)
 
         # CPU pass 2: with what the network actually carried
-        vm_want = cpu_dem + self._guest_net_cpu(rate)  # before the vCPU count and cap bound it
+        vm_want = cpu_dem + net.guest_net_cpu(rate)  # before the vCPU count and cap bound it
         vm_dem = np.minimum(vm_want, compute.vm_cpu_limit())
-        self.netback_cpu = np.minimum(self._dom0_cpu(rate, data), compute.dom0_vcpus)
+        self.netback_cpu = np.minimum(net.dom0_cpu(rate, data), compute.dom0_vcpus)
         dom0_used = np.minimum(self.netback_cpu + self.blkback_cpu, compute.dom0_vcpus)
         vm_alloc, dom0_alloc = compute.share(self.vms.host, vm_dem, dom0_used)
         stretch = compute.stretch(self.vms.host, vm_dem)
@@ -222,7 +184,7 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want
         self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on)
-        gauges, lay = self.sensors.gauges, self.layout
+        gauges, lay = self.sensors.gauges, net.layout
         gauges["link_util"] = load[: lay.n_links] / np.maximum(cap[: lay.n_links], 1e-300)
         gauges["nic_tx_util"] = load[lay.nic_tx : lay.nic_rx] / np.maximum(nic_cap, 1e-300)
         gauges["nic_rx_util"] = load[lay.nic_rx : lay.dom0] / np.maximum(nic_cap, 1e-300)
@@ -245,8 +207,8 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
             host_failed=self.faults.failed,
             flow_rate=rate,
             flow_bytes=nbytes,
-            vm_bytes=self._vm_bytes(nbytes),
-            nic_bytes=self._nic_bytes(nbytes),
+            vm_bytes=self.network.vm_bytes(nbytes),
+            nic_bytes=self.network.nic_bytes(nbytes),
             dom0_alloc=dom0_alloc,
             host_busy=host_busy,
             host_util=util,
@@ -257,13 +219,22 @@ class Simulator(Routing, StorageSubsystem, HypervisorOperations):
         self.sensors.count_step(use)
 
     # ------------------------------------------------------------------ workloads
+    def _register_workload_flows(self) -> None:
+        """Each kind's flows, then one read and one write stream per VM that does storage IO."""
+        for kind, group in self.workloads.active():
+            kind.register(group, self)
+        io_vms = sorted({int(v) for kind, g in self.workloads.active() for v in kind.io_vms(g)})
+        if io_vms and not self.storage_names:
+            raise SimError("workloads do storage IO but the scenario has no [[storage]] server")
+        self.network.add_io_flows(io_vms, self.storage_node)
+
     def _workload_demands(self, t: float, dt: float, run: np.ndarray) -> Demand:
         """CPU demand per VM and demand per flow for the step [t, t + dt), each kind adding its own."""
-        src_vm, dst_vm = self._flow_vm_ends()
+        src_vm, dst_vm = self.network.flow_vm_ends()
         ends_run = np.where(src_vm >= 0, run[np.maximum(src_vm, 0)], 1.0) * np.where(
             dst_vm >= 0, run[np.maximum(dst_vm, 0)], 1.0
         )
-        n_flows = len(self.flows)
+        n_flows = len(self.network.flows)
         step = Demand(
             t,
             dt,

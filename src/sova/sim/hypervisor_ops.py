@@ -67,7 +67,7 @@ class HypervisorOperations:
         )
         rate = self.params["migration_failure_rate"]
         mig.doomed = bool(rate) and self.rng.random() < rate  # no draw without the fault: runs stay as they were
-        self.migrations.begin(mig, self.add_flow((DOM0, src), (DOM0, dst), "migration"), self.vms.memory[vm])
+        self.migrations.begin(mig, self.network.add_flow((DOM0, src), (DOM0, dst), "migration"), self.vms.memory[vm])
 
     def cancel_migration(self, vm: int, reason: str = "cancelled") -> bool:
         """Stop a migration; the VM stays on its source. False in post-copy, which cannot be undone (the
@@ -80,7 +80,7 @@ class HypervisorOperations:
 
     def _finish_migration(self, vm: int, status: str) -> None:
         mig, fid = self.migrations.end(vm, self.vms.memory[vm])
-        self.flows[fid].alive = False
+        self.network.flows[fid].alive = False
         self.vms.routes_dirty = True
         moved = mig.on_destination
         if moved and self.vms.host[vm] != mig.dst:

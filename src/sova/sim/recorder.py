@@ -140,7 +140,7 @@ class Recorder:
                     row[f"{prefix}_p{q}"] = float(v)
             self.history.add(util, g["nic_tx_util"])
         if self.vm_names is not None:
-            src, dst = sim._flow_vm_ends()
+            src, dst = sim.network.flow_vm_ends()
             rate = np.where(np.isfinite(g["rate"]), g["rate"], 0.0)
             net = np.bincount(src[src >= 0], weights=rate[src >= 0], minlength=len(self.vm_names))
             net += np.bincount(dst[dst >= 0], weights=rate[dst >= 0], minlength=len(self.vm_names))

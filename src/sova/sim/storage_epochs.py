@@ -430,6 +430,7 @@ class StorageSubsystem:
         bytes_s = served.iops * served.size
         read = np.bincount(io.vm, weights=bytes_s * io.read, minlength=self.n_vms)
         write = np.bincount(io.vm, weights=bytes_s * (1 - io.read), minlength=self.n_vms)
-        has = self.io_flow_read >= 0
-        demand[self.io_flow_read[has]] = read[has] * 8
-        demand[self.io_flow_write[has]] = write[has] * 8
+        net = self.network
+        has = net.io_flow_read >= 0
+        demand[net.io_flow_read[has]] = read[has] * 8
+        demand[net.io_flow_write[has]] = write[has] * 8

@@ -10,7 +10,7 @@ takes part in a step in four places, in the simulator's fixed order:
    finished.
 
 A kind states demand only; what it gets is decided by the simulator. ``sim`` is the Simulator
-(sim/engine.py): a kind reads its hosts' and VMs' facts there and adds flows through ``sim.add_flow``.
+(sim/engine.py): a kind reads its hosts' and VMs' facts there and adds flows through ``sim.network.add_flow``.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ class WorkloadKind:
         """Read what the instances need before the simulator exists (traces, initial state)."""
 
     def register(self, group: Group, sim: Any) -> None:
-        """Create the kind's flows (``sim.add_flow``) and state; called once at set-up."""
+        """Create the kind's flows (``sim.network.add_flow``) and state; called once at set-up."""
 
     def demand(self, group: Group, sim: Any, step: Demand) -> None:
         """Add the step's CPU demand per VM and set its flows' demand."""

@@ -40,8 +40,8 @@ class Bitbrains(WorkloadKind):
 
     def register(self, group, sim) -> None:
         outside = (NODE, sim.topology.external)
-        group.flows["tx"] = np.array([sim.add_flow((VM, int(v)), outside, "trace") for v in group.vm])
-        group.flows["rx"] = np.array([sim.add_flow(outside, (VM, int(v)), "trace") for v in group.vm])
+        group.flows["tx"] = np.array([sim.network.add_flow((VM, int(v)), outside, "trace") for v in group.vm])
+        group.flows["rx"] = np.array([sim.network.add_flow(outside, (VM, int(v)), "trace") for v in group.vm])
 
     def demand(self, group, sim, step: Demand) -> None:
         t, dt, scale, vm = step.t, step.dt, group.params["scale"], group.vm

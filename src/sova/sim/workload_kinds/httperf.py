@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.sim.datapath import NODE, VM
-from sova.sim.routing import RHO_MAX
+from sova.sim.network import RHO_MAX
 from sova.sim.workload_kinds.base import Demand, Granted, WorkloadKind, register_kind
 
 CLIENT_CPU_PER_REQUEST = 20e-6  # the load generator's own CPU per request
@@ -30,8 +30,8 @@ class Httperf(WorkloadKind):
         response, request = [], []
         for vm, client in zip(group.vm, group.params["client"], strict=True):
             source = (VM, int(client)) if client >= 0 else outside
-            response.append(sim.add_flow((VM, int(vm)), source, "http-response"))
-            request.append(sim.add_flow(source, (VM, int(vm)), "http-request"))
+            response.append(sim.network.add_flow((VM, int(vm)), source, "http-response"))
+            request.append(sim.network.add_flow(source, (VM, int(vm)), "http-request"))
         group.flows["response"] = np.array(response, dtype=np.int64)
         group.flows["request"] = np.array(request, dtype=np.int64)
 
@@ -70,8 +70,8 @@ class Httperf(WorkloadKind):
         # time per request: server CPU (PS), transfer (bottleneck stage, PS), fixed latencies, queue
         rho_v = np.minimum(np.where(cpu_short, 1.0, vm_want[vm] / sim.compute.vm_vcpus[vm]), RHO_MAX)
         t_cpu = cpr * step.stretch[sim.vms.host[vm]] / (1 - rho_v)
-        t_xfer, t_min = sim.transfer_times(resp, bits, step.load, step.cap)
-        fixed = sim.flow_latency[resp] + sim.flow_latency[group.flows["request"]]
+        t_xfer, t_min = sim.network.transfer_times(resp, bits, step.load, step.cap)
+        fixed = sim.network.flow_latency[resp] + sim.network.flow_latency[group.flows["request"]]
         queue = np.where(np.isfinite(mu) & (mu > 0), backlog / np.maximum(mu, 1e-300), 0.0)
         group.state["backlog"] = left - dropped
         sim.sensors.gauges["svc"] = {

@@ -32,7 +32,7 @@ class MapReduce(WorkloadKind):
     order = 60
 
     def register(self, group, sim) -> None:
-        group.model = register(group, lambda a, b, kind: sim.add_flow((VM, a), (VM, b), kind))
+        group.model = register(group, lambda a, b, kind: sim.network.add_flow((VM, a), (VM, b), kind))
 
     def io_vms(self, group) -> np.ndarray:
         return group.vm[group.model.io_rows]

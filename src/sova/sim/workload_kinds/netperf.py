@@ -19,7 +19,7 @@ class Netperf(WorkloadKind):
         for vm, peer, direction in zip(group.vm, group.params["peer"], group.params["direction"], strict=True):
             mine, theirs = (VM, int(vm)), (VM, int(peer)) if peer >= 0 else outside
             src, dst = (mine, theirs) if direction == "tx" else (theirs, mine)
-            ids.append(sim.add_flow(src, dst, "netperf"))
+            ids.append(sim.network.add_flow(src, dst, "netperf"))
         group.flows["main"] = np.array(ids, dtype=np.int64)
 
     def demand(self, group, sim, step: Demand) -> None:

@@ -23,7 +23,7 @@ class Transfer(WorkloadKind):
         outside = (NODE, sim.topology.external)
         group.flows["main"] = np.array(
             [
-                sim.add_flow((VM, int(vm)), (VM, int(peer)) if peer >= 0 else outside, "transfer")
+                sim.network.add_flow((VM, int(vm)), (VM, int(peer)) if peer >= 0 else outside, "transfer")
                 for vm, peer in zip(group.vm, group.params["peer"], strict=True)
             ],
             dtype=np.int64,
@@ -33,11 +33,11 @@ class Transfer(WorkloadKind):
         p = group.params
         running = (step.t + step.dt > p["start"]) & ~group.state["done"]
         # the cipher runs on the sender's CPU: what it got last step bounds how fast it can send
-        cost_bit = p["cpu_per_byte"] / 8 + sim.guest_cost_bit
+        cost_bit = p["cpu_per_byte"] / 8 + sim.network.guest_cost_bit
         cpu = sim.last_vm_alloc[group.vm] if sim.last_vm_alloc is not None else sim.compute.vm_vcpus[group.vm]
         cpu_bound = np.where(p["cpu_per_byte"] > 0, np.maximum(cpu, 0.05) / cost_bit, np.inf)
         step.flow[group.flows["main"]] = np.where(running, cpu_bound, 0.0)
-        offered = np.minimum(cpu_bound, sim.nic_bw[sim.vms.host[group.vm]])
+        offered = np.minimum(cpu_bound, sim.network.nic_bw[sim.vms.host[group.vm]])
         np.add.at(step.cpu, group.vm, np.where(running, offered * p["cpu_per_byte"] / 8, 0.0))
 
     def advance(self, group, sim, step: Granted) -> None:

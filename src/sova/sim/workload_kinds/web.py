@@ -31,15 +31,15 @@ CLIENT_CPU_PER_REQUEST = 20e-6  # the load generator's own CPU per request, as f
 
 @register_kind
 class Web(WorkloadKind):
-    """Its streams share the network as units (sim/routing.py solves them through T); it comes last in
+    """Its streams share the network as units (sim/network.py solves them through T); it comes last in
     the step, as what a web VM's CPU can serve depends on what the VM's other work asks."""
 
     name = "web"
     order = 90
 
     def register(self, group, sim) -> None:
-        group.model = register(group, sim.vm_names, lambda a, b, kind: sim.add_flow((VM, a), (VM, b), kind))
-        sim.web_rate = np.zeros(len(group.model))
+        group.model = register(group, sim.vm_names, lambda a, b, kind: sim.network.add_flow((VM, a), (VM, b), kind))
+        sim.network.web_rate = np.zeros(len(group.model))
 
     def demand(self, group, sim, step: Demand) -> None:
         """Each stream's demand (requests/s), stopped while any VM it crosses is paused; its flows' share."""
@@ -49,16 +49,16 @@ class Web(WorkloadKind):
             want = np.maximum(sim.last_vm_want, 1e-300)
             share = np.where(sim.last_vm_want > 0, np.minimum(sim.last_vm_alloc / want, 1.0), 1.0)
         room = np.maximum(sim.compute.vm_cpu_limit() - step.cpu, 0.0) * share
-        wanted = stream_demand(group, streams, sim.flow_latency, room, sim.web_rate)
+        wanted = stream_demand(group, streams, sim.network.flow_latency, room, sim.network.web_rate)
         stop = np.ones(len(streams))
         np.minimum.at(stop, streams.tie_stream, step.ends_run[streams.tie_flow])
-        sim.stream_demand = wanted * stop
-        step.cpu += cpu_demand(group, streams, sim.web_rate, sim.n_vms)
+        sim.network.stream_demand = wanted * stop
+        step.cpu += cpu_demand(group, streams, sim.network.web_rate, sim.n_vms)
         carried = np.where(np.isfinite(wanted), wanted, 0.0)[streams.tie_stream] * streams.tie_bits
         np.add.at(step.flow, streams.tie_flow, carried)
 
     def advance(self, group, sim, step: Granted) -> None:
-        sim.sensors.gauges["web_rps"] = np.bincount(group.model.row, weights=sim.web_rate, minlength=len(group))
+        sim.sensors.gauges["web_rps"] = np.bincount(group.model.row, weights=sim.network.web_rate, minlength=len(group))
 
 
 @dataclass

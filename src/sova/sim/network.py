@@ -1,7 +1,10 @@
-"""Flows and their routes: the incidence of every live flow on links, NICs, Dom0 CPU, VF caps and
-rate limits (rebuilt only for flows whose VM moved), and the max-min fair solve over it.
+"""The network: flows and their routes, the incidence of every live flow on links, NICs, Dom0 CPU, VF
+caps and rate limits (rebuilt only for flows whose VM moved), and the max-min fair solve over it.
 
-A part of ``Simulator`` (sim/engine.py), which holds the state these methods work on.
+A subsystem of ``Simulator`` (sim/engine.py) that owns its state: the flows, their routes and rates, the
+fixed capacities (links and NICs; sim/network_faults.py sets a NIC's) and each VM's egress limit. It reads
+where each VM runs and its NIC mode (sim/vm_inventory.py) and each VF's rate cap (sim/sriov_vfs.py). The
+engine asks it, within a step, what the network offers, costs and carries.
 """
 
 from __future__ import annotations
@@ -11,10 +14,14 @@ import zlib
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from sova.model.topology import Topology
 from sova.sim import datapath
-from sova.sim.datapath import NODE, VM, VM_DOM0
+from sova.sim.datapath import NODE, VM, VM_DOM0, Layout
 from sova.sim.maxmin import max_min_fair
-from sova.sim.records import Flow, SimError
+from sova.sim.records import Flow
+from sova.sim.sriov_vfs import SriovVfs
+from sova.sim.vm_inventory import VmInventory
+from sova.sim.workloads import Workloads
 
 RHO_MAX = 0.99  # utilisation cap in the queueing formulas (a saturated resource serves at 1 / (1 - 0.99))
 _PER_VM = (VM, VM_DOM0)  # endpoint kinds whose route depends on a VM's host and NIC mode
@@ -30,8 +37,44 @@ _FLOW_FIELDS = (
 )
 
 
-class Routing:
-    """The network part of the simulator: flows, their routes and the max-min fair solve."""
+class Network:
+    """Flows, their routes and rates, and the max-min fair solve."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        nic_bw: np.ndarray,
+        host_xen: np.ndarray,
+        vms: VmInventory,
+        vfs: SriovVfs,
+        workloads: Workloads,
+        params: dict,
+    ):
+        """nic_bw: each host's NIC bit/s; host_xen: per host, it runs Xen; params: the simulator's."""
+        self.topology, self.nic_bw, self.host_xen = topology, nic_bw, host_xen
+        self.vms, self.vfs, self.workloads, self.params = vms, vfs, workloads, params
+        self.n_hosts, self.n_vms = len(nic_bw), len(vms.host)
+        self.layout = Layout(topology.n_links, self.n_hosts, self.n_vms)
+        efficiency = params["protocol_efficiency"]
+        self.nic_cap = nic_bw * efficiency  # bit/s a NIC carries when up
+        self.static_cap = np.concatenate([topology.link_cap * efficiency, self.nic_cap, self.nic_cap])
+        self.vm_net_limit = np.zeros(self.n_vms)
+        payload = params["packet_payload"]
+        self.dom0_cost_bit = params["dom0_cost_per_byte"] / 8 + params["dom0_cost_per_packet"] / (8 * payload)
+        self.guest_cost_bit = params["guest_cost_per_byte"] / 8 + params["guest_cost_per_packet"] / (8 * payload)
+        self.pkt_bits = 8 * payload
+        self.flows: list[Flow] = []
+        self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
+        self.web_rate = np.zeros(0)  # requests/s of each web stream, last step (the web kind sizes it)
+        self.stream_demand = np.zeros(0)  # requests/s each web stream asks for this step (the web kind's)
+        self.io_flow_read = np.full(self.n_vms, -1, dtype=np.int64)  # each VM's storage streams' flows
+        self.io_flow_write = np.full(self.n_vms, -1, dtype=np.int64)
+        self._route_cache: list[datapath.Route | None] = []
+        self._indptr = np.zeros(1, dtype=np.int64)  # each flow's entries in the _entry_* arrays (CSR by flow)
+        self._entry_res = self._entry_dom0 = self._entry_cross = np.zeros(0, dtype=np.int64)
+        self._entry_base = np.zeros(0)
+        self._last_solve_key: tuple | None = None
+        self.rate = np.zeros(0)  # bit/s each flow carried in the last solve
 
     @property
     def web(self):
@@ -50,22 +93,22 @@ class Routing:
         self.vms.routes_dirty = True
         return len(self.flows) - 1
 
-    def _register_workload_flows(self) -> None:
-        self.web_rate = np.zeros(0)  # requests/s of each web stream, last step (the web kind sizes it)
-        for kind, group in self.workloads.active():
-            kind.register(group, self)
-        # one read and one write stream per VM that does storage IO, its host's Dom0 <-> storage server
-        io_vms = sorted({int(v) for kind, g in self.workloads.active() for v in kind.io_vms(g)})
-        self.io_flow_read = np.full(self.n_vms, -1, dtype=np.int64)
-        self.io_flow_write = np.full(self.n_vms, -1, dtype=np.int64)
-        if io_vms and not self.storage_names:
-            raise SimError("workloads do storage IO but the scenario has no [[storage]] server")
+    def add_io_flows(self, io_vms: list[int], storage_node: np.ndarray) -> None:
+        """One read and one write stream per VM that does storage IO: its host's Dom0 <-> its storage
+        server (`storage_node`: each server's topology node)."""
         for v in io_vms:
-            st = (NODE, int(self.storage_node[self.vms.storage[v]]))
-            self.io_flow_read[v] = self.add_flow(st, (VM_DOM0, v), "io")
-            self.io_flow_write[v] = self.add_flow((VM_DOM0, v), st, "io")
+            server = (NODE, int(storage_node[self.vms.storage[v]]))
+            self.io_flow_read[v] = self.add_flow(server, (VM_DOM0, v), "io")
+            self.io_flow_write[v] = self.add_flow((VM_DOM0, v), server, "io")
 
-    def _rebuild_routes(self) -> None:
+    def grow(self) -> bool:
+        """Rates for the flows added since the last step (a migration's: nothing carried yet); True if any."""
+        added = len(self.flows) - len(self.rate)
+        if added:
+            self.rate = np.concatenate([self.rate, np.zeros(added)])
+        return bool(added)
+
+    def rebuild_routes(self) -> None:
         """Route the flows that need it (new, ended, or with an end on a VM that moved or changed NIC
         mode), then lay every live route out as the flow x resource matrix: the entries of the other
         flows are moved, not rebuilt, so the cost follows the flows re-routed, not all of them."""
@@ -206,6 +249,29 @@ class Routing:
         np.maximum.at(t_min, owner, base)
         return t_load, t_min
 
+    def entry_costs(self, active: np.ndarray, vif_overhead: float) -> np.ndarray:
+        """Each route entry's cost per bit this step: Dom0's grows by `vif_overhead` for each active
+        para-virtual NIC on its host beyond the first."""
+        src_vm, dst_vm = self.flow_vm_ends()
+        pv_vm_active = np.zeros(self.n_vms, dtype=bool)
+        pv_vm_active[src_vm[active & self.flow_src_pv]] = True
+        pv_vm_active[dst_vm[active & self.flow_dst_pv]] = True
+        n_vifs = np.bincount(self.vms.host[pv_vm_active], minlength=self.n_hosts)
+        vif_factor = 1.0 + vif_overhead * np.maximum(n_vifs - 1, 0)
+        return self._entry_base * np.where(self._entry_dom0 >= 0, vif_factor[np.maximum(self._entry_dom0, 0)], 1.0)
+
+    def solve(self, cap: np.ndarray, demand: np.ndarray, data: np.ndarray, active: np.ndarray) -> np.ndarray:
+        """The flows' rates (bit/s) for this step: solved again only if demand, capacities or costs
+        changed (the weights follow from demand and routes)."""
+        key = (demand.tobytes(), cap.tobytes(), data.tobytes())
+        if key != self._last_solve_key:
+            self._resource_by_flow.data[:] = data[self._resource_by_flow_order()]
+            self._flow_by_resource.data[:] = data
+            weight = datapath.arbitration_weights(active, self.flow_tx_host, self.flow_tx_vf, self.n_hosts)
+            self.rate = self._solve(cap, demand, weight)
+            self._last_solve_key = key
+        return self.rate
+
     def _solve(self, cap: np.ndarray, demand: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
         """Max-min fair rates of the flows; web streams share as units (requests/s) through T."""
         if self._tie is None:
@@ -233,10 +299,10 @@ class Routing:
             self._resource_order = tmp.data.astype(np.int64) - 1
         return self._resource_order
 
-    def _vm_bytes(self, nbytes: np.ndarray) -> np.ndarray:
+    def vm_bytes(self, nbytes: np.ndarray) -> np.ndarray:
         """4 x VMs: the bytes each guest sent and received over the step (`nbytes` per flow), and those of
         them that crossed its vNIC (the para-virtual path), sent and received."""
-        src_vm, dst_vm = self._flow_vm_ends()
+        src_vm, dst_vm = self.flow_vm_ends()
         out = np.empty((4, self.n_vms))
         row = 0
         for path in ("guest", "vnic"):
@@ -246,13 +312,13 @@ class Routing:
                 row += 1
         return out
 
-    def _nic_bytes(self, nbytes: np.ndarray) -> np.ndarray:
+    def nic_bytes(self, nbytes: np.ndarray) -> np.ndarray:
         """2 x hosts: the bytes each host's NIC sent and received over the step (`nbytes` per flow)."""
         lay = self.layout
         load = np.bincount(self._entry_res, weights=nbytes[self._entry_flow], minlength=lay.size)
         return np.stack([load[lay.nic_tx : lay.nic_rx], load[lay.nic_rx : lay.dom0]])
 
-    def _flow_vm_ends(self) -> tuple[np.ndarray, np.ndarray]:
+    def flow_vm_ends(self) -> tuple[np.ndarray, np.ndarray]:
         if getattr(self, "_ends_n", -1) != len(self.flows):
             self._src_vm = np.array([f.src[1] if f.src[0] == VM else -1 for f in self.flows], dtype=np.int64)
             self._dst_vm = np.array([f.dst[1] if f.dst[0] == VM else -1 for f in self.flows], dtype=np.int64)
@@ -260,7 +326,7 @@ class Routing:
         return self._src_vm, self._dst_vm
 
     # the network's share of a step: offered load, capacities, the load on each resource and its CPU cost
-    def _offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
+    def offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
         """Demand bounded by an even share of the NICs at its ends: the load CPU pass 1 plans for."""
         hs, hd = self.flow_src_host, self.flow_dst_host
         n = np.bincount(hs[active & (hs >= 0)], minlength=self.n_hosts) + np.bincount(
@@ -272,28 +338,28 @@ class Routing:
         )
         return np.minimum(demand, cap)
 
-    def _capacities(self, dom0_alloc: np.ndarray) -> np.ndarray:
+    def capacities(self, dom0_alloc: np.ndarray) -> np.ndarray:
         vf = np.where(self.vms.on_vf & (self.vfs.rate > 0), self.vfs.rate * self.params["protocol_efficiency"], np.inf)
         lim = np.where(self.vm_net_limit > 0, self.vm_net_limit, np.inf)
         netback = np.minimum(1.0, dom0_alloc[self.vms.host])  # one Dom0 vCPU's thread per vif (Xen)
         return np.concatenate([self.static_cap, dom0_alloc, netback, vf, lim])
 
-    def _load(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
+    def load(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
         return np.bincount(self._entry_res, weights=data * rate[self._entry_flow], minlength=self.layout.size)
 
-    def _dom0_cpu(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
+    def dom0_cpu(self, rate: np.ndarray, data: np.ndarray) -> np.ndarray:
         """Dom0 CPU per host; the netback thread entries are a part of it, counted once."""
         sel = (self._entry_dom0 >= 0) & (self._entry_res < self.layout.netback)
         return np.bincount(
             self._entry_dom0[sel], weights=data[sel] * rate[self._entry_flow[sel]], minlength=self.n_hosts
         )
 
-    def _guest_net_cpu(self, rate: np.ndarray) -> np.ndarray:
+    def guest_net_cpu(self, rate: np.ndarray) -> np.ndarray:
         """Guest CPU for its own network stack, at each VM end of each flow."""
         out = np.zeros(self.n_vms)
         if not len(rate):
             return out
-        src_vm, dst_vm = self._flow_vm_ends()
+        src_vm, dst_vm = self.flow_vm_ends()
         r = np.where(np.isfinite(rate), rate, 0.0) * self.guest_cost_bit
         s, d = src_vm >= 0, dst_vm >= 0
         out += np.bincount(src_vm[s], weights=r[s], minlength=self.n_vms)
