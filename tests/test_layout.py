@@ -168,3 +168,20 @@ def test_the_sim_driver_changes_the_simulator_only_through_its_commands():
                 if ".sim." in f".{text}" or text.startswith("sim."):
                     writes.append(f"{module}.py:{node.lineno}: {text}")
     assert not writes, writes
+
+
+def test_the_simulator_state_lives_in_its_subsystems():
+    """The Simulator's only base is the engine's commands that span subsystems, and those hold no state:
+    no assignment in hypervisor_ops.py creates or replaces an attribute of the engine (``self.x = ...``)."""
+    from sova.sim.engine import Simulator
+    from sova.sim.hypervisor_ops import HypervisorOperations
+
+    assert Simulator.__mro__[1:] == (HypervisorOperations, object)
+    path = SRC / "sova" / "sim" / "hypervisor_ops.py"
+    own = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) else []:
+            if isinstance(target, ast.Attribute) and ast.unparse(target.value) == "self":
+                own.append(f"hypervisor_ops.py:{node.lineno}: {ast.unparse(target)}")
+    assert not own, own

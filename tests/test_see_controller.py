@@ -93,7 +93,7 @@ def test_the_optimizer_raises_an_io_size_limit_by_4_kb_every_t_s_and_the_merge_l
     for _ in range(round(65 / sim.dt)):
         sim.step()
         runtime.tick()
-        merge.append(sim.vm_io.size_limit[0])
+        merge.append(sim.storage.controls.size_limit[0])
     raised = [e for e in runtime.audit.entries if "IO size limit raised" in e.reason]
     assert [e.action.split("size=")[1] for e in raised] == ["16384", "20480"]  # at 30 and 60 s, 4 KiB a time
     assert merge[round(29 / sim.dt)] == 12288 and merge[-1] == 20480  # the simulator's merge limit follows

@@ -142,7 +142,7 @@ def test_an_agent_that_stopped_while_applying_does_not_apply_again_and_says_so(n
     outcome, applied, late = asyncio.run(scenario())
     assert applied == 0 and outcome.status == FAILED and outcome.message == INTERRUPTED
     assert late == []  # its outcome was sent again, and the bus kept the one it had
-    assert driver.sim.vm_io.limit[0] == 0  # vm1's limit: never applied
+    assert driver.sim.storage.controls.limit[0] == 0  # vm1's limit: never applied
 
 
 def test_an_outcome_sent_while_the_manager_was_down_reaches_it_when_it_returns(nats_server, tmp_path):
@@ -194,7 +194,7 @@ def test_an_action_stored_before_the_bus_crashed_is_applied_after_it_restarts(na
         return dispatch.outcomes[action_id]
 
     assert asyncio.run(scenario()).status == OK
-    assert driver.sim.vm_io.limit[1] == 120  # vm2's
+    assert driver.sim.storage.controls.limit[1] == 120  # vm2's
 
 
 def test_a_host_name_that_cannot_be_a_subject_is_refused_by_name():
@@ -340,7 +340,7 @@ def test_a_restarted_manager_knows_what_awaits_an_outcome_and_sends_it_again_onc
     second, applied, reached = asyncio.run(scenario())
     assert applied == 2  # each once, though `reached` was sent twice
     assert second.store.outcome(reached)[0] == OK and second.store.outcome("lost1")[0] == OK
-    assert driver.sim.vm_io.limit[1] == 77
+    assert driver.sim.storage.controls.limit[1] == 77
 
 
 def make_certificates(directory: Path, name: str) -> tuple[Path, Path, Path]:

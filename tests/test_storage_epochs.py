@@ -66,7 +66,7 @@ def test_a_closed_loop_stream_keeps_its_depth_outstanding_and_its_latency_follow
     mean_latency = sim.sensors.counters["blk_time"][0] / ops
     assert served_iops < 1e6 / 5  # the device, not the offered rate, sets the pace
     assert mean_latency == pytest.approx(32 / served_iops, rel=0.1)  # N = X R with N = iodepth
-    assert sim.storage.queue.max() <= 32
+    assert sim.storage.epochs.queue.max() <= 32
 
 
 def test_an_io_limit_set_between_fabric_steps_acts_from_the_next_epoch():
@@ -119,7 +119,7 @@ def test_a_limit_below_a_closed_loop_streams_rate_holds_its_depth_in_the_vms_que
     ops = io_ops(sim)[0]
     assert ops == pytest.approx(4000, rel=1e-9)
     assert sim.sensors.counters["blk_time"][0] / ops == pytest.approx(16 / 2000, rel=1e-9)  # 8 ms: depth / limit
-    assert 15 < sim.storage.queue[0] < 16  # all but the ~0.2 IOs at the device wait behind the limiter
+    assert 15 < sim.storage.epochs.queue[0] < 16  # all but the ~0.2 IOs at the device wait behind the limiter
 
 
 def test_a_closed_loop_stream_on_a_busy_device_gets_no_more_than_its_depth_over_the_devices_latency():
@@ -173,7 +173,7 @@ def test_a_merge_limit_splits_each_io_into_the_fewest_equal_requests_within_it()
     run(sim, 2)
     assert sim.sensors.counters["blk_rd_ops"][0] == pytest.approx(400)  # 2 s x 100 IOs x 2 requests
     assert sim.sensors.counters["blk_rd_bytes"][0] == pytest.approx(2 * 100 * 16 * 1024)  # the same bytes
-    assert sim.io_served("fio")[0] == pytest.approx(100)  # the workload sees its own IOs
+    assert sim.storage.served("fio")[0] == pytest.approx(100)  # the workload sees its own IOs
     SimDriver(sim).apply(SetIoSize("db", 0))
     run(sim, 1)
     assert sim.sensors.counters["blk_rd_ops"][0] == pytest.approx(500)
@@ -182,7 +182,7 @@ def test_a_merge_limit_splits_each_io_into_the_fewest_equal_requests_within_it()
 def test_a_closed_stream_split_by_a_merge_limit_keeps_every_piece_outstanding():
     def depth_seen(merge: float) -> float:
         sim = Simulator(fio_scenario(iops=1e6, iodepth=4, size="64KiB"))
-        sim.vm_io.size_limit[0] = merge
+        sim.storage.controls.size_limit[0] = merge
         run(sim, 1)
         io = sim.sensors.gauges["io"]
         return float(io["served"][0] * io["latency"][0])  # Little's law: requests outstanding
@@ -218,7 +218,7 @@ def test_under_a_merge_limit_a_sequential_streams_queued_ios_are_merged_and_a_ra
     moved = sim.sensors.counters["blk_rd_bytes"][0] + sim.sensors.counters["blk_wr_bytes"][0] - before_bytes
     assert moved == pytest.approx(2000 * 4096, rel=1e-6)  # the same data
     assert io_ops(sim)[0] - before_ops == pytest.approx(2000 / merged, rel=1e-6)  # in 16 KiB requests
-    assert sim.io_served("fio")[0] == pytest.approx(2000, rel=1e-6)  # the workload's own IOs all served
+    assert sim.storage.served("fio")[0] == pytest.approx(2000, rel=1e-6)  # the workload's own IOs all served
 
 
 def test_an_open_stream_held_back_by_its_limit_queues_what_it_was_not_served_and_serves_it_later():
@@ -226,13 +226,13 @@ def test_an_open_stream_held_back_by_its_limit_queues_what_it_was_not_served_and
     driver = SimDriver(sim)
     driver.apply(SetIoLimit(vm="db", iops=2000))
     run(sim, 0.1)
-    assert sim.storage.queue[0] == pytest.approx(200)  # 4 epochs of 50 IOs not served
+    assert sim.storage.epochs.queue[0] == pytest.approx(200)  # 4 epochs of 50 IOs not served
     queued_latency = sim.sensors.gauges["io"]["latency"][0]
     driver.apply(SetIoLimit(vm="db", iops=0))
     run(sim, 0.025)
     assert sim.sensors.gauges["io"]["served"][0] == pytest.approx(4000 + 200 / 0.025)  # the queue drains at once
     run(sim, 0.875)
-    assert sim.storage.queue[0] == 0
+    assert sim.storage.epochs.queue[0] == 0
     assert io_ops(sim)[0] == pytest.approx(4000, rel=1e-9)  # a second's IOs, every one served
     assert queued_latency > 150 / 2000  # it waited behind 100-200 queued IOs at 2,000 IOPS
     assert sim.sensors.gauges["io"]["latency"][0] < 1e-3  # the queue gone, the device's own latency
@@ -242,7 +242,7 @@ def test_an_open_stream_above_its_limit_keeps_at_most_the_guests_queue_and_waits
     sim = Simulator(fio_scenario(0.025, iops=5000))
     SimDriver(sim).apply(SetIoLimit(vm="db", iops=1000))
     run(sim, 2)
-    assert sim.storage.queue[0] == OPEN_QUEUE
+    assert sim.storage.epochs.queue[0] == OPEN_QUEUE
     assert sim.sensors.gauges["io"]["served"][0] == pytest.approx(1000)  # what is beyond the queue is not issued
     device_latency = 100e-6 + 4096 * 8 / 4e9
     assert sim.sensors.gauges["io"]["latency"][0] == pytest.approx(OPEN_QUEUE / 1000 + device_latency, rel=1e-6)

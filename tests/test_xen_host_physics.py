@@ -69,7 +69,7 @@ def test_kvm_hosts_have_no_grant_table_and_no_blkback_cost():
     assert kvm > 1.5 * xen
     sim = Simulator(disk_scenario(5, 256 * 1024, "kvm"))
     sim.step()
-    assert not sim.blkback_cpu.any()
+    assert not sim.storage.blkback_cpu.any()
 
 
 def prime_job_time(n_vms: int, threads_per_core: int) -> float:

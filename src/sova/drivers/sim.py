@@ -82,7 +82,7 @@ class SimDriver:
         )
 
     def set_io_throttle(self, throttle: IoThrottle) -> None:
-        self.sim.set_io_throttle(self._indices(throttle.vms), throttle)
+        self.sim.storage.set_throttle(self._indices(throttle.vms), throttle)
 
     def observe(self) -> Snapshot:
         snap = self._observe()

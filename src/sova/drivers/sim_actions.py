@@ -168,13 +168,13 @@ class _SetCpu(SimHandler):
 @handles(SetIoLimit)
 class _SetIoLimit(SimHandler):
     def apply(self, driver, action):
-        driver.sim.set_io_limit(driver.vm_index(action.vm), action.iops)
+        driver.sim.storage.set_limit(driver.vm_index(action.vm), action.iops)
 
 
 @handles(SetIoSize)
 class _SetIoSize(SimHandler):
     def apply(self, driver, action):
-        driver.sim.set_io_size(driver.vm_index(action.vm), action.size)
+        driver.sim.storage.set_size(driver.vm_index(action.vm), action.size)
 
 
 @handles(SetNetLimit)

@@ -36,14 +36,15 @@ from sova.sim.network_faults import NetworkFaults
 from sova.sim.records import SimError
 from sova.sim.sensors import Sensors, StepUse
 from sova.sim.sriov_vfs import SriovVfs
-from sova.sim.storage_epochs import StorageEpochs, StorageSubsystem, VmIoControls
+from sova.sim.storage_epochs import StorageEpochs
+from sova.sim.storage_io import StorageIo
 from sova.sim.vm_inventory import VmInventory
 from sova.sim.vm_lifecycle import VmLifecycle
 from sova.sim.workload_kinds.base import Demand, Granted
 from sova.sim.workloads import Workloads
 
 
-class Simulator(StorageSubsystem, HypervisorOperations):
+class Simulator(HypervisorOperations):
     """The data center of one scenario; ``step()`` advances it by one time step."""
 
     def __init__(self, scenario: Scenario, seed: int | None = None):
@@ -71,15 +72,9 @@ class Simulator(StorageSubsystem, HypervisorOperations):
         self.host_xen = host_xen = np.array([h.hypervisor == "xen" for h in hosts])
         blkback = BlkbackParams.from_params(self.params)
         storage_rng = np.random.default_rng([scenario.seed if seed is None else seed, 0x5707])  # its own stream
-        self.storage = StorageEpochs(
-            len(scenario.vms), scenario.storage, host_xen, blkback, storage_rng, self.params["io_noise"]
-        )
-        self.netback_cpu = self.blkback_cpu = np.zeros(self.n_hosts)  # Dom0 cores of the last step, per host
-        self._io_parts: dict[str, slice] = {}  # each kind's rows among the step's IO streams
-        self._epoch_counted = None  # the epoch result whose counts _epoch_counts holds
-        self._count_rows: tuple[object, np.ndarray] = (None, np.zeros(0, dtype=np.int64))  # streams, their rows
+        epochs = StorageEpochs(len(vms), scenario.storage, host_xen, blkback, storage_rng, self.params["io_noise"])
+        self.netback_cpu = np.zeros(self.n_hosts)  # Dom0 cores netback used in the last step, per host
 
-        self.vm_io = VmIoControls.none(self.n_vms)  # rate and merge limits, scheduler tags, in-flight caps
         self.migrations = LiveMigrations(self.n_hosts, self.n_vms, migration_config(self.params))
 
         self.workloads = Workloads(scenario, self.rng)
@@ -99,6 +94,7 @@ class Simulator(StorageSubsystem, HypervisorOperations):
         self.last_vm_alloc: np.ndarray | None = None
         self.last_vm_want: np.ndarray | None = None
         self.sensors = Sensors(self.n_hosts, self.n_vms, len(self.network.flows))
+        self.storage = StorageIo(epochs, self.n_vms, self.n_hosts, self.sensors)
 
     # ------------------------------------------------------------------ step
     def step(self) -> None:
@@ -144,12 +140,17 @@ class Simulator(StorageSubsystem, HypervisorOperations):
 
         wanted = self._workload_demands(t, dt, run)
         cpu_dem, demand, flow_scale = wanted.cpu, wanted.flow, wanted.flow_scale
-        io = self._io_demands(t, dt, run)
         for mig, fid in self.migrations.under_way.values():  # one waiting for its destination to wake sends nothing yet
             demand[fid] = 0.0 if mig.wait_left >= dt else p["migration_bandwidth"] or np.inf
         # storage first: what the devices serve is what crosses the network
-        self.storage.offer(io, self.vms.storage[io.vm], self.vms.host[io.vm])
-        self._storage_epoch(demand)
+        offered = [
+            (kind.name, io) for kind, g in self.workloads.active() if (io := kind.io(g, self, t, dt)) is not None
+        ]
+        self.storage.offer(offered, run, self.vms)
+        self._storage_epoch()
+        moved = self.storage.bytes_per_vm()
+        if moved is not None:
+            net.set_io_demand(demand, *moved)
 
         active = demand > 0
         data = net.entry_costs(active, p["dom0_vif_overhead"])
@@ -170,7 +171,7 @@ class Simulator(StorageSubsystem, HypervisorOperations):
         vm_want = cpu_dem + net.guest_net_cpu(rate)  # before the vCPU count and cap bound it
         vm_dem = np.minimum(vm_want, compute.vm_cpu_limit())
         self.netback_cpu = np.minimum(net.dom0_cpu(rate, data), compute.dom0_vcpus)
-        dom0_used = np.minimum(self.netback_cpu + self.blkback_cpu, compute.dom0_vcpus)
+        dom0_used = np.minimum(self.netback_cpu + self.storage.blkback_cpu, compute.dom0_vcpus)
         vm_alloc, dom0_alloc = compute.share(self.vms.host, vm_dem, dom0_used)
         stretch = compute.stretch(self.vms.host, vm_dem)
         work_stretch = stretch / compute.thread_speed(self.vms.host, vm_alloc, dom0_alloc)
@@ -217,6 +218,9 @@ class Simulator(StorageSubsystem, HypervisorOperations):
             migrating_s=self.migrations.migrating_s,
         )
         self.sensors.count_step(use)
+
+    def _storage_epoch(self) -> None:
+        self.storage.epoch(self.compute.dom0_vcpus, self.netback_cpu, self.dt)
 
     # ------------------------------------------------------------------ workloads
     def _register_workload_flows(self) -> None:

@@ -101,6 +101,12 @@ class Network:
             self.io_flow_read[v] = self.add_flow(server, (VM_DOM0, v), "io")
             self.io_flow_write[v] = self.add_flow((VM_DOM0, v), server, "io")
 
+    def set_io_demand(self, demand: np.ndarray, read: np.ndarray, write: np.ndarray) -> None:
+        """The storage flows' demand (bit/s, into `demand`) from the bytes/s each VM read and wrote."""
+        has = self.io_flow_read >= 0
+        demand[self.io_flow_read[has]] = read[has] * 8
+        demand[self.io_flow_write[has]] = write[has] * 8
+
     def grow(self) -> bool:
         """Rates for the flows added since the last step (a migration's: nothing carried yet); True if any."""
         added = len(self.flows) - len(self.rate)

@@ -256,7 +256,7 @@ class BlockTraceReplay(WorkloadKind):
     def advance(self, group, sim, step) -> None:
         p, state = group.params, group.state
         fast = p["pace"] == "fast"
-        served = sim.io_served(self.name)
+        served = sim.storage.served(self.name)
         served = np.where(fast, served[: len(group)], 0.0) if served is not None else np.zeros(len(group))
         for replay, rows in group.model.rows_by_trace():
             f = fast[rows]

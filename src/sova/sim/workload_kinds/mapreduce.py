@@ -68,7 +68,7 @@ class MapReduce(WorkloadKind):
         vm, jobs, p = group.vm, group.model, group.params
         share = np.where(step.vm_want[vm] > 0, step.vm_alloc[vm] / np.maximum(step.vm_want[vm], 1e-300), 0.0)
         speed = slots(group, jobs, sim.compute.vm_vcpus) * np.minimum(share, 1.0) / step.stretch[sim.vms.host[vm]]
-        served = sim.io_served(self.name)
+        served = sim.storage.served(self.name)
         if served is not None:
             rows, n = jobs.io_rows, len(jobs.io_rows)
             jobs.read_left[rows] -= served[:n] * p["io_size"][rows] * step.dt
