@@ -105,7 +105,7 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    params = {k: f.default for k, f in Sova.params.items()}
+    params = Sova.defaults()
     print("| hosts | VMs | decision round (s), best of repeats | actions |")
     print("|---:|---:|---:|---:|")
     for n in args.hosts:

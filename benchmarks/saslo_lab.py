@@ -41,7 +41,7 @@ def run(driver: LibvirtDriver, names: list[str], targets: list[float], controlle
     for vm, target in zip(names, targets, strict=True):
         book.set_slo(vm, StorageSlo(throughput=(target, target)))
     cls = registry()[controller]
-    policy = cls(**({k: f.default for k, f in cls.params.items()} | {"period": period}))
+    policy = cls(**(cls.defaults() | {"period": period}))
     policy.bind(book, dict.fromkeys(names, "disk"))
     runtime = Runtime(driver, [policy], ControlSpec(monitor_period=1.0))
     calls, took = [], []

@@ -29,7 +29,7 @@ def bound_controller(n: int) -> SloEnforcement:
     low = rng.uniform(200, 800, n).round()
     for i, vm in enumerate(names):
         book.set_slo(vm, StorageSlo((low[i], low[i] + 200), (12288.0, 32768.0), (80.0, 90.0), (5.0, 10.0)))
-    see = SloEnforcement(**{k: f.default for k, f in SloEnforcement.params.items()})
+    see = SloEnforcement(**SloEnforcement.defaults())
     see.bind(book, {vm: f"server{i % 50}" for i, vm in enumerate(names)})
     return see
 

@@ -12,7 +12,7 @@ from sova.model.scenario import ControlSpec
 from sova.plan.adaptive_dom0 import AdaptiveDom0
 from sova.sim.engine import Simulator
 
-PARAMS = {k: f.default for k, f in AdaptiveDom0.params.items()} | {"period": 10.0, "window": 10.0}
+PARAMS = AdaptiveDom0.defaults() | {"period": 10.0, "window": 10.0}
 
 
 def run(vms: list[dict], workloads: list[dict], seconds: int = 12):

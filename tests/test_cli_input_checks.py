@@ -116,7 +116,7 @@ def test_a_latency_that_is_not_above_zero_is_refused_as_such_with_or_without_equ
 def _docs() -> list[str]:
     from sova.plan.base import registry
 
-    return [f.doc for cls in registry().values() for f in cls.params.values() if f.doc]
+    return [f.doc for cls in registry().values() for f in cls.schema.values() if f.doc]
 
 
 def test_policies_folds_the_meaning_column_to_a_narrow_terminal(monkeypatch):

@@ -13,7 +13,7 @@ from sova.plan.cloudscope_admission import CloudScopeAdmission
 from sova.plan.first_fit import FirstFit
 from sova.sim.engine import Simulator
 
-PARAMS = {k: f.default for k, f in CloudScope.params.items()} | {"period": 10.0, "window": 10.0}
+PARAMS = CloudScope.defaults() | {"period": 10.0, "window": 10.0}
 
 
 def crowded(hosts: int = 2):

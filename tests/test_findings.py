@@ -54,7 +54,7 @@ def vf_scenario():
 
 
 def defaults(cls: type[Policy], **changes) -> Policy:
-    return cls(**{**{key: field.default for key, field in cls.params.items()}, **changes})
+    return cls(**{**cls.defaults(), **changes})
 
 
 def test_a_hot_host_yields_a_hotspot_finding_with_the_k_of_n_evidence(hot):
@@ -196,7 +196,7 @@ def test_a_new_kind_of_finding_needs_no_change_to_the_container():
 def test_a_policy_that_reads_an_unknown_analyzer_is_refused():
     class Reader(Policy):
         name = "test-reads-nothing-known"
-        params = {"period": ThresholdMigration.params["period"]}
+        schema = {"period": ThresholdMigration.schema["period"]}
         analyzers = {"no-such-analyzer": {}}
 
         def plan(self, knowledge, findings):
@@ -209,5 +209,5 @@ def test_a_policy_that_reads_an_unknown_analyzer_is_refused():
 def test_every_policy_gives_its_analyzers_every_setting():
     for cls in (ThresholdMigration, DynamicSRIOV, Sova):
         for name, settings in defaults(cls).analyses():
-            assert set(settings) == set(registry()[name].settings)
+            assert set(settings) == set(registry()[name].reads)
             assert all(np.ndim(v) == 0 for v in settings.values())

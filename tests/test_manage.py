@@ -20,7 +20,7 @@ class MoveOnce(Policy):
     name = "move-once"
     loop = "global"
     summary = "test policy"
-    params = {}
+    schema = {}
 
     def __init__(self):
         self.settings = {"period": 0.05}

@@ -360,7 +360,7 @@ def test_every_number_a_scenario_or_a_policy_reads_has_a_range():
             for name, value in vars(importlib.import_module(module.name)).items():
                 if isinstance(value, dict) and value and all(isinstance(f, Field) for f in value.values()):
                     schemas[f"{module.name}.{name}"] = value
-    schemas |= {f"policy {name}": cls.params for name, cls in registry().items() if cls.__module__.startswith("sova.")}
+    schemas |= {f"policy {name}": cls.schema for name, cls in registry().items() if cls.__module__.startswith("sova.")}
     unbounded = [
         f"{where}.{key}"
         for where, fields in schemas.items()

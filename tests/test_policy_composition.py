@@ -76,7 +76,7 @@ class Wants(Policy):
     of their ends."""
 
     name = "test-wants"
-    params = {"period": Field("duration", 5.0, "")}
+    schema = {"period": Field("duration", 5.0, "")}
 
     def __init__(self, name: str, actions=(), priority: int = 0, **hooks):
         super().__init__(period=5.0, priority=priority)
@@ -148,7 +148,7 @@ HOT = {
 def hot_run(*extra, policy="sandpiper", seconds=600):
     """h1 runs hot under `policy`, beside the test policies in `extra`: the hot VMs' migrations (VM, dst)."""
     cls = registry()[policy]
-    own = cls(**{k: f.default for k, f in cls.params.items()})
+    own = cls(**cls.defaults())
     _, rt = run([own, *extra], seconds, **HOT)
     done = [e for e in rt.audit.entries if e.event == "finished" and e.status == OK and e.policy == policy]
     return [(e.target, e.action.split("dst=")[1]) for e in done if e.target.startswith("hot")]
@@ -201,16 +201,16 @@ def test_a_peers_pin_and_filter_bind_a_policy_that_never_asked_and_the_audit_say
 
 def test_every_policy_has_a_priority_parameter_with_its_classs_default():
     known = registry()
-    assert known["keep-rules"].params["priority"].default == 100 and known["sova"].params["priority"].default == 50
+    assert known["keep-rules"].schema["priority"].default == 100 and known["sova"].schema["priority"].default == 50
     assert (
-        known["greedy-net"].params["priority"].default == 30 and known["power-aware"].params["priority"].default == 20
+        known["greedy-net"].schema["priority"].default == 30 and known["power-aware"].schema["priority"].default == 20
     )
-    assert all("priority" in cls.params for cls in known.values())
+    assert all("priority" in cls.schema for cls in known.values())
 
 
 def defaults(name: str, **changed):
     cls = registry()[name]
-    return cls(**{**{k: f.default for k, f in cls.params.items()}, **changed})
+    return cls(**{**cls.defaults(), **changed})
 
 
 def test_greedy_nets_score_sends_a_hot_vm_towards_the_vm_it_talks_to():

@@ -15,7 +15,7 @@ class Recorder(Policy):
     """A test policy that notes when it runs and what it saw, and asks for a CPU weight change."""
 
     name = "test-recorder"
-    params = {"period": Field("duration", 10.0, "")}
+    schema = {"period": Field("duration", 10.0, "")}
     calls: list[tuple[float, int]] = []
 
     def plan(self, knowledge, findings):

@@ -124,7 +124,7 @@ def scenarios(draw):
         names = [draw(st.sampled_from(PLACEMENT))] if trials else draw(choices)
         params = {}
         for name in names:
-            fields = {k: f for k, f in known[name].params.items() if k not in SKIPPED_PARAMS}
+            fields = {k: f for k, f in known[name].schema.items() if k not in SKIPPED_PARAMS}
             params[name] = _some(draw, fields, 2)
         profile = {"policies": names, "params": params}
         if draw(st.booleans()):

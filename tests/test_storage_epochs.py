@@ -86,7 +86,7 @@ class EpochRecorder(Policy):
 
     name = "test-epoch-recorder"
     loop = "local"
-    params = {"period": Field("duration", 0.05, "")}
+    schema = {"period": Field("duration", 0.05, "")}
     times: list[float] = []
 
     def plan(self, knowledge, findings):

@@ -1,6 +1,6 @@
 """The analyzer interface and registry, and the Analyze stage that runs analyzers for the policies.
 
-An analyzer is a class with a ``name``, the names of the ``settings`` it reads, and
+An analyzer is a class with a ``name``, the names of the settings it ``reads``, and
 ``analyze(knowledge, settings) -> tuple[Finding, ...]``. A policy names the analyzers whose findings it
 plans from (``Policy.analyzers``) and gives their settings from its own parameters. Adding an analyzer
 means adding a module in ``sova.analyze`` that defines a subclass with the ``@register`` decorator.
@@ -22,7 +22,7 @@ _REGISTRY: dict[str, Analyzer] = {}
 class Analyzer(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
-    settings: ClassVar[tuple[str, ...]] = ()  # what analyze() reads from its settings
+    reads: ClassVar[tuple[str, ...]] = ()  # the names of the settings analyze() reads
 
     @abstractmethod
     def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Finding, ...]:

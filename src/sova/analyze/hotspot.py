@@ -75,7 +75,7 @@ def cpu_rule(loads: np.ndarray, k: int, threshold: float) -> HostEvidence:
 
 
 class _HostHotspots(Analyzer):
-    settings = ("interval", "k", "n", "threshold")
+    reads = ("interval", "k", "n", "threshold")
 
     def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Hotspot, ...]:
         loads = host_loads(knowledge, settings["interval"], settings["n"])

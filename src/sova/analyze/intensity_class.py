@@ -94,7 +94,7 @@ def scores_of(classes: tuple[IntensityClass, ...], snap: Snapshot) -> IntensityS
 class Intensity(Analyzer):
     name = "intensity"
     summary = "each VM's IF/NF (heaps) or io_degree/net_degree (threshold) and its intensity class"
-    settings = ("window", "classifier", "eps", "eps_degree", "q", "p", "io_threshold", "min_packets")
+    reads = ("window", "classifier", "eps", "eps_degree", "q", "p", "io_threshold", "min_packets")
 
     def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[IntensityClass, ...]:
         s = window_samples(knowledge, settings["window"])

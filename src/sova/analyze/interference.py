@@ -63,7 +63,7 @@ def predict(knowledge: Knowledge, window: float) -> tuple[VmUsage, np.ndarray, n
 class Interference(Analyzer):
     name = "interference"
     summary = "CloudScope: each VM's predicted slowdown from co-located VMs (V-slowdown, Eq. 1-8)"
-    settings = ("window", "slowdown_above")
+    reads = ("window", "slowdown_above")
 
     def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Slowdown, ...]:
         prediction = predict(knowledge, settings["window"])

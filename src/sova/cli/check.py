@@ -131,7 +131,7 @@ def policies() -> int:
         (
             f"{name} ({cls.loop} loop): {cls.summary}"
             + (f"; plans from the findings of {', '.join(cls.analyzers)}" if cls.analyzers else ""),
-            [(k, f.expected(), repr(f.default), f.doc) for k, f in cls.params.items()],
+            [(k, f.expected(), repr(f.default), f.doc) for k, f in cls.schema.items()],
         )
         for name, cls in sorted(registry().items())
     ]

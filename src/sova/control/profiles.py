@@ -44,7 +44,7 @@ def check_profile(
             )
             continue
         where = params_at.format(profile=prof.name, policy=name)
-        params = reader.table(prof.params.get(name, {}), cls.params, where)
+        params = reader.table(prof.params.get(name, {}), cls.schema, where)
         for low, high in cls.ordered:
             if params[low] is not None and params[high] is not None and params[low] > params[high]:
                 reader.error(

@@ -53,7 +53,7 @@ class Runtime:
         self.driver = driver
         for duty in (KeepRules, HaRestart) if keeper else ():
             if not any(isinstance(p, duty) for p in policies):
-                policies = [*policies, duty(**{key: f.default for key, f in duty.params.items()})]
+                policies = [*policies, duty(**duty.defaults())]
         self.policies = policies
         for pol in policies:  # who binds whom: the extension points of the others (docs/policies.md)
             others = [o for o in policies if o is not pol and o.extends()]

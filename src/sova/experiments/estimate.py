@@ -50,7 +50,7 @@ def optimizer_seconds(runs: list[Scenario], profiles: list[str]) -> float:
         for name in profiles:
             prof = s.profiles[name]
             for policy in prof.policies:
-                fields = known[policy].params if policy in known else {}
+                fields = known[policy].schema if policy in known else {}
                 params = Reader(s.source).table(prof.params.get(policy, {}), fields, "")  # units read, defaults
                 once = params.get("time_limit") or params.get("steps", 0) * ANNEALING_STEP_SECONDS
                 if s.trials is not None:

@@ -75,7 +75,7 @@ def _policy(algorithm: str, params: dict) -> PlacementPolicy | None:
         return None
     cls = registry()[algorithm]
     reader = Reader("sova place")
-    p = reader.table(params, cls.params, "--param ")
+    p = reader.table(params, cls.schema, "--param ")
     if reader.problems:
         raise InputError(reader.problems)
     return cls(**p)

@@ -33,7 +33,7 @@ class AdaptiveDom0(Policy):
     priority = 40  # a host-level tuning yields to a move
     loop = "local"
     summary = "raise Dom0's CPU weight where a VM misses its slowdown SLO on an unsaturated host (Eq. 8)"
-    params = {
+    schema = {
         "period": Field("duration", 30.0, "how often the policy runs", lo=0, lo_open=True),
         "window": Field("duration", 30.0, "seconds the loads are learned over", lo=0, lo_open=True),
         "slowdown_slo": Field("float", 1.2, "a VM predicted slower than this misses its SLO", lo=1),

@@ -1,6 +1,6 @@
 """The policy interface and registry.
 
-A policy is a class with a ``name``, a ``params`` schema (validated up front, documented from the
+A policy is a class with a ``name``, a ``schema`` of its parameters (validated up front, documented from the
 same description), the ``analyzers`` whose findings it plans from, and
 ``plan(knowledge, findings) -> list[Action]``. It runs every ``period`` seconds in the ``local``
 (per-host agent) or ``global`` (manager) loop; the Runtime's Analyze stage runs the analyzers first and
@@ -39,7 +39,7 @@ class Policy(ABC):
     loop: ClassVar[str] = "global"
     kind: ClassVar[str] = PLANNER  # how the runtime drives it: PLANNER or CONTROLLER
     summary: ClassVar[str] = ""
-    params: ClassVar[dict[str, Field]] = {}
+    schema: ClassVar[dict[str, Field]] = {}
     # the analyzers whose findings plan() reads, each with the settings it takes from a parameter of another
     # name ({"hotspot": {"threshold": "alpha"}}); its other settings come from the parameters of their name
     analyzers: ClassVar[dict[str, dict[str, str]]] = {}
@@ -48,9 +48,9 @@ class Policy(ABC):
     # (a, b): parameter a may not exceed parameter b (k of n observations; a target under its threshold)
     ordered: ClassVar[tuple[tuple[str, str], ...]] = ()
 
-    def __init__(self, **params: Any):
-        self.settings = params  # the values of this instance; `params` (the class's) says what each one is
-        self.period: float = params.get("period", 10.0)
+    def __init__(self, **settings: Any):
+        self.settings = settings  # the values of this instance; the class's `schema` says what each one is
+        self.period: float = settings.get("period", 10.0)
 
     # the profile's other policies whose filters and pins bind this one (set by the runtime): those not of a
     # lower priority; their scores guide it whatever their priority
@@ -81,7 +81,7 @@ class Policy(ABC):
         """(analyzer name, settings) for each analyzer in ``analyzers``, with this instance's values."""
         known = analyzer_registry()
         return [
-            (name, {key: self.settings[renamed.get(key, key)] for key in known[name].settings})
+            (name, {key: self.settings[renamed.get(key, key)] for key in known[name].reads})
             for name, renamed in self.analyzers.items()
         ]
 
@@ -105,6 +105,11 @@ class Policy(ABC):
         return {}
 
     @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """Each parameter's default: the settings of an instance nobody configured."""
+        return {key: spec.default for key, spec in cls.schema.items()}
+
+    @classmethod
     def defines(cls, point: str) -> bool:
         """Whether it defines the extension point of that name (its own, not the base's no-op)."""
         return getattr(cls, point) is not getattr(Policy, point)
@@ -118,11 +123,11 @@ class Policy(ABC):
 def register(cls: type[Policy]) -> type[Policy]:
     if not cls.name:
         raise ValueError(f"policy class {cls.__name__} has no name")
-    if "period" not in cls.params:
+    if "period" not in cls.schema:
         raise ValueError(f"policy {cls.name} must declare a 'period' parameter")
-    if "priority" not in cls.__dict__.get("params", {}):  # every policy has one; its default is the class's
-        cls.params = {
-            **cls.params,
+    if "priority" not in cls.__dict__.get("schema", {}):  # every policy has one; its default is the class's
+        cls.schema = {
+            **cls.schema,
             "priority": Field(
                 "int", cls.priority, "who wins when policies of a profile want conflicting actions", lo=0, hi=1000
             ),
@@ -131,7 +136,7 @@ def register(cls: type[Policy]) -> type[Policy]:
     for name, renamed in cls.analyzers.items():
         if name not in known:
             raise ValueError(f"policy {cls.name} reads the findings of {name!r}, which is no analyzer")
-        unset = [key for key in known[name].settings if renamed.get(key, key) not in cls.params]
+        unset = [key for key in known[name].reads if renamed.get(key, key) not in cls.schema]
         if unset:
             raise ValueError(f"policy {cls.name} gives analyzer {name} no {', '.join(unset)}")
     _REGISTRY[cls.name] = cls

@@ -38,7 +38,7 @@ class CloudScope(Policy):
     name = "cloudscope"
     priority = 50  # relieving a VM predicted slow
     summary = "move the VMs predicted to slow down most to the host where they would slow down least (Alg. 1)"
-    params = {
+    schema = {
         "period": Field("duration", 60.0, "how often the policy runs", lo=0, lo_open=True),
         "window": Field(
             "duration", 60.0, "seconds the loading vectors and host loads are learned over", lo=0, lo_open=True

@@ -131,7 +131,7 @@ class DynamicSRIOV(Policy):
     priority = 40  # a VF handed out or taken back yields to a move
     loop = "local"
     summary = "give each host's SR-IOV VFs to its most network-intensive VMs, with rate tiers"
-    params = VF_PARAMS
+    schema = VF_PARAMS
     analyzers = {"intensity": {}}
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:

@@ -28,13 +28,13 @@ class HaRestart(Policy):
     priority = 100  # VMs of a failed host come back before anything else
     loop = "global"
     summary = "restart the VMs of a failed host on other hosts, within the placement rules and the room left"
-    params = {
+    schema = {
         "period": Field("duration", 10.0, "how often the policy runs while a host is failed", lo=0, lo_open=True),
         "cpu_limit": Field("float", 1.0, "the most CPU a host may carry with the restarted VMs", lo=0, hi=1),
     }
 
-    def __init__(self, **params):
-        super().__init__(**params)
+    def __init__(self, **settings):
+        super().__init__(**settings)
         self._said: set[str] = set()  # VMs reported as not restartable
 
     def wants_to_run(self, knowledge: Knowledge) -> bool:

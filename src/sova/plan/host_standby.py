@@ -21,7 +21,7 @@ class HostStandby(Policy):
     name = "host-standby"
     priority = 20  # saving energy yields to everything else
     summary = "empty hosts go to sleep (or off) after an idle time; migrations wake them"
-    params = {
+    schema = {
         "period": Field("duration", 60.0, "how often it looks", lo=0, lo_open=True),
         "idle": Field("duration", 0.0, "how long a host stays empty before it goes down", lo=0),
         "state": Field(
@@ -29,8 +29,8 @@ class HostStandby(Policy):
         ),
     }
 
-    def __init__(self, **params):
-        super().__init__(**params)
+    def __init__(self, **settings):
+        super().__init__(**settings)
         self.empty_since: dict[str, float] = {}
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:

@@ -33,15 +33,15 @@ class KeepRules(Policy):
     priority = 100  # the rules before anything else
     loop = "global"
     summary = "move the VMs that break a must placement rule (a drained host's too) to hosts that keep the rules"
-    params = {
+    schema = {
         "period": Field("duration", 30.0, "how often the policy runs", lo=0, lo_open=True),
         "cpu_limit": Field("float", 0.9, "the most CPU a destination may carry with the VMs added", lo=0, hi=1),
     }
     analyzers = {"rules": {}}
     patient = True  # a drain's migrations queue behind the migration caps, one group after another
 
-    def __init__(self, **params):
-        super().__init__(**params)
+    def __init__(self, **settings):
+        super().__init__(**settings)
         self._said: set[tuple[str, str]] = set()  # (VM, rule) reported as stuck
 
     def wants_to_run(self, knowledge: Knowledge) -> bool:

@@ -53,10 +53,10 @@ class PlacementPolicy(Policy):
     loop = "global"
     priority = 30  # optimizing a placement yields to relief
     energy: ClassVar[str] = "all"
-    params = PLACEMENT_PARAMS
+    schema = PLACEMENT_PARAMS
 
-    def __init__(self, **params):
-        super().__init__(**params)
+    def __init__(self, **settings):
+        super().__init__(**settings)
         self.rng = np.random.default_rng(self.settings["seed"])
         self.target: np.ndarray | None = None
         self.problem: PlacementProblem | None = None
@@ -170,7 +170,7 @@ class GreedyNet(PlacementPolicy):
 
 
 class _Annealer(PlacementPolicy):
-    params = SA_PARAMS
+    schema = SA_PARAMS
     ordered = (("t_end", "t0"),)
 
     def optimize(self, problem, x0):
@@ -209,7 +209,7 @@ class AnnealAll(_Annealer):
 @register
 class Model(PlacementPolicy):
     name = "model"
-    params = MODEL_PARAMS
+    schema = MODEL_PARAMS
     summary = "Virtue's Model: the exact minimax MIP (HiGHS), warm-started from Greedy Fill, with a time limit"
 
     last_gap: float | None = None  # the gap HiGHS reached in the last optimize

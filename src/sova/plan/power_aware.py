@@ -38,7 +38,7 @@ class PowerAware(Policy):
     name = "power-aware"
     priority = 20  # saving energy yields to everything else
     summary = "Beloglazov-Buyya consolidation: overload detection, VM selection, PABFD, emptying underloaded hosts"
-    params = {
+    schema = {
         "period": Field("duration", 300.0, "how often it runs (CloudSim's scheduling interval)", lo=0, lo_open=True),
         "detector": Field("str", "thr", "overload detection: thr, iqr, mad, lr or lrr", choices=DETECTORS),
         "threshold": Field("float", 0.8, "THR's utilisation threshold", lo=0, lo_open=True),
@@ -49,8 +49,8 @@ class PowerAware(Policy):
         "seed": Field("int", 0, "RS's random generator", lo=0, hi=MAX_SEED),
     }
 
-    def __init__(self, **params):
-        super().__init__(**params)
+    def __init__(self, **settings):
+        super().__init__(**settings)
         self.history_vms: tuple[str, ...] = ()  # the VMs of the history's rows
         self.history = np.zeros((0, self.settings["history"]))  # VMs x samples of CPU asked, newest last
         self.samples = np.zeros(0, dtype=np.int64)  # per VM: samples taken

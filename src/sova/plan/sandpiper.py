@@ -29,7 +29,7 @@ class Sandpiper(Policy):
     priority = 50  # relieving a hotspot
     loop = "global"
     summary = "live-migrate VMs off hotspots in decreasing volume-to-size ratio (Sandpiper)"
-    params = {
+    schema = {
         "period": Field("duration", 10.0, "how often the policy runs", lo=0, lo_open=True),
         **HOTSPOT_PARAMS,
         "threshold": Field("float", 0.7, "utilisation of any resource that makes a host hot", lo=0, hi=1),

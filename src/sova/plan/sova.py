@@ -63,7 +63,7 @@ class Sova(Policy):
     priority = 50  # relieving a hotspot
     loop = "global"
     summary = "coordinate dynamic SR-IOV and hotspot migration (Sova Algorithms 1 and 2)"
-    params = {**VF_PARAMS, **MIGRATION_PARAMS}
+    schema = {**VF_PARAMS, **MIGRATION_PARAMS}
     analyzers = {"hotspot": {"threshold": "alpha"}}
     ordered = HOTSPOT_ORDER
 

@@ -24,7 +24,7 @@ class ThresholdMigration(Policy):
     name = "threshold-migration"
     priority = 50  # relieving an overloaded host
     summary = "migrate a VM off hosts whose CPU stays above a threshold (k of n observations)"
-    params = {
+    schema = {
         "period": Field("duration", 30.0, "how often the policy runs", lo=0, lo_open=True),
         "hot": Field("float", 0.85, "CPU utilisation above which a host is hot", lo=0, hi=1),
         "target": Field("float", 0.7, "a destination must stay under this after the move", lo=0, hi=1),

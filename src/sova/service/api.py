@@ -213,7 +213,7 @@ def make_app(
                 "name": name,
                 "params": [
                     {"name": key, "kind": f.kind, "default": _default(f.default), "help": f.doc}
-                    for key, f in cls.params.items()
+                    for key, f in cls.schema.items()
                 ],
             }
             for name, cls in sorted(registry().items())

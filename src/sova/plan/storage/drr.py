@@ -22,7 +22,7 @@ from sova.plan.storage.mclock import TAG_PARAMS, tag_limit
 class DeficitRoundRobin(IoController):
     name = "drr"
     summary = "deficit round robin: the storage server shares bytes by quanta in proportion to the targets"
-    params = {**TAG_PARAMS, "page": Field("size", 4096.0, "bytes of quantum per IOPS of target", lo=1)}
+    schema = {**TAG_PARAMS, "page": Field("size", 4096.0, "bytes of quantum per IOPS of target", lo=1)}
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         target = self.targets()

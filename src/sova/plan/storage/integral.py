@@ -18,7 +18,7 @@ from sova.plan.storage.io_control import FEEDBACK_PARAMS, MIN_RATE, IoController
 class IntegralControl(IoController):
     name = "integral"
     summary = "integral control of each VM's IO rate limit toward the lower bound of its throughput SLO"
-    params = FEEDBACK_PARAMS
+    schema = FEEDBACK_PARAMS
 
     def start(self, n: int) -> None:
         p = self.settings

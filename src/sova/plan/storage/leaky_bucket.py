@@ -23,7 +23,7 @@ from sova.plan.storage.io_control import MIN_RATE, IoController
 class LeakyBucket(IoController):
     name = "leaky-bucket"
     summary = "a leaky bucket per VM: its IO rate limit is its target plus the credit it saved, up to a burst"
-    params = {
+    schema = {
         "period": Field("duration", 0.025, "the control epoch", lo=0, lo_open=True),
         "burst": Field("duration", 1.0, "the bucket's depth, in seconds of the target", lo=0),
     }

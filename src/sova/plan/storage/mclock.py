@@ -34,7 +34,7 @@ def tag_limit(factor: float, high: np.ndarray, target: np.ndarray) -> np.ndarray
 class MClock(IoController):
     name = "mclock"
     summary = "mClock: the storage server schedules by reservation (the target), weight and limit tags"
-    params = TAG_PARAMS
+    schema = TAG_PARAMS
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         target = self.targets()

@@ -35,7 +35,7 @@ class SloEnforcement(IoController):
     name = "see"
     priority = 60  # its pin (off by default) binds the migration policies (50) but not the rules' keeper (100)
     summary = "SASLO: a PI controller per VM holds its IO throughput to its target; AOT coordinates the targets"
-    params = {
+    schema = {
         **FEEDBACK_PARAMS,
         "overshoot": Field("float", 0.1, "maximum overshoot M_o the gains are placed for", lo=0, lo_open=True, hi=1),
         "split_latency_rise": Field("float", 0.3, "latency rise over two epochs that splits requests", lo=0),

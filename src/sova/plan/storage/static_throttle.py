@@ -16,7 +16,7 @@ from sova.plan.storage.io_control import MIN_RATE, IoController
 class StaticThrottle(IoController):
     name = "static-throttle"
     summary = "a fixed IO rate limit per VM at the lower bound of its throughput SLO (QEMU's throttle)"
-    params = {"period": Field("duration", 1.0, "how often the limits are re-applied", lo=0, lo_open=True)}
+    schema = {"period": Field("duration", 1.0, "how often the limits are re-applied", lo=0, lo_open=True)}
 
     def step(self, now, span, throughput, latency) -> IoThrottle:
         return IoThrottle(self.vms, np.maximum(self.target, MIN_RATE), np.zeros(len(self.vms)))
