@@ -144,9 +144,9 @@ class LibvirtDriver:
 
     def observe(self) -> Snapshot:
         now = self.now()
-        H = len(self.host_names)
-        cores, mem, host_cpu = np.zeros(H), np.zeros(H), np.zeros(H)
-        dom0_weight = np.full(H, np.nan)
+        n_hosts = len(self.host_names)
+        cores, mem, host_cpu = np.zeros(n_hosts), np.zeros(n_hosts), np.zeros(n_hosts)
+        dom0_weight = np.full(n_hosts, np.nan)
         vfs_total = np.array([self.vfs.capacity(h) for h in self.host_names], dtype=float)
         rows: dict[str, tuple[int, Any, dict, bool]] = {}
         for hi, h in enumerate(self.host_names):
@@ -178,15 +178,15 @@ class LibvirtDriver:
                 if name not in rows or (running and not rows[name][3]):
                     rows[name] = (hi, dom, st, running)
         names = tuple(sorted(rows))
-        V = len(names)
-        c = {k: np.zeros(V) for k in VmCounters.__dataclass_fields__}
-        vm_host = np.zeros(V, dtype=np.int64)
-        vcpus, vmem, vmem_used, dirty = np.zeros(V), np.zeros(V), np.zeros(V), np.zeros(V)
-        weight, cap, vf_rate = np.zeros(V), np.zeros(V), np.zeros(V)
+        n_vms = len(names)
+        counters = {k: np.zeros(n_vms) for k in VmCounters.__dataclass_fields__}
+        vm_host = np.zeros(n_vms, dtype=np.int64)
+        vcpus, vmem, vmem_used, dirty = np.zeros(n_vms), np.zeros(n_vms), np.zeros(n_vms), np.zeros(n_vms)
+        weight, cap, vf_rate = np.zeros(n_vms), np.zeros(n_vms), np.zeros(n_vms)
         nic: list[str] = []
-        migrating = np.zeros(V, dtype=bool)
-        disk_local = np.zeros(V, dtype=bool)
-        vfs_used = np.zeros(H)
+        migrating = np.zeros(n_vms, dtype=bool)
+        disk_local = np.zeros(n_vms, dtype=bool)
+        vfs_used = np.zeros(n_hosts)
         mac_owner: dict[str, int] = {}  # every MAC of every VM's NICs -> the VM's index
         where = self.hosts.where = {}
         vm_states = self.hosts.vms
@@ -199,15 +199,17 @@ class LibvirtDriver:
             vm_host[v] = hi
             n_vcpu = int(st.get("vcpu.current", 1))
             vcpus[v] = n_vcpu
-            c["cpu_time"][v] = state.monotonic("cpu_time", st.get("cpu.time", 0) * NS)
+            counters["cpu_time"][v] = state.monotonic("cpu_time", st.get("cpu.time", 0) * NS)
             wait = sum(st.get(f"vcpu.{i}.delay", st.get(f"vcpu.{i}.wait", 0)) for i in range(n_vcpu)) * NS
             wait = state.monotonic("wait_time", wait)
-            c["wait_time"][v] = wait
+            counters["wait_time"][v] = wait
             if state.last is not None:
                 dt = now - state.last[0]
-                state.blocked += max(0.0, n_vcpu * dt - (c["cpu_time"][v] - state.last[1]) - (wait - state.last[2]))
-            state.last = (now, c["cpu_time"][v], wait)
-            c["blocked_time"][v] = state.blocked
+                state.blocked += max(
+                    0.0, n_vcpu * dt - (counters["cpu_time"][v] - state.last[1]) - (wait - state.last[2])
+                )
+            state.last = (now, counters["cpu_time"][v], wait)
+            counters["blocked_time"][v] = state.blocked
             vf_macs = {vf_mac(state.index)}
             xml = self.hosts.xml(dom)  # one read per VM and observation: every device question below uses it
             mac_owner.update((mac, v) for mac in MAC_RE.findall(xml))
@@ -219,38 +221,38 @@ class LibvirtDriver:
             for i in range(int(st.get("net.count", 0))):
                 if self.vfs.is_vf_interface(xml, host, i, st, vf_macs):
                     continue
-                c["vnic_rx_bytes"][v] += st.get(f"net.{i}.rx.bytes", 0)
-                c["vnic_tx_bytes"][v] += st.get(f"net.{i}.tx.bytes", 0)
-                c["vnic_rx_packets"][v] += st.get(f"net.{i}.rx.pkts", 0)
-                c["vnic_tx_packets"][v] += st.get(f"net.{i}.tx.pkts", 0)
+                counters["vnic_rx_bytes"][v] += st.get(f"net.{i}.rx.bytes", 0)
+                counters["vnic_tx_bytes"][v] += st.get(f"net.{i}.tx.bytes", 0)
+                counters["vnic_rx_packets"][v] += st.get(f"net.{i}.rx.pkts", 0)
+                counters["vnic_tx_packets"][v] += st.get(f"net.{i}.tx.pkts", 0)
             for i in range(int(st.get("block.count", 0))):
-                c["blk_rd_ops"][v] += st.get(f"block.{i}.rd.reqs", 0)
-                c["blk_wr_ops"][v] += st.get(f"block.{i}.wr.reqs", 0)
-                c["blk_rd_bytes"][v] += st.get(f"block.{i}.rd.bytes", 0)
-                c["blk_wr_bytes"][v] += st.get(f"block.{i}.wr.bytes", 0)
-                c["blk_time"][v] += (st.get(f"block.{i}.rd.times", 0) + st.get(f"block.{i}.wr.times", 0)) * NS
+                counters["blk_rd_ops"][v] += st.get(f"block.{i}.rd.reqs", 0)
+                counters["blk_wr_ops"][v] += st.get(f"block.{i}.wr.reqs", 0)
+                counters["blk_rd_bytes"][v] += st.get(f"block.{i}.rd.bytes", 0)
+                counters["blk_wr_bytes"][v] += st.get(f"block.{i}.wr.bytes", 0)
+                counters["blk_time"][v] += (st.get(f"block.{i}.rd.times", 0) + st.get(f"block.{i}.wr.times", 0)) * NS
             vmem[v] = st.get("balloon.maximum", st.get("balloon.current", 0)) / 1024
             vmem_used[v] = (st.get("balloon.available", 0) - st.get("balloon.usable", 0)) / 1024
             report = self._guest_report(host, xml, state)
             if report is not None:
-                g = [sum(x[k] for n_, x in report.net.items() if n_ != "lo") for k in range(4)]
+                net_totals = [sum(x[k] for n_, x in report.net.items() if n_ != "lo") for k in range(4)]
                 total, avail = report.meminfo.get("MemTotal"), report.meminfo.get("MemAvailable")
                 used = (total - avail) / 2**20 if total and avail is not None else vmem_used[v]
-                state.guest = (*g, used)
+                state.guest = (*net_totals, used)
             if state.guest is not None:  # the newest gray-box view (held while a channel reconnects)
                 rxb, rxp, txb, txp, vmem_used[v] = state.guest
-                c["guest_rx_bytes"][v], c["guest_rx_packets"][v] = rxb, rxp
-                c["guest_tx_bytes"][v], c["guest_tx_packets"][v] = txb, txp
+                counters["guest_rx_bytes"][v], counters["guest_rx_packets"][v] = rxb, rxp
+                counters["guest_tx_bytes"][v], counters["guest_tx_packets"][v] = txb, txp
                 if not state.from_agent:  # the first report: no jump from the host's view to the guest's
                     state.from_agent = True
                     for kind in GUEST_KINDS:
-                        state.rebase(f"guest_{kind}", c[f"guest_{kind}"][v])
+                        state.rebase(f"guest_{kind}", counters[f"guest_{kind}"][v])
             else:  # no gray-box view yet: the guest's counters are what the host sees
                 for kind in GUEST_KINDS:
-                    c[f"guest_{kind}"][v] = c[f"vnic_{kind}"][v]
+                    counters[f"guest_{kind}"][v] = counters[f"vnic_{kind}"][v]
             for key in VmCounters.__dataclass_fields__:
                 if key not in ("cpu_time", "wait_time", "blocked_time"):
-                    c[key][v] = state.monotonic(key, c[key][v])
+                    counters[key][v] = state.monotonic(key, counters[key][v])
             dirty[v] = self.dirty_rates.rate(name, dom, st, now)
             weight[v], cap[v] = self._cpu_tune(dom, n_vcpu)
             has_vf = self.vfs.has_vf(xml, vf_macs)
@@ -260,7 +262,7 @@ class LibvirtDriver:
             vf_rate[v] = state.vf_rate if has_vf else 0.0
             vfs_used[hi] += has_vf
             migrating[v] = kind == Migrate.kind
-        nic_rx, nic_tx = self._host_nic_counters(vm_host, c)
+        nic_rx, nic_tx = self._host_nic_counters(vm_host, counters)
         flow_src, flow_dst, flow_bytes = vm_flows(self.flows.totals() if self.flows else {}, mac_owner)
         snap = Snapshot(
             time=now,
@@ -269,7 +271,7 @@ class LibvirtDriver:
             host_cores=cores,
             host_memory=mem,
             host_cpu_time=host_cpu,
-            dom0_cpu_time=np.maximum(0.0, host_cpu - np.bincount(vm_host, c["cpu_time"], H)),
+            dom0_cpu_time=np.maximum(0.0, host_cpu - np.bincount(vm_host, counters["cpu_time"], n_hosts)),
             dom0_vcpus=cores.copy(),
             nic_bandwidth=np.array([self._bandwidth(h) for h in self.host_names]),
             nic_rx_bytes=nic_rx,
@@ -286,7 +288,7 @@ class LibvirtDriver:
             vm_nic=tuple(nic),
             vm_vf_rate=vf_rate,
             vm_migrating=migrating,
-            counters=VmCounters(**c),
+            counters=VmCounters(**counters),
             flow_src=flow_src,
             flow_dst=flow_dst,
             flow_bytes=flow_bytes,
@@ -303,12 +305,12 @@ class LibvirtDriver:
         bw = self.nic_bandwidth
         return bw.get(host, 10e9) if isinstance(bw, dict) else bw
 
-    def _host_nic_counters(self, vm_host: np.ndarray, c: dict) -> tuple[np.ndarray, np.ndarray]:
+    def _host_nic_counters(self, vm_host: np.ndarray, counters: dict) -> tuple[np.ndarray, np.ndarray]:
         """The physical port's counters from host_nic; else the VMs' own traffic summed (all of it
         leaving the host: an upper bound that ignores VM-to-VM traffic inside a host)."""
-        H = len(self.host_names)
-        rx = np.bincount(vm_host, c["guest_rx_bytes"], H)
-        tx = np.bincount(vm_host, c["guest_tx_bytes"], H)
+        n_hosts = len(self.host_names)
+        rx = np.bincount(vm_host, counters["guest_rx_bytes"], n_hosts)
+        tx = np.bincount(vm_host, counters["guest_tx_bytes"], n_hosts)
         if self.host_nic is not None:
             for hi, h in enumerate(self.host_names):
                 got = self.host_nic(h)
@@ -323,8 +325,8 @@ class LibvirtDriver:
             answers = state.channel.answers if state.channel else []
             if state.channel:
                 state.channel.close()
-            m = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", xml)
-            path = self.guest_socket(host, m.group(1)) if m else None
+            bound = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", xml)
+            path = self.guest_socket(host, bound.group(1)) if bound else None
             state.channel = GuestChannel(path) if path else None
             state.channel_host = host
             if state.channel is not None:
@@ -333,12 +335,12 @@ class LibvirtDriver:
 
     def _cpu_tune(self, dom, n_vcpu: int) -> tuple[float, float]:
         try:
-            p = dom.schedulerParametersFlags(0)
+            tune = dom.schedulerParametersFlags(0)
         except Exception:
             return 0.0, 0.0
-        quota, period = p.get("vcpu_quota", -1), p.get("vcpu_period", 0)
+        quota, period = tune.get("vcpu_quota", -1), tune.get("vcpu_period", 0)
         cap = 0.0 if quota_is_unlimited(quota) or period <= 0 else quota * n_vcpu / period
-        return float(p.get("cpu_shares", p.get("weight", 0))), cap  # KVM's shares; Xen's credit weight
+        return float(tune.get("cpu_shares", tune.get("weight", 0))), cap  # KVM's shares; Xen's credit weight
 
     # ------------------------------------------------------------------ apply
     def apply(self, action: Action) -> Outcome:

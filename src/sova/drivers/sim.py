@@ -42,20 +42,20 @@ class SimDriver:
 
     def _list_inventory(self) -> None:
         """The VMs there now and the flows between them, re-read only when a VM came or went."""
-        s = self.sim
-        if self._inventory == s.vms.version:
+        sim = self.sim
+        if self._inventory == sim.vms.version:
             return
-        self._inventory = s.vms.version
-        self._present = None if s.vms.present.all() else np.flatnonzero(s.vms.present)
+        self._inventory = sim.vms.version
+        self._present = None if sim.vms.present.all() else np.flatnonzero(sim.vms.present)
         if self._present is None:
-            self._vms = tuple(s.vm_names)
+            self._vms = tuple(sim.vm_names)
             self._vm_flows, self._flow_src, self._flow_dst = self._all_vm_flows, self._all_flow_src, self._all_flow_dst
             return
-        self._vms = tuple(s.vm_names[v] for v in self._present)
-        position = np.full(s.n_vms, -1, dtype=np.int64)
+        self._vms = tuple(sim.vm_names[v] for v in self._present)
+        position = np.full(sim.n_vms, -1, dtype=np.int64)
         position[self._present] = np.arange(len(self._present))
         src, dst = self._all_flow_src, self._all_flow_dst
-        keep = s.vms.present[src] & ((dst < 0) | s.vms.present[np.maximum(dst, 0)])
+        keep = sim.vms.present[src] & ((dst < 0) | sim.vms.present[np.maximum(dst, 0)])
         self._vm_flows = self._all_vm_flows[keep]
         self._flow_src = position[src[keep]]
         self._flow_dst = np.where(dst[keep] >= 0, position[np.maximum(dst[keep], 0)], -1)
@@ -73,12 +73,12 @@ class SimDriver:
         return self._io_index
 
     def io_sample(self, vms) -> IoSample:
-        c, idx = self.sim.sensors.counters, self._indices(vms)
+        sensed, idx = self.sim.sensors.counters, self._indices(vms)
         return IoSample(
             self.sim.t,
-            c["blk_rd_ops"][idx] + c["blk_wr_ops"][idx],
-            c["blk_rd_bytes"][idx] + c["blk_wr_bytes"][idx],
-            c["blk_time"][idx].copy(),
+            sensed["blk_rd_ops"][idx] + sensed["blk_wr_ops"][idx],
+            sensed["blk_rd_bytes"][idx] + sensed["blk_wr_bytes"][idx],
+            sensed["blk_time"][idx].copy(),
         )
 
     def set_io_throttle(self, throttle: IoThrottle) -> None:
@@ -93,60 +93,64 @@ class SimDriver:
         return snap
 
     def _observe(self) -> Snapshot:
-        s = self.sim
+        sim = self.sim
         self._list_inventory()
-        c = s.sensors.counters
-        nic = np.where(s.vms.on_vf, "vf", "vnic").astype(object)
-        for vm, state in s.vfs.plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
+        sensed = sim.sensors.counters
+        nic = np.where(sim.vms.on_vf, "vf", "vnic").astype(object)
+        for vm, state in sim.vfs.plugging.items():  # a hot-plug in progress: 'attaching' or 'detaching'
             nic[vm] = state
-        migrating = np.zeros(s.n_vms, dtype=bool)
-        migrating[list(s.migrations.under_way)] = True
+        migrating = np.zeros(sim.n_vms, dtype=bool)
+        migrating[list(sim.migrations.under_way)] = True
         there = self._present
         pick = (lambda a: a.copy()) if there is None else (lambda a: a[there])  # per-VM arrays of the VMs there
-        counters = VmCounters(**{k: pick(c[k]) for k in VmCounters.__dataclass_fields__})
+        counters = VmCounters(**{k: pick(sensed[k]) for k in VmCounters.__dataclass_fields__})
         return Snapshot(
-            time=s.t,
+            time=sim.t,
             hosts=self._hosts,
             vms=self._vms,
-            host_cores=s.compute.host_cores.copy(),
-            host_memory=s.vms.host_memory.copy(),
-            host_cpu_time=c["host_cpu_time"].copy(),
-            dom0_cpu_time=c["dom0_cpu_time"].copy(),
-            dom0_vcpus=s.compute.dom0_vcpus.copy(),
-            dom0_weight=s.compute.dom0_weight.copy(),
-            nic_bandwidth=s.network.nic_bw.copy(),
-            nic_rx_bytes=c["nic_rx_bytes"].copy(),
-            nic_tx_bytes=c["nic_tx_bytes"].copy(),
-            vfs_total=s.vfs.offered.copy(),
-            vfs_used=s.vfs.used.copy(),
-            vm_host=pick(s.vms.host),
-            vm_vcpus=pick(s.compute.vm_vcpus),
-            vm_memory=pick(s.vms.memory),
-            vm_memory_used=pick(s.vms.memory_used),
-            vm_dirty_rate=pick(s.vms.dirty_rate),
-            vm_weight=pick(s.compute.vm_weight),
-            vm_cap=pick(s.compute.vm_cap),
+            host_cores=sim.compute.host_cores.copy(),
+            host_memory=sim.vms.host_memory.copy(),
+            host_cpu_time=sensed["host_cpu_time"].copy(),
+            dom0_cpu_time=sensed["dom0_cpu_time"].copy(),
+            dom0_vcpus=sim.compute.dom0_vcpus.copy(),
+            dom0_weight=sim.compute.dom0_weight.copy(),
+            nic_bandwidth=sim.network.nic_bw.copy(),
+            nic_rx_bytes=sensed["nic_rx_bytes"].copy(),
+            nic_tx_bytes=sensed["nic_tx_bytes"].copy(),
+            vfs_total=sim.vfs.offered.copy(),
+            vfs_used=sim.vfs.used.copy(),
+            vm_host=pick(sim.vms.host),
+            vm_vcpus=pick(sim.compute.vm_vcpus),
+            vm_memory=pick(sim.vms.memory),
+            vm_memory_used=pick(sim.vms.memory_used),
+            vm_dirty_rate=pick(sim.vms.dirty_rate),
+            vm_weight=pick(sim.compute.vm_weight),
+            vm_cap=pick(sim.compute.vm_cap),
             vm_nic=tuple(pick(nic)),
-            vm_vf_rate=pick(np.where(s.vms.on_vf, s.vfs.rate, 0.0)),
+            vm_vf_rate=pick(np.where(sim.vms.on_vf, sim.vfs.rate, 0.0)),
             vm_migrating=pick(migrating),
             counters=counters,
             flow_src=self._flow_src,
             flow_dst=self._flow_dst,
-            flow_bytes=s.sensors.flow_bytes[self._vm_flows],
-            host_core_mips=s.compute.host_core_mips,
-            host_power=s.power.state_names(),
-            host_power_curve=s.power.curve,
-            host_seen=s.faults.seen.copy(),
+            flow_bytes=sim.sensors.flow_bytes[self._vm_flows],
+            host_core_mips=sim.compute.host_core_mips,
+            host_power=sim.power.state_names(),
+            host_power_curve=sim.power.curve,
+            host_seen=sim.faults.seen.copy(),
         )
 
     def requests(self) -> list[VmRequest]:
         """VMs that arrived without a host and wait for the admission policy, oldest first."""
-        s = self.sim
+        sim = self.sim
         return [
             VmRequest(
-                s.vm_names[vm], int(s.compute.vm_vcpus[vm]), float(s.vms.memory[vm]), bool(s.vms.on_vf[vm]), since
+                sim.vm_names[vm],
+                int(sim.compute.vm_vcpus[vm]),
+                float(sim.vms.memory[vm]),
+                bool(sim.vms.on_vf[vm]),
+                since,
             )
-            for vm, since in sorted(s.lifecycle.waiting.items(), key=lambda item: (item[1], item[0]))
+            for vm, since in sorted(sim.lifecycle.waiting.items(), key=lambda item: (item[1], item[0]))
         ]
 
     def vm_index(self, name: str, present: bool = True) -> int:

@@ -124,10 +124,10 @@ class Network:
         self._grow_flow_arrays(n_f)
         changed = self._flows_to_route(n_f)
         for f in changed:
-            fl = self.flows[f]
-            r = self._route(f, fl) if fl.alive else None
-            cache[f] = r
-            self._set_flow_fields(f, r)
+            flow = self.flows[f]
+            route = self._route(f, flow) if flow.alive else None
+            cache[f] = route
+            self._set_flow_fields(f, route)
         self._lay_out(n_f, changed)
         self._flow_by_resource = csr_matrix(
             (self._entry_base.copy(), self._entry_res, self._indptr), shape=(n_f, self.layout.size)
@@ -168,7 +168,7 @@ class Network:
         self._indptr = ptr
 
     def _flows_to_route(self, n_f: int) -> np.ndarray:
-        alive = np.fromiter((fl.alive for fl in self.flows), dtype=bool, count=n_f)
+        alive = np.fromiter((flow.alive for flow in self.flows), dtype=bool, count=n_f)
         routed = np.fromiter((r is not None for r in self._route_cache[:n_f]), dtype=bool, count=n_f)
         need = alive != routed  # new flows, and ended flows still routed
         if self.vms.moved:
@@ -177,19 +177,19 @@ class Network:
             need |= alive & np.isin(ends, moved).any(axis=1)
         return np.flatnonzero(need)
 
-    def _route(self, f: int, fl: Flow) -> datapath.Route:
+    def _route(self, f: int, flow: Flow) -> datapath.Route:
         return datapath.route(
             self.layout,
             self.topology,
-            fl.src,
-            fl.dst,
+            flow.src,
+            flow.dst,
             self.vms.host,
             self.vms.on_vf,
             self.host_xen,
             self.dom0_cost_bit,
             self.params["pv_latency"],
             self.params["vf_latency"],
-            zlib.crc32(f"{fl.src}{fl.dst}{f}".encode()),
+            zlib.crc32(f"{flow.src}{flow.dst}{f}".encode()),
         )
 
     def _grow_flow_arrays(self, n_f: int) -> None:
@@ -204,15 +204,15 @@ class Network:
             fresh = np.full(grow, empty, dtype=dtype)
             setattr(self, name, fresh if old[name] is None else np.concatenate([old[name], fresh]))
 
-    def _set_flow_fields(self, f: int, r: datapath.Route | None) -> None:
-        if r is None:
+    def _set_flow_fields(self, f: int, route: datapath.Route | None) -> None:
+        if route is None:
             for name, _, empty in _FLOW_FIELDS:
                 getattr(self, name)[f] = empty
             return
-        self.flow_latency[f] = r.latency
-        self.flow_src_pv[f], self.flow_dst_pv[f] = r.src_pv, r.dst_pv
-        self.flow_src_host[f], self.flow_dst_host[f] = r.src_host, r.dst_host
-        self.flow_tx_host[f], self.flow_tx_vf[f] = r.tx_host, r.tx_vf
+        self.flow_latency[f] = route.latency
+        self.flow_src_pv[f], self.flow_dst_pv[f] = route.src_pv, route.dst_pv
+        self.flow_src_host[f], self.flow_dst_host[f] = route.src_host, route.dst_host
+        self.flow_tx_host[f], self.flow_tx_vf[f] = route.tx_host, route.tx_vf
 
     def _tie_matrix(self, n_f: int) -> csr_matrix | None:
         """T (flows x units): a free flow is its own unit; a web stream's flows carry its rate x bits."""
@@ -335,10 +335,10 @@ class Network:
     def offered(self, demand: np.ndarray, active: np.ndarray, nic_cap: np.ndarray) -> np.ndarray:
         """Demand bounded by an even share of the NICs at its ends: the load CPU pass 1 plans for."""
         hs, hd = self.flow_src_host, self.flow_dst_host
-        n = np.bincount(hs[active & (hs >= 0)], minlength=self.n_hosts) + np.bincount(
+        ends_per_host = np.bincount(hs[active & (hs >= 0)], minlength=self.n_hosts) + np.bincount(
             hd[active & (hd >= 0)], minlength=self.n_hosts
         )
-        share = nic_cap / np.maximum(n, 1)
+        share = nic_cap / np.maximum(ends_per_host, 1)
         cap = np.minimum(
             np.where(hs >= 0, share[np.maximum(hs, 0)], np.inf), np.where(hd >= 0, share[np.maximum(hd, 0)], np.inf)
         )
@@ -366,8 +366,8 @@ class Network:
         if not len(rate):
             return out
         src_vm, dst_vm = self.flow_vm_ends()
-        r = np.where(np.isfinite(rate), rate, 0.0) * self.guest_cost_bit
-        s, d = src_vm >= 0, dst_vm >= 0
-        out += np.bincount(src_vm[s], weights=r[s], minlength=self.n_vms)
-        out += np.bincount(dst_vm[d], weights=r[d], minlength=self.n_vms)
+        cpu = np.where(np.isfinite(rate), rate, 0.0) * self.guest_cost_bit
+        from_vm, to_vm = src_vm >= 0, dst_vm >= 0
+        out += np.bincount(src_vm[from_vm], weights=cpu[from_vm], minlength=self.n_vms)
+        out += np.bincount(dst_vm[to_vm], weights=cpu[to_vm], minlength=self.n_vms)
         return out
