@@ -10,10 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from helpers import make_scenario
-from sova.control.arbiter import Claim, arbitrate
+from sova.control.arbiter import Claim, IoControl, arbitrate
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
-from sova.model.actions import FAILED, OK, REJECTED, AttachVF, DetachVF, Migrate, SetHostPower
+from sova.model.actions import FAILED, OK, REJECTED, AttachVF, DetachVF, Migrate, SetHostPower, SetIoLimit
 from sova.model.scenario import ControlSpec
 from sova.model.schema import Field
 from sova.plan.base import Policy, registry
@@ -70,6 +70,16 @@ def test_a_vm_placed_on_a_host_another_policy_puts_to_sleep_is_a_conflict_but_wa
     wake = SetHostPower(host="h2", state="on", policy="energy")
     assert arbitrate([claim(into, 50, 0), claim(wake, 20, 1)], []).lost == {}
 
+
+
+def test_an_io_controllers_hold_on_a_vm_clashes_with_io_limits_only():
+    hold = claim(IoControl("v1", policy="see"), 60, 0, queued=True)
+    move = Migrate(vm="v1", dst="h2", policy="mover")
+    assert arbitrate([claim(move, 50, 1)], [hold]) == arbitrate([claim(move, 50, 1)], [])  # a move is no IO limit
+    limit = SetIoLimit(vm="v1", iops=100.0, policy="limiter")
+    assert "IO control of v1 of see" in arbitrate([claim(limit, 50, 1)], [hold]).lost[id(limit)]
+    taken = arbitrate([claim(limit, 70, 1)], [hold])
+    assert taken.lost == {} and [c.action for c, _ in taken.preempted] == [hold.action]
 
 class Wants(Policy):
     """A test policy that wants the actions it was given, once, at its first round; it keeps what it was told

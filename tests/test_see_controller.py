@@ -11,7 +11,9 @@ from sova.control.profiles import build_policies
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.experiments.scenario_runs import bind_controllers, run_profile
-from sova.model.schema import InputError
+from sova.model.actions import SetIoLimit
+from sova.model.schema import Field, InputError
+from sova.plan.base import Policy
 from sova.sim.engine import Simulator
 
 
@@ -137,3 +139,47 @@ def test_facade_holds_a_latency_slo_by_capping_the_requests_in_flight_while_the_
     )
     assert fixed.summary["slo"]["db"]["latency_mean"] == pytest.approx(16 / 500, rel=0.02)  # Little's law, uncapped
     assert fixed.summary["slo"]["db"]["latency_sc_rate"] == 0
+
+
+class _LimitsIo(Policy):
+    """A test planner that wants an IO rate limit on db once, at its first round."""
+
+    name = "test-io-limit"
+    schema = {"period": Field("duration", 5.0, "")}
+
+    def __init__(self, priority: int):
+        super().__init__(period=5.0, priority=priority)
+        self.wanted = True
+
+    def plan(self, knowledge, findings):
+        wanted, self.wanted = self.wanted, False
+        return [SetIoLimit(vm="db", iops=123.0, policy=self.name, reason="test")] if wanted else []
+
+
+def _see_beside(priority: int):
+    """SEE holding db at 500 IOPS beside a planner of `priority` that sets db's IO limit; 20 s."""
+    sc = scenario({"throughput": [500, 500]})
+    policies = [*build_policies(sc, sc.profiles["see"]), _LimitsIo(priority)]
+    bind_controllers(policies, sc)
+    sim = Simulator(sc)
+    runtime = Runtime(SimDriver(sim), policies, sc.control)
+    runtime.tick()
+    for _ in range(round(20 / sim.dt)):
+        sim.step()
+        runtime.tick()
+    return sim, runtime.audit.entries
+
+
+def test_a_planner_of_lower_priority_may_not_set_the_io_limit_of_a_vm_an_io_controller_holds():
+    sim, entries = _see_beside(priority=10)  # SEE's is 60
+    refused = [e for e in entries if e.policy == "test-io-limit" and e.event == "rejected"]
+    assert refused and "IO control of db of see" in refused[0].reason + refused[0].message
+    assert sim.storage.controls.limit[0] == pytest.approx(500)  # SEE's throttle holds
+
+
+def test_a_planner_of_higher_priority_takes_a_vm_from_an_io_controller_which_then_leaves_it_alone():
+    sim, entries = _see_beside(priority=90)
+    given = [e for e in entries if e.policy == "see" and e.event == "note" and e.target == "db"]
+    assert given and "gives up the IO control of db" in given[0].reason and "test-io-limit" in given[0].reason
+    assert any(e.policy == "test-io-limit" and e.event == "applied" for e in entries)
+    assert sim.storage.controls.limit[0] == 123  # the planner's limit stands: SEE throttles db no more

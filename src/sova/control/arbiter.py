@@ -2,16 +2,18 @@
 
 Two actions of different policies conflict when they act on the same VM (a migration and a VF attach, two
 migrations elsewhere), or on one host in ways that exclude each other (a VM placed on a host that another
-policy puts to sleep; two power changes or two Dom0 weights for one host). The runtime hands the arbiter
-the actions the policies due in a tick want, and those already in the executor's hands; the arbiter keeps
-the action of the higher priority (on a tie, of the policy earlier in the profile) and says why the other
-lost. An action already running always stands (a migration under way cannot be taken back); one queued
-but not started yields to a new action of a strictly higher priority.
+policy puts to sleep; two power changes or two Dom0 weights for one host), or set the IO limits of a VM
+that a fast IO controller holds (``IoControl``). The runtime hands the arbiter the actions the policies due
+in a tick want, and those already in the executor's hands; the arbiter keeps the action of the higher
+priority (on a tie, of the policy earlier in the profile) and says why the other lost. An action already
+running always stands (a migration under way cannot be taken back); one queued but not started, as a
+controller's hold on a VM, yields to a new action of a strictly higher priority.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from sova.model.actions import Action
 
@@ -32,14 +34,39 @@ class Claim:
         return self.action.policy
 
 
-# (what an action does to a host) -> what it excludes there
-_EXCLUDES = {"into": {"sleep"}, "sleep": {"into", "sleep", "wake"}, "wake": {"sleep", "wake"}, "dom0": {"dom0"}}
+@dataclass(frozen=True)
+class IoControl(Action):
+    """A fast IO controller's hold on a VM's IO limits (the throttles it sets every epoch), claimed as an
+    action waiting in the executor's hands while another policy wants to set them; never executed."""
+
+    vm: str
+
+    holds_vm: ClassVar[bool] = False  # a migration or a VF change of the VM does not clash with it
+    sets_io: ClassVar[bool] = True
+
+    def describe(self) -> str:
+        return f"IO control of {self.vm}"
+
+
+# (what an action does to a host, or to a VM's IO) -> what it excludes there
+_EXCLUDES = {
+    "into": {"sleep"},
+    "sleep": {"into", "sleep", "wake"},
+    "wake": {"sleep", "wake"},
+    "dom0": {"dom0"},
+    "io": {"io"},
+}
 
 
 def _marks(action: Action) -> list[tuple[str, str]]:
-    """The (kind, name) marks an action leaves: ('vm', VM) for its VM, and what it does to hosts (its kind
-    says: ``Action.host_marks``)."""
-    return [*((("vm", action.vm),) if getattr(action, "vm", None) else ()), *action.host_marks()]
+    """The (kind, name) marks an action leaves: ('vm', VM) for the VM it holds, ('io', VM) for the VM whose
+    IO limits it sets, and what it does to hosts (its kind says: ``Action.host_marks``)."""
+    vm = getattr(action, "vm", None)
+    return [
+        *((("vm", vm),) if vm and action.holds_vm else ()),
+        *((("io", vm),) if vm and action.sets_io else ()),
+        *action.host_marks(),
+    ]
 
 
 def _clashes(kind: str) -> set[str]:

@@ -4,7 +4,9 @@
 a wall-clock loop for real hosts). Sensors are read every ``monitor_period``; VMs that ask to run are
 placed by the admission policy at every tick; each policy runs at its own period, first its analyzers
 (the Analyze stage: an analyzer that several policies due at the same tick ask for with the same settings
-runs once), then its plan on their findings; the executor advances running actions at every tick.
+runs once), then its plan on their findings; the executor advances running actions at every tick. A fast
+controller (``CONTROLLER``: the IO controllers) runs at its own epoch too, and sets its throttles at once;
+the VMs it holds are claims in the arbiter whenever another policy wants to set their IO limits.
 """
 
 from __future__ import annotations
@@ -14,16 +16,17 @@ import numpy as np
 from sova.analyze.base import AnalyzeStage
 from sova.analyze.findings import Findings
 from sova.control.admission import Admission
-from sova.control.arbiter import Claim, Verdict, arbitrate
+from sova.control.arbiter import Claim, IoControl, Verdict, arbitrate
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor
 from sova.drivers.base import Driver
 from sova.model.actions import OK, Outcome
+from sova.model.io_sample import IoThrottle
 from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import RuleBook, failure_rule, hosts_failed, hosts_in_maintenance, maintenance_rule
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.admission_policies import AdmissionPolicy
-from sova.plan.base import CONTROLLER, PLANNER, Policy
+from sova.plan.base import CONTROLLER, PLANNER, Policy, controllers
 from sova.plan.first_fit import FirstFit
 from sova.plan.ha_restart import HaRestart
 from sova.plan.keep_rules import KeepRules
@@ -74,6 +77,8 @@ class Runtime:
         self._next_monitor = max(start, seen)
         self._next_run = [start + p.period for p in policies]
         self._rounds = {PLANNER: self._plan, CONTROLLER: self._control}  # how each kind of policy is driven
+        self._controllers = controllers(policies)
+        self._released: dict[str, set[str]] = {}  # per controller, the VMs a higher priority took from it
 
     def tick(self) -> bool:
         """One tick; whether a policy planned in it (a decision round)."""
@@ -116,12 +121,16 @@ class Runtime:
         """The plans of the policies due in this tick, their conflicts with each other and with the actions
         in the executor's hands settled by priority (control/arbiter.py), each loser recorded with why."""
         wanted = [self._claim(a) for _, plan, _ in plans for a in plan]
-        held = self.executor.in_flight() if wanted else []
+        held = [self._claim(a, running, not running) for a, running in self.executor.in_flight()] if wanted else []
+        held += self._io_holds(wanted)
         verdict = Verdict({}, [])
-        if len({c.policy for c in wanted} | {a.policy for a, _ in held}) > 1:  # else nothing can conflict
-            verdict = arbitrate(wanted, [self._claim(a, running, not running) for a, running in held])
+        if len({c.policy for c in wanted} | {c.policy for c in held}) > 1:  # else nothing can conflict
+            verdict = arbitrate(wanted, held)
         for claim, why in verdict.preempted:
-            self.executor.preempt(claim.action, why)
+            if isinstance(claim.action, IoControl):
+                self._release(claim.action, why)
+            else:
+                self.executor.preempt(claim.action, why)
         lost = {**verdict.lost, **self._bound_by_peers(plans)}
         for pol, plan, findings in plans:
             self.executor.submit(plan, self.knowledge, findings, patient=pol.patient, lost=lost)
@@ -152,6 +161,24 @@ class Runtime:
                 if why:
                     refused[id(action)] = why
         return refused
+
+    def _io_holds(self, wanted: list[Claim]) -> list[Claim]:
+        """Each controller's hold on the VMs whose IO limits another policy wants to set now, as a claim
+        waiting in the executor's hands: a new action of a strictly higher priority takes the VM from the
+        controller, and any other loses to it."""
+        asked = {claim.action.vm for claim in wanted if claim.action.sets_io}
+        holds = []
+        for controller in self._controllers if asked else ():
+            kept = asked.intersection(controller.vms) - self._released.get(controller.name, set())
+            holds += [self._claim(IoControl(vm, policy=controller.name), queued=True) for vm in sorted(kept)]
+        return holds
+
+    def _release(self, hold: IoControl, why: str) -> None:
+        """A controller gives up a VM to a policy of higher priority: its throttle on the VM is lifted now
+        (before the other's action runs) and it sets none there again, and the audit log says so."""
+        self._released.setdefault(hold.policy, set()).add(hold.vm)
+        self.driver.set_io_throttle(IoThrottle.none((hold.vm,)))
+        self.audit.record_note(self.driver.now(), hold.policy, hold.vm, f"gives up the IO control of {hold.vm}: {why}")
 
     def _claim(self, action, running: bool = False, queued: bool = False) -> Claim:
         order = self._order.get(action.policy, len(self._order))
@@ -225,6 +252,9 @@ class Runtime:
         if not controller.vms:
             return None  # not bound, or no VM under an SLO
         throttle = controller.control(self.driver.io_sample(controller.vms))
+        released = self._released.get(controller.name)
+        if throttle is not None and released:
+            throttle = throttle.without(released)
         if throttle is not None:
             self.driver.set_io_throttle(throttle)
         now = self.driver.now()  # after the epoch's calls to the hosts

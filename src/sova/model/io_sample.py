@@ -8,7 +8,7 @@ blockStats and the simulator's sensors count them, and one write of throttles.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -37,3 +37,15 @@ class IoThrottle:
     weight: np.ndarray | None = None
     weight_on_bytes: bool = False  # the weights share bytes (DRR's quanta), not requests (mClock's)
     in_flight: np.ndarray | None = None  # requests each VM may keep in flight (Façade's queue length; 0: no cap)
+
+    def without(self, vms: set[str]) -> IoThrottle:
+        """The throttles of the other VMs (those named in `vms` left out)."""
+        keep = np.array([vm not in vms for vm in self.vms], dtype=bool)
+        rows = {name: getattr(self, name) for name in ("iops", "size", "reservation", "weight", "in_flight")}
+        kept = {name: None if row is None else row[keep] for name, row in rows.items()}
+        return replace(self, vms=tuple(vm for vm, k in zip(self.vms, keep, strict=True) if k), **kept)
+
+    @classmethod
+    def none(cls, vms: tuple[str, ...]) -> IoThrottle:
+        """No rate or merge limit on these VMs (their scheduler tags and in-flight caps left as they are)."""
+        return cls(vms, np.zeros(len(vms)), np.zeros(len(vms)))

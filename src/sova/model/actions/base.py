@@ -6,7 +6,9 @@ and the service's wire use). Besides its data, a kind says, for the framework th
 - ``placed_on``: the host it puts a VM on, if any (placement rules, the destination's silence, conflicts);
 - ``host_marks()``: what it does to a host, by which it excludes other actions there (the arbiter);
 - ``vm_host_acts``: whether it acts on its VM's current host (a restart's VM is on a failed host: it does not);
-- ``moves_vm``: whether it moves a running VM away from its host (what a policy's ``pinned`` forbids).
+- ``moves_vm``: whether it moves a running VM away from its host (what a policy's ``pinned`` forbids);
+- ``holds_vm``: whether it excludes every other policy's action on its VM (the arbiter);
+- ``sets_io``: whether it sets its VM's IO limits, which an IO controller holds (the arbiter).
 How a driver carries a kind out is that driver's handler for it (``sova.drivers.sim_actions``,
 ``sova.drivers.libvirt_actions``); the executor's rails for kinds that need more than the common ones are
 ``sova.control.action_rails``; each of those is a ``KindTable``.
@@ -31,6 +33,8 @@ class Action:
     kind: ClassVar[str] = ""
     vm_host_acts: ClassVar[bool] = True  # it acts on the host its VM runs on now
     moves_vm: ClassVar[bool] = False  # it moves a running VM to another host
+    holds_vm: ClassVar[bool] = True  # no other policy's action on its VM may run beside it
+    sets_io: ClassVar[bool] = False  # it sets its VM's IO rate or merge limit
 
     def __init_subclass__(cls, kind: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

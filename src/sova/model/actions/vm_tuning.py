@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from sova.model.actions.base import Action
 
@@ -19,11 +20,15 @@ class SetIoLimit(Action, kind="set-io-limit"):
     vm: str
     iops: float  # 0 removes the limit
 
+    sets_io: ClassVar[bool] = True
+
 
 @dataclass(frozen=True)
 class SetIoSize(Action, kind="set-io-size"):
     vm: str
     size: float  # bytes: the request-merge limit (IOs above it are split); 0 removes it
+
+    sets_io: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
