@@ -81,6 +81,9 @@ def test_the_failure_scenario_restarts_every_vm_of_the_crashed_host_within_the_r
     assert len(restarts) == 5 and all(e.status == "ok" for e in restarts)
     hosts = {e.target: e.action.split("host=")[1] for e in restarts}
     assert hosts["app"] == hosts["cache"] and hosts["web2"] != "hm1" and "hm2" not in hosts.values()
+    evidence = [e for e in result.audit.entries if e.event == "finding" and e.policy == "ha-restart"]
+    assert evidence and {e.action for e in evidence} == {"host-failed"} and {e.target for e in evidence} == {"hm2"}
+    assert evidence[0].reason == "hm2 failed: silent since 300 s, 5 VMs on it"  # the plan rests on it
 
 
 def test_without_room_the_vms_that_fit_nowhere_are_reported_once():

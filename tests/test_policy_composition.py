@@ -71,7 +71,6 @@ def test_a_vm_placed_on_a_host_another_policy_puts_to_sleep_is_a_conflict_but_wa
     assert arbitrate([claim(into, 50, 0), claim(wake, 20, 1)], []).lost == {}
 
 
-
 def test_an_io_controllers_hold_on_a_vm_clashes_with_io_limits_only():
     hold = claim(IoControl("v1", policy="see"), 60, 0, queued=True)
     move = Migrate(vm="v1", dst="h2", policy="mover")
@@ -80,6 +79,7 @@ def test_an_io_controllers_hold_on_a_vm_clashes_with_io_limits_only():
     assert "IO control of v1 of see" in arbitrate([claim(limit, 50, 1)], [hold]).lost[id(limit)]
     taken = arbitrate([claim(limit, 70, 1)], [hold])
     assert taken.lost == {} and [c.action for c, _ in taken.preempted] == [hold.action]
+
 
 class Wants(Policy):
     """A test policy that wants the actions it was given, once, at its first round; it keeps what it was told

@@ -1,7 +1,7 @@
 """HA restart: boot the VMs of a failed host on other hosts, as Proxmox HA and vSphere HA do.
 
 The runtime declares a host failed when it has not reported for ``failure_grace`` seconds; a must rule
-then keeps every VM off it. This policy restarts each of its VMs (with the VMs a must affinity rule binds
+then keeps every VM off it, and the ``failed-hosts`` analyzer finds it. This policy restarts each of its VMs (with the VMs a must affinity rule binds
 to it there, as one group) on the host ``evacuation.destination`` picks: on, with room, within the rules,
 least loaded. Larger VMs go first, as they are the hardest to fit. A VM whose disks are local to the failed
 host (the snapshot's ``vm_disk_local``) cannot be restarted elsewhere; that, and a VM no host can take, is
@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.analyze.findings import Findings
+from sova.analyze.host_failure import HostFailed
 from sova.model.actions import Action, RestartVM
 from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import hosts_failed
@@ -28,6 +29,7 @@ class HaRestart(Policy):
     priority = 100  # VMs of a failed host come back before anything else
     loop = "global"
     summary = "restart the VMs of a failed host on other hosts, within the placement rules and the room left"
+    analyzers = {"failed-hosts": {}}
     schema = {
         "period": Field("duration", 10.0, "how often the policy runs while a host is failed", lo=0, lo_open=True),
         "cpu_limit": Field("float", 1.0, "the most CPU a host may carry with the restarted VMs", lo=0, hi=1),
@@ -42,7 +44,7 @@ class HaRestart(Policy):
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         snap = knowledge.latest
-        failed = [snap.host_position[h] for h in hosts_failed(knowledge.rules) if h in snap.host_position]
+        failed = [snap.host_position[f.host] for f in findings.of(HostFailed)]
         down = np.flatnonzero(np.isin(snap.vm_host, failed))
         self._said &= {snap.vms[v] for v in down}
         if not len(down):
