@@ -88,7 +88,7 @@ class EventPlayer:
                 sim.crash_host(host)
                 record.down = np.flatnonzero(sim.faults.vm_down & (sim.vms.host == host))
             elif event.kind == "nic-down":
-                record.down = np.flatnonzero((sim.vms.host == host) & sim.vms.present)
+                record.down = np.flatnonzero(sim.vms.on_host(host))
                 sim.nics.nic_down(host)
             elif event.kind == "vf-fail":
                 record.down = np.flatnonzero((sim.vms.host == host) & sim.vms.on_vf)
@@ -133,4 +133,4 @@ class EventPlayer:
             )
 
     def _empty(self, host: int) -> bool:
-        return not np.any((self.sim.vms.host == host) & self.sim.vms.present)
+        return not self.sim.vms.on_host(host).any()

@@ -75,7 +75,8 @@ class VmIoControls:
     """What controllers set on each VM's storage IO (one entry per VM; 0: none): the rate limit (IOPS,
     ``SetIoLimit``), the request-merge limit (bytes, ``SetIoSize``), the storage scheduler's tags (rows:
     reservation in requests/s, weight, whether the weight is on bytes; all 0: untagged) and the cap on
-    requests in flight. Changed in place, by the simulator's commands (``StorageSubsystem.set_io_*``)."""
+    requests in flight. Changed in place, by the storage subsystem's commands (``StorageIo.set_limit``,
+    ``set_size``, ``set_throttle``)."""
 
     limit: np.ndarray
     size_limit: np.ndarray
