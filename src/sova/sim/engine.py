@@ -8,8 +8,8 @@ with Dom0 (``compute``), the network max-min fairly over links, NICs, VF caps an
 ``datapath``, ``maxmin``), migrations and VF hot-plug advance (``live_migrations``, ``migration``,
 ``sriov_vfs``), the workloads' work advances, and the sensors count (``sensors``). Each part is a
 subsystem the engine holds, which owns its state; the commands that span several are ``hypervisor_ops``'s.
-Everything a real host would expose goes into counters read by the ``sim`` driver; outcome metrics (response times, job times, energy) are the
-experimenter's ground truth and never reach policies.
+Everything a real host would expose goes into counters read by the ``sim`` driver; outcome metrics
+(response times, job times, energy) are the experimenter's ground truth and never reach policies.
 
 Work is recomputed only where it changed: routes are rebuilt when a VM moves or changes NIC mode, the
 network is re-solved only when demands, routes or capacities changed, and a storage epoch only when its
