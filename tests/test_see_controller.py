@@ -156,13 +156,13 @@ class _LimitsIo(Policy):
         return [SetIoLimit(vm="db", iops=123.0, policy=self.name, reason="test")] if wanted else []
 
 
-def _see_beside(priority: int):
+def _see_beside(priority: int, mode: str = "auto"):
     """SEE holding db at 500 IOPS beside a planner of `priority` that sets db's IO limit; 20 s."""
     sc = scenario({"throughput": [500, 500]})
     policies = [*build_policies(sc, sc.profiles["see"]), _LimitsIo(priority)]
     bind_controllers(policies, sc)
     sim = Simulator(sc)
-    runtime = Runtime(SimDriver(sim), policies, sc.control)
+    runtime = Runtime(SimDriver(sim), policies, sc.control, mode)
     runtime.tick()
     for _ in range(round(20 / sim.dt)):
         sim.step()
@@ -183,3 +183,10 @@ def test_a_planner_of_higher_priority_takes_a_vm_from_an_io_controller_which_the
     assert given and "gives up the IO control of db" in given[0].reason and "test-io-limit" in given[0].reason
     assert any(e.policy == "test-io-limit" and e.event == "applied" for e in entries)
     assert sim.storage.controls.limit[0] == 123  # the planner's limit stands: SEE throttles db no more
+
+
+def test_an_io_controller_keeps_its_vm_when_the_action_that_won_it_is_only_a_dry_run():
+    sim, entries = _see_beside(priority=90, mode="dry-run")
+    assert any(e.policy == "test-io-limit" and e.event == "dry-run" for e in entries)
+    assert not any(e.policy == "see" and e.event == "note" for e in entries)
+    assert sim.storage.controls.limit[0] == pytest.approx(500)  # SEE still holds db

@@ -21,7 +21,6 @@ from sova.control.audit import AuditLog
 from sova.control.executor import Executor
 from sova.drivers.base import Driver
 from sova.model.actions import OK, Outcome
-from sova.model.io_sample import IoThrottle
 from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import RuleBook, failure_rule, hosts_failed, hosts_in_maintenance, maintenance_rule
 from sova.model.scenario import ControlSpec, TopologySpec
@@ -79,6 +78,7 @@ class Runtime:
         self._rounds = {PLANNER: self._plan, CONTROLLER: self._control}  # how each kind of policy is driven
         self._controllers = controllers(policies)
         self._released: dict[str, set[str]] = {}  # per controller, the VMs a higher priority took from it
+        self._taking: dict[str, tuple[str, str]] = {}  # VM -> (its controller, why) while another's action runs
 
     def tick(self) -> bool:
         """One tick; whether a policy planned in it (a decision round)."""
@@ -127,8 +127,8 @@ class Runtime:
         if len({c.policy for c in wanted} | {c.policy for c in held}) > 1:  # else nothing can conflict
             verdict = arbitrate(wanted, held)
         for claim, why in verdict.preempted:
-            if isinstance(claim.action, IoControl):
-                self._release(claim.action, why)
+            if isinstance(claim.action, IoControl):  # the VM goes if the winner's action is carried out
+                self._taking[claim.action.vm] = (claim.action.policy, why)
             else:
                 self.executor.preempt(claim.action, why)
         lost = {**verdict.lost, **self._bound_by_peers(plans)}
@@ -166,19 +166,24 @@ class Runtime:
         """Each controller's hold on the VMs whose IO limits another policy wants to set now, as a claim
         waiting in the executor's hands: a new action of a strictly higher priority takes the VM from the
         controller, and any other loses to it."""
-        asked = {claim.action.vm for claim in wanted if claim.action.sets_io}
+        asked = {claim.action.vm for claim in wanted if claim.action.sets_io} - set(self._taking)
         holds = []
         for controller in self._controllers if asked else ():
             kept = asked.intersection(controller.vms) - self._released.get(controller.name, set())
             holds += [self._claim(IoControl(vm, policy=controller.name), queued=True) for vm in sorted(kept)]
         return holds
 
-    def _release(self, hold: IoControl, why: str) -> None:
-        """A controller gives up a VM to a policy of higher priority: its throttle on the VM is lifted now
-        (before the other's action runs) and it sets none there again, and the audit log says so."""
-        self._released.setdefault(hold.policy, set()).add(hold.vm)
-        self.driver.set_io_throttle(IoThrottle.none((hold.vm,)))
-        self.audit.record_note(self.driver.now(), hold.policy, hold.vm, f"gives up the IO control of {hold.vm}: {why}")
+    def _settle_takeovers(self) -> None:
+        """A controller gives up a VM once the action that won it from a policy of higher priority was
+        carried out (it sets no throttle there again; the audit log says so); if that action ended any other
+        way (refused by the rails, rejected, expired, a dry run), the controller keeps the VM."""
+        for action, outcome in self.executor.settled if self._taking else ():
+            if action.sets_io and action.vm in self._taking:
+                controller, why = self._taking.pop(action.vm)
+                if outcome.status == OK:
+                    self._released.setdefault(controller, set()).add(action.vm)
+                    note = f"gives up the IO control of {action.vm}: {why}"
+                    self.audit.record_note(self.driver.now(), controller, action.vm, note)
 
     def _claim(self, action, running: bool = False, queued: bool = False) -> Claim:
         order = self._order.get(action.policy, len(self._order))
@@ -188,6 +193,7 @@ class Runtime:
         """Each ended action's outcome to the policy that wanted it, for its next round."""
         if not self.executor.settled:
             return
+        self._settle_takeovers()
         by_name = {pol.name: pol for pol in self.policies}
         for action, outcome in self.executor.settled:
             pol = by_name.get(action.policy)
@@ -252,13 +258,13 @@ class Runtime:
         if not controller.vms:
             return None  # not bound, or no VM under an SLO
         throttle = controller.control(self.driver.io_sample(controller.vms))
-        released = self._released.get(controller.name)
+        released = self._released.get(controller.name, set())
         if throttle is not None and released:
             throttle = throttle.without(released)
         if throttle is not None:
             self.driver.set_io_throttle(throttle)
         now = self.driver.now()  # after the epoch's calls to the hosts
-        for action in controller.events:
+        for action in (e for e in controller.events if getattr(e, "vm", None) not in released):
             self.audit.record(now, 0, "applied", action, Outcome(OK, "applied by the controller", now, now))
         controller.events.clear()
 

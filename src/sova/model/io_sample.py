@@ -44,8 +44,3 @@ class IoThrottle:
         rows = {name: getattr(self, name) for name in ("iops", "size", "reservation", "weight", "in_flight")}
         kept = {name: None if row is None else row[keep] for name, row in rows.items()}
         return replace(self, vms=tuple(vm for vm, k in zip(self.vms, keep, strict=True) if k), **kept)
-
-    @classmethod
-    def none(cls, vms: tuple[str, ...]) -> IoThrottle:
-        """No rate or merge limit on these VMs (their scheduler tags and in-flight caps left as they are)."""
-        return cls(vms, np.zeros(len(vms)), np.zeros(len(vms)))

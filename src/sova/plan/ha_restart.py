@@ -1,9 +1,9 @@
 """HA restart: boot the VMs of a failed host on other hosts, as Proxmox HA and vSphere HA do.
 
 The runtime declares a host failed when it has not reported for ``failure_grace`` seconds; a must rule
-then keeps every VM off it, and the ``failed-hosts`` analyzer finds it. This policy restarts each of its VMs (with the VMs a must affinity rule binds
-to it there, as one group) on the host ``evacuation.destination`` picks: on, with room, within the rules,
-least loaded. Larger VMs go first, as they are the hardest to fit. A VM whose disks are local to the failed
+then keeps every VM off it, and the ``failed-hosts`` analyzer finds it. This policy restarts each of its
+VMs (with the VMs a must affinity rule binds to it there, as one group) on the host
+``evacuation.destination`` picks: on, with room, within the rules, least loaded. Larger VMs go first, as they are the hardest to fit. A VM whose disks are local to the failed
 host (the snapshot's ``vm_disk_local``) cannot be restarted elsewhere; that, and a VM no host can take, is
 reported in the audit log once. CPU: a restarted VM counts the CPU it used in the window before its host's
 last report (its counters stopped with the host), and a host stays under ``cpu_limit``.

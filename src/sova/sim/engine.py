@@ -1,5 +1,5 @@
-"""The simulator: a time-stepped fluid model of a virtualized data center. This module holds its state
-and the order of a step; each part lives in a module named for what it is.
+"""The simulator: a time-stepped fluid model of a virtualized data center. This module holds its
+subsystems and the order of a step; each part lives in a module named for what it is.
 
 A tick advances the finest clock (``dt``: the storage epoch, or the step when storage keeps the step's
 pace). At each fabric step (``fabric_dt``): VMs come and go (``vm_lifecycle``), workloads state their
@@ -69,7 +69,7 @@ class Simulator(HypervisorOperations):
         self.faults = HostFaults(self.host_names, self.vms, self.power)
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)
-        self.host_xen = host_xen = np.array([h.hypervisor == "xen" for h in hosts])
+        host_xen = np.array([h.hypervisor == "xen" for h in hosts])
         blkback = BlkbackParams.from_params(self.params)
         storage_rng = np.random.default_rng([scenario.seed if seed is None else seed, 0x5707])  # its own stream
         epochs = StorageEpochs(len(vms), scenario.storage, host_xen, blkback, storage_rng, self.params["io_noise"])

@@ -5,7 +5,7 @@ cut off from every other host and the outside; traffic between VMs on the host g
 failing is sim/sriov_vfs.py's; a host that stops reporting, sim/host_faults.py's.)
 
 A subsystem of ``Simulator`` (sim/engine.py) that owns which NICs are up; it sets their capacity in the
-network's fixed capacities (``static_cap``, shared with routing), which the max-min solve reads.
+network's fixed capacities (``static_cap``, shared with sim/network.py), which the max-min solve reads.
 """
 
 from __future__ import annotations

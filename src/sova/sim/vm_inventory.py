@@ -37,7 +37,8 @@ class VmInventory:
         self.version = 0
 
     def move(self, vm: int, host: int) -> None:
-        """The VM runs on `host` now (its flows are routed again at the next rebuild)."""
+        """The VM runs on `host` now (its flows are routed again when the routes are next rebuilt, which
+        this does not ask for: a migration's end does)."""
         self.host[vm] = host
         self.moved.add(vm)
 
