@@ -44,15 +44,17 @@ class HaRestart(Policy):
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
         snap = knowledge.latest
-        failed = [snap.host_position[f.host] for f in findings.of(HostFailed)]
+        failures = findings.of(HostFailed)
+        failed = [snap.host_position[f.host] for f in failures]
         down = np.flatnonzero(np.isin(snap.vm_host, failed))
         self._said &= {snap.vms[v] for v in down}
         if not len(down):
             return []
         bound = knowledge.rules.bind(snap.vms, snap.hosts)
         room = Room.of(snap, knowledge)
-        for h in failed:  # what the failed host's VMs used before it went silent
-            then = knowledge.at_or_before(float(snap.host_seen[h]))
+        for found in failures:  # what the failed host's VMs used before it went silent
+            h = snap.host_position[found.host]
+            then = knowledge.at_or_before(found.last_report) if np.isfinite(found.last_report) else None
             before = knowledge.vm_cpu_cores(LOAD_WINDOW, end=then.time) if then is not None else None
             for v in np.flatnonzero(snap.vm_host == h) if before is not None else ():
                 k = then.vm_position.get(snap.vms[v])
