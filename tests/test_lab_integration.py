@@ -685,8 +685,9 @@ def test_virtue_on_real_hosts_brings_two_guests_that_talk_across_hosts_together_
         drv.close()
         lab_.load(sender, [])
     moved = [e for e in entries if e.event == "finished" and e.policy == "greedy-net"]
-    assert moved and all(e.status == OK for e in moved), entries
-    assert {e.target for e in moved} <= {sender, receiver} and together()
+    trail = [(e.time, e.event, e.policy, e.action, e.status, e.message) for e in entries]
+    assert moved and all(e.status == OK for e in moved), trail
+    assert together(), (lab_.where(state), trail)  # a third VM may move too, to make room for the pair
 
 
 def test_sova_host_drain_through_a_running_manages_socket_empties_a_real_host(lab, tmp_path):
