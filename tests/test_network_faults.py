@@ -46,12 +46,12 @@ def test_a_down_nic_cuts_its_vms_off_other_hosts_but_not_from_each_other():
         return tx - before
 
     assert (sent(5)[[out, near]] > 1e8).all()
-    sim.nics.nic_down(0)
+    sim.network.nic_down(0)
     cut = sent(5)
     assert cut[out] < 1e3 and cut[near] > 1e8  # across the port: nothing; inside h1: as before
     with pytest.raises(SimError, match="NIC is down already"):
-        sim.nics.nic_down(0)
-    sim.nics.nic_up_again(0)
+        sim.network.nic_down(0)
+    sim.network.nic_up_again(0)
     assert sent(5)[out] > 1e8
 
 

@@ -81,7 +81,7 @@ class _Migrate(SimHandler):
 
     def poll(self, driver, action):
         sim, vm = driver.sim, driver.vm_index(action.vm, present=False)
-        if sim.migrations.state(vm) == "running":
+        if vm in sim.migrations.under_way:
             mig, _ = sim.migrations.under_way[vm]
             return Outcome(RUNNING, f"round {mig.round}, {mig.sent / 2**20:.0f} MiB sent", started=mig.started)
         rec = sim.migrations.last[vm]

@@ -89,7 +89,7 @@ class EventPlayer:
                 record.down = np.flatnonzero(sim.faults.vm_down & (sim.vms.host == host))
             elif event.kind == "nic-down":
                 record.down = np.flatnonzero(sim.vms.on_host(host))
-                sim.nics.nic_down(host)
+                sim.network.nic_down(host)
             elif event.kind == "vf-fail":
                 record.down = np.flatnonzero((sim.vms.host == host) & sim.vms.on_vf)
                 sim.vfs.fail(host, sim.t)
@@ -110,7 +110,7 @@ class EventPlayer:
         if event.kind == "host-recover":
             self.sim.faults.recover(host, self.sim.t)
         elif event.kind == "nic-up":
-            self.sim.nics.nic_up_again(host)
+            self.sim.network.nic_up_again(host)
         else:
             self.sim.vfs.recover(host)
         start = next(k for k, end in FAULT_ENDS.items() if end == event.kind)

@@ -32,7 +32,6 @@ from sova.sim.hypervisor_ops import HypervisorOperations
 from sova.sim.live_migrations import LiveMigrations
 from sova.sim.migration import migration_config
 from sova.sim.network import Network
-from sova.sim.network_faults import NetworkFaults
 from sova.sim.records import SimError
 from sova.sim.sensors import Sensors, StepUse
 from sova.sim.sriov_vfs import SriovVfs
@@ -66,7 +65,7 @@ class Simulator(HypervisorOperations):
         self.vfs = SriovVfs(hosts, vms, self.vms, self.params["vf_attach_time"], self.params["vf_detach_time"])
         curve = np.array([host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts])
         self.power = HostPower(hosts, curve, self.params["power_follows_load"])
-        self.faults = HostFaults(self.host_names, self.vms, self.power)
+        self.faults = HostFaults(self.host_names, self.vm_names, self.vms, self.power)
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
         self.storage_node = np.array([self.topology.index[f"storage:{s}"] for s in self.storage_names], dtype=np.int64)
         host_xen = np.array([h.hypervisor == "xen" for h in hosts])
@@ -85,9 +84,7 @@ class Simulator(HypervisorOperations):
         self.vfs.count_used()
         for vm in self.lifecycle.arriving_at_start():
             self._arrive(int(vm), 0.0, 0.0)
-        nic_bw = np.array([h.nic.bandwidth for h in hosts], dtype=float)
-        self.network = Network(self.topology, nic_bw, host_xen, self.vms, self.vfs, self.workloads, self.params)
-        self.nics = NetworkFaults(self.host_names, self.network.nic_cap, self.network.layout, self.network.static_cap)
+        self.network = Network(self.topology, hosts, host_xen, self.vms, self.vfs, self.workloads, self.params)
         self._register_workload_flows()
         self.network.grow()
         self.events = EventLog()  # what finished (batch runs, jobs, transfers), until someone takes it
@@ -156,7 +153,7 @@ class Simulator(HypervisorOperations):
         data = net.entry_costs(active, p["dom0_vif_overhead"])
 
         # CPU pass 1: the CPU Dom0 could get for forwarding, with guests asking for their offered load
-        nic_cap = net.nic_cap * self.nics.up
+        nic_cap = net.nic_cap * net.nic_up
         guest_net = net.guest_net_cpu(net.offered(demand, active, nic_cap))
         compute = self.compute
         vm_dem = np.minimum(cpu_dem + guest_net, compute.vm_cpu_limit())

@@ -30,9 +30,9 @@ RESTART_TIME = 30.0  # s from a restart to the guest running (a boot)
 class HostFaults:
     """Which hosts crashed or are silent, and which VMs are down or booting."""
 
-    def __init__(self, host_names: list[str], vms: VmInventory, power: HostPower):
-        n_hosts, n_vms = len(host_names), len(vms.host)
-        self.host_names, self.vms, self.power = host_names, vms, power
+    def __init__(self, host_names: list[str], vm_names: list[str], vms: VmInventory, power: HostPower):
+        n_hosts, n_vms = len(host_names), len(vm_names)
+        self.host_names, self.vm_names, self.vms, self.power = host_names, vm_names, vms, power
         self.failed = np.zeros(n_hosts, dtype=bool)
         self.seen = np.zeros(n_hosts)  # driver time of each host's latest report
         self.silent_until = np.zeros(n_hosts)  # a host reports again from this time on
@@ -61,14 +61,15 @@ class HostFaults:
         stayed = self.vm_down & (self.vms.host == host)
         self.vm_up_at[stayed] = self.power.boot(host, t)
 
-    def require_restartable(self, vm: int, name: str) -> None:
+    def require_restartable(self, vm: int) -> None:
         if not (self.vm_down[vm] and self.failed[self.vms.host[vm]]):
+            name = self.vm_names[vm]
             raise SimError(f"{name} is not down on a crashed host: it runs on, holding its disks; not restarted")
 
-    def restarted(self, vm: int, t: float, name: str, src: str, dst: str) -> None:
-        """The VM, moved to its new host, boots there."""
+    def restarted(self, vm: int, src: int, t: float) -> None:
+        """The VM, moved from `src` to its new host, boots there."""
         self.vm_up_at[vm] = t + RESTART_TIME
-        self.restarts.append((t, name, src, dst))
+        self.restarts.append((t, self.vm_names[vm], self.host_names[src], self.host_names[self.vms.host[vm]]))
 
     def restart_state(self, vm: int) -> str:
         """'running', 'booting', or 'down'."""

@@ -158,11 +158,9 @@ class HypervisorOperations:
         self.power.require_on(host)
         self.require_room(host, vm)
         if self.vms.on_vf[vm]:
-            self.vfs.require_free(host, f" for {self.vm_names[vm]}")
+            self.vfs.hold(host, f" for {self.vm_names[vm]}")
         self.vms.host[vm] = host
         self.vms.present[vm] = True
-        if self.vms.on_vf[vm]:
-            self.vfs.used[host] += 1
         self.vms.reroute(vm)
         self.vms.version += 1
 
@@ -192,13 +190,12 @@ class HypervisorOperations:
     def restart_vm(self, vm: int, host: int) -> None:
         """Boot a down VM of a crashed host on `host` (on, with the memory for it), from its disks on shared
         storage; it comes up on its vNIC (a VF belonged to the crashed host's NIC)."""
-        name, where = self.vm_names[vm], self.host_names[host]
-        self.faults.require_restartable(vm, name)
+        self.faults.require_restartable(vm)
         self.faults.require_up(host)
         self.power.require_on(host)
         self.require_room(host, vm)
         src = int(self.vms.host[vm])
         self.vfs.drop(vm)
         self.vms.move(vm, host)
-        self.faults.restarted(vm, self.t, name, self.host_names[src], where)
+        self.faults.restarted(vm, src, self.t)
         self.vms.version += 1

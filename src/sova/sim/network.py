@@ -2,7 +2,9 @@
 caps and rate limits (rebuilt only for flows whose VM moved), and the max-min fair solve over it.
 
 A subsystem of ``Simulator`` (sim/engine.py) that owns its state: the flows, their routes and rates, the
-fixed capacities (links and NICs; sim/network_faults.py sets a NIC's) and each VM's egress limit. It reads
+fixed capacities (links and NICs), which NICs are up, and each VM's egress limit. A down NIC (its port to
+the fabric) carries nothing, both ways, VF traffic included: the host's VMs are cut off from every other
+host and the outside, while traffic between VMs on the host goes on. It reads
 where each VM runs and its NIC mode (sim/vm_inventory.py) and each VF's rate cap (sim/sriov_vfs.py). The
 engine asks it, within a step, what the network offers, costs and carries.
 """
@@ -10,15 +12,17 @@ engine asks it, within a step, what the network offers, costs and carries.
 from __future__ import annotations
 
 import zlib
+from collections.abc import Sequence
 
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from sova.model.scenario import HostSpec
 from sova.model.topology import Topology
 from sova.sim import datapath
 from sova.sim.datapath import NODE, VM, VM_DOM0, Layout
 from sova.sim.maxmin import max_min_fair
-from sova.sim.records import Flow
+from sova.sim.records import Flow, SimError
 from sova.sim.sriov_vfs import SriovVfs
 from sova.sim.vm_inventory import VmInventory
 from sova.sim.workloads import Workloads
@@ -43,20 +47,23 @@ class Network:
     def __init__(
         self,
         topology: Topology,
-        nic_bw: np.ndarray,
+        hosts: Sequence[HostSpec],
         host_xen: np.ndarray,
         vms: VmInventory,
         vfs: SriovVfs,
         workloads: Workloads,
         params: dict,
     ):
-        """nic_bw: each host's NIC bit/s; host_xen: per host, it runs Xen; params: the simulator's."""
-        self.topology, self.nic_bw, self.host_xen = topology, nic_bw, host_xen
+        """host_xen: per host, it runs Xen; params: the simulator's."""
+        self.topology, self.host_xen = topology, host_xen
+        self.host_names = [h.name for h in hosts]
+        self.nic_bw = np.array([h.nic.bandwidth for h in hosts], dtype=float)  # bit/s of each host's NIC
         self.vms, self.vfs, self.workloads, self.params = vms, vfs, workloads, params
-        self.n_hosts, self.n_vms = len(nic_bw), len(vms.host)
+        self.n_hosts, self.n_vms = len(hosts), len(vms.host)
         self.layout = Layout(topology.n_links, self.n_hosts, self.n_vms)
         efficiency = params["protocol_efficiency"]
-        self.nic_cap = nic_bw * efficiency  # bit/s a NIC carries when up
+        self.nic_cap = self.nic_bw * efficiency  # bit/s a NIC carries when up
+        self.nic_up = np.ones(self.n_hosts, dtype=bool)
         self.static_cap = np.concatenate([topology.link_cap * efficiency, self.nic_cap, self.nic_cap])
         self.vm_net_limit = np.zeros(self.n_vms)
         payload = params["packet_payload"]
@@ -81,6 +88,23 @@ class Network:
         """The web streams (sim/workload_kinds/web.py) if the scenario has web workloads, else None."""
         group = self.workloads.group("web")
         return group.model if group is not None else None
+
+    def nic_down(self, host: int) -> None:
+        """The host's port stops carrying traffic."""
+        if not self.nic_up[host]:
+            raise SimError(f"{self.host_names[host]}'s NIC is down already")
+        self._set_nic(host, up=False)
+
+    def nic_up_again(self, host: int) -> None:
+        if self.nic_up[host]:
+            raise SimError(f"{self.host_names[host]}'s NIC is not down")
+        self._set_nic(host, up=True)
+
+    def _set_nic(self, host: int, up: bool) -> None:
+        self.nic_up[host] = up
+        bandwidth = self.nic_cap[host] if up else 0.0
+        self.static_cap[self.layout.nic_tx + host] = bandwidth
+        self.static_cap[self.layout.nic_rx + host] = bandwidth
 
     def set_net_limit(self, vm: int, rate: float) -> None:
         """The VM's egress rate limit (bit/s; 0: none), as a tc filter on its vif."""

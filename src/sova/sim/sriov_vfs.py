@@ -50,17 +50,17 @@ class SriovVfs:
         held = self.vms.host[self.vms.on_vf & self.vms.present]
         self.used = np.bincount(held, minlength=len(self.used)).astype(np.int64)
 
-    def require_free(self, host: int, for_whom: str = "") -> None:
+    def hold(self, host: int, for_whom: str = "") -> None:
+        """Take one of the host's free VFs; refused if it has none."""
         if self.used[host] >= self.offered[host]:
             raise SimError(f"{self.host_names[host]} has no free VF{for_whom} ({self.offered[host]} in use)")
+        self.used[host] += 1
 
     def attach(self, vm: int, rate: float, t: float) -> None:
         """Begin hot-plugging a VF capped at `rate` into the VM."""
         if self.vms.on_vf[vm] or vm in self.plugging:
             raise SimError(f"{self.vm_names[vm]} already has a VF (or one is being plugged)")
-        host = int(self.vms.host[vm])
-        self.require_free(host)
-        self.used[host] += 1
+        self.hold(int(self.vms.host[vm]))
         self.rate[vm] = rate
         self.pending.append((t + self.attach_time, vm))
         self.plugging[vm] = ATTACHING
@@ -120,7 +120,7 @@ class SriovVfs:
         self.failed[host] = True
         for vm in np.flatnonzero(self.vms.on_vf & (self.vms.host == host)):
             self.vms.on_vf[vm] = False
-            self.vms.moved.add(int(vm))
+            self.vms.reroute(int(vm))
             self.log.append((t, self.vm_names[vm], self.host_names[host], "failed"))
         self.pending = [(due, vm) for due, vm in self.pending if self.vms.host[vm] != host]
         for vm in [vm for vm in self.plugging if self.vms.host[vm] == host]:
