@@ -11,12 +11,15 @@ Usage:
   python benchmarks/behaviour_check.py --out after.json                  # this tree's summaries
   python benchmarks/behaviour_check.py --base 2ba6331 [--seconds 120]     # this tree against REV
   python benchmarks/behaviour_check.py --against before.json             # against summaries saved before
+  python benchmarks/behaviour_check.py --base HEAD --only 'scenarios/papers/cloudsim/*' --seconds 43200
+                                                                         # some scenarios, for longer
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import fnmatch
 import json
 import math
 import os
@@ -47,14 +50,17 @@ def _api():
     return load_runs, check_profile, run_scenario, run_trials
 
 
-def summaries(seconds: float) -> dict:
-    """{scenario file: {run label: summary}} of every shipped scenario that can run here."""
+def summaries(seconds: float, only: list[str]) -> dict:
+    """{scenario file: {run label: summary}} of every shipped scenario that can run here (those whose path
+    matches a pattern of `only`, if any)."""
     from sova.model.schema import InputError
 
     load_runs, check_profile, run_scenario, run_trials = _api()
     found: dict = {}
     for path in sorted((ROOT / "scenarios").rglob("*.toml")):
         name = str(path.relative_to(ROOT))
+        if only and not any(fnmatch.fnmatch(name, pattern) for pattern in only):
+            continue
         try:
             sweep, runs = load_runs(path, profile_check=check_profile)
         except InputError as exc:  # public traces not here: nothing to compare
@@ -109,7 +115,7 @@ def differences(before, after, path: str = "") -> list[str]:
     return [] if before == after else [f"{path}: {before!r} -> {after!r}"]
 
 
-def _at_base(rev: str, seconds: float) -> dict:
+def _at_base(rev: str, seconds: float, only: list[str]) -> dict:
     """The summaries of commit REV, computed in a worktree of it by this same script."""
     with tempfile.TemporaryDirectory() as folder:
         tree = ROOT.parent / f".behaviour-base-{os.getpid()}"  # beside this tree: ../shared is the same for both
@@ -118,6 +124,7 @@ def _at_base(rev: str, seconds: float) -> dict:
             out = Path(folder) / "base.json"
             env = {**os.environ, "PYTHONPATH": str(tree / "src")}
             script = [sys.executable, __file__, "--out", str(out), "--seconds", str(seconds), "--root", str(tree)]
+            script += [arg for pattern in only for arg in ("--only", pattern)]
             subprocess.run(script, check=True, env=env)
             return json.loads(out.read_text())
         finally:
@@ -131,16 +138,17 @@ def main() -> int:
     parser.add_argument("--base", help="compare with the summaries of this commit")
     parser.add_argument("--seconds", type=float, default=120.0, help="simulated seconds per run at most")
     parser.add_argument("--against", type=Path, help="compare with summaries written before by --out")
+    parser.add_argument("--only", action="append", default=[], help="only scenarios whose path matches (a glob)")
     parser.add_argument("--root", type=Path, default=ROOT, help=argparse.SUPPRESS)  # the base worktree's
     args = parser.parse_args()
     ROOT = args.root
-    after = summaries(args.seconds)
+    after = summaries(args.seconds, args.only)
     if args.out:
         args.out.write_text(json.dumps(after, indent=1, sort_keys=True))
     if args.against:
         before, base = json.loads(args.against.read_text()), str(args.against)
     elif args.base:
-        before, base = _at_base(args.base, args.seconds), args.base
+        before, base = _at_base(args.base, args.seconds, args.only), args.base
     else:
         return 0
     found = differences(before, after)

@@ -1,7 +1,8 @@
 """The analyzer interface and registry, and the Analyze stage that runs analyzers for the policies.
 
 An analyzer is a class with a ``name``, the names of the settings it ``reads``, and
-``analyze(knowledge, settings) -> tuple[Finding, ...]``. A policy names the analyzers whose findings it
+``analyze(knowledge, settings) -> tuple[Finding, ...]``; one that reads further back than the
+Knowledge's usual history says how far (``span``). A policy names the analyzers whose findings it
 plans from (``Policy.analyzers``) and gives their settings from its own parameters. Adding an analyzer
 means adding a module in ``sova.analyze`` that defines a subclass with the ``@register`` decorator.
 """
@@ -23,6 +24,10 @@ class Analyzer(ABC):
     name: ClassVar[str] = ""
     summary: ClassVar[str] = ""
     reads: ClassVar[tuple[str, ...]] = ()  # the names of the settings analyze() reads
+
+    def span(self, settings: Mapping[str, Any]) -> float:
+        """Seconds of history analyze() reads back from now; the runtime's Knowledge keeps at least that."""
+        return 0.0
 
     @abstractmethod
     def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Finding, ...]:

@@ -11,11 +11,24 @@ host), vectorized over hosts.
 
 A host with too short a history is judged by THR at FALLBACK_THRESHOLD, as CloudSim's implementation of
 the paper does (fewer than 12 samples for IQR and MAD, fewer than `window` for LR and LRR).
+
+The ``overload`` analyzer applies them to each host's CPU asked per period (``analyze.cpu_asked``) and
+gives one ``Overload`` finding per host, which ``power-aware`` plans from.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
 import numpy as np
+
+from sova.analyze.base import Analyzer, register
+from sova.analyze.cpu_asked import CpuAsked, core_speed, cpu_asked
+from sova.analyze.findings import Finding
+from sova.model.knowledge import Knowledge
+from sova.model.snapshot import Snapshot
 
 FALLBACK_THRESHOLD = 0.7
 MIN_HISTORY = 12  # samples IQR and MAD need
@@ -92,3 +105,88 @@ def regression(
         return thr(history[:, -1], FALLBACK_THRESHOLD)
     intercept, slope = local_fit(history, window, robust)
     return safety * (intercept + slope * (window + ahead)) >= 1.0
+
+
+def limits(history: np.ndarray, detector: str, threshold: float, safety: float) -> np.ndarray:
+    """Per host, the utilisation its detector tolerates after a move (PABFD's check): THR's threshold,
+    IQR's or MAD's threshold from its history, 1/s for LR and LRR; the fallback while the history is short."""
+    if detector == "thr":
+        return np.full(len(history), threshold)
+    if detector in ("iqr", "mad") and history.shape[1] >= MIN_HISTORY:
+        return (iqr_threshold if detector == "iqr" else mad_threshold)(history, safety)
+    if detector in ("lr", "lrr") and history.shape[1] >= 10:
+        return np.full(len(history), 1.0 / max(safety, 1e-12))
+    return np.full(len(history), FALLBACK_THRESHOLD)
+
+
+def overloaded(history: np.ndarray, detector: str, threshold: float, safety: float) -> np.ndarray:
+    """Overloaded hosts by the named detector (thr, iqr, mad, lr or lrr)."""
+    if detector == "thr":
+        return thr(history[:, -1], threshold)
+    if detector in ("iqr", "mad"):
+        return adaptive(history, safety, detector)
+    return regression(history, safety, robust=detector == "lrr")
+
+
+@dataclass(frozen=True)
+class Overload(Finding, kind="overload"):
+    """Whether a host is overloaded by Beloglazov and Buyya's detector, with the evidence: its utilisation
+    in the last period and the utilisation the detector tolerates after a move."""
+
+    host: str
+    overloaded: bool
+    detector: str  # thr, iqr, mad, lr or lrr
+    utilisation: float  # CPU asked by its VMs in the last period over its capacity
+    limit: float  # the utilisation a VM moved onto it may bring it to
+    samples: int  # periods of history judged
+
+    @property
+    def notable(self) -> bool:
+        return self.overloaded
+
+    def describe(self) -> str:
+        verdict = "overloaded" if self.overloaded else "not overloaded"
+        return (
+            f"{self.host} {verdict} by {self.detector.upper()} on {self.samples} periods: {self.utilisation:.0%} "
+            f"asked, {self.limit:.0%} tolerated after a move"
+        )
+
+
+@register
+class HostOverload(Analyzer):
+    name = "overload"
+    summary = "Beloglazov-Buyya overload detection (THR, IQR, MAD, LR, LRR) over each host's CPU asked per period"
+    reads = ("period", "detector", "threshold", "safety", "history")
+
+    def span(self, settings: Mapping[str, Any]) -> float:
+        return settings["period"] * settings["history"]
+
+    def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Overload, ...]:
+        if len(knowledge) < 2:
+            return ()
+        found = cpu_asked(knowledge, settings["period"], settings["history"])
+        if found is None:
+            return ()
+        snap = knowledge.latest
+        history = host_history(snap, found)
+        detector, threshold, safety = settings["detector"], settings["threshold"], settings["safety"]
+        hot = overloaded(history, detector, threshold, safety) & (
+            np.bincount(snap.vm_host, minlength=len(snap.hosts)) > 0
+        )
+        tolerated = limits(history, detector, threshold, safety)
+        return tuple(
+            Overload(host, hot_now, detector, now, limit, history.shape[1])
+            for host, hot_now, now, limit in zip(
+                snap.hosts, hot.tolist(), history[:, -1].tolist(), tolerated.tolist(), strict=True
+            )
+        )
+
+
+def host_history(snap: Snapshot, asked: CpuAsked) -> np.ndarray:
+    """Hosts x samples (newest last) of utilisation: the sum of each host's VMs' histories over its
+    capacity, as long as the longest VM history."""
+    length = max(int(asked.samples.max(initial=0)), 1)
+    recent = asked.history[:, -length:]
+    hosts = len(snap.hosts)
+    out = np.stack([np.bincount(snap.vm_host, weights=column, minlength=hosts) for column in recent.T], axis=1)
+    return out / (snap.host_cores * core_speed(snap))[:, None]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.analyze.base import AnalyzeStage
+from sova.analyze.base import registry as analyzer_registry
 from sova.analyze.findings import Findings
 from sova.control.admission import Admission
 from sova.control.arbiter import Claim, IoControl, Verdict, arbitrate
@@ -65,6 +66,7 @@ class Runtime:
         self._rank = {pol.name: pol.rank for pol in reversed(policies)}
         self.control = control
         self.knowledge = knowledge if knowledge is not None else Knowledge(control.history, topology)
+        self.knowledge.history = max(self.knowledge.history, _history_read(policies))
         if rules is not None:
             self.knowledge.rules = rules
         self.audit = audit or AuditLog()
@@ -280,3 +282,9 @@ def _filtered_out(filters: list[Policy], knowledge: Knowledge, action) -> str | 
         if kept is not None and not kept[host]:
             return f"{peer.name} keeps {action.vm} off {action.placed_on}"
     return None
+
+
+def _history_read(policies: list[Policy]) -> float:
+    """The seconds of history the policies' analyzers read back (0: none asks for more than usual)."""
+    analyzers = analyzer_registry()
+    return max((analyzers[name].span(settings) for pol in policies for name, settings in pol.analyses()), default=0.0)
