@@ -20,7 +20,7 @@ import numpy as np
 from sova.analyze.base import AnalyzeStage
 from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot, VmCounters
-from sova.plan.sova import Sova
+from sova.plan.dsriov_vlm import DsriovVlm
 
 VMS_PER_HOST = 10
 
@@ -105,14 +105,14 @@ def main() -> None:
     ap.add_argument("--hosts", type=int, nargs="+", default=[1000, 10000])
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
-    params = Sova.defaults()
+    params = DsriovVlm.defaults()
     print("| hosts | VMs | decision round (s), best of repeats | actions |")
     print("|---:|---:|---:|---:|")
     for n in args.hosts:
         k = synthetic_knowledge(n)
         best, actions = float("inf"), 0
         for _ in range(args.repeat):
-            policy = Sova(**params)
+            policy = DsriovVlm(**params)
             t0 = time.perf_counter()
             plan = policy.plan(k, AnalyzeStage(k).findings(policy.analyses()))  # the round: analyze, then plan
             best = min(best, time.perf_counter() - t0)

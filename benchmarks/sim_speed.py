@@ -6,9 +6,9 @@ replay and storage IO. One-second steps. Usage:
 
     python benchmarks/sim_speed.py                 # both sizes
     python benchmarks/sim_speed.py --sizes 100     # 100 hosts / 1,000 VMs only
-    python benchmarks/sim_speed.py --loop sova     # the whole MAPE-K loop with the sova policy:
+    python benchmarks/sim_speed.py --loop dsriov-vlm     # the whole MAPE-K loop with the dsriov-vlm policy:
                                                    # simulator, recorder, observe, Knowledge, policy, executor
-    python benchmarks/sim_speed.py --storage-step 0.025 [--loop sova]
+    python benchmarks/sim_speed.py --storage-step 0.025 [--loop dsriov-vlm]
                                                    # every VM also does IO (fio, depth 4) and the storage
                                                    # subsystem steps every 25 ms, the loop with it
     python benchmarks/sim_speed.py --storage-step 0.025 --slos --loop see

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CASES = {  # what docs/benchmarks.md reports, at 100 hosts / 1,000 VMs
     "simulator": ["--sizes", "100"],
-    "loop (sova)": ["--sizes", "100", "--loop", "sova"],
+    "loop (dsriov-vlm)": ["--sizes", "100", "--loop", "dsriov-vlm"],
     "storage epochs and SEE": ["--sizes", "100", "--storage-step", "0.025", "--slos", "--loop", "see"],
 }
 

@@ -195,8 +195,8 @@ CLI_CASES = [
     (["manage", "--host", "a=test:///default", "--duration", "inf"], "--duration: expected a positive number"),
     (["manage", "--host", "a=test:///default", "--control", "hold_down=nan"], "--control.hold_down: got nan"),
     (
-        ["manage", "--host", "a=test:///default", "--param", "sova.alpha=inf"],
-        "sova manage: --param sova.alpha: got inf",
+        ["manage", "--host", "a=test:///default", "--param", "dsriov-vlm.alpha=inf"],
+        "sova manage: --param dsriov-vlm.alpha: got inf",
     ),
     (["manage", "--host", "broken"], "--host: 'broken': expected NAME=URI"),
     (["lab", "up", "--hosts", "0"], "--hosts: expected a number of hosts from 1 to 16, got '0'"),

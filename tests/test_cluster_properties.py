@@ -28,8 +28,8 @@ from sova.sim.engine import Simulator
 
 EXAMPLES = int(os.environ.get("SOVA_PROPERTY_EXAMPLES", "75"))
 PROFILES = (
-    *("none", "sandpiper", "sova", "threshold-migration", "power-aware", "cloudscope"),
-    *("sandpiper+dsriov", "sova+host-standby", "threshold-migration+cloudscope"),  # policies that compose
+    *("none", "sandpiper", "dsriov-vlm", "threshold-migration", "power-aware", "cloudscope"),
+    *("sandpiper+dsriov", "dsriov-vlm+host-standby", "threshold-migration+cloudscope"),  # policies that compose
 )
 TERMINAL = {"rejected", "finished", "failed", "expired", "dry-run"}
 DURATION = 150

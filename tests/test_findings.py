@@ -20,7 +20,7 @@ from sova.model.sweep import load_scenario
 from sova.plan.autonomic_manager import migration_signals
 from sova.plan.base import Policy, register
 from sova.plan.dsriov import DynamicSRIOV, vf_plan
-from sova.plan.sova import Sova
+from sova.plan.dsriov_vlm import DsriovVlm
 from sova.plan.threshold_migration import ThresholdMigration
 from sova.sim.engine import Simulator
 
@@ -142,7 +142,7 @@ def test_a_plan_rests_only_on_findings_about_what_it_touches(hot):
 
 
 def test_sova_given_findings_plans_what_algorithm_2_gives_on_the_raw_loads(hot):
-    sova = defaults(Sova, alpha=0.7)
+    sova = defaults(DsriovVlm, alpha=0.7)
     actions = sova.plan(hot, AnalyzeStage(hot).findings(sova.analyses()))
     loads = host_loads(hot, 10.0, 5)
     valid = hot.placement.reports_since_change(hot.latest, 10.0, 5)
@@ -207,7 +207,7 @@ def test_a_policy_that_reads_an_unknown_analyzer_is_refused():
 
 
 def test_every_policy_gives_its_analyzers_every_setting():
-    for cls in (ThresholdMigration, DynamicSRIOV, Sova):
+    for cls in (ThresholdMigration, DynamicSRIOV, DsriovVlm):
         for name, settings in defaults(cls).analyses():
             assert set(settings) == set(registry()[name].reads)
             assert all(np.ndim(v) == 0 for v in settings.values())

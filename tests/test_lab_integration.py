@@ -467,7 +467,7 @@ def test_sova_manage_moves_a_vm_off_a_hot_host_by_itself_then_stays_quiet(lab):
     for vm in ("vm1", "vm2"):
         lab_.load(vm, ["cpu=100"])
     drv = _libvirt_driver(state)
-    policies = check_profile(Reader("test"), ProfileSpec("sova", ("sova",)))
+    policies = check_profile(Reader("test"), ProfileSpec("sova", ("dsriov-vlm",)))
     entries = []
     moved_at: list[float] = []
 
@@ -568,7 +568,7 @@ def test_sova_manager_and_agents_run_the_real_hosts_approve_a_migration_and_hold
         "--profile",
         "sova",
         "--param",
-        "sova.alpha=0.6",  # two TCG burners hold a 2-core host near 75 %: a margin over the threshold
+        "dsriov-vlm.alpha=0.6",  # two TCG burners hold a 2-core host near 75 %: a margin over the threshold
         "--mode",
         "approve",
     )

@@ -197,6 +197,12 @@ def test_a_number_that_would_stall_or_drop_every_flow_is_refused(tmp_path, capsy
 # ---------------------------------------------------------------- validate says ok only where run works
 
 
+def test_a_policy_of_an_earlier_version_is_refused_with_its_new_name(tmp_path, capsys):
+    assert main(["validate", str(_file(tmp_path, BASE + '[profiles.old]\npolicies = ["sova"]\n'))]) == 2
+    (line,) = _errors(capsys)
+    assert "[profiles.old].policies: unknown policy 'sova' (did you mean 'dsriov-vlm'?)" in line
+
+
 def test_a_profile_name_that_cannot_name_a_file_is_refused(tmp_path, capsys):
     assert main(["validate", str(_file(tmp_path, BASE + '[profiles."../../x y"]\n'))]) == 2
     (line,) = _errors(capsys)

@@ -82,7 +82,7 @@ def test_sec54_algorithm_2_as_the_paper_gives_it_trades_vms_between_saturated_ho
 
     values, runs = load_runs(PAPERS / "sec54-overall.toml", check_profile)
     scenario = dict(zip(values.values, runs, strict=True))[1400]
-    plain = replace(scenario.profiles["sova"], params={"sova": {"steady": False}})
+    plain = replace(scenario.profiles["sova"], params={"dsriov-vlm": {"steady": False}})
     (r,) = run_scenario(replace(scenario, profiles={"sova": plain}), ["sova"])
     moves = [(m.src, m.dst, m.started) for m in r.migrations if m.moved]
     back = [a for a in moves for b in moves if (b[0], b[1]) == (a[1], a[0]) and 0 < b[2] - a[2] < 600]

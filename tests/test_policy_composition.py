@@ -43,7 +43,7 @@ def test_on_equal_priority_the_policy_earlier_in_the_profile_wins():
 
 
 def test_one_policys_own_actions_never_conflict():
-    detach, move = DetachVF(vm="v1", policy="sova"), migrate("v1", "h2", "sova")
+    detach, move = DetachVF(vm="v1", policy="dsriov-vlm"), migrate("v1", "h2", "dsriov-vlm")
     assert arbitrate([claim(detach), claim(move)], []).lost == {}
 
 
@@ -211,7 +211,9 @@ def test_a_peers_pin_and_filter_bind_a_policy_that_never_asked_and_the_audit_say
 
 def test_every_policy_has_a_priority_parameter_with_its_classs_default():
     known = registry()
-    assert known["keep-rules"].schema["priority"].default == 100 and known["sova"].schema["priority"].default == 50
+    assert (
+        known["keep-rules"].schema["priority"].default == 100 and known["dsriov-vlm"].schema["priority"].default == 50
+    )
     assert (
         known["greedy-net"].schema["priority"].default == 30 and known["power-aware"].schema["priority"].default == 20
     )

@@ -52,7 +52,7 @@ HOSTS = [{"name": "h{i}", "count": 4, "cores": 4, "memory": "16GiB", "dom0_memor
 
 @pytest.mark.parametrize(
     "policies",
-    [("sandpiper",), ("sova",), ("threshold-migration",), ("power-aware",), ("cloudscope",)],
+    [("sandpiper",), ("dsriov-vlm",), ("threshold-migration",), ("power-aware",), ("cloudscope",)],
 )
 def test_migration_policies_move_hot_vms_only_where_the_rules_allow(policies):
     """h1 runs hot; its VMs may only go to h4 (h2 and h3 are barred), so every move a policy starts goes

@@ -30,7 +30,7 @@ from sova.model.schema import REQUIRED, Field
 from sova.plan.base import registry
 
 EXAMPLES = int(os.environ.get("SOVA_SCENARIO_EXAMPLES", "30"))
-MIGRATION = ("threshold-migration", "sandpiper", "sova", "power-aware", "cloudscope")
+MIGRATION = ("threshold-migration", "sandpiper", "dsriov-vlm", "power-aware", "cloudscope")
 OTHERS = ("dsriov", "host-standby", "cloudscope-dom0")
 PLACEMENT = ("greedy-fill", "greedy-net", "sa-c")
 # keys whose random values would only make a run slow (a storage epoch of 1 us), or that need what a

@@ -206,7 +206,7 @@ def profile_and_rails(args, where: str):
     from sova.model.schema import Reader
 
     params: dict[str, dict] = {}
-    for key, val in pairs(args.param, "--param", "POLICY.KEY=VALUE, e.g. sova.alpha=0.8", dotted=True):
+    for key, val in pairs(args.param, "--param", "POLICY.KEY=VALUE, e.g. dsriov-vlm.alpha=0.8", dotted=True):
         pol, _, k = key.partition(".")
         params.setdefault(pol, {})[k] = toml_value(val)
     known, base_rails = dict(BUILTIN_PROFILES), ControlSpec()

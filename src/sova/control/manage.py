@@ -34,7 +34,7 @@ BUILTIN_PROFILES: dict[str, tuple[str, ...]] = {
     "threshold": ("threshold-migration",),
     "dsriov": ("dsriov",),
     "vlm": ("sandpiper",),  # the Sova paper's VLM baseline is Sandpiper
-    "sova": ("sova",),
+    "sova": ("dsriov-vlm",),  # the Sova paper's framework: DSR-IOV and VLM coordinated
     "cloudscope": ("cloudscope",),  # CloudScope Algorithm 1: move VMs predicted slow
     "cloudscope-dom0": ("cloudscope-dom0",),  # CloudScope Eq. 8: raise Dom0's weight for VMs missing their SLO
     "see": ("see",),  # SASLO: each VM's storage IO held to its SLO (sova slo set)

@@ -23,7 +23,7 @@ def build_admission(profile: ProfileSpec) -> AdmissionPolicy:
     return admission_policies()[profile.admission]()
 
 
-RENAMED = {"vlm": "sandpiper"}  # policy names of earlier versions: the error names the new one
+RENAMED = {"vlm": "sandpiper", "sova": "dsriov-vlm"}  # policy names of earlier versions: the error names the new one
 
 
 def check_profile(
@@ -64,6 +64,7 @@ def check_profile(
         if name not in prof.policies:
             reader.error(
                 params_at.format(profile=prof.name, policy=name),
-                f"parameters for {name!r}, which the profile does not run",
+                f"parameters for {name!r}, which the profile does not run"
+                + (f" (the policy is now called {RENAMED[name]!r})" if RENAMED.get(name) in prof.policies else ""),
             )
     return out

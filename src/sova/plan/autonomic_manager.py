@@ -4,12 +4,12 @@ For each host, volume_p is its load in each report: the largest utilisation of i
 NIC, memory), which is what §3.4.2 and §5.2 compare with the threshold alpha ("when the overall
 workload of the physical server exceeds a certain threshold"; "one or more resource usage exceeds
 alpha"). A host is hot when at least k of its last n values exceed alpha and the AR(1) forecast of the
-next one does too (lines 4-6: ``analyze.hotspot``, whose ``hotspot`` findings the ``sova`` policy reads).
+next one does too (lines 4-6: ``analyze.hotspot``, whose ``hotspot`` findings the ``dsriov-vlm`` policy reads).
 Its destination is the least loaded host not already chosen as a destination in this round
 (getMinNotInDestination, line 7), and only if that host is below alpha and is not the hot host itself
 (line 8). Hot hosts are served hottest first; each gets at most one destination per round. Only reports
 taken since a host's VMs last changed count towards its k: the round after a migration must not act on
-reports of the host as it was before. Optionally (the `sova` policy's host_cooldown, off by default as
+reports of the host as it was before. Optionally (the `dsriov-vlm` policy's host_cooldown, off by default as
 the paper has none) a host that just received a VM sends none and one that just sent a VM receives none
 for a while: saturated hosts otherwise trade VMs back and forth (29 migrations in 30 minutes in Sova
 §5.4 at 1,400 req/s). (The paper's Eq. 5 "volume" is a skewness and is used where the paper uses it:

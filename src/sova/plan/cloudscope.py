@@ -8,7 +8,7 @@ prediction, the one with the smallest slowdown is PM_candidate, and the VM moves
 at least ``min_gain`` of its slowdown now. Up to ``max_moves`` VMs
 move per round, each move's load counted on its new host before the next VM is placed. A VM that moved
 within ``min_residence`` seconds, is migrating, or holds an SR-IOV VF (a VF must be detached first: the
-Sova policy does that) is not targeted. A host whose set of VMs changed within the window neither sends
+``dsriov-vlm`` policy does that) is not targeted. A host whose set of VMs changed within the window neither sends
 nor receives (its measured load is not the load it has now), so one round's moves are measured before
 the next acts on them. The executor's rails (capacity, concurrency, hold-down) still apply.
 """

@@ -1,4 +1,4 @@
-"""The Sova policy: dynamic SR-IOV and live migration, coordinated (the Sova paper, §3).
+"""The `dsriov-vlm` policy, the Sova paper's framework: dynamic SR-IOV and live migration, coordinated (§3).
 
 Every ``period`` (the sensors' 10 s reporting interval):
 1. The Autonomic Manager (Algorithm 2) finds hot hosts (the ``hotspot`` findings) and sends each a
@@ -58,8 +58,8 @@ MIGRATION_PARAMS = {
 
 
 @register
-class Sova(Policy):
-    name = "sova"
+class DsriovVlm(Policy):
+    name = "dsriov-vlm"
     priority = 50  # relieving a hotspot
     loop = "global"
     summary = "coordinate dynamic SR-IOV and hotspot migration (Sova Algorithms 1 and 2)"
