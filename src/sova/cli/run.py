@@ -147,8 +147,8 @@ class ProgressFile:
 
         fd, partial = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".partial", dir=self.path.parent)
         try:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"done": round(done, 3), "total": round(self.total, 3), "unit": self.unit}, f)
+            with os.fdopen(fd, "w") as handle:
+                json.dump({"done": round(done, 3), "total": round(self.total, 3), "unit": self.unit}, handle)
             os.replace(partial, self.path)
         except OSError:
             Path(partial).unlink(missing_ok=True)  # our own new file: nothing half-written stays
@@ -161,7 +161,7 @@ def load(path: Path, params: list[str] | None = None):
     from sova.control.profiles import check_profile
     from sova.model.sweep import load_runs
 
-    values = {k: toml_value(v) for k, v in pairs(params or [], "--param", "NAME=VALUE, e.g. day=20110306")}
+    values = {name: toml_value(text) for name, text in pairs(params or [], "--param", "NAME=VALUE, e.g. day=20110306")}
     sweep, runs = load_runs(path, profile_check=check_profile, params=values)
     if runs[0].trials is not None:  # each profile holds what a trial can run, whichever --profile picks
         from sova.experiments.trials import check_trials
@@ -254,14 +254,14 @@ def _runs(args):
     sweep, runs = load(args.scenario, args.param)
     first = runs[0]
     problems = [
-        Problem(f"--profile {u}", f"no such profile; the scenario defines {', '.join(first.profiles)}")
-        for u in args.profile or []
-        if u not in first.profiles
+        Problem(f"--profile {profile}", f"no such profile; the scenario defines {', '.join(first.profiles)}")
+        for profile in args.profile or []
+        if profile not in first.profiles
     ]
     if problems:
         raise InputError(problems)
     if args.seed is not None:
-        runs = [replace(s, seed=args.seed) for s in runs]
+        runs = [replace(scenario, seed=args.seed) for scenario in runs]
     names = args.profile or list(first.profiles)
     if first.trials is not None and args.cluster:
         raise InputError([Problem("--cluster", "a scenario with [trials] runs them on this machine; use --workers N")])
@@ -277,7 +277,7 @@ def _run_profiles(args, sweep, runs, names: list[str]):
     from sova.report.writer import write_results, write_sweep_results
 
     salvage = Salvage(total=len(runs) * len(names))
-    seconds = sum(s.duration for s in runs)  # simulated seconds of each profile, over every sweep value
+    seconds = sum(scenario.duration for scenario in runs)  # simulated seconds of each profile, over every sweep value
     with Progress(
         TextColumn("[bold]{task.description:<14}"),
         BarColumn(),
@@ -288,7 +288,7 @@ def _run_profiles(args, sweep, runs, names: list[str]):
         transient=False,
         disable=args.quiet,
     ) as bar:
-        tasks = {n: bar.add_task(n, total=seconds) for n in names}
+        tasks = {name: bar.add_task(name, total=seconds) for name in names}
         done = dict.fromkeys(names, 0.0)
         shown = dict.fromkeys(names, -1.0)
         follow = ProgressFile(args.progress_file, seconds * len(names), "simulated seconds")
@@ -314,24 +314,38 @@ def _run_profiles(args, sweep, runs, names: list[str]):
                     follow(n)
 
                 study = run_study(runs, names, args.workers or 1, args.cluster, finished)
-                sweep_runs = [SweepRun(v, r) for v, r in zip(sweep.values if sweep else [None], study, strict=True)]
+                sweep_runs = [
+                    SweepRun(value, profile_results)
+                    for value, profile_results in zip(sweep.values if sweep else [None], study, strict=True)
+                ]
             else:
                 sweep_runs = run_sweep(runs, sweep.values if sweep else [None], names, progress=progress)
         except RunFailed as failure:  # items are (value, profile) pairs: what finished is kept, and why
-            for k, result in failure.finished.items():
+            for item_index, result in failure.finished.items():
                 salvage.profiles.append(
-                    (runs[k // len(names)], _which(sweep, k // len(names), names[k % len(names)]), result)
+                    (
+                        runs[item_index // len(names)],
+                        _which(sweep, item_index // len(names), names[item_index % len(names)]),
+                        result,
+                    )
                 )
             failed = _which(sweep, failure.index // len(names), names[failure.index % len(names)])
             salvage.fail(_describe(failed), failure.error, failure.trace)
             return None, None, salvage
-    for k, run in enumerate(sweep_runs):
-        salvage.profiles += [(runs[k], _which(sweep, k, r.profile), r) for r in run.results]
+    for value_index, run in enumerate(sweep_runs):
+        salvage.profiles += [
+            (runs[value_index], _which(sweep, value_index, profile_result.profile), profile_result)
+            for profile_result in run.results
+        ]
     if sweep is None:
         results = sweep_runs[0].results
-        return (lambda d: write_results(runs[0], results, d)), (lambda: print_summary(results, runs[0])), salvage
+        return (
+            (lambda staging: write_results(runs[0], results, staging)),
+            (lambda: print_summary(results, runs[0])),
+            salvage,
+        )
     return (
-        (lambda d: write_sweep_results(sweep, runs, sweep_runs, d)),
+        (lambda staging: write_sweep_results(sweep, runs, sweep_runs, staging)),
         (lambda: print_sweep(sweep, sweep_runs)),
         salvage,
     )
@@ -358,7 +372,7 @@ def _run_trials(args, sweep, runs, names: list[str]):
     from sova.report.trials_report import trials_document, write_trials
 
     groups = []
-    salvage = Salvage(total=sum(s.trials.count for s in runs))
+    salvage = Salvage(total=sum(swept_scenario.trials.count for swept_scenario in runs))
     with Progress(
         TextColumn("[bold]{task.description:<14}"),
         BarColumn(),
@@ -371,8 +385,10 @@ def _run_trials(args, sweep, runs, names: list[str]):
         values = sweep.values if sweep is not None else [None]
         follow = ProgressFile(args.progress_file, salvage.total, "trials")
         finished = 0
-        for k, (value, scenario) in enumerate(zip(values, runs, strict=True)):
-            task = bar.add_task(scenario.name if sweep is None else sweep.describe(k), total=scenario.trials.count)
+        for value_index, (value, scenario) in enumerate(zip(values, runs, strict=True)):
+            task = bar.add_task(
+                scenario.name if sweep is None else sweep.describe(value_index), total=scenario.trials.count
+            )
 
             def progress(n: int, total: int, task=task, before=finished) -> None:
                 bar.update(task, completed=n)
@@ -382,7 +398,7 @@ def _run_trials(args, sweep, runs, names: list[str]):
                 trial_runs = run_trials(scenario, names, args.workers or args.jobs or 0, progress)
             except RunFailed as failure:  # what finished is kept, and why the rest did not
                 salvage.trials += [run for runs_of in failure.finished.values() for run in runs_of]
-                where = f"trial {failure.index + 1}" + ("" if sweep is None else f" at {sweep.describe(k)}")
+                where = f"trial {failure.index + 1}" + ("" if sweep is None else f" at {sweep.describe(value_index)}")
                 salvage.fail(where, failure.error, failure.trace)
                 return None, None, salvage
             finished += scenario.trials.count
@@ -390,29 +406,34 @@ def _run_trials(args, sweep, runs, names: list[str]):
             salvage.trials += trial_runs
     doc = trials_document(runs[0], groups, names, sweep)
     return (
-        (lambda d: write_trials(doc, groups, d, runs[0], sweep)),
+        (lambda staging: write_trials(doc, groups, staging, runs[0], sweep)),
         (lambda: _print_trials(doc, names, sweep)),
         salvage,
     )
 
 
 def _print_trials(doc: dict, names: list[str], sweep) -> None:
-    for k, val in enumerate(doc["values"]):
+    for value_index, val in enumerate(doc["values"]):
         stats = val["stats"]
-        t = Table(title="median relative to Random" + ("" if sweep is None else f" at {sweep.describe(k)}"))
-        t.add_column("profile")
-        keys = [k for k in ("web", "job") if k in stats[names[0]]]
-        for k in keys:
-            t.add_column(f"{k}: vs Random's median", justify="right")
-            t.add_column(f"{k}: improved", justify="right")
-        t.add_column("runtime (s)", justify="right")
-        for p in names:
-            s = stats[p]
+        table = Table(
+            title="median relative to Random" + ("" if sweep is None else f" at {sweep.describe(value_index)}")
+        )
+        table.add_column("profile")
+        keys = [key for key in ("web", "job") if key in stats[names[0]]]
+        for key in keys:
+            table.add_column(f"{key}: vs Random's median", justify="right")
+            table.add_column(f"{key}: improved", justify="right")
+        table.add_column("runtime (s)", justify="right")
+        for profile in names:
+            profile_stats = stats[profile]
             cells = []
-            for k in keys:
-                cells += [_shown(s[k]["median_vs_random_median"], "+.0%", -1), _shown(s[k]["improved"], ".0%")]
-            t.add_row(p, *cells, _shown(s["seconds_median"], ".3g"))
-        out.print(t)
+            for key in keys:
+                cells += [
+                    _shown(profile_stats[key]["median_vs_random_median"], "+.0%", -1),
+                    _shown(profile_stats[key]["improved"], ".0%"),
+                ]
+            table.add_row(profile, *cells, _shown(profile_stats["seconds_median"], ".3g"))
+        out.print(table)
 
 
 def _shown(value, spec: str, offset: float = 0.0) -> str:

@@ -92,26 +92,26 @@ class Executor:
         self._seq += 1
         now = self.driver.now()
         behind = findings.behind(actions, knowledge.latest) if findings is not None else ()
-        for f in behind:
-            self.audit.record_finding(now, self._seq, actions[0].policy, f)
-        for a in actions:
-            self._record(now, self._seq, "proposed", a)
+        for finding in behind:
+            self.audit.record_finding(now, self._seq, actions[0].policy, finding)
+        for action in actions:
+            self._record(now, self._seq, "proposed", action)
         if lost:
-            for a in actions:
-                if id(a) in lost:
-                    self._record(now, self._seq, "rejected", a, Outcome(REJECTED, lost[id(a)], now, now))
-            actions = [a for a in actions if id(a) not in lost]
+            for action in actions:
+                if id(action) in lost:
+                    self._record(now, self._seq, "rejected", action, Outcome(REJECTED, lost[id(action)], now, now))
+            actions = [kept for kept in actions if id(kept) not in lost]
         if self.mode == "dry-run":
-            for a in actions:
-                verdict = self.check(a, knowledge)
+            for action in actions:
+                verdict = self.check(action, knowledge)
                 msg = f"not applied (dry run); rails: {verdict or 'would pass'}"
-                self._record(now, self._seq, "dry-run", a, Outcome(DRY_RUN, msg, now, now))
+                self._record(now, self._seq, "dry-run", action, Outcome(DRY_RUN, msg, now, now))
         elif self.mode == "approve":
             self.pending[self._seq] = PendingPlan(self._seq, list(actions), now, behind)
-            for a in actions:
-                self._record(now, self._seq, "pending", a, Outcome(PENDING, "waiting for approval", now))
+            for action in actions:
+                self._record(now, self._seq, "pending", action, Outcome(PENDING, "waiting for approval", now))
         else:
-            self.queued.extend(_Job(self._seq, a, patient=patient, queued=now) for a in actions)
+            self.queued.extend(_Job(self._seq, queued_action, patient=patient, queued=now) for queued_action in actions)
             self._start_ready(knowledge)
         return self._seq
 
@@ -137,12 +137,12 @@ class Executor:
 
     def in_flight(self) -> list[tuple[Action, bool]]:
         """The actions in hand, each with whether it has started (the rest wait in the queue)."""
-        return [(j.action, True) for j in self.running] + [(j.action, False) for j in self.queued]
+        return [(job.action, True) for job in self.running] + [(job.action, False) for job in self.queued]
 
     def preempt(self, action: Action, why: str) -> None:
         """Drop a queued action (recorded as rejected, with why) for another policy's of a higher priority."""
         now = self.driver.now()
-        for job in [j for j in self.queued if j.action is action]:
+        for job in [queued_job for queued_job in self.queued if queued_job.action is action]:
             self.queued.remove(job)
             self._record(now, job.plan, "rejected", action, Outcome(REJECTED, why, now, now))
 
@@ -158,16 +158,16 @@ class Executor:
     def approve(self, plan_id: int, knowledge: Knowledge) -> None:
         plan = self._take_pending(plan_id)
         now = self.driver.now()
-        for a in plan.actions:
-            self._record(now, plan_id, "approved", a, Outcome(OK, "approved by operator", now))
-        self.queued.extend(_Job(plan_id, a) for a in plan.actions)
+        for action in plan.actions:
+            self._record(now, plan_id, "approved", action, Outcome(OK, "approved by operator", now))
+        self.queued.extend(_Job(plan_id, approved_action) for approved_action in plan.actions)
         self._start_ready(knowledge)
 
     def reject(self, plan_id: int, why: str = "rejected by operator") -> None:
         plan = self._take_pending(plan_id)
         now = self.driver.now()
-        for a in plan.actions:
-            self._record(now, plan_id, "rejected", a, Outcome(REJECTED, why, now, now))
+        for action in plan.actions:
+            self._record(now, plan_id, "rejected", action, Outcome(REJECTED, why, now, now))
 
     def _take_pending(self, plan_id: int) -> PendingPlan:
         if plan_id not in self.pending:
@@ -195,18 +195,24 @@ class Executor:
             RAILS.of(job.action).finished(self, job.action, out)
             self._record(now, job.plan, "finished", job.action, out)
         self.running = still
-        for pid in [p for p, plan in self.pending.items() if now - plan.created > self.rails.approval_timeout]:
-            for a in self.pending.pop(pid).actions:
+        for pid in [
+            plan_id for plan_id, plan in self.pending.items() if now - plan.created > self.rails.approval_timeout
+        ]:
+            for action in self.pending.pop(pid).actions:
                 msg = f"not approved within {self.rails.approval_timeout:g} s"
-                self._record(now, pid, "expired", a, Outcome(EXPIRED, msg, now, now))
+                self._record(now, pid, "expired", action, Outcome(EXPIRED, msg, now, now))
         self._start_ready(knowledge)
 
     def _start_ready(self, knowledge: Knowledge) -> None:
         """Start queued actions in order; one at a time per target; a rejection drops its plan's
         later actions on the same target (they depended on it)."""
         now = self.driver.now()
-        busy = {j.action.target for j in self.running}
-        counts = QueuePass(knowledge, [j.action for j in self.running]) if self.queued and len(knowledge) else None
+        busy = {running_job.action.target for running_job in self.running}
+        counts = (
+            QueuePass(knowledge, [running_job.action for running_job in self.running])
+            if self.queued and len(knowledge)
+            else None
+        )
         blocked: set[tuple[int, str]] = set()
         keep = []
         for job in self.queued:
@@ -262,7 +268,7 @@ class Executor:
             broken = self._check_rules(action, knowledge, plan)
             if broken:
                 return broken
-        counts = counts or QueuePass(knowledge, [j.action for j in self.running])
+        counts = counts or QueuePass(knowledge, [job.action for job in self.running])
         return RAILS.of(action).check(self, action, counts)
 
     def _check_rules(self, action: Action, knowledge: Knowledge, plan: int | None) -> str | None:
@@ -275,7 +281,10 @@ class Executor:
         if not bound.rules_of(action.vm):
             return None
         heading = {}
-        for job in [*self.running, *(j for j in self.queued if j.plan == plan and j.action is not action)]:
+        for job in [
+            *self.running,
+            *(queued_job for queued_job in self.queued if queued_job.plan == plan and queued_job.action is not action),
+        ]:
             going = job.action.placed_on
             if going is None or job.action.vm not in snap.vm_position:
                 continue

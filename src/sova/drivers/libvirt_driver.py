@@ -105,9 +105,9 @@ class LibvirtDriver:
     # ------------------------------------------------------------------ connections
     def connect(self) -> None:
         """Open every host now; a clear error naming the host and URI if one cannot be reached."""
-        for h in self.host_names:
-            if self.hosts.conn(h) is None:
-                raise DriverError(f"cannot reach host {h} at {self.hosts.uris[h]}: {self.unreachable[h]}")
+        for host in self.host_names:
+            if self.hosts.conn(host) is None:
+                raise DriverError(f"cannot reach host {host} at {self.hosts.uris[host]}: {self.unreachable[host]}")
 
     def close(self) -> None:
         self.hosts.close()
@@ -129,13 +129,13 @@ class LibvirtDriver:
 
     def guest_report(self, vm: str) -> GuestReport | None:
         """The newest report of a VM's guest agent, as of the last observe()."""
-        st = self.hosts.vms.get(vm)
-        return st.channel.latest if st and st.channel else None
+        vm_state = self.hosts.vms.get(vm)
+        return vm_state.channel.latest if vm_state and vm_state.channel else None
 
     def guest_answers(self, vm: str) -> list[str]:
         """Every answer (pong, error) the VM's agent has sent since this driver first read it."""
-        st = self.hosts.vms.get(vm)
-        return list(st.channel.answers) if st and st.channel else []
+        vm_state = self.hosts.vms.get(vm)
+        return list(vm_state.channel.answers) if vm_state and vm_state.channel else []
 
     # ------------------------------------------------------------------ observe
     def requests(self) -> list[VmRequest]:
@@ -147,10 +147,10 @@ class LibvirtDriver:
         n_hosts = len(self.host_names)
         cores, mem, host_cpu = np.zeros(n_hosts), np.zeros(n_hosts), np.zeros(n_hosts)
         dom0_weight = np.full(n_hosts, np.nan)
-        vfs_total = np.array([self.vfs.capacity(h) for h in self.host_names], dtype=float)
+        vfs_total = np.array([self.vfs.capacity(host_name) for host_name in self.host_names], dtype=float)
         rows: dict[str, tuple[int, Any, dict, bool]] = {}
-        for hi, h in enumerate(self.host_names):
-            conn = self.hosts.conn(h)
+        for hi, host in enumerate(self.host_names):
+            conn = self.hosts.conn(host)
             if conn is None:
                 continue
             try:
@@ -159,13 +159,13 @@ class LibvirtDriver:
                 # NOWAIT: what is at hand now; a migrating domain's job would hold the call for seconds
                 nowait = self.hosts.flag("VIR_CONNECT_GET_ALL_DOMAINS_STATS_NOWAIT", 1 << 29)
                 records = conn.getAllDomainStats(0, nowait)
-            except Exception as e:
-                self.hosts.lost(h, str(e))
+            except Exception as exc:
+                self.hosts.lost(host, str(exc))
                 continue
-            self.failover.heard(h, now)
+            self.failover.heard(host, now)
             mem[hi], cores[hi] = info[1], info[2]
             host_cpu[hi] = (cpu.get("kernel", 0) + cpu.get("user", 0)) * NS
-            own = self.host_cpu(h) if self.host_cpu is not None else None
+            own = self.host_cpu(host) if self.host_cpu is not None else None
             if own is not None:  # hosts sharing one machine (the lab): each one's own CPU seconds and cores
                 host_cpu[hi], cores[hi] = own
             dom0_weight[hi] = read_dom0_weight(conn)
@@ -179,7 +179,7 @@ class LibvirtDriver:
                     rows[name] = (hi, dom, st, running)
         names = tuple(sorted(rows))
         n_vms = len(names)
-        counters = {k: np.zeros(n_vms) for k in VmCounters.__dataclass_fields__}
+        counters = {counter_name: np.zeros(n_vms) for counter_name in VmCounters.__dataclass_fields__}
         vm_host = np.zeros(n_vms, dtype=np.int64)
         vcpus, vmem, vmem_used, dirty = np.zeros(n_vms), np.zeros(n_vms), np.zeros(n_vms), np.zeros(n_vms)
         weight, cap, vf_rate = np.zeros(n_vms), np.zeros(n_vms), np.zeros(n_vms)
@@ -190,78 +190,85 @@ class LibvirtDriver:
         mac_owner: dict[str, int] = {}  # every MAC of every VM's NICs -> the VM's index
         where = self.hosts.where = {}
         vm_states = self.hosts.vms
-        for v, name in enumerate(names):
+        for vm_index, name in enumerate(names):
             hi, dom, st, _ = rows[name]
             host = self.host_names[hi]
             where[name] = host
             state = vm_states.setdefault(name, VmState(len(vm_states) + 1))
             st = state.stats = {**state.stats, **st}  # NOWAIT may leave out what a running job holds: keep the last
-            vm_host[v] = hi
+            vm_host[vm_index] = hi
             n_vcpu = int(st.get("vcpu.current", 1))
-            vcpus[v] = n_vcpu
-            counters["cpu_time"][v] = state.monotonic("cpu_time", st.get("cpu.time", 0) * NS)
+            vcpus[vm_index] = n_vcpu
+            counters["cpu_time"][vm_index] = state.monotonic("cpu_time", st.get("cpu.time", 0) * NS)
             wait = sum(st.get(f"vcpu.{i}.delay", st.get(f"vcpu.{i}.wait", 0)) for i in range(n_vcpu)) * NS
             wait = state.monotonic("wait_time", wait)
-            counters["wait_time"][v] = wait
+            counters["wait_time"][vm_index] = wait
             if state.last is not None:
                 dt = now - state.last[0]
                 state.blocked += max(
-                    0.0, n_vcpu * dt - (counters["cpu_time"][v] - state.last[1]) - (wait - state.last[2])
+                    0.0, n_vcpu * dt - (counters["cpu_time"][vm_index] - state.last[1]) - (wait - state.last[2])
                 )
-            state.last = (now, counters["cpu_time"][v], wait)
-            counters["blocked_time"][v] = state.blocked
+            state.last = (now, counters["cpu_time"][vm_index], wait)
+            counters["blocked_time"][vm_index] = state.blocked
             vf_macs = {vf_mac(state.index)}
             xml = self.hosts.xml(dom)  # one read per VM and observation: every device question below uses it
-            mac_owner.update((mac, v) for mac in MAC_RE.findall(xml))
+            mac_owner.update((mac, vm_index) for mac in MAC_RE.findall(xml))
             disk_types = _DISK_TYPE_RE.findall(xml)
-            disk_local[v] = (
-                not self.shared_disks and bool(disk_types) and all(t in ("file", "block") for t in disk_types)
+            disk_local[vm_index] = (
+                not self.shared_disks
+                and bool(disk_types)
+                and all(disk_type in ("file", "block") for disk_type in disk_types)
             )
             self.failover.remember(state, dom)
             for i in range(int(st.get("net.count", 0))):
                 if self.vfs.is_vf_interface(xml, host, i, st, vf_macs):
                     continue
-                counters["vnic_rx_bytes"][v] += st.get(f"net.{i}.rx.bytes", 0)
-                counters["vnic_tx_bytes"][v] += st.get(f"net.{i}.tx.bytes", 0)
-                counters["vnic_rx_packets"][v] += st.get(f"net.{i}.rx.pkts", 0)
-                counters["vnic_tx_packets"][v] += st.get(f"net.{i}.tx.pkts", 0)
+                counters["vnic_rx_bytes"][vm_index] += st.get(f"net.{i}.rx.bytes", 0)
+                counters["vnic_tx_bytes"][vm_index] += st.get(f"net.{i}.tx.bytes", 0)
+                counters["vnic_rx_packets"][vm_index] += st.get(f"net.{i}.rx.pkts", 0)
+                counters["vnic_tx_packets"][vm_index] += st.get(f"net.{i}.tx.pkts", 0)
             for i in range(int(st.get("block.count", 0))):
-                counters["blk_rd_ops"][v] += st.get(f"block.{i}.rd.reqs", 0)
-                counters["blk_wr_ops"][v] += st.get(f"block.{i}.wr.reqs", 0)
-                counters["blk_rd_bytes"][v] += st.get(f"block.{i}.rd.bytes", 0)
-                counters["blk_wr_bytes"][v] += st.get(f"block.{i}.wr.bytes", 0)
-                counters["blk_time"][v] += (st.get(f"block.{i}.rd.times", 0) + st.get(f"block.{i}.wr.times", 0)) * NS
-            vmem[v] = st.get("balloon.maximum", st.get("balloon.current", 0)) / 1024
-            vmem_used[v] = (st.get("balloon.available", 0) - st.get("balloon.usable", 0)) / 1024
+                counters["blk_rd_ops"][vm_index] += st.get(f"block.{i}.rd.reqs", 0)
+                counters["blk_wr_ops"][vm_index] += st.get(f"block.{i}.wr.reqs", 0)
+                counters["blk_rd_bytes"][vm_index] += st.get(f"block.{i}.rd.bytes", 0)
+                counters["blk_wr_bytes"][vm_index] += st.get(f"block.{i}.wr.bytes", 0)
+                counters["blk_time"][vm_index] += (
+                    st.get(f"block.{i}.rd.times", 0) + st.get(f"block.{i}.wr.times", 0)
+                ) * NS
+            vmem[vm_index] = st.get("balloon.maximum", st.get("balloon.current", 0)) / 1024
+            vmem_used[vm_index] = (st.get("balloon.available", 0) - st.get("balloon.usable", 0)) / 1024
             report = self._guest_report(host, xml, state)
             if report is not None:
-                net_totals = [sum(x[k] for n_, x in report.net.items() if n_ != "lo") for k in range(4)]
+                net_totals = [
+                    sum(iface_counts[column] for iface, iface_counts in report.net.items() if iface != "lo")
+                    for column in range(4)
+                ]
                 total, avail = report.meminfo.get("MemTotal"), report.meminfo.get("MemAvailable")
-                used = (total - avail) / 2**20 if total and avail is not None else vmem_used[v]
+                used = (total - avail) / 2**20 if total and avail is not None else vmem_used[vm_index]
                 state.guest = (*net_totals, used)
             if state.guest is not None:  # the newest gray-box view (held while a channel reconnects)
-                rxb, rxp, txb, txp, vmem_used[v] = state.guest
-                counters["guest_rx_bytes"][v], counters["guest_rx_packets"][v] = rxb, rxp
-                counters["guest_tx_bytes"][v], counters["guest_tx_packets"][v] = txb, txp
+                rxb, rxp, txb, txp, vmem_used[vm_index] = state.guest
+                counters["guest_rx_bytes"][vm_index], counters["guest_rx_packets"][vm_index] = rxb, rxp
+                counters["guest_tx_bytes"][vm_index], counters["guest_tx_packets"][vm_index] = txb, txp
                 if not state.from_agent:  # the first report: no jump from the host's view to the guest's
                     state.from_agent = True
                     for kind in GUEST_KINDS:
-                        state.rebase(f"guest_{kind}", counters[f"guest_{kind}"][v])
+                        state.rebase(f"guest_{kind}", counters[f"guest_{kind}"][vm_index])
             else:  # no gray-box view yet: the guest's counters are what the host sees
                 for kind in GUEST_KINDS:
-                    counters[f"guest_{kind}"][v] = counters[f"vnic_{kind}"][v]
+                    counters[f"guest_{kind}"][vm_index] = counters[f"vnic_{kind}"][vm_index]
             for key in VmCounters.__dataclass_fields__:
                 if key not in ("cpu_time", "wait_time", "blocked_time"):
-                    counters[key][v] = state.monotonic(key, counters[key][v])
-            dirty[v] = self.dirty_rates.rate(name, dom, st, now)
-            weight[v], cap[v] = self._cpu_tune(dom, n_vcpu)
+                    counters[key][vm_index] = state.monotonic(key, counters[key][vm_index])
+            dirty[vm_index] = self.dirty_rates.rate(name, dom, st, now)
+            weight[vm_index], cap[vm_index] = self._cpu_tune(dom, n_vcpu)
             has_vf = self.vfs.has_vf(xml, vf_macs)
             job = self.hosts.busy(name)
             kind = job.action.kind if job else ""
             nic.append({DetachVF.kind: "detaching", AttachVF.kind: "attaching"}.get(kind, "vf" if has_vf else "vnic"))
-            vf_rate[v] = state.vf_rate if has_vf else 0.0
+            vf_rate[vm_index] = state.vf_rate if has_vf else 0.0
             vfs_used[hi] += has_vf
-            migrating[v] = kind == Migrate.kind
+            migrating[vm_index] = kind == Migrate.kind
         nic_rx, nic_tx = self._host_nic_counters(vm_host, counters)
         flow_src, flow_dst, flow_bytes = vm_flows(self.flows.totals() if self.flows else {}, mac_owner)
         snap = Snapshot(
@@ -273,7 +280,7 @@ class LibvirtDriver:
             host_cpu_time=host_cpu,
             dom0_cpu_time=np.maximum(0.0, host_cpu - np.bincount(vm_host, counters["cpu_time"], n_hosts)),
             dom0_vcpus=cores.copy(),
-            nic_bandwidth=np.array([self._bandwidth(h) for h in self.host_names]),
+            nic_bandwidth=np.array([self._bandwidth(host_name) for host_name in self.host_names]),
             nic_rx_bytes=nic_rx,
             nic_tx_bytes=nic_tx,
             vfs_total=vfs_total,
@@ -312,8 +319,8 @@ class LibvirtDriver:
         rx = np.bincount(vm_host, counters["guest_rx_bytes"], n_hosts)
         tx = np.bincount(vm_host, counters["guest_tx_bytes"], n_hosts)
         if self.host_nic is not None:
-            for hi, h in enumerate(self.host_names):
-                got = self.host_nic(h)
+            for hi, host in enumerate(self.host_names):
+                got = self.host_nic(host)
                 if got is not None:
                     rx[hi], tx[hi] = got
         return rx, tx
@@ -347,8 +354,8 @@ class LibvirtDriver:
         now = self.now()
         try:
             return self._apply(action, now)
-        except Exception as e:  # libvirtError and friends: a failed outcome, never an exception
-            return Outcome(FAILED, error_text(e), started=now, finished=now)
+        except Exception as exc:  # libvirtError and friends: a failed outcome, never an exception
+            return Outcome(FAILED, error_text(exc), started=now, finished=now)
 
     def _apply(self, action: Action, now: float) -> Outcome:
         """One action on its VM's host through its kind's handler (``libvirt_actions``); one at a time per VM."""
@@ -360,5 +367,5 @@ class LibvirtDriver:
         try:
             host, dom = self.hosts.dom(vm) if handler.needs_domain else (None, None)
             return handler.apply(self, action, now, host, dom) or Outcome(OK, "applied", now, self.now())
-        except Refused as r:
-            return Outcome(FAILED, str(r), now, now)
+        except Refused as refusal:
+            return Outcome(FAILED, str(refusal), now, now)

@@ -58,7 +58,7 @@ class ProfileResult:
             if when > t:
                 break
             (held.add if event == "attached" else held.discard)(vm)
-        return sorted(held, key=lambda n: (len(n), n))
+        return sorted(held, key=lambda vm_name: (len(vm_name), vm_name))
 
 
 def run_scenario(
@@ -68,7 +68,7 @@ def run_scenario(
     progress: ProgressCallback | None = None,
 ) -> list[ProfileResult]:
     names = profiles or list(scenario.profiles)
-    unknown = [n for n in names if n not in scenario.profiles]
+    unknown = [name for name in names if name not in scenario.profiles]
     if unknown:
         raise KeyError(
             f"profile(s) {', '.join(unknown)} not in the scenario; it defines {', '.join(scenario.profiles)}"
@@ -96,7 +96,10 @@ def run_sweep(
     names = profiles or list(scenarios[0].profiles)
     pairs = [(scenario, name) for scenario in scenarios for name in names]
     results = run_all(functools.partial(_run_pair, progress), pairs)
-    return [SweepRun(v, results[k * len(names) : (k + 1) * len(names)]) for k, v in enumerate(values)]
+    return [
+        SweepRun(value, results[value_index * len(names) : (value_index + 1) * len(names)])
+        for value_index, value in enumerate(values)
+    ]
 
 
 def _run_pair(progress: ProgressCallback | None, pair: tuple[Scenario, str]) -> ProfileResult:
@@ -115,7 +118,10 @@ def run_study(
     A run is deterministic for its seed, so the results are a serial run's (but for wall times)."""
     items = [(scenario, name) for scenario in scenarios for name in profiles]
     results = run_all(_run_item, items, workers, cluster, done)
-    return [results[k * len(profiles) : (k + 1) * len(profiles)] for k in range(len(scenarios))]
+    return [
+        results[scenario_index * len(profiles) : (scenario_index + 1) * len(profiles)]
+        for scenario_index in range(len(scenarios))
+    ]
 
 
 def _run_item(item: tuple[Scenario, str]) -> ProfileResult:
@@ -130,7 +136,7 @@ def run_profile(
     policies = build_policies(scenario, prof)
     controllers = bind_controllers(policies, scenario)
     sim = Simulator(scenario, seed)
-    initial_vfs = frozenset(sim.vm_names[v] for v in np.flatnonzero(sim.vms.on_vf & sim.vms.present))
+    initial_vfs = frozenset(sim.vm_names[vm_index] for vm_index in np.flatnonzero(sim.vms.on_vf & sim.vms.present))
     driver = SimDriver(sim)
     runtime = Runtime(
         driver, policies, scenario.control, prof.mode, scenario.topology, build_admission(prof), rules=scenario.rules
@@ -144,7 +150,7 @@ def run_profile(
     watch = RuleWatch(scenario.rules, sim)
     wall0 = time.perf_counter()
     runtime.tick()
-    for i in range(ticks):
+    for tick_index in range(ticks):
         sim.step()
         events.tick(scenario.tick)
         runtime.tick()
@@ -155,7 +161,11 @@ def run_profile(
         if sensor is not None:  # one sample per step, as the Sova sensor samples every second
             sensor.append(driver.observe())
         if progress is not None:  # in simulated seconds; the last tick says the whole duration exactly
-            progress(name, scenario.duration if i + 1 == ticks else (i + 1) * scenario.tick, scenario.duration)
+            progress(
+                name,
+                scenario.duration if tick_index + 1 == ticks else (tick_index + 1) * scenario.tick,
+                scenario.duration,
+            )
     for vm in list(sim.migrations.under_way):  # still in flight at the end of the run
         sim.cancel_migration(vm, "unfinished")
     wall = time.perf_counter() - wall0
@@ -172,8 +182,8 @@ def run_profile(
     if scenario.outputs.interference:
         summary["interference"] = predicted_interference(runtime.knowledge, scenario.outputs.interference)
     if scenario.slos:
-        summary["slo"] = {vm: s for c in controllers for vm, s in c.slo_summary().items()}
-    intervals = [row for c in controllers for row in c.intervals]
+        summary["slo"] = {vm: vm_slo for controller in controllers for vm, vm_slo in controller.slo_summary().items()}
+    intervals = [row for controller in controllers for row in controller.intervals]
     return ProfileResult(
         profile=name,
         summary=summary,
@@ -191,27 +201,32 @@ def bind_controllers(policies: list, scenario: Scenario) -> list[IoController]:
     """Give the profile's IO controllers the scenario's storage SLOs and each VM's storage server."""
     if not controllers(policies):
         return []
-    names = [v.name for v in scenario.vms]
-    return bind_all(policies, slo_book(names, scenario.slos), {v.name: v.storage for v in scenario.vms})
+    names = [vm.name for vm in scenario.vms]
+    return bind_all(policies, slo_book(names, scenario.slos), {vm.name: vm.storage for vm in scenario.vms})
 
 
 def _services(sim: Simulator, rec: Recorder) -> list[dict]:
-    g = sim.workloads.group("httperf")
+    group = sim.workloads.group("httperf")
     stats = rec.service_stats()
-    if g is None or stats is None:
+    if group is None or stats is None:
         return []
     out = []
-    for j in range(len(g)):
-        client = int(g.params["client"][j])
+    for service_index in range(len(group)):
+        client = int(group.params["client"][service_index])
         out.append(
             {
-                "server": sim.vm_names[int(g.vm[j])],
+                "server": sim.vm_names[int(group.vm[service_index])],
                 "client": sim.vm_names[client] if client >= 0 else "external",
-                "rate": float(g.params["rate"][j]),
-                "page_bytes": float(g.params["page"][j]),
-                "served": float(stats["served"][j]),
-                "dropped": float(stats["dropped"][j]),
-                **_response_times(stats["served"][j], stats["mean"][j], stats["p95"][j], stats["p99"][j]),
+                "rate": float(group.params["rate"][service_index]),
+                "page_bytes": float(group.params["page"][service_index]),
+                "served": float(stats["served"][service_index]),
+                "dropped": float(stats["dropped"][service_index]),
+                **_response_times(
+                    stats["served"][service_index],
+                    stats["mean"][service_index],
+                    stats["p95"][service_index],
+                    stats["p99"][service_index],
+                ),
             }
         )
     return out
@@ -234,16 +249,18 @@ def _intensity(snapshots) -> dict[str, dict[str, float]]:
     knowledge = Knowledge(float("inf"))
     for snap in snapshots:
         knowledge.add(snap)
-    s = window_samples(knowledge, float("inf"))
-    p = {k: f.default for k, f in VF_PARAMS.items()}
+    samples = window_samples(knowledge, float("inf"))
+    params = {name: spec.default for name, spec in VF_PARAMS.items()}
     factors = {
-        "IF": io_factor(s),
-        "NF": network_factor(s, p["eps"], p["min_packets"]),
-        "io_degree": io_degree(s),
-        "net_degree": net_degree(s, p["eps_degree"], p["min_packets"]),
+        "IF": io_factor(samples),
+        "NF": network_factor(samples, params["eps"], params["min_packets"]),
+        "io_degree": io_degree(samples),
+        "net_degree": net_degree(samples, params["eps_degree"], params["min_packets"]),
     }
     names = snapshots[-1].vms
-    return {vm: {k: float(v[i]) for k, v in factors.items()} for i, vm in enumerate(names)}
+    return {
+        vm: {factor: float(per_vm[vm_index]) for factor, per_vm in factors.items()} for vm_index, vm in enumerate(names)
+    }
 
 
 def _pct(x: np.ndarray, q: float) -> float:
@@ -251,7 +268,7 @@ def _pct(x: np.ndarray, q: float) -> float:
 
 
 def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, services, wall: float) -> dict:
-    s = rec.series()
+    series = rec.series()
     out: dict = {
         "profile": prof.name,
         "policies": list(prof.policies),
@@ -263,16 +280,16 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "hosts": sim.n_hosts,
         "vms": sim.n_vms,
         "cpu": {
-            "host_util_mean": float(np.mean(s["host_util_mean"])),
-            "host_util_max": float(np.max(s["host_util_max"])),
-            "host_util_max_p95": _pct(s["host_util_max"], 95),
-            "hot_host_fraction": float(np.mean(s["host_util_max"] > 0.9)),
-            "dom0_util_mean": float(np.mean(s["dom0_util_mean"])),
+            "host_util_mean": float(np.mean(series["host_util_mean"])),
+            "host_util_max": float(np.max(series["host_util_max"])),
+            "host_util_max_p95": _pct(series["host_util_max"], 95),
+            "hot_host_fraction": float(np.mean(series["host_util_max"] > 0.9)),
+            "dom0_util_mean": float(np.mean(series["dom0_util_mean"])),
         },
         "network": {
-            "link_util_max_mean": float(np.mean(s["link_util_max"])),
-            "nic_tx_util_max_mean": float(np.mean(s["nic_tx_util_max"])),
-            "nic_rx_util_max_mean": float(np.mean(s["nic_rx_util_max"])),
+            "link_util_max_mean": float(np.mean(series["link_util_max"])),
+            "nic_tx_util_max_mean": float(np.mean(series["nic_tx_util_max"])),
+            "nic_rx_util_max_mean": float(np.mean(series["nic_rx_util_max"])),
             "bytes_total": float(sim.sensors.flow_bytes.sum()),
             "guest_tx_gbps": float(sim.sensors.counters["guest_tx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
             "guest_rx_gbps": float(sim.sensors.counters["guest_rx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
@@ -290,52 +307,53 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
     if rec.per_host:
         dom0 = sim.sensors.counters["dom0_cpu_time"] / max(sim.t, 1e-9) / sim.compute.dom0_vcpus
         out["hosts"] = {
-            h: {
-                "cpu_mean": float(np.mean(s[f"cpu:{h}"])),
-                "nic_tx_mean": float(np.mean(s[f"nic_tx:{h}"])),
-                "dom0_mean": float(dom0[i]),
+            host: {
+                "cpu_mean": float(np.mean(series[f"cpu:{host}"])),
+                "nic_tx_mean": float(np.mean(series[f"nic_tx:{host}"])),
+                "dom0_mean": float(dom0[host_index]),
             }
-            for i, h in enumerate(sim.host_names)
+            for host_index, host in enumerate(sim.host_names)
         }
     if services:
-        served = np.array([x["served"] for x in services])
+        served = np.array([service["served"] for service in services])
         total = served.sum()
         st = rec.svc
-        w, fl, mean = (np.concatenate(st[k]) for k in ("served", "floor", "mean"))
+        weights, fl, mean = (np.concatenate(st[column]) for column in ("served", "floor", "mean"))
         excess = np.maximum(mean - fl, 1e-12)
         out["services"] = {
             "count": len(services),
             "served": float(total),
-            "dropped": float(sum(x["dropped"] for x in services)),
+            "dropped": float(sum(service["dropped"] for service in services)),
             "throughput_rps": float(total / max(sim.t, 1e-9)),
             **_response_times(
                 total,
-                sum(x["served"] * x["response_mean"] for x in services if x["served"] > 0) / max(total, 1.0),
-                mixture_quantile(w, fl, excess, 0.95) if total else np.nan,
-                mixture_quantile(w, fl, excess, 0.99) if total else np.nan,
+                sum(service["served"] * service["response_mean"] for service in services if service["served"] > 0)
+                / max(total, 1.0),
+                mixture_quantile(weights, fl, excess, 0.95) if total else np.nan,
+                mixture_quantile(weights, fl, excess, 0.99) if total else np.nan,
             ),
         }
         _undefined(out, "services", out["services"].pop("undefined", {}))
     if rec.batch:
-        times = np.array([e.seconds for e in rec.batch])
+        times = np.array([job.seconds for job in rec.batch])
         out["batch"] = {
             "jobs": len(times),
             "completion_mean": float(times.mean()),
             "completion_p95": _pct(times, 95),
         }
     if rec.jobs:
-        times = np.array([e.seconds for e in rec.jobs])
+        times = np.array([job.seconds for job in rec.jobs])
         out["mapreduce"] = {
             "jobs": len(times),
             "completion_mean": float(times.mean()),
-            "map_mean": float(np.mean([e.map_seconds for e in rec.jobs])),
-            "reduce_mean": float(np.mean([e.reduce_seconds for e in rec.jobs])),
+            "map_mean": float(np.mean([job.map_seconds for job in rec.jobs])),
+            "reduce_mean": float(np.mean([job.reduce_seconds for job in rec.jobs])),
         }
-    g = sim.workloads.group("transfer")
-    if g is not None:
-        times = np.array([e.seconds for e in rec.transfers])
+    group = sim.workloads.group("transfer")
+    if group is not None:
+        times = np.array([transfer.seconds for transfer in rec.transfers])
         out["transfers"] = {
-            "count": len(g),
+            "count": len(group),
             "completed": len(times),
             "completion_mean": float(times.mean()) if len(times) else None,
             "completion_max": float(times.max()) if len(times) else None,
@@ -351,20 +369,20 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             ),
             "latency_mean": float(sim.sensors.counters["blk_time"].sum() / io.sum()),
         }
-    done = [m for m in sim.migrations.log if m.status == "completed"]
+    done = [migration for migration in sim.migrations.log if migration.status == "completed"]
     out["migrations"] = {
         "count": len(sim.migrations.log),
         "completed": len(done),
         "failed": len(sim.migrations.log) - len(done),
-        "not_converged": sum(m.status == "not-converged" for m in sim.migrations.log),
-        "timed_out": sum(m.status == "timed-out" for m in sim.migrations.log),
-        "postcopy": sum(m.mode == "postcopy" for m in sim.migrations.log),
-        "throttle_max": float(max((m.throttle for m in sim.migrations.log), default=0.0)),
-        "time_total": float(sum(m.finished - m.started for m in done)),
-        "time_mean": float(np.mean([m.finished - m.started for m in done])) if done else None,
-        "bytes": float(sum(m.bytes for m in sim.migrations.log)),
-        "downtime_mean": float(np.mean([m.downtime for m in done])) if done else None,
-        "downtime_max": float(max(m.downtime for m in done)) if done else None,
+        "not_converged": sum(migration.status == "not-converged" for migration in sim.migrations.log),
+        "timed_out": sum(migration.status == "timed-out" for migration in sim.migrations.log),
+        "postcopy": sum(migration.mode == "postcopy" for migration in sim.migrations.log),
+        "throttle_max": float(max((migration.throttle for migration in sim.migrations.log), default=0.0)),
+        "time_total": float(sum(migration.finished - migration.started for migration in done)),
+        "time_mean": float(np.mean([migration.finished - migration.started for migration in done])) if done else None,
+        "bytes": float(sum(migration.bytes for migration in sim.migrations.log)),
+        "downtime_mean": float(np.mean([migration.downtime for migration in done])) if done else None,
+        "downtime_max": float(max(migration.downtime for migration in done)) if done else None,
     }
     if not done:
         _undefined(out, "migrations", dict.fromkeys(("time_mean", "downtime_mean", "downtime_max"), NO_MIGRATION))
@@ -373,10 +391,11 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         if out["lifecycle"]["wait_mean"] is None:
             _undefined(out, "lifecycle", {"wait_mean": "no VM was placed by the admission policy"})
     out["vfs"] = {
-        "attached": sum(1 for e in sim.vfs.log if e[3] == "attached"),
-        "detached": sum(1 for e in sim.vfs.log if e[3] == "detached"),
+        "attached": sum(1 for entry in sim.vfs.log if entry[3] == "attached"),
+        "detached": sum(1 for entry in sim.vfs.log if entry[3] == "detached"),
         "holders_at_end": sorted(
-            (sim.vm_names[v] for v in np.flatnonzero(sim.vms.on_vf & sim.vms.present)), key=lambda n: (len(n), n)
+            (sim.vm_names[vm_index] for vm_index in np.flatnonzero(sim.vms.on_vf & sim.vms.present)),
+            key=lambda vm_name: (len(vm_name), vm_name),
         ),
     }
     out["actions"] = {
@@ -384,7 +403,7 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
         "applied": audit.count("applied"),
         "rejected": audit.count("rejected"),
         "succeeded": audit.count("finished", "ok")
-        + sum(1 for e in audit.entries if e.event == "applied" and e.status == "ok"),
+        + sum(1 for entry in audit.entries if entry.event == "applied" and entry.status == "ok"),
         "failed": audit.count(status="failed") + audit.count(status="timeout"),
         "dry_run": audit.count("dry-run"),
         "pending": audit.count("pending"),
@@ -395,11 +414,12 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
 
 def _lifecycle(log: list[LifecycleRecord], still_waiting: int) -> dict:
     """Counts of VMs that came and went, and how long the ones the admission policy placed waited."""
-    asked = {e.vm: e.time for e in log if e.event == "arrived"}
-    waits = [e.time - asked[e.vm] for e in log if e.event == "created" and e.vm in asked]
-    count = lambda event: sum(e.event == event for e in log)  # noqa: E731
+    asked = {record.vm: record.time for record in log if record.event == "arrived"}
+    waits = [record.time - asked[record.vm] for record in log if record.event == "created" and record.vm in asked]
+    count = lambda event: sum(record.event == event for record in log)  # noqa: E731
     return {
-        "arrived": count("arrived") + sum(e.event in ("created", "refused") and e.vm not in asked for e in log),
+        "arrived": count("arrived")
+        + sum(record.event in ("created", "refused") and record.vm not in asked for record in log),
         "created": count("created"),
         "refused": count("refused"),
         "deleted": count("deleted"),
@@ -413,4 +433,6 @@ def _lifecycle(log: list[LifecycleRecord], still_waiting: int) -> dict:
 def _undefined(summary: dict, section: str, reasons: dict[str, str]) -> None:
     """Record why metrics of a section are null, under the summary's "undefined" (dotted path -> reason)."""
     if reasons:
-        summary.setdefault("undefined", {}).update({f"{section}.{k}": v for k, v in reasons.items()})
+        summary.setdefault("undefined", {}).update(
+            {f"{section}.{metric}": reason for metric, reason in reasons.items()}
+        )

@@ -55,11 +55,11 @@ class LabState:
     vms: list[Vm] = field(default_factory=list)
 
     def save(self) -> None:
-        d = asdict(self)
-        d["hosts"] = [{**asdict(h), "dir": str(h.dir)} for h in self.hosts]
+        data = asdict(self)
+        data["hosts"] = [{**asdict(host), "dir": str(host.dir)} for host in self.hosts]
         path = Path(self.dir) / "lab.json"
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(d, indent=1))
+        tmp.write_text(json.dumps(data, indent=1))
         tmp.replace(path)
 
     @classmethod
@@ -68,22 +68,22 @@ class LabState:
         if not path.exists():
             return None
         try:
-            d = json.loads(path.read_text())
+            data = json.loads(path.read_text())
             return cls(
-                dir=d["dir"],
-                lab_id=d["lab_id"],
-                fabric_ns=d["fabric_ns"],
-                hosts=[Host(**{**h, "dir": Path(h["dir"])}) for h in d["hosts"]],
-                vms=[Vm(**v) for v in d["vms"]],
+                dir=data["dir"],
+                lab_id=data["lab_id"],
+                fabric_ns=data["fabric_ns"],
+                hosts=[Host(**{**host, "dir": Path(host["dir"])}) for host in data["hosts"]],
+                vms=[Vm(**vm) for vm in data["vms"]],
             )
-        except (ValueError, KeyError, TypeError) as e:
-            raise LabError(f"{path} is not a lab state file ({e}); remove it by hand if nothing runs") from e
+        except (ValueError, KeyError, TypeError) as exc:
+            raise LabError(f"{path} is not a lab state file ({exc}); remove it by hand if nothing runs") from exc
 
     def host(self, name: str) -> Host:
-        for h in self.hosts:
-            if h.name == name:
-                return h
-        raise LabError(f"no host {name!r} in the lab (hosts: {', '.join(h.name for h in self.hosts)})")
+        for host in self.hosts:
+            if host.name == name:
+                return host
+        raise LabError(f"no host {name!r} in the lab (hosts: {', '.join(lab_host.name for lab_host in self.hosts)})")
 
 
 def lab_id_for(lab_dir: Path) -> str:
@@ -133,13 +133,13 @@ class Lab:
         hosts.make_fabric(state.fabric_ns)
         tc = resources.files("sova.lab") / "host" / "tc"
         for i in range(1, n_hosts + 1):
-            h = Host(f"host{i}", i, f"{state.lab_id}-h{i}", self.dir / "hosts" / f"host{i}", hosts.host_address(i))
-            state.hosts.append(h)
+            host = Host(f"host{i}", i, f"{state.lab_id}-h{i}", self.dir / "hosts" / f"host{i}", hosts.host_address(i))
+            state.hosts.append(host)
             state.save()
-            h.dir.mkdir(parents=True, exist_ok=True)
-            hosts.make_host_network(h, state.fabric_ns, n_hosts)
-            hosts.write_config(h, Path(str(tc)))
-            h.pid = hosts.start_daemon(h, state.lab_id)
+            host.dir.mkdir(parents=True, exist_ok=True)
+            hosts.make_host_network(host, state.fabric_ns, n_hosts)
+            hosts.write_config(host, Path(str(tc)))
+            host.pid = hosts.start_daemon(host, state.lab_id)
             state.save()
         with ThreadPoolExecutor(len(state.hosts)) as ex:
             list(ex.map(hosts.wait_daemon, state.hosts))
@@ -147,43 +147,43 @@ class Lab:
         disks = self.dir / "disks"
         disks.mkdir(exist_ok=True)
         specs = []
-        for h in state.hosts:
+        for host in state.hosts:
             for _ in range(vms_per_host):
                 idx = len(specs) + 1
                 disk = disks / f"vm{idx}.qcow2"
                 full = ["-o", "preallocation=full"] if written_disks else []
                 hosts.run(["qemu-img", "create", "-q", "-f", "qcow2", *full, str(disk), DISK_SIZE])
-                specs.append((h, GuestSpec(f"vm{idx}", idx, GUEST_MEMORY_MIB, str(kernel), str(initrd), str(disk))))
-                state.vms.append(Vm(f"vm{idx}", idx, h.name, str(disk)))
+                specs.append((host, GuestSpec(f"vm{idx}", idx, GUEST_MEMORY_MIB, str(kernel), str(initrd), str(disk))))
+                state.vms.append(Vm(f"vm{idx}", idx, host.name, str(disk)))
         state.save()
-        for h, g in specs:
-            with _conn(h) as conn:
-                conn.defineXML(domain_xml(g)).create()
+        for host, spec in specs:
+            with _conn(host) as conn:
+                conn.defineXML(domain_xml(spec)).create()
         self.wait_agents(state, timeout=120)
         self.say(f"{len(specs)} guests report ({time.monotonic() - t0:.1f} s)")
 
     def _leftovers(self) -> bool:
-        return any(p for p in _qemu_pids(self.dir))
+        return any(pid for pid in _qemu_pids(self.dir))
 
     # ------------------------------------------------------------------ queries
     def state(self) -> LabState:
-        s = LabState.load(self.dir)
-        if s is None:
+        state = LabState.load(self.dir)
+        if state is None:
             raise LabError(f"no lab in {self.dir} (start one with `sova lab up --dir {self.dir}`)")
-        return s
+        return state
 
     def where(self, state: LabState) -> dict[str, tuple[str, str]]:
         """VM name -> (host name, libvirt state) for every lab VM; mid-migration, where it runs."""
         libvirt = load_libvirt()
 
         out: dict[str, tuple[str, str]] = {}
-        for h in state.hosts:
+        for host in state.hosts:
             try:
-                with _conn(h) as conn:
+                with _conn(host) as conn:
                     for dom in conn.listAllDomains():
                         st = _STATES.get(dom.state()[0], "unknown")
                         if dom.name() not in out or st == "running":
-                            out[dom.name()] = (h.name, st)
+                            out[dom.name()] = (host.name, st)
             except LabError:
                 continue
             except libvirt.libvirtError:
@@ -196,13 +196,13 @@ class Lab:
         host_name = self.where(state).get(vm, (None, None))[0]
         if host_name is None:
             raise LabError(f"VM {vm!r} does not run on any lab host")
-        h = state.host(host_name)
-        with _conn(h) as conn:
+        host = state.host(host_name)
+        with _conn(host) as conn:
             path = channel_socket(conn.lookupByName(vm).XMLDesc(), name)
-        return GuestChannel(str(h.local_path(path)))
+        return GuestChannel(str(host.local_path(path)))
 
     def wait_agents(self, state: LabState, timeout: float = 60.0) -> None:
-        pending = {v.name: self.channel(state, v.name) for v in state.vms}
+        pending = {vm.name: self.channel(state, vm.name) for vm in state.vms}
         deadline = time.monotonic() + timeout
         while pending and time.monotonic() < deadline:
             for name, ch in list(pending.items()):
@@ -217,19 +217,19 @@ class Lab:
         state = self.state()
         lines = []
         placed = self.where(state)
-        for h in state.hosts:
-            alive = "up" if hosts.pid_alive(h.pid) else "DOWN"
-            vms = sorted(v for v, (hn, _) in placed.items() if hn == h.name)
-            lines.append(f"{h.name}  {alive:4}  {h.uri}  vms: {', '.join(vms) or '-'}")
-        for v in state.vms:
-            hn, st = placed.get(v.name, ("-", "not running"))
-            lines.append(f"  {v.name}  10.77.1.{v.index}  on {hn}  {st}  (booted on {v.home})")
+        for host in state.hosts:
+            alive = "up" if hosts.pid_alive(host.pid) else "DOWN"
+            vms = sorted(vm_name for vm_name, (hn, _) in placed.items() if hn == host.name)
+            lines.append(f"{host.name}  {alive:4}  {host.uri}  vms: {', '.join(vms) or '-'}")
+        for vm in state.vms:
+            hn, st = placed.get(vm.name, ("-", "not running"))
+            lines.append(f"  {vm.name}  10.77.1.{vm.index}  on {hn}  {st}  (booted on {vm.home})")
         return lines
 
     def load(self, vm: str, settings: list[str]) -> str:
         """Set the load a guest runs: cpu=PCT, net=VM:PCT, disk=IOPS|max (an empty list stops it)."""
         state = self.state()
-        command = load_command(vm, settings, {v.name: f"10.77.1.{v.index}" for v in state.vms})
+        command = load_command(vm, settings, {lab_vm.name: f"10.77.1.{lab_vm.index}" for lab_vm in state.vms})
         ch = self.channel(state, vm, CONTROL_CHANNEL)
         try:
             if not ch.send(command):
@@ -243,9 +243,11 @@ class Lab:
         """Stop a host as a power loss would: every process of its cgroup (its daemon, its guests' QEMUs)
         killed at once; returns their PIDs once they are gone. Its disks stay on the shared file system."""
         state = self.state()
-        h = state.host(host)
-        group = Path("/sys/fs/cgroup/cpuacct") / f"{state.lab_id}-{h.name}"
-        pids = sorted({int(p) for f in group.rglob("cgroup.procs") for p in f.read_text().split()})
+        lab_host = state.host(host)
+        group = Path("/sys/fs/cgroup/cpuacct") / f"{state.lab_id}-{lab_host.name}"
+        pids = sorted(
+            {int(pid_text) for procs_file in group.rglob("cgroup.procs") for pid_text in procs_file.read_text().split()}
+        )
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
@@ -260,8 +262,8 @@ class Lab:
         for pid in _qemu_pids(self.dir):
             hosts.stop_pid(pid, timeout=5)
         if state:
-            for h in state.hosts:
-                hosts.stop_pid(h.pid)
+            for host in state.hosts:
+                hosts.stop_pid(host.pid)
         for pid in _daemon_pids(self.dir):
             hosts.stop_pid(pid)
         survivors = _qemu_pids(self.dir) + _daemon_pids(self.dir)  # e.g. started while we stopped others
@@ -271,10 +273,10 @@ class Lab:
             raise LabError(f"processes of the lab in {self.dir} keep coming back: {', '.join(map(str, left))}")
         for ns in _lab_netns(lab_id):
             hosts.run(["ip", "netns", "del", ns], check=False)
-        for c in hosts.CGROUP_CONTROLLERS:
-            base = Path("/sys/fs/cgroup") / c
-            for g in base.glob(f"{lab_id}-*"):
-                _remove_cgroup(g)
+        for controller in hosts.CGROUP_CONTROLLERS:
+            base = Path("/sys/fs/cgroup") / controller
+            for cgroup in base.glob(f"{lab_id}-*"):
+                _remove_cgroup(cgroup)
         for name in LAB_ENTRIES:  # only what the lab made: DIR may be a directory the user keeps other things in
             path = self.dir / name
             if path.is_dir() and not path.is_symlink():
@@ -302,19 +304,19 @@ def load_command(vm: str, settings: list[str], addresses: dict[str, str]) -> str
     if vm not in addresses:
         raise LabError(f"no VM {vm!r} in the lab ({', '.join(addresses)})")
     parts = []
-    for s in settings:
-        key, sep, val = s.partition("=")
+    for setting in settings:
+        key, sep, val = setting.partition("=")
         if not sep or key not in LOAD_KEYS:
-            raise LabError(f"load setting {s!r}: expected cpu=PCT, net=VM:PCT or disk=IOPS|max")
+            raise LabError(f"load setting {setting!r}: expected cpu=PCT, net=VM:PCT or disk=IOPS|max")
         if key == "net":
             peer, _, pct = val.rpartition(":")
             if peer not in addresses or peer == vm:
-                raise LabError(f"load setting {s!r}: {peer!r} is not another lab VM ({', '.join(addresses)})")
-            val = f"{addresses[peer]}:{_percent(s, pct)}"
+                raise LabError(f"load setting {setting!r}: {peer!r} is not another lab VM ({', '.join(addresses)})")
+            val = f"{addresses[peer]}:{_percent(setting, pct)}"
         elif key == "cpu":
-            val = str(_percent(s, val))
+            val = str(_percent(setting, val))
         elif val != "max" and not (val.isdigit() and int(val) > 0):
-            raise LabError(f"load setting {s!r}: disk takes a positive request rate per second or max")
+            raise LabError(f"load setting {setting!r}: disk takes a positive request rate per second or max")
         parts.append(f"{key}={val}")
     return " ".join(["load", *parts])
 
@@ -327,10 +329,10 @@ def _percent(setting: str, text: str) -> int:
 
 def channel_socket(xml: str, name: str) -> str:
     """A channel's socket path in a live domain's XML."""
-    m = re.search(rf"<source mode='bind' path='([^']+/{re.escape(name)})'/>", xml)
-    if m is None:
+    match = re.search(rf"<source mode='bind' path='([^']+/{re.escape(name)})'/>", xml)
+    if match is None:
         raise LabError(f"the domain has no {name} channel")
-    return m.group(1)
+    return match.group(1)
 
 
 @contextlib.contextmanager
@@ -339,8 +341,8 @@ def _conn(h: Host):
 
     try:
         conn = libvirt.open(h.uri)
-    except libvirt.libvirtError as e:
-        raise LabError(f"cannot reach libvirtd of {h.name} at {h.uri}: {e}") from e
+    except libvirt.libvirtError as exc:
+        raise LabError(f"cannot reach libvirtd of {h.name} at {h.uri}: {exc}") from exc
     try:
         yield conn
     finally:
@@ -349,10 +351,10 @@ def _conn(h: Host):
 
 
 def _proc_cmdlines():
-    for p in Path("/proc").iterdir():
-        if p.name.isdigit():
+    for proc_dir in Path("/proc").iterdir():
+        if proc_dir.name.isdigit():
             try:
-                yield int(p.name), (p / "cmdline").read_bytes().split(b"\0")
+                yield int(proc_dir.name), (proc_dir / "cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
 
@@ -360,22 +362,24 @@ def _proc_cmdlines():
 def _qemu_pids(lab_dir: Path) -> list[int]:
     """QEMU processes booted from this lab's image (they outlive a killed libvirtd)."""
     needle = str(lab_dir / "image").encode()
-    return [pid for pid, cmd in _proc_cmdlines() if cmd and b"qemu-system" in cmd[0] and any(needle in a for a in cmd)]
+    return [
+        pid for pid, cmd in _proc_cmdlines() if cmd and b"qemu-system" in cmd[0] and any(needle in arg for arg in cmd)
+    ]
 
 
 def _daemon_pids(lab_dir: Path) -> list[int]:
     needle = str(lab_dir / "hosts").encode()
-    return [pid for pid, cmd in _proc_cmdlines() if cmd and any(needle in a for a in cmd) and pid != os.getpid()]
+    return [pid for pid, cmd in _proc_cmdlines() if cmd and any(needle in arg for arg in cmd) and pid != os.getpid()]
 
 
 def _lab_netns(lab_id: str) -> list[str]:
-    r = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-    return [ln.split()[0] for ln in r.stdout.splitlines() if ln.startswith(f"{lab_id}-")]
+    result = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    return [ln.split()[0] for ln in result.stdout.splitlines() if ln.startswith(f"{lab_id}-")]
 
 
 def _remove_cgroup(g: Path) -> None:
     """Remove a cgroup directory bottom-up (libvirt makes machine/... below it); move stray tasks up."""
-    for sub in sorted((p for p in g.rglob("*") if p.is_dir()), key=lambda p: -len(p.parts)):
+    for sub in sorted((path for path in g.rglob("*") if path.is_dir()), key=lambda path: -len(path.parts)):
         _evacuate(sub)
         with contextlib.suppress(OSError):
             sub.rmdir()
@@ -397,7 +401,7 @@ def _evacuate(g: Path) -> None:
 def driver_settings(lab_dir: Path) -> tuple[dict[str, str], dict]:
     """The running lab in `lab_dir` as LibvirtDriver takes it: its hosts by name -> URI, and the options."""
     state = Lab(lab_dir).state()
-    return {h.name: h.uri for h in state.hosts}, driver_options(state)
+    return {host.name: host.uri for host in state.hosts}, driver_options(state)
 
 
 def lab_topology() -> TopologySpec:
@@ -412,19 +416,21 @@ def driver_options(state: LabState) -> dict:
     from sova.drivers.host_command import HostCommand
     from sova.drivers.vf import EmulatedVfs
 
-    by_name = {h.name: h for h in state.hosts}
+    by_name = {lab_host.name: lab_host for lab_host in state.hosts}
 
     def guest_socket(host: str, path: str) -> str | None:
-        h = by_name.get(host)
-        return str(h.local_path(path)) if h else None
+        lab_host = by_name.get(host)
+        return str(lab_host.local_path(path)) if lab_host else None
 
     def host_nic(host: str) -> tuple[int, int] | None:
-        h = by_name.get(host)
-        if h is None:
+        lab_host = by_name.get(host)
+        if lab_host is None:
             return None
-        r = subprocess.run(["ip", "-n", h.netns, "-s", "-j", "link", "show", "uplink"], capture_output=True, text=True)
+        result = subprocess.run(
+            ["ip", "-n", lab_host.netns, "-s", "-j", "link", "show", "uplink"], capture_output=True, text=True
+        )
         try:
-            stats = json.loads(r.stdout)[0]["stats64"]
+            stats = json.loads(result.stdout)[0]["stats64"]
         except (ValueError, IndexError, KeyError):
             return None
         return int(stats["rx"]["bytes"]), int(stats["tx"]["bytes"])
@@ -437,7 +443,9 @@ def driver_options(state: LabState) -> dict:
             return None
         return int(usage) * 1e-9, os.cpu_count() or 1
 
-    flows = {h.name: FlowCounterHost(HostCommand(("ip", "netns", "exec", h.netns))) for h in state.hosts}
+    flows = {
+        lab_host.name: FlowCounterHost(HostCommand(("ip", "netns", "exec", lab_host.netns))) for lab_host in state.hosts
+    }
     return {
         "flows": FlowCounters(flows),  # nftables counters on each host's br0, at the guests' taps
         "guest_socket": guest_socket,

@@ -23,16 +23,16 @@ def place_at_load(
     host 'auto' it gets no host ("", the admission policy places it when it comes); with a named host it
     starts there if the host has room then. With `rules`, each VM goes where its must rules allow, given the
     VMs placed before it (a VM its rules leave no host is reported with the rules that stop it)."""
-    capacity = {h.name: h.memory - h.dom0_memory for h in hosts}
-    index = {h.name: k for k, h in enumerate(hosts)}
-    free = np.array([capacity[h.name] for h in hosts], dtype=float)
-    for v in vms:
-        if v.host not in AUTO_HOSTS and not v.comes_later:
-            free[index[v.host]] -= v.memory
-    largest = max(hosts, key=lambda h: capacity[h.name])
-    too_big = [v for v in vms if v.memory > capacity[largest.name]]
-    for size in sorted({v.memory for v in too_big}):
-        names = [v.name for v in too_big if v.memory == size]
+    capacity = {host.name: host.memory - host.dom0_memory for host in hosts}
+    index = {host.name: position for position, host in enumerate(hosts)}
+    free = np.array([capacity[host.name] for host in hosts], dtype=float)
+    for vm in vms:
+        if vm.host not in AUTO_HOSTS and not vm.comes_later:
+            free[index[vm.host]] -= vm.memory
+    largest = max(hosts, key=lambda host: capacity[host.name])
+    too_big = [vm_spec for vm_spec in vms if vm_spec.memory > capacity[largest.name]]
+    for size in sorted({vm_spec.memory for vm_spec in too_big}):
+        names = [vm_spec.name for vm_spec in too_big if vm_spec.memory == size]
         reader.error(
             f"[[vms]] ({names[0]}).memory",
             f"{span(names)} {'needs' if len(names) == 1 else 'need'} {size:.0f} MiB{'' if len(names) == 1 else ' each'}, "
@@ -40,40 +40,43 @@ def place_at_load(
             f"{largest.name!r}, has {capacity[largest.name]:.0f} MiB ({largest.memory:.0f} MiB less "
             f"{largest.dom0_memory:.0f} MiB for Dom0)",
         )
-    too_big_names = {v.name for v in too_big}
+    too_big_names = {vm_spec.name for vm_spec in too_big}
     ruled = _RuledPlacement(rules, vms, hosts) if rules else None
     out, cursor, unplaced = [], 0, []
-    for v in vms:
-        if v.comes_later:
-            v = VmSpec(**{**v.__dict__, "host": ""}) if v.host in ("auto", "first-fit") else v
-        elif v.host in AUTO_HOSTS and v.name not in too_big_names:
-            first = 0 if v.host == "first-fit" else cursor
-            allowed = ruled.allowed(v.name, free >= v.memory) if ruled is not None else None
-            k = _host_with_room(free, v.memory, first, rng if v.host == "random" else None, allowed)
-            if k is None:
-                if allowed is not None and (free >= v.memory).any():
-                    reader.error(f"[[vms]] ({v.name}).host", ruled.why_not(v.name))
+    for vm in vms:
+        if vm.comes_later:
+            vm = VmSpec(**{**vm.__dict__, "host": ""}) if vm.host in ("auto", "first-fit") else vm
+        elif vm.host in AUTO_HOSTS and vm.name not in too_big_names:
+            first = 0 if vm.host == "first-fit" else cursor
+            allowed = ruled.allowed(vm.name, free >= vm.memory) if ruled is not None else None
+            host_index = _host_with_room(free, vm.memory, first, rng if vm.host == "random" else None, allowed)
+            if host_index is None:
+                if allowed is not None and (free >= vm.memory).any():
+                    reader.error(f"[[vms]] ({vm.name}).host", ruled.why_not(vm.name))
                     continue
-                unplaced.append(v)
+                unplaced.append(vm)
             else:
-                if v.host == "auto":
-                    cursor = (k + 1) % len(hosts)
-                free[k] -= v.memory
-                v = VmSpec(**{**v.__dict__, "host": hosts[k].name})
+                if vm.host == "auto":
+                    cursor = (host_index + 1) % len(hosts)
+                free[host_index] -= vm.memory
+                vm = VmSpec(**{**vm.__dict__, "host": hosts[host_index].name})
                 if ruled is not None:
-                    ruled.place(v.name, k)
-        out.append(v)
+                    ruled.place(vm.name, host_index)
+        out.append(vm)
     if unplaced:
-        auto = sum(1 for v in vms if v.host in AUTO_HOSTS and not v.comes_later)
+        auto = sum(1 for vm_spec in vms if vm_spec.host in AUTO_HOSTS and not vm_spec.comes_later)
         reader.error(
             f"[[vms]] ({unplaced[0].name}).host",
             f"{len(unplaced)} of {auto} VMs with host = 'auto', 'first-fit' or 'random' ({unplaced[0].name} ... "
-            f"{unplaced[-1].name}: {sum(v.memory for v in unplaced):.0f} MiB) found no host with enough free "
+            f"{unplaced[-1].name}: {sum(vm_spec.memory for vm_spec in unplaced):.0f} MiB) found no host with enough free "
             f"memory; the {len(hosts)} hosts have {sum(capacity.values()):.0f} MiB for VMs in all (memory less "
             "Dom0's); expected more hosts or memory, or fewer VMs",
         )
-    for k in np.flatnonzero(free < 0):
-        reader.error("[[vms]]", f"VMs placed on host {hosts[k].name!r} need {-free[k]:.0f} MiB more memory than it has")
+    for host_index in np.flatnonzero(free < 0):
+        reader.error(
+            "[[vms]]",
+            f"VMs placed on host {hosts[host_index].name!r} need {-free[host_index]:.0f} MiB more memory than it has",
+        )
     return out
 
 
@@ -81,10 +84,10 @@ class _RuledPlacement:
     """The placement so far (VMs with a named host from the start), for the rules of the VMs placed next."""
 
     def __init__(self, rules: RuleBook, vms: list[VmSpec], hosts: list[HostSpec]):
-        names = tuple(v.name for v in vms)
-        self.bound = rules.bind(names, tuple(h.name for h in hosts))
-        index = {h.name: k for k, h in enumerate(hosts)}
-        self.vm_host = np.array([index.get(v.host, -1) if not v.comes_later else -1 for v in vms], dtype=np.int64)
+        names = tuple(vm.name for vm in vms)
+        self.bound = rules.bind(names, tuple(host.name for host in hosts))
+        index = {host.name: position for position, host in enumerate(hosts)}
+        self.vm_host = np.array([index.get(vm.host, -1) if not vm.comes_later else -1 for vm in vms], dtype=np.int64)
 
     def allowed(self, vm: str, room: np.ndarray) -> np.ndarray | None:
         """The hosts with room that keep the VM's rules (its must rules, if no host keeps them all)."""
@@ -95,9 +98,9 @@ class _RuledPlacement:
 
     def why_not(self, vm: str) -> str:
         stopping = [
-            self.bound.rules[r].describe()
-            for r in self.bound.rules_of(vm)
-            if self.bound.rules[r].must and not self.bound.keeps(r, vm, self.vm_host).all()
+            self.bound.rules[rule_index].describe()
+            for rule_index in self.bound.rules_of(vm)
+            if self.bound.rules[rule_index].must and not self.bound.keeps(rule_index, vm, self.vm_host).all()
         ]
         return (
             f"{vm} found no host with room that its rules allow, given the VMs placed before it: {'; '.join(stopping)}"

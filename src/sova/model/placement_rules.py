@@ -94,10 +94,10 @@ class RuleBook:
 
     def with_rule(self, rule: PlacementRule) -> RuleBook:
         """These rules and `rule` (one of the same name is replaced)."""
-        return RuleBook([*(r for r in self.rules if r.name != rule.name), rule])
+        return RuleBook([*(other for other in self.rules if other.name != rule.name), rule])
 
     def without(self, name: str) -> RuleBook:
-        return RuleBook(r for r in self.rules if r.name != name)
+        return RuleBook(rule for rule in self.rules if rule.name != name)
 
     def bind(self, vms: tuple[str, ...], hosts: tuple[str, ...]) -> BoundRules:
         bound = self._bound
@@ -112,30 +112,30 @@ class BoundRules:
     def __init__(self, rules: tuple[PlacementRule, ...], vms: tuple[str, ...], hosts: tuple[str, ...]):
         self.rules, self.vms, self.hosts = rules, vms, hosts
         vm_match, host_match = NameMatcher(vms), NameMatcher(hosts)
-        position = {name: i for i, name in enumerate(vms)}
-        host_position = {name: i for i, name in enumerate(hosts)}
+        position = {name: index for index, name in enumerate(vms)}
+        host_position = {name: index for index, name in enumerate(hosts)}
         self.members: list[np.ndarray] = []
         self.group: list[np.ndarray] = []  # per rule: its hosts (all False for a VM-VM rule)
         self.of_vm: dict[int, list[int]] = {}
-        for r, rule in enumerate(rules):
-            names = sorted({position[n] for pattern in rule.vms for n in vm_match(pattern)})
+        for rule_index, rule in enumerate(rules):
+            names = sorted({position[vm_name] for pattern in rule.vms for vm_name in vm_match(pattern)})
             self.members.append(np.array(names, dtype=np.int64))
-            for v in names:
-                self.of_vm.setdefault(v, []).append(r)
+            for vm_index in names:
+                self.of_vm.setdefault(vm_index, []).append(rule_index)
             mask = np.zeros(len(hosts), dtype=bool)
             for pattern in rule.hosts:
-                mask[[host_position[n] for n in host_match(pattern)]] = True
+                mask[[host_position[host_name] for host_name in host_match(pattern)]] = True
             self.group.append(mask)
         self.position = position
         self._by_name: dict[str, list[int]] = {}  # VMs not in the snapshot: the rules naming them
 
     def rules_of(self, vm: str) -> list[int]:
         """The rules that name `vm` (a VM of the snapshot, or one asked for and not placed yet)."""
-        v = self.position.get(vm)
-        if v is not None:
-            return self.of_vm.get(v, [])
+        vm_index = self.position.get(vm)
+        if vm_index is not None:
+            return self.of_vm.get(vm_index, [])
         if vm not in self._by_name:
-            self._by_name[vm] = [r for r, rule in enumerate(self.rules) if rule.names(vm)]
+            self._by_name[vm] = [rule_index for rule_index, rule in enumerate(self.rules) if rule.names(vm)]
         return self._by_name[vm]
 
     def keeps(
@@ -153,11 +153,11 @@ class BoundRules:
             return self.group[r].copy()
         if rule.kind == "off-hosts":
             return ~self.group[r]
-        v = self.position.get(vm)
-        others = self.members[r][self.members[r] != v] if v is not None else self.members[r]
+        vm_index = self.position.get(vm)
+        others = self.members[r][self.members[r] != vm_index] if vm_index is not None else self.members[r]
         places = _places(others, vm_host, heading, both=rule.kind == "anti-affinity")
         if extra:
-            new = [h for name, h in extra.items() if name != vm and rule.names(name)]
+            new = [host_index for name, host_index in extra.items() if name != vm and rule.names(name)]
             places = np.concatenate([places, np.array(new, dtype=np.int64)])
         if rule.kind == "anti-affinity":
             mask = np.ones(len(self.hosts), dtype=bool)
@@ -179,9 +179,9 @@ class BoundRules:
     ) -> np.ndarray:
         """Per host: `vm` may run there under the rules (the must rules only, or all)."""
         mask = np.ones(len(self.hosts), dtype=bool)
-        for r in self.rules_of(vm):
-            if self.rules[r].must or not must_only:
-                mask &= self.keeps(r, vm, vm_host, heading, extra)
+        for rule_index in self.rules_of(vm):
+            if self.rules[rule_index].must or not must_only:
+                mask &= self.keeps(rule_index, vm, vm_host, heading, extra)
         return mask
 
     def preferred(
@@ -196,22 +196,22 @@ class BoundRules:
         self, vm: str, host: int, vm_host: np.ndarray, heading: Mapping[int, int] | None = None
     ) -> PlacementRule | None:
         """The first must rule that `vm` on `host` would break, or None."""
-        for r in self.rules_of(vm):
-            if self.rules[r].must and not self.keeps(r, vm, vm_host, heading)[host]:
-                return self.rules[r]
+        for rule_index in self.rules_of(vm):
+            if self.rules[rule_index].must and not self.keeps(rule_index, vm, vm_host, heading)[host]:
+                return self.rules[rule_index]
         return None
 
     def violations(self, vm_host: np.ndarray, must_only: bool = False) -> list[Violation]:
         """The rules the placement breaks (VMs not placed, -1, count nowhere)."""
         found = []
-        for r, rule in enumerate(self.rules):
+        for rule_index, rule in enumerate(self.rules):
             if must_only and not rule.must:
                 continue
-            members = self.members[r]
+            members = self.members[rule_index]
             hosts = vm_host[members]
             placed = hosts >= 0
             if rule.kind in HOST_KINDS:
-                inside = self.group[r][np.where(placed, hosts, 0)]
+                inside = self.group[rule_index][np.where(placed, hosts, 0)]
                 bad = placed & (~inside if rule.kind == "on-hosts" else inside)
             elif rule.kind == "anti-affinity":
                 shared = np.bincount(hosts[placed], minlength=len(self.hosts)) > 1
@@ -224,8 +224,8 @@ class BoundRules:
                 found.append(
                     Violation(
                         rule,
-                        tuple(self.vms[v] for v in culprits),
-                        tuple(dict.fromkeys(self.hosts[h] for h in vm_host[culprits])),
+                        tuple(self.vms[vm_index] for vm_index in culprits),
+                        tuple(dict.fromkeys(self.hosts[host_index] for host_index in vm_host[culprits])),
                     )
                 )
         return found
@@ -235,6 +235,6 @@ def _places(others: np.ndarray, vm_host: np.ndarray, heading: Mapping[int, int] 
     """Hosts of `others`: where they run, or (migrating) where they go, or both."""
     where = vm_host[others]
     if heading:
-        going = np.array([heading.get(int(v), -1) for v in others], dtype=np.int64)
+        going = np.array([heading.get(int(vm_index), -1) for vm_index in others], dtype=np.int64)
         where = np.concatenate([where, going]) if both else np.where(going >= 0, going, where)
     return where[where >= 0]

@@ -28,18 +28,18 @@ def rule_conflicts(
 ) -> list[str]:
     """Why the must rules cannot all hold for these VMs on these hosts (empty: no conflict found)."""
     bound = book.bind(vms, hosts)
-    musts = [r for r, rule in enumerate(bound.rules) if rule.must]
+    musts = [index for index, rule in enumerate(bound.rules) if rule.must]
     host_ok = _host_masks(bound, musts)
     problems = [
-        f"{vms[v]} has no host left by {_names(bound, _host_rules(bound, musts, v))}"
-        for v in range(len(vms))
-        if not host_ok[v].any()
+        f"{vms[vm_index]} has no host left by {_names(bound, _host_rules(bound, musts, vm_index))}"
+        for vm_index in range(len(vms))
+        if not host_ok[vm_index].any()
     ]
     group_of, chain = _affinity_groups(bound, musts, len(vms))
-    for g in np.unique(group_of[list(chain)]) if chain else ():
-        members = np.flatnonzero(group_of == g)
+    for group in np.unique(group_of[list(chain)]) if chain else ():
+        members = np.flatnonzero(group_of == group)
         common = host_ok[members].all(axis=0)
-        label = f"{', '.join(vms[v] for v in members)} (kept together by {_names(bound, chain_rules(chain, members))})"
+        label = f"{', '.join(vms[vm_index] for vm_index in members)} (kept together by {_names(bound, chain_rules(chain, members))})"
         if not common.any():
             problems.append(f"{label} share no host their host rules allow")
         elif vm_memory is not None and host_memory is not None:
@@ -49,26 +49,30 @@ def rule_conflicts(
                     f"{label} need {need:.0f} MiB on one host; the largest they may use has "
                     f"{host_memory[common].max():.0f} MiB"
                 )
-    for r in musts:
-        if bound.rules[r].kind != "anti-affinity" or len(bound.members[r]) < 2:
+    for rule_index in musts:
+        if bound.rules[rule_index].kind != "anti-affinity" or len(bound.members[rule_index]) < 2:
             continue
-        problems += _apart_problems(bound, r, group_of, host_ok, chain)
+        problems += _apart_problems(bound, rule_index, group_of, host_ok, chain)
     return problems
 
 
 def _host_masks(bound: BoundRules, musts: list[int]) -> np.ndarray:
     """VMs x hosts: the hosts each VM's must host rules allow."""
     ok = np.ones((len(bound.vms), len(bound.hosts)), dtype=bool)
-    for r in musts:
-        kind = bound.rules[r].kind
+    for rule_index in musts:
+        kind = bound.rules[rule_index].kind
         if kind in HOST_KINDS:
-            members = bound.members[r]
-            ok[members] &= bound.group[r] if kind == "on-hosts" else ~bound.group[r]
+            members = bound.members[rule_index]
+            ok[members] &= bound.group[rule_index] if kind == "on-hosts" else ~bound.group[rule_index]
     return ok
 
 
 def _host_rules(bound: BoundRules, musts: list[int], v: int) -> list[int]:
-    return [r for r in bound.of_vm.get(v, []) if r in musts and bound.rules[r].kind in HOST_KINDS]
+    return [
+        rule_index
+        for rule_index in bound.of_vm.get(v, [])
+        if rule_index in musts and bound.rules[rule_index].kind in HOST_KINDS
+    ]
 
 
 def _affinity_groups(bound: BoundRules, musts: list[int], vms: int) -> tuple[np.ndarray, dict[int, list[int]]]:
@@ -82,18 +86,18 @@ def _affinity_groups(bound: BoundRules, musts: list[int], vms: int) -> tuple[np.
         return v
 
     chain: dict[int, list[int]] = {}
-    for r in musts:
-        members = bound.members[r]
-        if bound.rules[r].kind != "affinity" or len(members) < 2:
+    for rule_index in musts:
+        members = bound.members[rule_index]
+        if bound.rules[rule_index].kind != "affinity" or len(members) < 2:
             continue
-        for v in members:
-            parent[root(int(v))] = root(int(members[0]))
-            chain.setdefault(int(v), []).append(r)
-    return np.array([root(v) for v in range(vms)], dtype=np.int64), chain
+        for member in members:
+            parent[root(int(member))] = root(int(members[0]))
+            chain.setdefault(int(member), []).append(rule_index)
+    return np.array([root(vm_index) for vm_index in range(vms)], dtype=np.int64), chain
 
 
 def chain_rules(chain: dict[int, list[int]], members: np.ndarray) -> list[int]:
-    return sorted({r for v in members for r in chain.get(int(v), [])})
+    return sorted({rule_index for member in members for rule_index in chain.get(int(member), [])})
 
 
 def _apart_problems(
@@ -103,25 +107,25 @@ def _apart_problems(
     rule = bound.rules[r]
     groups, first = np.unique(group_of[members], return_index=True)
     problems = []
-    for g in groups:
-        together = members[group_of[members] == g]
+    for group in groups:
+        together = members[group_of[members] == group]
         if len(together) > 1:
             bound_by = _names(bound, chain_rules(chain, together))
             problems.append(
-                f"{', '.join(bound.vms[v] for v in together)} are kept apart by {rule.name} and together by {bound_by}"
+                f"{', '.join(bound.vms[vm_index] for vm_index in together)} are kept apart by {rule.name} and together by {bound_by}"
             )
     if problems:
         return problems
-    allowed = np.array([host_ok[group_of == g].all(axis=0) for g in groups])
+    allowed = np.array([host_ok[group_of == group_root].all(axis=0) for group_root in groups])
     matched = maximum_bipartite_matching(csr_matrix(allowed.astype(np.int8)), perm_type="column")
     apart = int((matched >= 0).sum())
     if apart < len(groups):
         return [
-            f"{rule.name} needs {len(groups)} hosts, one per VM ({', '.join(bound.vms[v] for v in members[first])}); "
+            f"{rule.name} needs {len(groups)} hosts, one per VM ({', '.join(bound.vms[vm_index] for vm_index in members[first])}); "
             f"their host rules give at most {apart} of them a host of their own"
         ]
     return []
 
 
 def _names(bound: BoundRules, rules: list[int]) -> str:
-    return ", ".join(bound.rules[r].name for r in rules) or "no rule"
+    return ", ".join(bound.rules[rule_index].name for rule_index in rules) or "no rule"

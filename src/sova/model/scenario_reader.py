@@ -116,9 +116,9 @@ def scenario_from_dict(
             profile_check(reader, prof)
     control = ControlSpec(**reader.table(raw.get("control", {}), CONTROL_FIELDS, "[control]"))
     outputs = OutputSpec(**reader.table(raw.get("outputs", {}), OUTPUT_FIELDS, "[outputs]"))
-    _check_groups(reader, outputs.groups, NameMatcher([v.name for v in vms]))
-    slos = read_slos(reader, raw.get("slos", []), [v.name for v in vms])
-    events = read_events(reader, raw.get("events", []), [h.name for h in hosts], head.get("duration"))
+    _check_groups(reader, outputs.groups, NameMatcher([vm.name for vm in vms]))
+    slos = read_slos(reader, raw.get("slos", []), [vm.name for vm in vms])
+    events = read_events(reader, raw.get("events", []), [host.name for host in hosts], head.get("duration"))
     simulator = reader.table(raw.get("simulator", {}), SIMULATOR_FIELDS, "[simulator]")
     trials = TrialsSpec(**reader.table(raw["trials"], TRIALS_FIELDS, "[trials]")) if "trials" in raw else None
     if trials is not None and head.get("duration") is not None and trials.warmup >= head["duration"]:
@@ -179,10 +179,10 @@ def _expand_names(reader: Reader, name: str | None, count: int | None, where: st
 
 def _unique(reader: Reader, names: list[str], where: str, what: str) -> None:
     seen: set[str] = set()
-    for n in names:
-        if n in seen:
-            reader.error(where, f"{what} name {n!r} is used twice")
-        seen.add(n)
+    for name in names:
+        if name in seen:
+            reader.error(where, f"{what} name {name!r} is used twice")
+        seen.add(name)
 
 
 def _counted_entries(reader: Reader, raw: Any, defaults: Any, fields: dict[str, Field], table: str):
@@ -190,21 +190,21 @@ def _counted_entries(reader: Reader, raw: Any, defaults: Any, fields: dict[str, 
     kind = table.strip("[]").rstrip("s")
     base = reader.table(
         defaults,
-        {k: Field(f.kind, None) for k, f in fields.items() if k not in ("name", "start")},
+        {name: Field(field.kind, None) for name, field in fields.items() if name not in ("name", "start")},
         f"[defaults.{kind}]",
     )
-    base = {k: v for k, v in base.items() if v is not None}
-    for n, entry in enumerate(reader.entries(raw, table), start=1):
-        where = f"{table} #{n}"
+    base = {key: value for key, value in base.items() if value is not None}
+    for number, entry in enumerate(reader.entries(raw, table), start=1):
+        where = f"{table} #{number}"
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
             where += f" ({entry['name']})"
-        t = reader.table({**base, **entry} if isinstance(entry, dict) else entry, fields, where)
-        yield where, t, _expand_names(reader, t["name"], t["count"], where, t["start"])
+        values = reader.table({**base, **entry} if isinstance(entry, dict) else entry, fields, where)
+        yield where, values, _expand_names(reader, values["name"], values["count"], where, values["start"])
 
 
 def _spec_fields(t: dict[str, Any], *skip: str) -> dict[str, Any]:
     counting = ("name", "count", "start", "files", "block")
-    return {k: v for k, v in t.items() if k not in (*counting, *skip) and v is not None}
+    return {key: value for key, value in t.items() if key not in (*counting, *skip) and value is not None}
 
 
 def _power_curve(reader: Reader, t: dict[str, Any], where: str) -> tuple[float, ...]:
@@ -216,30 +216,39 @@ def _power_curve(reader: Reader, t: dict[str, Any], where: str) -> tuple[float, 
         reader.error(
             f"{where}.power_curve", f"is read only with power_model = custom (this host's: {t['power_model']})"
         )
-    return tuple(float(v) for v in given) if custom and curve_problem(given) is None else ()
+    return tuple(float(watts) for watts in given) if custom and curve_problem(given) is None else ()
 
 
 def _read_hosts(reader: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
     out: list[HostSpec] = []
-    for where, t, names in _counted_entries(reader, raw, defaults, HOST_FIELDS, "[[hosts]]"):
-        nic = NicSpec(**reader.table(t["nic"], NIC_FIELDS, f"{where}.nic"))
-        curve = _power_curve(reader, t, where)
+    for where, values, names in _counted_entries(reader, raw, defaults, HOST_FIELDS, "[[hosts]]"):
+        nic = NicSpec(**reader.table(values["nic"], NIC_FIELDS, f"{where}.nic"))
+        curve = _power_curve(reader, values, where)
         out += [
-            HostSpec(name=name, nic=nic, power_curve=curve, **_spec_fields(t, "nic", "power_curve")) for name in names
+            HostSpec(name=name, nic=nic, power_curve=curve, **_spec_fields(values, "nic", "power_curve"))
+            for name in names
         ]
-        if t["power_idle"] is not None and t["power_max"] is not None and t["power_max"] < t["power_idle"]:
+        if (
+            values["power_idle"] is not None
+            and values["power_max"] is not None
+            and values["power_max"] < values["power_idle"]
+        ):
             reader.error(f"{where}.power_max", "must be at least power_idle")
-        if t["memory"] is not None and t["dom0_memory"] is not None and t["dom0_memory"] >= t["memory"]:
+        if (
+            values["memory"] is not None
+            and values["dom0_memory"] is not None
+            and values["dom0_memory"] >= values["memory"]
+        ):
             reader.error(
                 f"{where}.dom0_memory",
-                f"{t['dom0_memory']:,.0f} MiB leaves nothing of the host's {t['memory']:,.0f} MiB for VMs; expected "
-                "less than memory",
+                f"{values['dom0_memory']:,.0f} MiB leaves nothing of the host's {values['memory']:,.0f} MiB for VMs; "
+                "expected less than memory",
             )
-        if t["cores"] is not None and t["threads_per_core"] and t["cores"] % t["threads_per_core"]:
-            reader.error(f"{where}.cores", f"must be a multiple of threads_per_core ({t['threads_per_core']})")
+        if values["cores"] is not None and values["threads_per_core"] and values["cores"] % values["threads_per_core"]:
+            reader.error(f"{where}.cores", f"must be a multiple of threads_per_core ({values['threads_per_core']})")
     if not out:
         reader.error("[[hosts]]", "a scenario needs at least one host")
-    _unique(reader, [h.name for h in out], "[[hosts]]", "host")
+    _unique(reader, [host.name for host in out], "[[hosts]]", "host")
     return out
 
 
@@ -248,30 +257,30 @@ _STORAGE_MODELS = {"ssd": (8, 100e-6, 20e-6, 4e9), "disk-array": (8, 8e-3, 0.1e-
 
 def _read_storage(reader: Reader, raw: Any) -> list[StorageSpec]:
     out = []
-    for n, entry in enumerate(reader.entries(raw, "[[storage]]"), start=1):
-        t = reader.table(entry, STORAGE_FIELDS, f"[[storage]] #{n}")
-        if t["name"] is None:
+    for number, entry in enumerate(reader.entries(raw, "[[storage]]"), start=1):
+        values = reader.table(entry, STORAGE_FIELDS, f"[[storage]] #{number}")
+        if values["name"] is None:
             continue
-        par, acc, seq, bw = _STORAGE_MODELS[t["device"] or "ssd"]
-        access = t["access_time"] or acc
-        bandwidth = t["bandwidth"] or bw * (par if t["device"] == "disk-array" else 1)
+        par, acc, seq, bw = _STORAGE_MODELS[values["device"] or "ssd"]
+        access = values["access_time"] or acc
+        bandwidth = values["bandwidth"] or bw * (par if values["device"] == "disk-array" else 1)
         out.append(
             StorageSpec(
-                name=t["name"],
-                device=t["device"],
-                parallelism=t["parallelism"] or par,
+                name=values["name"],
+                device=values["device"],
+                parallelism=values["parallelism"] or par,
                 access_time=access,
-                sequential_access_time=t["sequential_access_time"] or seq,
+                sequential_access_time=values["sequential_access_time"] or seq,
                 bandwidth=bandwidth,
-                link_speed=t["link_speed"],
-                write_access_time=t["write_access_time"] or access,
-                write_bandwidth=t["write_bandwidth"] or bandwidth,
-                service_cv=t["service_cv"],
-                variability=t["variability"],
-                variability_time=t["variability_time"],
+                link_speed=values["link_speed"],
+                write_access_time=values["write_access_time"] or access,
+                write_bandwidth=values["write_bandwidth"] or bandwidth,
+                service_cv=values["service_cv"],
+                variability=values["variability"],
+                variability_time=values["variability_time"],
             )
         )
-    _unique(reader, [s.name for s in out], "[[storage]]", "storage server")
+    _unique(reader, [server.name for server in out], "[[storage]]", "storage server")
     return out
 
 
@@ -279,28 +288,30 @@ def _read_vms(
     reader: Reader, raw: Any, defaults: Any, hosts: list[HostSpec], storage: list[StorageSpec]
 ) -> list[VmSpec]:
     """The VMs as the file gives them; those with host = 'auto', 'first-fit' or 'random' are placed later."""
-    host_names = {h.name for h in hosts}
-    storage_names = {s.name for s in storage}
+    host_names = {host_spec.name for host_spec in hosts}
+    storage_names = {server.name for server in storage}
     out: list[VmSpec] = []
-    for where, t, names in _counted_entries(reader, raw, defaults, VM_FIELDS, "[[vms]]"):
-        if t["host"] not in (None, *AUTO_HOSTS) and t["host"] not in host_names:
+    for where, values, names in _counted_entries(reader, raw, defaults, VM_FIELDS, "[[vms]]"):
+        if values["host"] not in (None, *AUTO_HOSTS) and values["host"] not in host_names:
             reader.error(
                 f"{where}.host",
-                f"unknown host {t['host']!r}; expected 'auto', 'first-fit', 'random' or one of {_few(host_names)}",
+                f"unknown host {values['host']!r}; expected 'auto', 'first-fit', 'random' or one of {_few(host_names)}",
             )
-        if t["storage"] and t["storage"] not in storage_names:
-            reader.error(f"{where}.storage", f"unknown storage server {t['storage']!r}; expected {_few(storage_names)}")
-        if t["nic"] == "vf" and t["host"] in host_names:
-            host = next(h for h in hosts if h.name == t["host"])
+        if values["storage"] and values["storage"] not in storage_names:
+            reader.error(
+                f"{where}.storage", f"unknown storage server {values['storage']!r}; expected {_few(storage_names)}"
+            )
+        if values["nic"] == "vf" and values["host"] in host_names:
+            host = next(host_spec for host_spec in hosts if host_spec.name == values["host"])
             if not host.nic.sriov or host.nic.max_vfs == 0:
                 reader.error(f"{where}.nic", f"host {host.name!r} has no SR-IOV VFs; expected 'vnic'")
-        _check_lifetime(reader, where, t)
-        if t["block"] not in (None, "1/1") and not t["files"]:
+        _check_lifetime(reader, where, values)
+        if values["block"] not in (None, "1/1") and not values["files"]:
             reader.error(
-                f"{where}.block", f"{t['block']!r} is read only with files (one VM per trace file); expected files"
+                f"{where}.block", f"{values['block']!r} is read only with files (one VM per trace file); expected files"
             )
-        out += [VmSpec(name=name, **_spec_fields(t)) for name in names]
-    _unique(reader, [v.name for v in out], "[[vms]]", "VM")
+        out += [VmSpec(name=name, **_spec_fields(values)) for name in names]
+    _unique(reader, [vm.name for vm in out], "[[vms]]", "VM")
     return out
 
 
@@ -336,9 +347,9 @@ def _check_lifetime(reader: Reader, where: str, t: dict) -> None:
 
 def _check_trace_lifetimes(reader: Reader, vms: list[VmSpec], workloads: list[WorkloadSpec]) -> None:
     """A VM sized by its trace needs a trace that sizes VMs (azure, opendc, bitbrains) and names it."""
-    matching = NameMatcher([v.name for v in vms])
-    covered = {name for w in workloads if w.kind in LIFETIME_KINDS for name in matching(w.vm)}
-    lost = [v.name for v in vms if v.from_trace and v.name not in covered]
+    matching = NameMatcher([vm.name for vm in vms])
+    covered = {name for workload in workloads if workload.kind in LIFETIME_KINDS for name in matching(workload.vm)}
+    lost = [vm.name for vm in vms if vm.from_trace and vm.name not in covered]
     if lost:
         reader.error(
             f"[[vms]] ({lost[0]}).from_trace",
@@ -350,13 +361,13 @@ def _check_trace_lifetimes(reader: Reader, vms: list[VmSpec], workloads: list[Wo
 def _read_workloads(
     reader: Reader, raw: Any, vms: list[VmSpec], base_dir: Path, storage_raw: Any
 ) -> list[WorkloadSpec]:
-    names = [v.name for v in vms]
+    names = [vm_spec.name for vm_spec in vms]
     name_set = set(names)
     matching = NameMatcher(names)
     out = []
     has_storage = isinstance(storage_raw, list) and len(storage_raw) > 0
-    for n, entry in enumerate(reader.entries(raw, "[[workloads]]"), start=1):
-        where = f"[[workloads]] #{n}"
+    for number, entry in enumerate(reader.entries(raw, "[[workloads]]"), start=1):
+        where = f"[[workloads]] #{number}"
         if not isinstance(entry, dict):
             reader.error(where, "expected a table")
             continue
@@ -370,7 +381,7 @@ def _read_workloads(
             continue
         if head["kind"] in ("fio", "filebench", "bitbrains", "block-trace") and not has_storage:
             reader.error(f"{where}.kind", f"{head['kind']} does disk IO; expected a [[storage]] server in the scenario")
-        params = reader.table({k: v for k, v in entry.items() if k in params_spec}, params_spec, where)
+        params = reader.table({name: value for name, value in entry.items() if name in params_spec}, params_spec, where)
         vm = head["vm"]
         if vm is not None and not matching(vm):
             reader.error(f"{where}.vm", f"matches no VM; expected a VM name or pattern ({_few(name_set)})")
@@ -397,14 +408,22 @@ def _read_workloads(
             params["file"] = _resolve_trace(reader, params["file"], base_dir, f"{where}.file")
         phases = []
         raw_phases = entry.get("phases", [])
-        for m, ph in enumerate(reader.entries(raw_phases, f"{where}.phases"), start=1):
-            pwhere = f"{where}.phases #{m}"
-            changeable = {k: f for k, f in params_spec.items() if k not in STRUCTURAL_PARAMS}
+        for phase_number, raw_phase in enumerate(reader.entries(raw_phases, f"{where}.phases"), start=1):
+            pwhere = f"{where}.phases #{phase_number}"
+            changeable = {name: field for name, field in params_spec.items() if name not in STRUCTURAL_PARAMS}
             fields = {"at": Field("duration", REQUIRED, "when the phase starts", lo=0)}
-            fields |= {k: Field(f.kind, None, f.doc, f.choices, f.lo, f.hi, f.lo_open) for k, f in changeable.items()}
-            t = reader.table(ph, fields, pwhere)
-            phases.append(Phase(at=t.pop("at") or 0.0, params={k: v for k, v in t.items() if v is not None}))
-        ats = [p.at for p in phases]
+            fields |= {
+                name: Field(field.kind, None, field.doc, field.choices, field.lo, field.hi, field.lo_open)
+                for name, field in changeable.items()
+            }
+            values = reader.table(raw_phase, fields, pwhere)
+            phases.append(
+                Phase(
+                    at=values.pop("at") or 0.0,
+                    params={name: value for name, value in values.items() if value is not None},
+                )
+            )
+        ats = [phase.at for phase in phases]
         if ats != sorted(ats):
             reader.error(f"{where}.phases", "phases must be in increasing order of 'at'")
         out.append(

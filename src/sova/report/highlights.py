@@ -56,12 +56,12 @@ def _numeric(text: str) -> bool:
 
 def phase_bounds(scenario: Scenario | None, results: list[ProfileResult]) -> list[float]:
     """Start of the run, every time a workload changes phase inside it, and the end of the run."""
-    end = max(float(r.series["time"][-1]) for r in results) if results else 0.0
+    end = max(float(result.series["time"][-1]) for result in results) if results else 0.0
     if scenario is not None:
         end = float(scenario.duration)
     changes = set()
-    for w in scenario.workloads if scenario is not None else ():
-        changes.update(p.at for p in w.phases if 0 < p.at < end)
+    for workload in scenario.workloads if scenario is not None else ():
+        changes.update(phase.at for phase in workload.phases if 0 < phase.at < end)
     return [0.0, *sorted(changes), end]
 
 
@@ -82,12 +82,12 @@ def vf_holders_by_phase(results: list[ProfileResult], bounds: list[float]) -> Hi
     if not _any_vf(results):
         return None
     rows = [
-        [label] + [" ".join(r.vf_holders(end - 1e-6)) or "none" for r in results]
+        [label] + [" ".join(result.vf_holders(end - 1e-6)) or "none" for result in results]
         for label, end in zip(phase_labels(bounds), bounds[1:], strict=True)
     ]
-    events = ", ".join(f"{r.profile} {len(r.vf_events)}" for r in results)
+    events = ", ".join(f"{result.profile} {len(result.vf_events)}" for result in results)
     note = f"Holders at the end of each phase (a workload change starts a phase). VF events: {events}."
-    return Highlight("SR-IOV VF holders per phase", ["phase"] + [r.profile for r in results], rows, note)
+    return Highlight("SR-IOV VF holders per phase", ["phase"] + [result.profile for result in results], rows, note)
 
 
 def timeline(results: list[ProfileResult], bounds: list[float], migrations: bool = True) -> Highlight | None:
@@ -98,23 +98,30 @@ def timeline(results: list[ProfileResult], bounds: list[float], migrations: bool
     """
     phased = len(bounds) > 2
     rows, more = [], []
-    for r in results:
-        events = [(t, f"VF {event}", vm, truncate(host)) for t, vm, host, event in r.vf_events]
+    for result in results:
+        events = [(when, f"VF {event}", vm, truncate(host)) for when, vm, host, event in result.vf_events]
         if migrations:
             events += [
-                (m.started, f"migration ({m.status})", m.vm, f"{truncate(m.src)} → {truncate(m.dst)}")
-                for m in r.migrations
+                (
+                    migration.started,
+                    f"migration ({migration.status})",
+                    migration.vm,
+                    f"{truncate(migration.src)} → {truncate(migration.dst)}",
+                )
+                for migration in result.migrations
             ]
-        events.sort(key=lambda e: e[0])
-        for t, what, vm, where in events[:EVENTS_MAX]:
-            rows.append([r.profile, f"{t:,.0f}"] + ([_phase_of(t, bounds)] if phased else []) + [vm, what, where])
+        events.sort(key=lambda entry: entry[0])
+        for when, what, vm, where in events[:EVENTS_MAX]:
+            rows.append(
+                [result.profile, f"{when:,.0f}"] + ([_phase_of(when, bounds)] if phased else []) + [vm, what, where]
+            )
         if len(events) > EVENTS_MAX:
-            more.append(f"{r.profile}: {len(events) - EVENTS_MAX} more")
+            more.append(f"{result.profile}: {len(events) - EVENTS_MAX} more")
     if not rows:
         return None
     note = "; ".join(more) + (" (all in summary.json and the audit log)." if more else "")
     columns = ["profile", "time (s)"] + (["phase"] if phased else []) + ["VM", "event", "host or move"]
-    moved = migrations and any(r.migrations for r in results)
+    moved = migrations and any(result.migrations for result in results)
     kinds = [name for name, found in (("VF hand-overs", _any_vf(results)), ("migrations", moved)) if found]
     title = " and ".join(kinds) if _any_vf(results) else "Migrations"
     return Highlight(title, columns, rows, note, name_columns=(0, columns.index("VM")))
@@ -124,15 +131,15 @@ def findings_behind_plans(results: list[ProfileResult]) -> Highlight | None:
     """Per profile and kind of finding: how many findings the audit log records behind the plans, in how
     many plans, and the host or VM they were most often about."""
     rows = []
-    for r in results:
+    for result in results:
         by_kind: dict[str, list] = {}
-        for e in r.audit.entries:
-            if e.event == "finding":
-                by_kind.setdefault(e.action, []).append(e)
+        for entry in result.audit.entries:
+            if entry.event == "finding":
+                by_kind.setdefault(entry.action, []).append(entry)
         for kind, found in by_kind.items():
-            about, times = Counter(e.target for e in found).most_common(1)[0]
-            plans = len({e.plan for e in found})
-            rows.append([r.profile, kind, str(len(found)), str(plans), f"{about} ({times})"])
+            about, times = Counter(finding.target for finding in found).most_common(1)[0]
+            plans = len({finding.plan for finding in found})
+            rows.append([result.profile, kind, str(len(found)), str(plans), f"{about} ({times})"])
     if not rows:
         return None
     note = 'Each finding is in the audit log (event "finding"), before the actions of its plan.'
@@ -141,7 +148,7 @@ def findings_behind_plans(results: list[ProfileResult]) -> Highlight | None:
 
 
 def _any_vf(results: list[ProfileResult]) -> bool:
-    return any(r.vf_events for r in results)
+    return any(result.vf_events for result in results)
 
 
 def milliseconds(value) -> str:
@@ -152,26 +159,31 @@ def milliseconds(value) -> str:
 def service_response_times(results: list[ProfileResult]) -> Highlight | None:
     """Mean and p95 response time of each web service per profile; with more than SERVICES_MAX services,
     of the SLOWEST_SHOWN slowest by their p95 in any profile (a service with nothing served first)."""
-    with_services = [r for r in results if r.services]
+    with_services = [result for result in results if result.services]
     if not with_services:
         return None
     count = len(with_services[0].services)
 
     def worst_p95(k: int) -> float:
-        p95 = [r.services[k]["response_p95"] for r in with_services]
-        return max((v for v in p95 if is_number(v)), default=math.inf)
+        p95 = [result.services[k]["response_p95"] for result in with_services]
+        return max((seconds for seconds in p95 if is_number(seconds)), default=math.inf)
 
     shown = range(count)
     title = "Response time per web service"
     if count > SERVICES_MAX:
         shown = sorted(shown, key=worst_p95, reverse=True)[:SLOWEST_SHOWN]
         title = f"The {len(shown)} slowest of {count} web services (by p95 in any profile)"
-    columns = ["service"] + [f"{r.profile} {stat}" for r in with_services for stat in ("mean (ms)", "p95 (ms)")]
+    columns = ["service"] + [
+        f"{result.profile} {stat}" for result in with_services for stat in ("mean (ms)", "p95 (ms)")
+    ]
     rows = []
-    for k in shown:
-        cells = [with_services[0].services[k]["server"]]
-        for r in with_services:
-            cells += [milliseconds(r.services[k]["response_mean"]), milliseconds(r.services[k]["response_p95"])]
+    for service_index in shown:
+        cells = [with_services[0].services[service_index]["server"]]
+        for result in with_services:
+            cells += [
+                milliseconds(result.services[service_index]["response_mean"]),
+                milliseconds(result.services[service_index]["response_p95"]),
+            ]
         rows.append(cells)
     return Highlight(title, columns, rows)
 
@@ -179,17 +191,20 @@ def service_response_times(results: list[ProfileResult]) -> Highlight | None:
 def intensity(results: list[ProfileResult]) -> list[Highlight]:
     """Each VM's IF, NF, io_degree and net_degree over the run, per profile that measured them."""
     tables = []
-    for r in results:
-        factors = r.summary.get("intensity")
+    for result in results:
+        factors = result.summary.get("intensity")
         if not factors:
             continue
         vms = sorted(factors, key=natural_key)
         rows = [
-            [vm] + [f"{factors[vm][k]:.3g}" for k in ("IF", "NF", "io_degree", "net_degree")] for vm in vms[:VMS_MAX]
+            [vm] + [f"{factors[vm][factor]:.3g}" for factor in ("IF", "NF", "io_degree", "net_degree")]
+            for vm in vms[:VMS_MAX]
         ]
         note = f"{len(vms) - VMS_MAX} more VMs in summary.json." if len(vms) > VMS_MAX else ""
         tables.append(
-            Highlight(f"{r.profile}: intensity of each VM", ["VM", "IF", "NF", "io_degree", "net_degree"], rows, note)
+            Highlight(
+                f"{result.profile}: intensity of each VM", ["VM", "IF", "NF", "io_degree", "net_degree"], rows, note
+            )
         )
     return tables
 
@@ -206,4 +221,4 @@ def highlights(
         findings_behind_plans(results),
         service_response_times(results),
     ]
-    return [h for h in found if h is not None] + intensity(results)
+    return [highlight for highlight in found if highlight is not None] + intensity(results)

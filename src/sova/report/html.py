@@ -72,7 +72,7 @@ def _value_cell(summary: dict, profile: str, metric: Metric, notes: _Footnotes, 
 
 def _best(metric: Metric, values: list) -> object | None:
     """The best of the values when the best and the worst differ in a way that matters; else None."""
-    numbers = [v for v in values if is_number(v)]
+    numbers = [value for value in values if is_number(value)]
     if metric.lower_is_better is None or len(numbers) < 2:
         return None
     best, worst = (min(numbers), max(numbers)) if metric.lower_is_better else (max(numbers), min(numbers))
@@ -82,7 +82,7 @@ def _best(metric: Metric, values: list) -> object | None:
 def _summary_table(profiles: dict[str, dict]) -> str:
     names = list(profiles)
     head = f'<th class="l">metric</th><th>{_name(names[0])}</th>'
-    head += "".join(f'<th>{_name(n)}</th><th class="d">vs {_name(names[0])}</th>' for n in names[1:])
+    head += "".join(f'<th>{_name(name)}</th><th class="d">vs {_name(names[0])}</th>' for name in names[1:])
     out = [f"<table><tr>{head}</tr>"]
     notes = _Footnotes()
     section = None
@@ -99,14 +99,16 @@ def _row(metric: Metric, profiles: dict[str, dict], notes: _Footnotes) -> str:
     """A metric's values, each but the first followed by its difference from the first."""
     names = list(profiles)
     base = profiles[names[0]]
-    best = _best(metric, [metric_value(profiles[n], metric.path) for n in names])
-    marks = {n: "best" if best is not None and metric_value(profiles[n], metric.path) == best else "" for n in names}
+    best = _best(metric, [metric_value(profiles[name], metric.path) for name in names])
+    marks = {
+        name: "best" if best is not None and metric_value(profiles[name], metric.path) == best else "" for name in names
+    }
     cells = [_value_cell(base, names[0], metric, notes, marks[names[0]])]
-    for n in names[1:]:
-        d = compare(metric, base, profiles[n])
-        verdict = "" if d.better is None else ("better" if d.better else "worse")
-        cells.append(_value_cell(profiles[n], n, metric, notes, marks[n]))
-        cells.append(f'<td class="d {verdict}">{html.escape(d.text())}</td>')
+    for name in names[1:]:
+        difference = compare(metric, base, profiles[name])
+        verdict = "" if difference.better is None else ("better" if difference.better else "worse")
+        cells.append(_value_cell(profiles[name], name, metric, notes, marks[name]))
+        cells.append(f'<td class="d {verdict}">{html.escape(difference.text())}</td>')
     return f'<tr><td class="l">{html.escape(metric.label)}</td>{"".join(cells)}</tr>'
 
 
@@ -115,8 +117,8 @@ def _tradeoffs(profiles: dict[str, dict]) -> str:
     if len(names) < 2:
         return ""
     metrics = present_metrics(list(profiles.values()))
-    sentences = [tradeoff_sentence(names[0], profiles[names[0]], n, profiles[n], metrics) for n in names[1:]]
-    return "".join(f'<p class="tradeoff">{html.escape(s)}</p>' for s in sentences)
+    sentences = [tradeoff_sentence(names[0], profiles[names[0]], name, profiles[name], metrics) for name in names[1:]]
+    return "".join(f'<p class="tradeoff">{html.escape(sentence)}</p>' for sentence in sentences)
 
 
 def _highlight(table: Highlight) -> str:
@@ -127,9 +129,13 @@ def _highlight(table: Highlight) -> str:
         return f'<td class="{"l" if table.left_aligned(k) else ""}">{shown}</td>'
 
     head = "".join(
-        f'<th class="{"l" if table.left_aligned(k) else ""}">{html.escape(c)}</th>' for k, c in enumerate(table.columns)
+        f'<th class="{"l" if table.left_aligned(column_index) else ""}">{html.escape(column)}</th>'
+        for column_index, column in enumerate(table.columns)
     )
-    rows = "".join("<tr>" + "".join(cell(k, c) for k, c in enumerate(row)) + "</tr>" for row in table.rows)
+    rows = "".join(
+        "<tr>" + "".join(cell(column_index, text) for column_index, text in enumerate(row)) + "</tr>"
+        for row in table.rows
+    )
     note = f'<p class="sub">{html.escape(table.note)}</p>' if table.note else ""
     return f"<h3>{html.escape(table.title)}</h3><table><tr>{head}</tr>{rows}</table>{note}"
 
@@ -141,13 +147,13 @@ def _img(path: Path) -> str:
 
 def _migrations(results: list[ProfileResult]) -> str:
     rows = []
-    for r in results:
-        for m in r.migrations:
+    for result in results:
+        for migration in result.migrations:
             rows.append(
-                f'<tr><td class="l">{_name(r.profile)}</td><td class="l">{_name(m.vm)}</td>'
-                f'<td class="l">{_name(m.src)} → {_name(m.dst)}</td><td>{m.started:.0f}</td>'
-                f"<td>{m.finished - m.started:.1f}</td><td>{m.bytes / 2**20:.0f}</td><td>{m.downtime * 1e3:.0f}</td>"
-                f'<td>{m.rounds}</td><td class="l">{html.escape(m.status)}</td></tr>'
+                f'<tr><td class="l">{_name(result.profile)}</td><td class="l">{_name(migration.vm)}</td>'
+                f'<td class="l">{_name(migration.src)} → {_name(migration.dst)}</td><td>{migration.started:.0f}</td>'
+                f"<td>{migration.finished - migration.started:.1f}</td><td>{migration.bytes / 2**20:.0f}</td><td>{migration.downtime * 1e3:.0f}</td>"
+                f'<td>{migration.rounds}</td><td class="l">{html.escape(migration.status)}</td></tr>'
             )
     if not rows:
         return "<p>No migrations.</p>"
@@ -160,18 +166,20 @@ def _migrations(results: list[ProfileResult]) -> str:
 
 def _audit(results: list[ProfileResult], limit: int = 200) -> str:
     parts = []
-    for r in results:
-        entries = r.audit.entries
+    for result in results:
+        entries = result.audit.entries
         if not entries:
             continue
         rows = [
-            f"<tr><td>{e.time:.0f}</td><td>{e.plan}</td><td class='l'>{e.event}</td><td class='l'>{html.escape(e.action)}</td>"
-            f"<td class='l'>{html.escape(e.status)}</td><td class='l'>{html.escape(e.message or e.reason)}</td></tr>"
-            for e in entries[:limit]
+            f"<tr><td>{entry.time:.0f}</td><td>{entry.plan}</td><td class='l'>{entry.event}</td><td class='l'>{html.escape(entry.action)}</td>"
+            f"<td class='l'>{html.escape(entry.status)}</td><td class='l'>{html.escape(entry.message or entry.reason)}</td></tr>"
+            for entry in entries[:limit]
         ]
-        more = f"<p>… and {len(entries) - limit} more in audit-{r.profile}.jsonl</p>" if len(entries) > limit else ""
+        more = (
+            f"<p>… and {len(entries) - limit} more in audit-{result.profile}.jsonl</p>" if len(entries) > limit else ""
+        )
         parts.append(
-            f"<details><summary><b>{_name(r.profile)}</b>: {len(entries)} audit entries</summary><table>"
+            f"<details><summary><b>{_name(result.profile)}</b>: {len(entries)} audit entries</summary><table>"
             "<tr><th>time (s)</th><th>plan</th><th class='l'>event</th><th class='l'>action</th>"
             "<th class='l'>status</th><th class='l'>reason / message</th></tr>"
             + "".join(rows)
@@ -188,8 +196,10 @@ def render_report(
     """The page; with the scenario, the experiment's tables are split at its workload phases."""
     sc = doc["scenario"]
     profiles = doc["profiles"]
-    figs = "".join(f"<figure>{_img(p)}<figcaption>{html.escape(c)}</figcaption></figure>" for c, p in plots)
-    found = "".join(_highlight(h) for h in highlights(results, scenario, migrations=False))
+    figs = "".join(
+        f"<figure>{_img(path)}<figcaption>{html.escape(caption)}</figcaption></figure>" for caption, path in plots
+    )
+    found = "".join(_highlight(table) for table in highlights(results, scenario, migrations=False))
     rule = (
         f"Each profile is compared with the first, {_name(next(iter(profiles)))}. Green marks the better value and "
         f"red the worse, only where the difference matters: at least {MATERIAL_FRACTION:.0%} of the larger value and "

@@ -32,15 +32,21 @@ VM_LABELS_MAX = 40  # more VMs in the intensity plot are drawn without a tick la
 
 
 def _profiles(results: list[ProfileResult]) -> str:
-    return profile_list([r.profile for r in results])
+    return profile_list([result.profile for result in results])
 
 
 def _per_profile(results, key: str, title: str, ylabel: str, path: Path, scale: float = 1.0, full: float | None = None):
     """One line per profile of series[key] x scale against time; `full` draws a grey line at that value."""
     fig, (ax,) = figure()
-    for k, r in enumerate(results):
-        plot_series(ax, r.series["time"] / 60, r.series[key] * scale, color=f"C{k}", label=truncate(r.profile, 24))
-    set_value_axis(ax, ylabel, np.concatenate([r.series[key] * scale for r in results]))
+    for profile_index, result in enumerate(results):
+        plot_series(
+            ax,
+            result.series["time"] / 60,
+            result.series[key] * scale,
+            color=f"C{profile_index}",
+            label=truncate(result.profile, 24),
+        )
+    set_value_axis(ax, ylabel, np.concatenate([result.series[key] * scale for result in results]))
     if full is not None:
         ax.axhline(full, color="grey", lw=0.6)
     ax.set_title(f"{title}: {_profiles(results)}", fontsize=11)
@@ -78,9 +84,9 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
         )
     )
     plots += _intensity(results, out)
-    if any(r.vf_events for r in results):
+    if any(result.vf_events for result in results):
         plots.append(("Bars show when each VM held a VF.", _vf_holders(results, out / "vf_holders.png")))
-    with_services = [r for r in results if r.services]
+    with_services = [result for result in results if result.services]
     if with_services:
         plots.append(_services(with_services, out / "services.png"))
     return plots + slo_plots(results, out)
@@ -88,11 +94,19 @@ def make_plots(results: list[ProfileResult], out: Path) -> list[tuple[str, Path]
 
 def _network(results, path: Path) -> Path:
     fig, (ax,) = figure()
-    for k, r in enumerate(results):
-        minutes = r.series["time"] / 60
-        name = truncate(r.profile, 24)
-        plot_series(ax, minutes, r.series["nic_tx_util_max"], color=f"C{k}", label=f"{name}: NIC tx")
-        plot_series(ax, minutes, r.series["link_util_max"], color=f"C{k}", ls="--", lw=1.0, label=f"{name}: link")
+    for profile_index, result in enumerate(results):
+        minutes = result.series["time"] / 60
+        name = truncate(result.profile, 24)
+        plot_series(ax, minutes, result.series["nic_tx_util_max"], color=f"C{profile_index}", label=f"{name}: NIC tx")
+        plot_series(
+            ax,
+            minutes,
+            result.series["link_util_max"],
+            color=f"C{profile_index}",
+            ls="--",
+            lw=1.0,
+            label=f"{name}: link",
+        )
     ax.set_ylabel("utilisation")
     ax.set_title(f"Most utilised NIC and fabric link: {_profiles(results)}", fontsize=11)
     time_axis(ax)
@@ -102,28 +116,30 @@ def _network(results, path: Path) -> Path:
 
 def _intensity(results, out: Path) -> list[tuple[str, Path]]:
     """IF and NF of each VM, for the first profile that measured them ([outputs] intensity)."""
-    r = next((r for r in results if r.summary.get("intensity")), None)
-    if r is None:
+    result = next((candidate for candidate in results if candidate.summary.get("intensity")), None)
+    if result is None:
         return []
-    factors = r.summary["intensity"]
+    factors = result.summary["intensity"]
     names = list(factors)
     fig, axes = figure(2, width=10)
     for ax, key, label in ((axes[0], "IF", "I/O factor IF"), (axes[1], "NF", "network factor NF")):
-        values = np.array([factors[n][key] for n in names], dtype=float)
+        values = np.array([factors[vm][key] for vm in names], dtype=float)
         ax.bar(range(len(names)), values, color="tab:blue")
         if len(names) <= VM_LABELS_MAX:
-            ax.set_xticks(range(len(names)), [truncate(n, 12) for n in names], rotation=60, fontsize=7)
+            ax.set_xticks(range(len(names)), [truncate(vm, 12) for vm in names], rotation=60, fontsize=7)
         ax.set_xlabel("VM")
         set_value_axis(ax, label, values)
         if ax.get_yscale() == "log":  # a zero has no bar on a log axis: say it is zero
-            for x in np.flatnonzero(values <= 0):
-                ax.annotate("0", (x, 0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=7)
-        ax.set_title(f"{truncate(r.profile, 24)}: {key} per VM over the run", fontsize=10)
+            for vm_index in np.flatnonzero(values <= 0):
+                ax.annotate(
+                    "0", (vm_index, 0), xycoords=("data", "axes fraction"), ha="center", va="bottom", fontsize=7
+                )
+        ax.set_title(f"{truncate(result.profile, 24)}: {key} per VM over the run", fontsize=10)
         ax.grid(alpha=0.3, axis="y")
     return [
         (
-            f"{r.profile}: I/O factor (IF) and network factor (NF) of each VM over the whole run.",
-            save(fig, out / f"intensity-{r.profile}.png"),
+            f"{result.profile}: I/O factor (IF) and network factor (NF) of each VM over the whole run.",
+            save(fig, out / f"intensity-{result.profile}.png"),
         )
     ]
 
@@ -143,22 +159,32 @@ def vf_intervals(result: ProfileResult, end: float) -> dict[str, list[tuple[floa
 
 
 def _vf_holders(results, path: Path) -> Path:
-    shown = [r for r in results if r.vf_events or r.initial_vfs]
-    end = max(float(r.series["time"][-1]) for r in results)
-    intervals = [vf_intervals(r, end) for r in shown]
+    shown = [result for result in results if result.vf_events or result.initial_vfs]
+    end = max(float(result.series["time"][-1]) for result in results)
+    intervals = [vf_intervals(result, end) for result in shown]
     vms = sorted({vm for held in intervals for vm in held}, key=natural_key)
     fig, (ax,) = figure(height=max(2.4, 0.9 + 0.28 * len(vms)))
     offset = 0.6 / max(len(shown), 1)
-    for k, held in enumerate(intervals):
+    for profile_index, held in enumerate(intervals):
         for row, vm in enumerate(vms):
             for start, stop in held.get(vm, []):
-                ax.plot([start / 60, stop / 60], [row + offset * k] * 2, lw=4, color=f"C{k}", solid_capstyle="butt")
-    ax.set_yticks(range(len(vms)), [truncate(v) for v in vms], fontsize=8)
+                ax.plot(
+                    [start / 60, stop / 60],
+                    [row + offset * profile_index] * 2,
+                    lw=4,
+                    color=f"C{profile_index}",
+                    solid_capstyle="butt",
+                )
+    ax.set_yticks(range(len(vms)), [truncate(vm) for vm in vms], fontsize=8)
     ax.set_ylabel("VM")
     ax.set_title(f"Who holds an SR-IOV VF: {_profiles(shown)}", fontsize=11)
     time_axis(ax)
     figure_legend(
-        fig, [Line2D([], [], color=f"C{k}", lw=4, label=truncate(r.profile, 24)) for k, r in enumerate(shown)]
+        fig,
+        [
+            Line2D([], [], color=f"C{profile_index}", lw=4, label=truncate(result.profile, 24))
+            for profile_index, result in enumerate(shown)
+        ],
     )
     return save(fig, path)
 
@@ -180,16 +206,26 @@ def _services(results, path: Path) -> tuple[str, Path]:
 
 
 def _service_bars(results, path: Path) -> Path:
-    names = [s["server"] for s in results[0].services]
+    names = [service["server"] for service in results[0].services]
     fig, (ax,) = figure()
     width = 0.8 / len(results)
     p95 = []
-    for k, r in enumerate(results):
-        x = np.arange(len(names)) + k * width
-        ax.bar(x, [_ms(s["response_mean"]) for s in r.services], width, color=f"C{k}", label=truncate(r.profile, 24))
-        p95 += [_ms(s["response_p95"]) for s in r.services]
-        ax.scatter(x, [_ms(s["response_p95"]) for s in r.services], marker="_", s=80, color="black")
-    ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, [truncate(n, 14) for n in names], rotation=45, fontsize=7)
+    for profile_index, result in enumerate(results):
+        positions = np.arange(len(names)) + profile_index * width
+        ax.bar(
+            positions,
+            [_ms(service["response_mean"]) for service in result.services],
+            width,
+            color=f"C{profile_index}",
+            label=truncate(result.profile, 24),
+        )
+        p95 += [_ms(service["response_p95"]) for service in result.services]
+        ax.scatter(
+            positions, [_ms(service["response_p95"]) for service in result.services], marker="_", s=80, color="black"
+        )
+    ax.set_xticks(
+        np.arange(len(names)) + 0.4 - width / 2, [truncate(name, 14) for name in names], rotation=45, fontsize=7
+    )
     set_value_axis(ax, "response time (ms)", p95)
     ax.set_title(f"Response time per web service: {_profiles(results)}", fontsize=11)
     ax.grid(alpha=0.3, axis="y")
@@ -202,15 +238,21 @@ def _service_bars(results, path: Path) -> Path:
 def _service_cdfs(results, path: Path) -> Path:
     fig, (ax,) = figure()
     every = []
-    for k, r in enumerate(results):
+    for profile_index, result in enumerate(results):
         for key, style, stat in (("response_mean", "-", "mean"), ("response_p95", "--", "p95")):
-            values = np.sort([v for v in (_ms(s[key]) for s in r.services) if np.isfinite(v)])
+            values = np.sort(
+                [
+                    response_ms
+                    for response_ms in (_ms(service[key]) for service in result.services)
+                    if np.isfinite(response_ms)
+                ]
+            )
             if not len(values):
                 continue  # nothing served by any service: no response times
             every.append(values)
             fraction = np.arange(len(values) + 1) / max(len(values), 1)
-            label = f"{truncate(r.profile, 24)} {stat}"
-            ax.step(np.r_[values[:1], values], fraction, where="post", color=f"C{k}", ls=style, label=label)
+            label = f"{truncate(result.profile, 24)} {stat}"
+            ax.step(np.r_[values[:1], values], fraction, where="post", color=f"C{profile_index}", ls=style, label=label)
     if every and needs_log_scale(np.concatenate(every)):
         ax.set_xscale("log")
         ax.set_xlabel("response time (ms), log scale")

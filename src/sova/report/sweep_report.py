@@ -62,9 +62,11 @@ def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]
         "runs": [
             {
                 "value": run.value,
-                "profiles": {r.profile: r.summary for r in run.results},
-                "services": {r.profile: r.services for r in run.results},
-                "migrations": {r.profile: [asdict(m) for m in r.migrations] for r in run.results},
+                "profiles": {result.profile: result.summary for result in run.results},
+                "services": {result.profile: result.services for result in run.results},
+                "migrations": {
+                    result.profile: [asdict(migration) for migration in result.migrations] for result in run.results
+                },
             }
             for run in runs
         ],
@@ -74,21 +76,23 @@ def sweep_document(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun]
 def write_sweep(sweep: Sweep, scenarios: list[Scenario], runs: list[SweepRun], d: Path, plots: bool) -> None:
     doc = sweep_document(sweep, scenarios, runs)
     write_summary(d, doc)
-    tables = [run_table(s, run.results, {sweep.key: run.value}) for s, run in zip(scenarios, runs, strict=True)]
+    tables = [
+        run_table(scenario, run.results, {sweep.key: run.value}) for scenario, run in zip(scenarios, runs, strict=True)
+    ]
     write_table(stacked(tables), d / FILE)
-    profiles = [r.profile for r in runs[0].results]
+    profiles = [result.profile for result in runs[0].results]
     metrics = [
         swept(label, path)
         for label, path in SWEPT
-        if any(metric_value(r.summary, path) is not None for run in runs for r in run.results)
+        if any(metric_value(result.summary, path) is not None for run in runs for result in run.results)
     ]
-    for p in profiles:
-        with (d / f"sweep-{p}.csv").open("w", newline="", encoding="utf-8") as f:
-            w = csv.writer(f)
-            w.writerow([sweep.key] + [m[1] for m in metrics])
+    for profile in profiles:
+        with (d / f"sweep-{profile}.csv").open("w", newline="", encoding="utf-8") as handle:
+            writer = csv.writer(handle)
+            writer.writerow([sweep.key] + [metric[1] for metric in metrics])
             for run in runs:
-                summ = _result(run, p).summary
-                w.writerow([run.value] + [metric_value(summ, m[1]) for m in metrics])
+                summ = _result(run, profile).summary
+                writer.writerow([run.value] + [metric_value(summ, metric[1]) for metric in metrics])
     figures = _plots(sweep, runs, profiles, metrics, d) + _by_group_plots(sweep, runs, profiles, d) if plots else []
     (d / "report.html").write_text(_html(doc, sweep, runs, profiles, metrics, figures), encoding="utf-8")
 
@@ -100,10 +104,10 @@ def _plots(sweep, runs, profiles, metrics, d: Path) -> list[tuple[str, Path]]:
         fig, (ax,) = figure(width=7.0)
         xs = _x_axis(ax, values)
         every = []
-        for k, p in enumerate(profiles):
-            ys = [_scaled(metric_value(_result(run, p).summary, path), scale) for run in runs]
+        for profile_index, profile in enumerate(profiles):
+            ys = [_scaled(metric_value(_result(run, profile).summary, path), scale) for run in runs]
             every += ys
-            ax.plot(xs, ys, marker="o", ms=3, lw=1.2, label=truncate(p, 24), color=f"C{k}")
+            ax.plot(xs, ys, marker="o", ms=3, lw=1.2, label=truncate(profile, 24), color=f"C{profile_index}")
         ax.set_xlabel(sweep.axis)
         set_value_axis(ax, f"{label} ({unit})" if unit else label, every)
         ax.set_title(f"{label} against {sweep.axis}: {profile_list(profiles)}", fontsize=11)
@@ -118,8 +122,8 @@ def _x_axis(ax, values: list) -> list:
     """Where each swept value sits on the x axis: numbers at themselves (on a log axis when they span two
     orders of magnitude, as block sizes from 1 KB to 4 MB do), anything else (names, ranges) at evenly
     spaced ticks labelled with the value."""
-    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in values):
-        ax.set_xticks(range(len(values)), [truncate(_value_label(x), 12) for x in values])
+    if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in values):
+        ax.set_xticks(range(len(values)), [truncate(_value_label(value), 12) for value in values])
         return list(range(len(values)))
     if min(values) > 0 and max(values) >= 100 * min(values):
         ax.set_xscale("log", base=2)
@@ -129,7 +133,7 @@ def _x_axis(ax, values: list) -> list:
 def _value_label(value) -> str:
     """A swept value as a tick label: a list (a range) as 'a-b', or 'a' when both ends are equal."""
     if isinstance(value, list | tuple):
-        ends = [str(x) for x in value]
+        ends = [str(end) for end in value]
         return ends[0] if len(set(ends)) == 1 else "-".join(ends)
     return str(value)
 
@@ -140,7 +144,7 @@ def _scaled(value, scale: float) -> float:
 
 
 def _result(run: SweepRun, profile: str):
-    return next(r for r in run.results if r.profile == profile)
+    return next(result for result in run.results if result.profile == profile)
 
 
 def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
@@ -151,15 +155,17 @@ def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
     if first.services:
 
         def response_ms(result, page):
-            svc = [x for x in result.services if x["page_bytes"] == page]
-            served = sum(x["served"] for x in svc)
+            svc = [service for service in result.services if service["page_bytes"] == page]
+            served = sum(service["served"] for service in svc)
             return (
-                sum(x["served"] * x["response_mean"] for x in svc if x["served"] > 0) / served * 1e3
+                sum(service["served"] * service["response_mean"] for service in svc if service["served"] > 0)
+                / served
+                * 1e3
                 if served
                 else np.nan
             )
 
-        pages = sorted({s["page_bytes"] for s in first.services})
+        pages = sorted({service["page_bytes"] for service in first.services})
         labels = {page: f"{page / 1024:.0f} KiB" for page in pages}
         path = _panels(
             sweep,
@@ -173,13 +179,13 @@ def _by_group_plots(sweep, runs, profiles, d: Path) -> list[tuple[str, Path]]:
         )
         out.append(("Mean response time by page size, per profile.", path))
     if "hosts" in first.summary:
-        labels = {h: h for h in first.summary["hosts"]}
+        labels = {host: host for host in first.summary["hosts"]}
         path = _panels(
             sweep,
             runs,
             profiles,
             labels,
-            lambda result, h: result.summary["hosts"][h]["nic_tx_mean"] * 100,
+            lambda result, host: result.summary["hosts"][host]["nic_tx_mean"] * 100,
             "mean NIC transmit utilisation (%)",
             d / "sweep_nic_per_host.png",
             ylim=(0, 105),
@@ -214,12 +220,14 @@ def _panels(sweep, runs, profiles, groups: dict, value, ylabel: str, path: Path,
     values need one (report.plot_style.set_value_axis).
     """
     fig, axes = figure(len(profiles), width=3.6 * len(profiles), height=3.4)
-    for ax, p in zip(axes, profiles, strict=True):
+    for ax, profile in zip(axes, profiles, strict=True):
         xs = _x_axis(ax, [run.value for run in runs])
-        table = np.array([[value(_result(run, p), g) for run in runs] for g in groups], dtype=float)
+        table = np.array([[value(_result(run, profile), group) for run in runs] for group in groups], dtype=float)
         if len(groups) <= LINES_MAX:
-            for k, label in enumerate(groups.values()):
-                ax.plot(xs, table[k], marker="o", ms=3, lw=1.1, color=f"C{k}", label=truncate(label))
+            for group_index, label in enumerate(groups.values()):
+                ax.plot(
+                    xs, table[group_index], marker="o", ms=3, lw=1.1, color=f"C{group_index}", label=truncate(label)
+                )
         else:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN column is a gap
@@ -232,7 +240,7 @@ def _panels(sweep, runs, profiles, groups: dict, value, ylabel: str, path: Path,
             ax.set_ylabel(ylabel)
         if ylim:
             ax.set_ylim(*ylim)
-        ax.set_title(truncate(p, 30), fontsize=10)
+        ax.set_title(truncate(profile, 30), fontsize=10)
         ax.set_xlabel(sweep.axis, fontsize=8)
         ax.grid(alpha=0.3)
     figure_legend(fig)
@@ -246,18 +254,18 @@ def _html(doc, sweep, runs, profiles, metrics, figures) -> str:
     head = "".join(f"<th>{html.escape(str(run.value))}</th>" for run in runs)
     rows = []
     for label, path, scale, unit in metrics[:3]:
-        for p in profiles:
+        for profile in profiles:
             cells = []
             for run in runs:
-                v = metric_value(_result(run, p).summary, path)
-                cells.append(f"<td>{v * scale:.3g}</td>" if is_number(v) else "<td>n/a</td>")
+                measured = metric_value(_result(run, profile).summary, path)
+                cells.append(f"<td>{measured * scale:.3g}</td>" if is_number(measured) else "<td>n/a</td>")
             rows.append(
-                f"<tr><td class='l'>{label} ({unit})</td><td class='l'>{html.escape(p)}</td>{''.join(cells)}</tr>"
+                f"<tr><td class='l'>{label} ({unit})</td><td class='l'>{html.escape(profile)}</td>{''.join(cells)}</tr>"
             )
     imgs = "".join(
-        f"<figure><img src='data:image/png;base64,{base64.b64encode(f.read_bytes()).decode()}'>"
-        f"<figcaption>{html.escape(c)}</figcaption></figure>"
-        for c, f in figures
+        f"<figure><img src='data:image/png;base64,{base64.b64encode(png_path.read_bytes()).decode()}'>"
+        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        for caption, png_path in figures
     )
     css = (
         "body{font-family:Helvetica,Arial,sans-serif;margin:2em auto;max-width:1100px}table{border-collapse:collapse;"

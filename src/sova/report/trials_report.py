@@ -38,46 +38,53 @@ def value(run: TrialRun, key: str) -> float | None:
 
 def relative(run: TrialRun, before: TrialRun, key: str, higher: bool) -> float:
     """Performance relative to the trial's Random placement (>1: better)."""
-    a, b = value(run, key), value(before, key)
-    if a is None or b is None or a <= 0 or b <= 0:
+    run_value, random_value = value(run, key), value(before, key)
+    if run_value is None or random_value is None or run_value <= 0 or random_value <= 0:
         return float("nan")
-    return a / b if higher else b / a
+    return run_value / random_value if higher else random_value / run_value
 
 
 def tenant_relative(runs: list[TrialRun], base: dict[int, TrialRun]) -> dict[str, np.ndarray]:
     """Per web tenant: each run's throughput relative to its trial's Random placement."""
     tenants = runs[0].outcome.web_by_tenant if runs else {}
     return {
-        t: np.array([r.outcome.web_by_tenant[t] / max(base[r.trial].outcome.web_by_tenant[t], 1e-300) for r in runs])
-        for t in tenants
+        tenant: np.array(
+            [
+                run.outcome.web_by_tenant[tenant] / max(base[run.trial].outcome.web_by_tenant[tenant], 1e-300)
+                for run in runs
+            ]
+        )
+        for tenant in tenants
     }
 
 
 def outcomes_present(runs: list[TrialRun]) -> list[tuple[str, str, str, bool]]:
-    return [o for o in OUTCOMES if any(value(r, o[0]) is not None for r in runs)]
+    return [outcome for outcome in OUTCOMES if any(value(run, outcome[0]) is not None for run in runs)]
 
 
 def profile_stats(runs: list[TrialRun], profiles: list[str]) -> dict[str, dict]:
     """Per profile (its last iteration): medians of each outcome, of relative performance, and more."""
-    base = {r.trial: r for r in runs if r.iteration == 0}
+    base = {run.trial: run for run in runs if run.iteration == 0}
     out = {}
-    for p in profiles:
-        mine = _final(runs, p)
+    for profile in profiles:
+        mine = _final(runs, profile)
         st: dict = {
             "runs": len(mine),
-            "objective_median": float(np.median([r.objective for r in mine])),
-            "seconds_median": float(np.median([r.seconds for r in mine])),
-            "seconds_max": float(np.max([r.seconds for r in mine])),
-            "moves_median": float(np.median([r.moves for r in mine])),
+            "objective_median": float(np.median([run.objective for run in mine])),
+            "seconds_median": float(np.median([run.seconds for run in mine])),
+            "seconds_max": float(np.max([run.seconds for run in mine])),
+            "moves_median": float(np.median([run.moves for run in mine])),
         }
-        gaps = [r.gap for r in mine if r.gap is not None]
+        gaps = [run.gap for run in mine if run.gap is not None]
         if gaps:
             st["gap_median"] = float(np.median(gaps))
             st["gap_within_10pct"] = float(np.mean(np.array(gaps) <= 0.1 + 1e-9))
         for key, _, _, higher in outcomes_present(runs):
-            vals = np.array([np.nan if value(r, key) is None else value(r, key) for r in mine], dtype=float)
-            rel = np.array([relative(r, base[r.trial], key, higher) for r in mine])
-            ref = _median([np.nan if value(b, key) is None else value(b, key) for b in base.values()])
+            vals = np.array([np.nan if value(run, key) is None else value(run, key) for run in mine], dtype=float)
+            rel = np.array([relative(run, base[run.trial], key, higher) for run in mine])
+            ref = _median(
+                [np.nan if value(random_run, key) is None else value(random_run, key) for random_run in base.values()]
+            )
             med = _median(vals)
             st[key] = {
                 "median": med,
@@ -92,19 +99,19 @@ def profile_stats(runs: list[TrialRun], profiles: list[str]) -> dict[str, dict]:
             st["web_tenants"] = {
                 "pairs_improved": float(np.mean(np.concatenate(list(by_tenant.values())) > 1.001)),
                 "by_tenant": {
-                    t: {"relative_median": float(np.median(r)), "improved": float(np.mean(r > 1.001))}
-                    for t, r in by_tenant.items()
+                    tenant: {"relative_median": float(np.median(ratios)), "improved": float(np.mean(ratios > 1.001))}
+                    for tenant, ratios in by_tenant.items()
                 },
             }
-        out[p] = st
+        out[profile] = st
     return out
 
 
 def _median(values) -> np.float64:
     """The median of the values that are not NaN (runs whose job never finished); NaN if there are none."""
-    x = np.asarray(values, dtype=float)
-    x = x[~np.isnan(x)]
-    return np.median(x) if len(x) else np.float64(np.nan)
+    numbers = np.asarray(values, dtype=float)
+    numbers = numbers[~np.isnan(numbers)]
+    return np.median(numbers) if len(numbers) else np.float64(np.nan)
 
 
 def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun]]], profiles, sweep=None) -> dict:
@@ -113,11 +120,13 @@ def trials_document(scenario: Scenario, groups: list[tuple[object, list[TrialRun
         "scenario": {**scenario_header(scenario), "trials": asdict(scenario.trials)},
         "sweep": None
         if sweep is None
-        else [{"table": x.table, "key": x.key, "values": list(x.values)} for x in (sweep, *sweep.lockstep)],
+        else [
+            {"table": swept.table, "key": swept.key, "values": list(swept.values)} for swept in (sweep, *sweep.lockstep)
+        ],
         "profiles": profiles,
         "values": [
-            {"value": v, "stats": profile_stats(runs, profiles), "runs": [asdict(r) for r in runs]}
-            for v, runs in groups
+            {"value": swept_value, "stats": profile_stats(runs, profiles), "runs": [asdict(run) for run in runs]}
+            for swept_value, runs in groups
         ],
     }
 
@@ -135,20 +144,20 @@ def write_trials(doc: dict, groups, d: Path, scenario: Scenario, sweep=None) -> 
     if plots and sweep is None:
         runs = groups[0][1]
         for key, label, unit, higher in outcomes_present(runs):
-            if all(value(r, key) is None for r in runs if r.iteration == 0):
+            if all(value(run, key) is None for run in runs if run.iteration == 0):
                 continue  # Random never got a value (no job finished): nothing to compare with
             figures.append(_boxes(runs, profiles, key, label, unit, higher, d))
             figures.append(_cdf(runs, profiles, key, label, higher, d))
             if len(runs[0].outcome.web_by_tenant) > 1 and key == "web":
                 figures.append(_tenants(runs, profiles, d))
-            if max(r.iteration for r in runs) > 1:
+            if max(run.iteration for run in runs) > 1:
                 figures.append(_iterations(runs, profiles, key, label, higher, d))
         figures.append(_runtimes(runs, profiles, d))
-        if any(r.gap is not None for r in runs):
+        if any(run.gap is not None for run in runs):
             figures.append(_gaps(runs, d))
     if plots and sweep is not None:
-        all_stats = [v["stats"] for v in doc["values"]]
-        for key, label, _, higher in outcomes_present([r for _, runs in groups for r in runs]):
+        all_stats = [entry["stats"] for entry in doc["values"]]
+        for key, label, _, higher in outcomes_present([run for _, runs in groups for run in runs]):
             figures.append(_sweep_bars(all_stats, profiles, sweep, key, label, higher, d))
     (d / "report.html").write_text(_html(doc, groups, profiles, figures, sweep), encoding="utf-8")
 
@@ -160,7 +169,7 @@ TRIAL_COLUMNS += ("seconds", "moves", "gap")
 
 def _trial_rows(groups) -> list[list]:
     """One row per run: the swept value (None without a sweep), then TRIAL_COLUMNS."""
-    return [[v, *_trial_row(r)] for v, runs in groups for r in runs]
+    return [[swept_value, *_trial_row(run)] for swept_value, runs in groups for run in runs]
 
 
 def _trial_row(r: TrialRun) -> list:
@@ -171,10 +180,10 @@ def _trial_row(r: TrialRun) -> list:
 
 
 def _write_csv(path: Path, rows: list[list]) -> None:
-    with path.open("w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow(["value", *TRIAL_COLUMNS])
-        w.writerows(rows)
+    with path.open("w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["value", *TRIAL_COLUMNS])
+        writer.writerows(rows)
 
 
 def _write_parquet(path: Path, rows: list[list], scenario: Scenario, sweep) -> None:
@@ -182,8 +191,8 @@ def _write_parquet(path: Path, rows: list[list], scenario: Scenario, sweep) -> N
     columns = label_columns({"scenario": scenario.name, "seed": scenario.seed, **scenario.params}, len(rows))
     if sweep is not None:
         columns[sweep.key] = _column([row[0] for row in rows])
-    for k, name in enumerate(TRIAL_COLUMNS, start=1):
-        columns[name] = pa.array([row[k] for row in rows])
+    for column_index, name in enumerate(TRIAL_COLUMNS, start=1):
+        columns[name] = pa.array([row[column_index] for row in rows])
     write_table(pa.table(columns), path)
 
 
@@ -192,13 +201,13 @@ def _column(values: list) -> pa.Array:
     try:
         return pa.array(values)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        return pa.array([str(v) for v in values])
+        return pa.array([str(item) for item in values])
 
 
 def _final(runs: list[TrialRun], profile: str) -> list[TrialRun]:
-    mine = [r for r in runs if r.profile == profile]
-    it = max(r.iteration for r in mine)
-    return [r for r in mine if r.iteration == it]
+    mine = [run for run in runs if run.profile == profile]
+    it = max(run.iteration for run in mine)
+    return [run for run in mine if run.iteration == it]
 
 
 def _save(fig, path: Path, caption: str) -> tuple[str, Path]:
@@ -208,18 +217,18 @@ def _save(fig, path: Path, caption: str) -> tuple[str, Path]:
 def _sweep_bars(all_stats, profiles, sweep, key, label, higher, d: Path):
     """Table III as bars: per swept value (with its lockstep keys), each profile's median relative change."""
     parts = [sweep, *sweep.lockstep]
-    names = ["\n".join(str(x.values[k]) for x in parts) for k in range(len(all_stats))]
-    shown = [p for p in profiles if p != RANDOM]
+    names = ["\n".join(str(swept.values[value_index]) for swept in parts) for value_index in range(len(all_stats))]
+    shown = [profile for profile in profiles if profile != RANDOM]
     fig, (ax,) = figure(width=max(6.0, 0.6 * len(names) * len(shown) + 2), height=3.8)
     width = 0.8 / len(shown)
-    for i, p in enumerate(shown):
-        change = [100 * (st[p][key]["relative_median"] - 1) for st in all_stats]
-        xs = np.arange(len(names)) + (i - (len(shown) - 1) / 2) * width
-        bars = ax.bar(xs, change, width, label=p, color=f"C{profiles.index(p)}")
-        ax.bar_label(bars, [f"{c:+.0f}%" for c in change], fontsize=6)
+    for slot, profile in enumerate(shown):
+        change = [100 * (st[profile][key]["relative_median"] - 1) for st in all_stats]
+        xs = np.arange(len(names)) + (slot - (len(shown) - 1) / 2) * width
+        bars = ax.bar(xs, change, width, label=profile, color=f"C{profiles.index(profile)}")
+        ax.bar_label(bars, [f"{percent:+.0f}%" for percent in change], fontsize=6)
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(range(len(names)), names, fontsize=7)
-    ax.set_xlabel(" / ".join(x.key for x in parts), fontsize=8)
+    ax.set_xlabel(" / ".join(swept.key for swept in parts), fontsize=8)
     better = "faster" if not higher else "more"
     ax.set_ylabel(f"median change vs Random (%, {better} is up)", fontsize=8)
     ax.set_title(f"{label}: median change against each trial's Random placement", fontsize=10)
@@ -233,17 +242,19 @@ def _sweep_bars(all_stats, profiles, sweep, key, label, higher, d: Path):
 
 
 def _boxes(runs, profiles, key, label, unit, higher, d: Path):
-    base = [value(r, key) for r in runs if r.iteration == 0 and value(r, key) is not None]
+    base = [value(run, key) for run in runs if run.iteration == 0 and value(run, key) is not None]
     ref = float(np.median(base))
-    data = [[value(r, key) / ref for r in _final(runs, p) if value(r, key) is not None] for p in profiles]
+    data = [
+        [value(run, key) / ref for run in _final(runs, profile) if value(run, key) is not None] for profile in profiles
+    ]
     fig, (ax,) = figure(width=8, height=3.8)
     ax.boxplot(data, showfliers=True, flierprops={"marker": "x"})
     ax.set_xticks(range(1, len(profiles) + 1), profiles, rotation=20)
-    for i, vals in enumerate(data, start=1):
+    for position, vals in enumerate(data, start=1):
         if vals:
-            m = float(np.median(vals))
-            change = (m - 1) if higher else (1 / m - 1)
-            ax.text(i, ax.get_ylim()[1], f"{change:+.0%}", ha="center", va="bottom", fontsize=8)
+            median = float(np.median(vals))
+            change = (median - 1) if higher else (1 / median - 1)
+            ax.text(position, ax.get_ylim()[1], f"{change:+.0%}", ha="center", va="bottom", fontsize=8)
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_ylabel(f"{label} / Random's median")
     ax.set_title(f"{label} per algorithm (Random's median {ref:.4g} {unit})", fontsize=10, pad=16)
@@ -257,14 +268,16 @@ def _boxes(runs, profiles, key, label, unit, higher, d: Path):
 
 
 def _cdf(runs, profiles, key, label, higher, d: Path):
-    base = {r.trial: r for r in runs if r.iteration == 0}
+    base = {run.trial: run for run in runs if run.iteration == 0}
     fig, (ax,) = figure(width=7, height=3.6)
-    for k, p in enumerate(profiles):
-        if p == RANDOM:
+    for profile_index, profile in enumerate(profiles):
+        if profile == RANDOM:
             continue
-        rel = np.sort([relative(r, base[r.trial], key, higher) for r in _final(runs, p)])
+        rel = np.sort([relative(run, base[run.trial], key, higher) for run in _final(runs, profile)])
         rel = rel[np.isfinite(rel)]
-        ax.step(rel, np.arange(1, len(rel) + 1) / max(len(rel), 1), where="post", label=p, color=f"C{k}")
+        ax.step(
+            rel, np.arange(1, len(rel) + 1) / max(len(rel), 1), where="post", label=profile, color=f"C{profile_index}"
+        )
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("relative performance (" + ("after / before" if higher else "time before / after") + ")")
     ax.set_ylabel("fraction of placements")
@@ -280,13 +293,13 @@ def _cdf(runs, profiles, key, label, higher, d: Path):
 
 
 def _tenants(runs, profiles, d: Path):
-    base = {r.trial: r for r in runs if r.iteration == 0}
+    base = {run.trial: run for run in runs if run.iteration == 0}
     tenants = list(runs[0].outcome.web_by_tenant)
     fig, (ax,) = figure(width=8, height=3.6)
-    shown = [p for p in profiles if p != RANDOM]
-    for p in shown:
-        med = [np.median(r) for r in tenant_relative(_final(runs, p), base).values()]
-        ax.plot(range(len(tenants)), med, marker="o", ms=4, lw=0.8, label=p, color=f"C{profiles.index(p)}")
+    shown = [profile for profile in profiles if profile != RANDOM]
+    for profile in shown:
+        med = [np.median(ratios) for ratios in tenant_relative(_final(runs, profile), base).values()]
+        ax.plot(range(len(tenants)), med, marker="o", ms=4, lw=0.8, label=profile, color=f"C{profiles.index(profile)}")
     ax.axhline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xticks(range(len(tenants)), tenants, rotation=30, fontsize=7)
     ax.set_ylabel("median requests/s after / before")
@@ -302,23 +315,27 @@ def _tenants(runs, profiles, d: Path):
 
 
 def _iterations(runs, profiles, key, label, higher, d: Path):
-    base = {r.trial: r for r in runs if r.iteration == 0}
+    base = {run.trial: run for run in runs if run.iteration == 0}
     fig, (ax,) = figure(width=7, height=3.6)
     styles = ["-", "--", ":", "-."]
-    for k, p in enumerate(profiles):
-        its = sorted({r.iteration for r in runs if r.profile == p and r.iteration > 0})
-        for i in its:
+    for profile_index, profile in enumerate(profiles):
+        its = sorted({run.iteration for run in runs if run.profile == profile and run.iteration > 0})
+        for iteration in its:
             rel = np.sort(
-                [relative(r, base[r.trial], key, higher) for r in runs if r.profile == p and r.iteration == i]
+                [
+                    relative(run, base[run.trial], key, higher)
+                    for run in runs
+                    if run.profile == profile and run.iteration == iteration
+                ]
             )
             rel = rel[np.isfinite(rel)]
             ax.step(
                 rel,
                 np.arange(1, len(rel) + 1) / max(len(rel), 1),
                 where="post",
-                color=f"C{k}",
-                ls=styles[(i - 1) % 4],
-                label=f"{p} #{i}",
+                color=f"C{profile_index}",
+                ls=styles[(iteration - 1) % 4],
+                label=f"{profile} #{iteration}",
             )
     ax.axvline(1.0, color="grey", lw=0.8, ls="--")
     ax.set_xlabel("relative performance against the first Random placement")
@@ -334,19 +351,21 @@ def _iterations(runs, profiles, key, label, higher, d: Path):
 
 
 def _runtimes(runs, profiles, d: Path):
-    shown = [p for p in profiles if p != RANDOM]
+    shown = [profile for profile in profiles if profile != RANDOM]
     fig, (ax,) = figure(width=7, height=3.4)
-    runtimes = [[max(r.seconds, 1e-5) for r in runs if r.profile == p and r.iteration > 0] for p in shown]
+    runtimes = [
+        [max(run.seconds, 1e-5) for run in runs if run.profile == profile and run.iteration > 0] for profile in shown
+    ]
     ax.boxplot(runtimes)
     ax.set_xticks(range(1, len(shown) + 1), shown, rotation=20)
-    set_value_axis(ax, "optimizer runtime (s)", [x for per_profile in runtimes for x in per_profile])
+    set_value_axis(ax, "optimizer runtime (s)", [seconds for per_profile in runtimes for seconds in per_profile])
     ax.set_title("optimizer runtime per placement (one core)", fontsize=10)
     ax.grid(alpha=0.3, axis="y")
     return _save(fig, d / "runtimes.png", "Each algorithm's runtime per placement (the paper's Fig. 7f).")
 
 
 def _gaps(runs, d: Path):
-    gaps = np.sort([r.gap for r in runs if r.gap is not None])
+    gaps = np.sort([run.gap for run in runs if run.gap is not None])
     fig, (ax,) = figure(width=6, height=3.2)
     ax.step(gaps * 100, np.arange(1, len(gaps) + 1) / len(gaps), where="post")
     ax.set_xlabel("gap HiGHS reached within its time limit (%)")
@@ -357,43 +376,45 @@ def _gaps(runs, d: Path):
 
 
 def _html(doc, groups, profiles, figures, sweep) -> str:
-    e = html.escape
+    escape = html.escape
     sc = doc["scenario"]
     parts = [
-        "<!doctype html><meta charset='utf-8'><title>" + e(sc["name"]) + "</title>",
+        "<!doctype html><meta charset='utf-8'><title>" + escape(sc["name"]) + "</title>",
         "<style>body{font-family:sans-serif;max-width:1000px;margin:2em auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th:first-child,td:first-child{text-align:left}"
         "</style>",
-        f"<h1>{e(sc['name'])}</h1><p>{e(sc['description'])}</p>",
+        f"<h1>{escape(sc['name'])}</h1><p>{escape(sc['description'])}</p>",
         f"<p>{sc['trials']['count']} Random placements, {sc['trials']['iterations']} iteration(s) per algorithm, "
-        f"runs of {sc['duration']:g} s ({sc['trials']['warmup']:g} s warm-up); sova {e(doc['sova_version'])}.</p>",
+        f"runs of {sc['duration']:g} s ({sc['trials']['warmup']:g} s warm-up); sova {escape(doc['sova_version'])}.</p>",
     ]
     all_stats = [val["stats"] for val in doc["values"]]  # computed once, for summary.json
     if sweep is not None:
         parts.append(_sweep_table(groups, all_stats, profiles, sweep))
-    for (v, runs), stats in zip(groups, all_stats, strict=True):
-        title = "" if sweep is None else f"<h2>{e(sweep.key)} = {e(str(v))}</h2>"
+    for (swept_value, runs), stats in zip(groups, all_stats, strict=True):
+        title = "" if sweep is None else f"<h2>{escape(sweep.key)} = {escape(str(swept_value))}</h2>"
         parts.append(title + _table(stats, profiles, outcomes_present(runs)))
     for caption, path in figures:
-        parts.append(f"<figure><img src='{e(path.name)}' width='800'><figcaption>{e(caption)}</figcaption></figure>")
+        parts.append(
+            f"<figure><img src='{escape(path.name)}' width='800'><figcaption>{escape(caption)}</figcaption></figure>"
+        )
     return "\n".join(parts) + "\n"
 
 
 def _sweep_table(groups, all_stats, profiles, sweep) -> str:
     """One row per swept value (and its lockstep keys): each profile's median relative improvement."""
     parts = [sweep, *sweep.lockstep]
-    outcomes = outcomes_present([r for _, runs in groups for r in runs])
-    shown = [p for p in profiles if p != RANDOM]
-    head = [x.key for x in parts] + [f"{label}: {p}" for _, label, _, _ in outcomes for p in shown]
+    outcomes = outcomes_present([run for _, runs in groups for run in runs])
+    shown = [profile for profile in profiles if profile != RANDOM]
+    head = [swept.key for swept in parts] + [f"{label}: {profile}" for _, label, _, _ in outcomes for profile in shown]
     rows = [
         "<h2>Median relative improvement over each trial's Random placement</h2><table><tr>"
-        + "".join(f"<th>{html.escape(h)}</th>" for h in head)
+        + "".join(f"<th>{html.escape(heading)}</th>" for heading in head)
         + "</tr>"
     ]
-    for k, stats in enumerate(all_stats):
-        cells = [str(x.values[k]) for x in parts]
-        cells += [f"{stats[p][key]['relative_median'] - 1:+.0%}" for key, *_ in outcomes for p in shown]
-        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    for value_index, stats in enumerate(all_stats):
+        cells = [str(swept.values[value_index]) for swept in parts]
+        cells += [f"{stats[profile][key]['relative_median'] - 1:+.0%}" for key, *_ in outcomes for profile in shown]
+        rows.append("<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in cells) + "</tr>")
     return "\n".join(rows) + "</table>"
 
 
@@ -402,18 +423,22 @@ def _table(stats, profiles, outcomes) -> str:
     for _, label, _, _ in outcomes:
         head += [f"{label}: median vs Random's", "median relative", "improved", "harmed"]
     head += ["objective (median)", "runtime (median s)", "moves (median)"]
-    rows = ["<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in head) + "</tr>"]
-    for p in profiles:
-        s = stats[p]
-        cells = [html.escape(p)]
+    rows = ["<table><tr>" + "".join(f"<th>{html.escape(heading)}</th>" for heading in head) + "</tr>"]
+    for profile in profiles:
+        profile_summary = stats[profile]
+        cells = [html.escape(profile)]
         for key, *_ in outcomes:
-            o = s[key]
+            outcome_stats = profile_summary[key]
             cells += [
-                f"{o['median_vs_random_median'] - 1:+.0%}",
-                f"{o['relative_median']:.2f}",
-                f"{o['improved']:.0%}",
-                f"{o['harmed']:.0%}",
+                f"{outcome_stats['median_vs_random_median'] - 1:+.0%}",
+                f"{outcome_stats['relative_median']:.2f}",
+                f"{outcome_stats['improved']:.0%}",
+                f"{outcome_stats['harmed']:.0%}",
             ]
-        cells += [f"{s['objective_median']:.3f}", f"{s['seconds_median']:.3g}", f"{s['moves_median']:.0f}"]
-        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+        cells += [
+            f"{profile_summary['objective_median']:.3f}",
+            f"{profile_summary['seconds_median']:.3g}",
+            f"{profile_summary['moves_median']:.0f}",
+        ]
+        rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
     return "\n".join(rows) + "</table>"

@@ -24,7 +24,7 @@ _HOST += ("nic_rx_bytes", "nic_tx_bytes", "vfs_total", "vfs_used", "dom0_weight"
 _CURVE = "host_power_curve"  # the host's watts at 0, 10, ..., 100 % CPU: POINTS values
 _VM = ("vm_vcpus", "vm_memory", "vm_memory_used", "vm_dirty_rate", "vm_weight", "vm_cap", "vm_vf_rate")
 _VM += ("vm_migrating", "vm_disk_local")
-_COUNTERS = tuple(f.name for f in fields(VmCounters))
+_COUNTERS = tuple(counter_field.name for counter_field in fields(VmCounters))
 _DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_}
 
 
@@ -34,26 +34,26 @@ class ReportError(ValueError):
 
 def host_part(snap: Snapshot, host: str) -> Snapshot:
     """The part of `snap` a host reports: the host, the VMs on it, and the flows its VMs send."""
-    h = snap.hosts.index(host)
-    mine = np.flatnonzero(snap.vm_host == h)
+    host_index = snap.hosts.index(host)
+    mine = np.flatnonzero(snap.vm_host == host_index)
     index = np.full(len(snap.vms), -1, dtype=np.int64)
     index[mine] = np.arange(len(mine))
     sent = np.flatnonzero(np.isin(snap.flow_src, mine))
     # a destination keeps its global index here; host_report encodes it by name
-    parts = {name: _take(getattr(snap, name), [h]) for name in _HOST}
+    parts = {name: _take(getattr(snap, name), [host_index]) for name in _HOST}
     parts |= {name: _take(getattr(snap, name), mine) for name in _VM}
     return replace(
         snap,
         hosts=(host,),
-        vms=tuple(snap.vms[i] for i in mine),
+        vms=tuple(snap.vms[vm_index] for vm_index in mine),
         vm_host=np.zeros(len(mine), dtype=np.int64),
-        vm_nic=tuple(snap.vm_nic[i] for i in mine),
+        vm_nic=tuple(snap.vm_nic[vm_index] for vm_index in mine),
         counters=VmCounters(**{name: getattr(snap.counters, name)[mine] for name in _COUNTERS}),
         flow_src=index[snap.flow_src[sent]],
         flow_dst=snap.flow_dst[sent],
         flow_bytes=snap.flow_bytes[sent],
-        host_power=None if snap.host_power is None else (snap.host_power[h],),
-        host_power_curve=_take(snap.host_power_curve, [h]),
+        host_power=None if snap.host_power is None else (snap.host_power[host_index],),
+        host_power_curve=_take(snap.host_power_curve, [host_index]),
         **parts,
     )
 
@@ -66,7 +66,7 @@ def encode(snap: Snapshot, host: str) -> bytes:
     arrays |= {"flow_src": part.flow_src, "flow_bytes": part.flow_bytes}
     if part.host_power_curve is not None:
         arrays[_CURVE] = part.host_power_curve[0]
-    destinations = ["" if d < 0 else snap.vms[d] for d in part.flow_dst]
+    destinations = ["" if destination < 0 else snap.vms[destination] for destination in part.flow_dst]
     header = {
         "v": VERSION,
         "time": part.time,
@@ -75,10 +75,10 @@ def encode(snap: Snapshot, host: str) -> bytes:
         "vm_nic": list(part.vm_nic),
         "flow_dst": destinations,
         "host_power": None if part.host_power is None else part.host_power[0],
-        "arrays": {name: [_code(a), len(a)] for name, a in arrays.items()},
+        "arrays": {name: [_code(array), len(array)] for name, array in arrays.items()},
     }
     head = json.dumps(header, separators=(",", ":"), allow_nan=False).encode()
-    body = b"".join(np.ascontiguousarray(a, dtype=_DTYPES[_code(a)]).tobytes() for a in arrays.values())
+    body = b"".join(np.ascontiguousarray(array, dtype=_DTYPES[_code(array)]).tobytes() for array in arrays.values())
     return zlib.compress(struct.pack("<I", len(head)) + head + body)
 
 
@@ -93,7 +93,7 @@ def decode(payload: bytes) -> tuple[Snapshot, list[str]]:
     if not isinstance(header, dict) or header.get("v") != VERSION:
         raise ReportError(f"host report: expected version {VERSION}")
     host, vms = header.get("host"), header.get("vms")
-    if not isinstance(host, str) or not isinstance(vms, list) or not all(isinstance(v, str) for v in vms):
+    if not isinstance(host, str) or not isinstance(vms, list) or not all(isinstance(vm, str) for vm in vms):
         raise ReportError("host report: expected a host name and a list of VM names")
     arrays, offset = {}, 4 + size
     for name, (code, length) in header.get("arrays", {}).items():
@@ -126,30 +126,34 @@ def merge(reports: list[tuple[Snapshot, list[str]]]) -> Snapshot:
     """One Snapshot of the hosts whose reports are given, at the latest report's time; a flow to a VM no
     report holds counts as leaving the data center."""
     parts = [part for part, _ in reports]
-    vms = tuple(v for part in parts for v in part.vms)
-    position = {v: i for i, v in enumerate(vms)}
+    vms = tuple(vm for part in parts for vm in part.vms)
+    position = {vm: index for index, vm in enumerate(vms)}
     first_vm = np.cumsum([0] + [len(part.vms) for part in parts])
 
     def joined(name: str) -> np.ndarray | None:
         values = [getattr(part, name) for part in parts]
-        return None if any(v is None for v in values) else np.concatenate(values)
+        return None if any(value is None for value in values) else np.concatenate(values)
 
     flow_dst = np.concatenate(
-        [np.array([position.get(d, -1) if d else -1 for d in dests], dtype=np.int64) for _, dests in reports]
+        [np.array([position.get(dest, -1) if dest else -1 for dest in dests], dtype=np.int64) for _, dests in reports]
     )
     return Snapshot(
         time=max(part.time for part in parts),
         hosts=tuple(part.hosts[0] for part in parts),
         vms=vms,
-        vm_host=np.concatenate([np.full(len(part.vms), h, dtype=np.int64) for h, part in enumerate(parts)]),
-        vm_nic=tuple(n for part in parts for n in part.vm_nic),
+        vm_host=np.concatenate(
+            [np.full(len(part.vms), host_index, dtype=np.int64) for host_index, part in enumerate(parts)]
+        ),
+        vm_nic=tuple(nic for part in parts for nic in part.vm_nic),
         counters=VmCounters(
             **{name: np.concatenate([getattr(part.counters, name) for part in parts]) for name in _COUNTERS}
         ),
-        flow_src=np.concatenate([part.flow_src + first_vm[h] for h, part in enumerate(parts)]),
+        flow_src=np.concatenate([part.flow_src + first_vm[host_index] for host_index, part in enumerate(parts)]),
         flow_dst=flow_dst,
         flow_bytes=np.concatenate([part.flow_bytes for part in parts]),
-        host_power=None if any(p.host_power is None for p in parts) else tuple(p.host_power[0] for p in parts),
+        host_power=None
+        if any(part.host_power is None for part in parts)
+        else tuple(part.host_power[0] for part in parts),
         **{name: joined(name) for name in (*_HOST, *_VM, _CURVE)},
     )
 
@@ -172,7 +176,12 @@ def _check_lengths(host: str, vms: list, header: dict, arrays: dict) -> None:
         if len(values) != want:
             raise ReportError(f"host report ({host}): {name} has {len(values)} values, expected {want}")
     optional = ("dom0_weight", "vm_disk_local", "host_core_mips")
-    for name in (*_COUNTERS, *(n for n in _HOST + _VM if n not in optional), "flow_src", "flow_bytes"):
+    for name in (
+        *_COUNTERS,
+        *(array_name for array_name in _HOST + _VM if array_name not in optional),
+        "flow_src",
+        "flow_bytes",
+    ):
         key = f"counters.{name}" if name in _COUNTERS else name
         if key not in arrays:
             raise ReportError(f"host report ({host}): {key} is missing")
