@@ -518,17 +518,16 @@ def test_sova_manage_runs_the_cloudscope_profile_on_real_hosts_and_predicts_ever
     for vm in busy:
         lab_.load(vm, ["cpu=100"])
     drv = _libvirt_driver(state)
-    policies = check_profile(Reader("test"), ProfileSpec("cloudscope", ("cloudscope",)))
-    for p in policies:
-        p.period = 5.0
+    params = {"cloudscope": {"period": 5.0, "window": 20.0}}
+    policies = check_profile(Reader("test"), ProfileSpec("cloudscope", ("cloudscope",), params=params))
     entries = []
     try:
-        rt = manage(drv, policies, ControlSpec(), duration=38, on_entry=entries.append)  # a 30 s window and more
+        rt = manage(drv, policies, ControlSpec(), duration=26, on_entry=entries.append)  # a 20 s window and more
     finally:
         drv.close()
         for vm in busy:
             lab_.load(vm, [])
-    prediction = predict(rt.knowledge, 30.0)
+    prediction = predict(rt.knowledge, 20.0)
     assert prediction is not None
     usage, _gamma, beta, delta = prediction
     snap = usage.snapshot
