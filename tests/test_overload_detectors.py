@@ -73,3 +73,23 @@ def test_a_flat_history_never_trips_iqr_or_mad_below_one(values):
     level = values[0]
     history = np.full((1, len(values)), level)
     assert adaptive(history, 1.5, "iqr")[0] == adaptive(history, 2.5, "mad")[0] == (level > 1)
+
+
+RISING_LATE = [0.3] * 8 + [0.7, 0.9]  # mean 0.4; Sxy = 0.8 + 1.05 + 2.25 = 4.1 over Sxx = 82.5
+
+
+def test_cloudsims_ols_fit_is_an_unweighted_line_by_hand_and_makes_lrr_the_same_as_lr():
+    history = np.array([RISING_LATE])
+    for robust in (False, True):  # CloudSim 3.0.3: commons-math drops the weights, so LRR's second fit is LR's
+        intercept, slope = local_fit(history, 10, robust, fit="ols")
+        assert slope == pytest.approx([4.1 / 82.5]) and intercept == pytest.approx([0.4 - 5.5 * 4.1 / 82.5])
+    # one sample ahead (x = 11): 0.1267 + 11 x 0.0497 = 0.673; 1.2 x 0.673 = 0.808 < 1
+    assert not regression(history, 1.2, fit="ols")[0] and not regression(history, 1.2, robust=True, fit="ols")[0]
+
+
+def test_the_papers_weighted_fit_follows_the_newest_samples_where_ols_does_not():
+    history = np.array([RISING_LATE])
+    slope_weighted = local_fit(history, 10)[1][0]
+    assert slope_weighted > 1.9 * local_fit(history, 10, fit="ols")[1][0]  # tricube: the last rise weighs most
+    # s x prediction: LR 0.996 (not overloaded), LRR 1.005 (overloaded), OLS 0.808 (above)
+    assert not regression(history, 1.2)[0] and regression(history, 1.2, robust=True)[0]

@@ -7,7 +7,10 @@ host), vectorized over hosts.
   MAD = median(|u - median(u)|), with no normal-consistency factor, as the paper defines it.
 - LR, LRR: a local linear fit of the last `window` samples, weighted by the tricube of each sample's
   distance from the newest (Cleveland's loess; LRR adds one round of bisquare robustness weights);
-  overloaded when s times the utilisation it predicts `ahead` samples later reaches 1.
+  overloaded when s times the utilisation it predicts `ahead` samples later reaches 1. With the fit
+  ``ols``, CloudSim 3.0.3's: an ordinary least-squares line over the same samples, LRR the same as LR
+  (commons-math applies its weights only when 40 % of them are at most 0, which tricube and bisquare
+  weights never are: docs/cloudsim-reference.md §1.4).
 
 A host with too short a history is judged by THR at FALLBACK_THRESHOLD, as CloudSim's implementation of
 the paper does (fewer than 12 samples for IQR and MAD, fewer than `window` for LR and LRR).
@@ -68,10 +71,18 @@ def tricube_weights(window: int) -> np.ndarray:
     return (1.0 - distance**3) ** 3
 
 
-def local_fit(history: np.ndarray, window: int = 10, robust: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """(intercept, slope) of each host's weighted linear fit over its last `window` samples, x = 1..window."""
+FITS = ("weighted", "ols")  # the paper's local fit, CloudSim 3.0.3's ordinary least squares
+
+
+def local_fit(
+    history: np.ndarray, window: int = 10, robust: bool = False, fit: str = "weighted"
+) -> tuple[np.ndarray, np.ndarray]:
+    """(intercept, slope) of each host's linear fit over its last `window` samples, x = 1..window: tricube
+    weighted (bisquare too if robust), or with ``fit="ols"`` unweighted whether robust or not."""
     y = history[:, -window:]
     x = np.arange(1, window + 1, dtype=float)
+    if fit == "ols":
+        return _weighted_line(x, y, np.ones_like(y))
     weights = np.broadcast_to(tricube_weights(window), y.shape)
     intercept, slope = _weighted_line(x, y, weights)
     if robust:  # one round of bisquare weights on the residuals (LRR)
@@ -97,13 +108,13 @@ def _weighted_line(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> tuple[n
 
 
 def regression(
-    history: np.ndarray, safety: float, window: int = 10, ahead: int = 1, robust: bool = False
+    history: np.ndarray, safety: float, window: int = 10, ahead: int = 1, robust: bool = False, fit: str = "weighted"
 ) -> np.ndarray:
     """Overloaded hosts by LR (or LRR): s times the utilisation predicted `ahead` samples past the newest
     reaches 1 (THR at the fallback threshold for a history shorter than `window`)."""
     if history.shape[1] < window:
         return thr(history[:, -1], FALLBACK_THRESHOLD)
-    intercept, slope = local_fit(history, window, robust)
+    intercept, slope = local_fit(history, window, robust, fit)
     return safety * (intercept + slope * (window + ahead)) >= 1.0
 
 
@@ -119,13 +130,15 @@ def limits(history: np.ndarray, detector: str, threshold: float, safety: float) 
     return np.full(len(history), FALLBACK_THRESHOLD)
 
 
-def overloaded(history: np.ndarray, detector: str, threshold: float, safety: float) -> np.ndarray:
-    """Overloaded hosts by the named detector (thr, iqr, mad, lr or lrr)."""
+def overloaded(
+    history: np.ndarray, detector: str, threshold: float, safety: float, fit: str = "weighted"
+) -> np.ndarray:
+    """Overloaded hosts by the named detector (thr, iqr, mad, lr or lrr; LR's and LRR's line by `fit`)."""
     if detector == "thr":
         return thr(history[:, -1], threshold)
     if detector in ("iqr", "mad"):
         return adaptive(history, safety, detector)
-    return regression(history, safety, robust=detector == "lrr")
+    return regression(history, safety, robust=detector == "lrr", fit=fit)
 
 
 @dataclass(frozen=True)
@@ -156,7 +169,7 @@ class Overload(Finding, kind="overload"):
 class HostOverload(Analyzer):
     name = "overload"
     summary = "Beloglazov-Buyya overload detection (THR, IQR, MAD, LR, LRR) over each host's CPU asked per period"
-    reads = ("period", "detector", "threshold", "safety", "history")
+    reads = ("period", "detector", "threshold", "safety", "history", "fit")
 
     def span(self, settings: Mapping[str, Any]) -> float:
         return settings["period"] * settings["history"]
@@ -170,7 +183,7 @@ class HostOverload(Analyzer):
         snap = knowledge.latest
         history = host_history(snap, found)
         detector, threshold, safety = settings["detector"], settings["threshold"], settings["safety"]
-        hot = overloaded(history, detector, threshold, safety) & (
+        hot = overloaded(history, detector, threshold, safety, settings["fit"]) & (
             np.bincount(snap.vm_host, minlength=len(snap.hosts)) > 0
         )
         tolerated = limits(history, detector, threshold, safety)

@@ -19,7 +19,7 @@ import numpy as np
 
 from sova.analyze.cpu_asked import CpuAsked, asked_in, core_speed, cpu_asked
 from sova.analyze.findings import Findings
-from sova.analyze.overload import Overload
+from sova.analyze.overload import FITS, Overload
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.power_models import POINTS
@@ -42,6 +42,13 @@ class PowerAware(Policy):
         "detector": Field("str", "thr", "overload detection: thr, iqr, mad, lr or lrr", choices=DETECTORS),
         "threshold": Field("float", 0.8, "THR's utilisation threshold", lo=0, lo_open=True),
         "safety": Field("float", 1.5, "IQR's, MAD's, LR's and LRR's safety parameter s", lo=0),
+        "fit": Field(
+            "str",
+            "weighted",
+            "LR's and LRR's line: weighted (the paper's tricube, bisquare for LRR) or ols (CloudSim 3.0.3's "
+            "ordinary least squares; LRR then equals LR)",
+            choices=FITS,
+        ),
         "selection": Field("str", "mmt", "which VM leaves: mmt, mc, mu or rs", choices=select.CRITERIA),
         "consolidate": Field("bool", True, "empty underloaded hosts whose VMs all fit elsewhere"),
         "history": Field("int", 30, "periods of CPU history the detector judges (the Knowledge keeps them)", lo=12),
