@@ -1,7 +1,10 @@
 """Trace sets: a directory of trace files, or a whole .tar.gz archive of them, listed in name order.
 
 A scenario gives one VM per file of a set (``[[vms]] files``) and a workload one file per VM of its
-entry; both take the files sorted by name, so the k-th VM gets the k-th file.
+entry; both take the files sorted by name, so the k-th VM gets the k-th file. A workload with ``order =
+"listing"`` takes them in the order the file system lists the directory (an archive: its members'
+order), as CloudSim's PlanetLab runner does (Java's ``File.listFiles``: readdir's order, which differs
+from one file system to another); the VMs' files only count and block them, so their order is moot.
 
 Public trace sets are too large for the project: scenarios read them from beside the checkout
 (``../shared/traces``) through a ``[params]`` path that ``--param NAME=PATH`` points elsewhere. A trace
@@ -13,6 +16,7 @@ scenario is still read (without duplicate names from the entries of one set's bl
 
 from __future__ import annotations
 
+import os
 import tarfile
 from pathlib import Path
 from typing import Any
@@ -51,15 +55,23 @@ def is_trace_set(spec: str) -> bool:
     return Path(spec).is_dir() or (spec.endswith(".tar.gz") and ".tar.gz:" not in spec)
 
 
-def trace_set(spec: str) -> list[str]:
-    """The traces of a set, sorted by name: a directory's files, or an archive's files as
-    'ARCHIVE.tar.gz:MEMBER' (listing an archive reads it once)."""
-    path = Path(spec)
+ORDERS = ("name", "listing")  # a set's files sorted by name, or as the file system lists them
+
+
+def trace_set(spec: str, order: str = "name") -> list[str]:
+    """The traces of a set, sorted by name (or in the listing's order): a directory's files, or an
+    archive's files as 'ARCHIVE.tar.gz:MEMBER' (listing an archive reads it once)."""
+    arrange = sorted if order == "name" else list
     try:
-        if path.is_dir():
-            return sorted(str(p) for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+        if Path(spec).is_dir():
+            with os.scandir(spec) as entries:  # readdir's order
+                return arrange(
+                    str(Path(spec) / entry.name)
+                    for entry in entries
+                    if entry.is_file() and not entry.name.startswith(".")
+                )
         with tarfile.open(spec, "r:gz") as tar:  # hidden files (macOS ._*, .DS_Store) are no traces, as in a directory
-            return sorted(f"{spec}:{m.name}" for m in tar.getmembers() if m.isfile() and not _hidden(m.name))
+            return arrange(f"{spec}:{m.name}" for m in tar.getmembers() if m.isfile() and not _hidden(m.name))
     except (OSError, tarfile.TarError) as exc:
         raise TraceError(f"{spec}: cannot list the trace set ({exc})") from None
 

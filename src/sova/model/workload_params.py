@@ -4,6 +4,7 @@ and a line of documentation; a part of the scenario's keys (``model/scenario_fie
 from __future__ import annotations
 
 from sova.model.schema import MAX_SEED, REQUIRED, Field
+from sova.model.trace_sets import ORDERS
 
 # how a trace's samples map onto simulated time (planetlab, bitbrains)
 TRACE_SAMPLING = {
@@ -17,6 +18,13 @@ TRACE_SAMPLING = {
         choices=("in-order", "with-replacement"),
     ),
     "draw_seed": Field("int", 1, "with draw = with-replacement: the draws' seed", lo=0, hi=MAX_SEED),
+    "order": Field(
+        "str",
+        "name",
+        "which VM gets which trace of a set: the k-th VM the k-th sorted by name, or the k-th the file "
+        "system lists (listing: CloudSim's, which varies between file systems)",
+        choices=ORDERS,
+    ),
 }
 
 # Per workload kind: the parameters a phase may change, with defaults.

@@ -11,13 +11,13 @@ from sova.sim.workload_kinds.base import Group
 
 
 def trace_files(spec: WorkloadSpec, vms: int) -> list[dict] | None:
-    """A trace set's files for the entry's VMs, one each in name order (or drawn with replacement), as each
+    """A trace set's files for the entry's VMs, one each in the set's order (or drawn with replacement), as each
     VM's `file` (None: the entry names one file)."""
     file = spec.params.get("file")
     if not file or not is_trace_set(file):
         return None
     try:
-        files = trace_set(file)
+        files = trace_set(file, spec.params.get("order", "name"))
     except TraceError as exc:
         raise TraceError(f"{spec.where or 'a workload'}.file: {exc}") from None
     if spec.params.get("draw") == "with-replacement":  # a sample of the set, stated as such in the docs
