@@ -4,12 +4,16 @@
 # (org.cloudbus.cloudsim.examples.power.planetlab), run unchanged, one JVM at a time, per day.
 # Writes one CSV row per (day, profile), profiles named as Sova names them; see docs/cloudsim-reference.md.
 #
-# Usage: benchmarks/cloudsim_reference.sh [-g CLOUDSIM_GIT_DIR] [-o CSV] [-w WORK_DIR] [-s HH:MM]
+# Usage: benchmarks/cloudsim_reference.sh [-g CLOUDSIM_GIT_DIR] [-o CSV] [-w WORK_DIR] [-s HH:MM] [-q] [-k]
 #                                          CHECKOUT_DIR TRACES_DIR DAY...
 #   -g  git dir of Cloudslab/cloudsim: if CHECKOUT_DIR does not exist, tag cloudsim-3.0.3 is exported there
 #   -o  output CSV (default: benchmarks/data/cloudsim-3.0.3-planetlab.csv beside this script)
 #   -w  scratch dir for logs and the classpath folder NPA reads (default: CHECKOUT_DIR-run)
 #   -s  UTC time after which no new day is started (days are written whole, or not at all)
+#   -q  CloudSim's event log off (PlanetLabRunnerConsole enableOutput != "1"; the results are still printed,
+#       as printResults re-enables the log). Default on, as the example classes run (~0.5 GB of log a run).
+#       Column cloudsim_log says which. NPA (the NonPowerAware class, ENABLE_OUTPUT constant) always logs.
+#   -k  keep CloudSim's full logs (default: keep their last 60 lines, which hold the printed results)
 #   TRACES_DIR holds <DAY>/ folders, one trace file per VM (CloudSim's workload/planetlab/<DAY>).
 # Example: benchmarks/cloudsim_reference.sh -g /work/.mirror/Cloudslab+cloudsim/repo -w /work/cloudsim-run \
 #            /work/cloudsim-3.0.3 /work/shared/traces/planetlab 20110303 20110306
@@ -20,11 +24,13 @@ set -euo pipefail
 
 TAG=cloudsim-3.0.3
 GIT_DIR="" ; CSV="$(cd "$(dirname "$0")" && pwd)/data/cloudsim-3.0.3-planetlab.csv" ; WORK="" ; STOP_AT=""
-while getopts g:o:w:s: opt; do
-  case $opt in g) GIT_DIR=$OPTARG ;; o) CSV=$OPTARG ;; w) WORK=$OPTARG ;; s) STOP_AT=$OPTARG ;; *) exit 2 ;; esac
+LOG_ON=1 ; KEEP=0
+while getopts g:o:w:s:qk opt; do
+  case $opt in g) GIT_DIR=$OPTARG ;; o) CSV=$OPTARG ;; w) WORK=$OPTARG ;; s) STOP_AT=$OPTARG ;;
+               q) LOG_ON=0 ;; k) KEEP=1 ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 3 ] || { sed -n '7,13p' "$0"; exit 2; }
+[ $# -ge 3 ] || { sed -n '7,17p' "$0"; exit 2; }
 CS=$(realpath -m "$1"); TRACES=$(realpath "$2"); shift 2; DAYS=("$@")
 WORK=$(realpath -m "${WORK:-$CS-run}")
 
@@ -60,11 +66,12 @@ HEADER+=",mean_time_before_host_shutdown_s,stdev_time_before_host_shutdown_s"
 HEADER+=",mean_time_before_vm_migration_s,stdev_time_before_vm_migration_s"
 HEADER+=",exec_vm_selection_mean_s,exec_vm_selection_stdev_s,exec_host_selection_mean_s,exec_host_selection_stdev_s"
 HEADER+=",exec_vm_reallocation_mean_s,exec_vm_reallocation_stdev_s,exec_total_mean_s,exec_total_stdev_s,max_rss_kb"
+HEADER+=",cloudsim_log"
 
 # Turns CloudSim's printed results (Helper.printResults) + /usr/bin/time output into one CSV row.
 # slav = printed "SLA" (SLATAH x PDM) as a fraction; esv = energy_kwh x slav (CloudSim prints no ESV).
-row() { # day profile log timefile
-  awk -v day="$1" -v prof="$2" -F': ' '
+row() { # day profile log timefile cloudsim_log
+  awk -v day="$1" -v prof="$2" -v lg="$5" -F': ' '
     function num(s) { sub(/ *(kWh|sec|%)$/, "", s); return s }
     FILENAME == ARGV[2] { if ($0 ~ /^[0-9.]+ [0-9.]+ [0-9.]+ [0-9]+$/) { split($0, t, " "); wall = t[1]; cpu = t[2] + t[3]; rss = t[4] }; next }
     /^Received [0-9]+ cloudlets/ { split($0, r, " "); m["rc"] = r[2] }
@@ -97,7 +104,7 @@ row() { # day profile log timefile
       printf "%s,%s,%s,%s,%s,%s,%s,%s,%.7g,%.7g,%s,%s,%.2f", day, prof, m["vms"], m["hosts"], m["e"], m["mig"],
              m["slatah"], m["pdm"], slav, m["e"] * slav, m["sd"], wall, cpu
       printf ",%s,%s,%s,%s,%s,%s,%s,%s,%s", m["sla"], m["ov"], m["av"], m["sim"], m["rc"], m["mhs"], m["shs"], m["mvm"], m["svm"]
-      printf ",%s,%s,%s,%s,%s,%s,%s,%s,%s\n", m["x1"], m["x2"], m["x3"], m["x4"], m["x5"], m["x6"], m["x7"], m["x8"], rss
+      printf ",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", m["x1"], m["x2"], m["x3"], m["x4"], m["x5"], m["x6"], m["x7"], m["x8"], rss, lg
     }' "$3" "$4"
 }
 
@@ -115,22 +122,25 @@ for day in "${DAYS[@]}"; do
   rows=$out/rows.csv; : > "$rows"
   for prof in "${PROFILES[@]}"; do
     log=$out/console/$prof.txt; tf=$out/console/$prof.time
+    lg=$LOG_ON
     if [ "$prof" = npa ]; then
-      cmd=(java -cp "$CP" org.cloudbus.cloudsim.examples.power.planetlab.NonPowerAware)
-    else # PlanetLabRunnerConsole <enableOutput=1> <inputFolder> <outputFolder> <workload> <policy> [selection] [param]
+      lg=1; cmd=(java -cp "$CP" org.cloudbus.cloudsim.examples.power.planetlab.NonPowerAware)
+    else # PlanetLabRunnerConsole <enableOutput> <inputFolder> <outputFolder> <workload> <policy> [selection] [param]
       IFS=- read -r pol sel par <<<"$prof"
       cmd=(java -cp "$CP" org.cloudbus.cloudsim.examples.power.planetlab.PlanetLabRunnerConsole
-           1 "$TRACES" "$out" "$day" "$pol" "${sel:-}" "${par:-}")
+           "$LOG_ON" "$TRACES" "$out" "$day" "$pol" "${sel:-}" "${par:-}")
     fi
     echo "$(date -u +%T) $day $prof: ${cmd[*]}"
     (cd "$out" && /usr/bin/time -f '%e %U %S %M' -o "$tf" "${cmd[@]}" > "$log" 2>&1)
-    # Console runs write CloudSim's log (events + results) to <out>/log/<experiment>.txt; NPA prints to stdout.
+    # With the log on, Console runs write CloudSim's log (events + results) to <out>/log/<experiment>.txt;
+    # NPA, and Console runs with the log off, print to stdout.
     res=$log
-    if [ "$prof" != npa ]; then
+    if [ "$prof" != npa ] && [ "$LOG_ON" = 1 ]; then
       exp=$(sed -n 's/^Starting //p' "$log" | head -1)
       res=$out/log/$exp.txt
     fi
-    row "$day" "$prof" "$res" "$tf" >> "$rows"
+    row "$day" "$prof" "$res" "$tf" "$lg" >> "$rows"
+    if [ "$KEEP" = 0 ] && [ "$lg" = 1 ]; then tail -n 60 "$res" > "$res.tail"; mv "$res.tail" "$res"; fi
     tail -1 "$rows"
   done
   # Append the whole day atomically (any earlier rows of this day are replaced).

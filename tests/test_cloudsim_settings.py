@@ -1,18 +1,28 @@
 """The settings that give CloudSim 3.0.3's behaviour where Sova's differs (docs/consolidation.md), each on a
-case worked out by hand: the order a workload takes a trace set's files in."""
+case worked out by hand: the order a workload takes a trace set's files in; whether a running VM holds its
+memory (vm_memory)."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import tarfile
 
+import numpy as np
 import pytest
 
 from helpers import make_scenario
-from sova.model.scenario import WorkloadSpec
+from sova.control.action_rails import Ledger
+from sova.control.executor import Executor
+from sova.drivers.sim import SimDriver
+from sova.model.actions import OK, Migrate
+from sova.model.knowledge import Knowledge
+from sova.model.scenario import ControlSpec, WorkloadSpec
 from sova.model.schema import InputError
 from sova.model.trace_sets import trace_set
+from sova.sim.engine import Simulator
+from sova.sim.records import SimError
 from sova.sim.workload_kinds.trace_replay import trace_files
 
 
@@ -58,3 +68,59 @@ def test_an_unknown_order_is_refused_with_the_choices(tmp_path):
             vms=[{"name": "vm1", "host": "h1"}],
             workloads=[{"vm": "vm*", "kind": "planetlab", "file": archive, "order": "sorted"}],
         )
+
+
+# vm_memory: 4-GiB hosts and 1,740-MiB VMs (CloudSim's largest type): first fit at creation puts two on h1
+# (3,480 MiB, 616 MiB left) and the third on h2
+PACKED = {
+    "hosts": [{"name": "h{i}", "count": 2, "memory": "4096MiB", "dom0_memory": 0}],
+    "vms": [{"name": "v{i}", "count": 3, "host": "first-fit", "memory": "1740MiB"}],
+}
+
+
+def _rig(vm_memory: str):
+    sim = Simulator(make_scenario(simulator={"vm_memory": vm_memory}, **PACKED))
+    driver, knowledge = SimDriver(sim), Knowledge()
+    knowledge.add(driver.observe())
+    return sim, driver, knowledge, Executor(driver, ControlSpec(), "auto")
+
+
+def test_vms_pack_by_memory_at_creation_whatever_they_hold_later():
+    for vm_memory in ("held", "creation"):
+        _, driver, _, _ = _rig(vm_memory)
+        snap = driver.observe()
+        assert [snap.hosts[h] for h in snap.vm_host] == ["h1", "h1", "h2"]
+        assert snap.vm_memory.tolist() == [1740.0] * 3  # configured memory is still reported (MMT reads it)
+
+
+def test_a_held_vm_needs_its_memory_where_it_moves_so_the_third_does_not_fit():
+    sim, driver, knowledge, executor = _rig("held")
+    assert driver.observe().committed_memory().tolist() == [3480.0, 1740.0]
+    executor.submit([Migrate(vm="v3", dst="h1")], knowledge)
+    (rejected,) = [e for e in executor.audit.entries if e.event == "rejected"]
+    assert "h1 has 616 MiB free; v3 needs 1740 MiB" in rejected.message
+    with pytest.raises(SimError, match="h1 has 616 MiB free, v3 needs 1740 MiB"):
+        sim.start_migration(2, 0)
+
+
+def test_where_vms_hold_memory_only_at_creation_a_third_moves_onto_a_host_with_616_mib_free():
+    sim, driver, knowledge, executor = _rig("creation")
+    snap = driver.observe()
+    assert snap.committed_memory().tolist() == [0.0, 0.0] and snap.memory_held().tolist() == [0.0] * 3
+    executor.submit([Migrate(vm="v3", dst="h1")], knowledge)
+    for _ in range(120):  # 1,740 MiB over 1 Gb/s: about 15 s of pre-copy
+        sim.step()
+        knowledge.add(driver.observe())
+        executor.tick(knowledge)
+    finished = [e for e in executor.audit.entries if e.event == "finished"]
+    assert [e.status for e in finished] == [OK]
+    assert [driver.observe().hosts[h] for h in driver.observe().vm_host] == ["h1", "h1", "h1"]
+
+
+def test_a_restart_boots_a_vm_so_it_needs_its_configured_memory_even_where_running_vms_hold_none():
+    knowledge = _rig("creation")[2]
+    ledger = Ledger.of([], knowledge)
+    snap = knowledge.latest
+    assert ledger.memory_short(snap, "v3", "h1") is None  # moving: it needs what it holds, none
+    small = dataclasses.replace(snap, host_memory=np.array([1000.0, 4096.0]))
+    assert ledger.memory_short(small, "v3", "h1", booting=True) == "h1 has 1000 MiB free; v3 needs 1740 MiB"

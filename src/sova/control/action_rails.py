@@ -77,17 +77,15 @@ class Ledger:
         self.touching[dst] += 1
         if src != dst:
             self.touching[src] += 1
-        self.incoming[dst] += snap.vm_memory[v]
+        self.incoming[dst] += snap.memory_held()[v]
 
-    def memory_short(self, snap: Snapshot, vm: str, host: str) -> str | None:
-        """Why `host` lacks the memory for `vm` (its VMs' and those heading to it counted), or None."""
+    def memory_short(self, snap: Snapshot, vm: str, host: str, booting: bool = False) -> str | None:
+        """Why `host` lacks the memory for `vm` (its VMs' and those heading to it counted), or None. A VM
+        moving needs the memory it holds; one booting (a restart) its configured memory."""
         h, v = snap.host_position[host], snap.vm_position[vm]
         free = snap.host_memory[h] - self.committed[h] - self.incoming[h]
-        return (
-            f"{host} has {free:.0f} MiB free; {vm} needs {snap.vm_memory[v]:.0f} MiB"
-            if free < snap.vm_memory[v]
-            else None
-        )
+        need = (snap.vm_memory if booting else snap.memory_held())[v]
+        return f"{host} has {free:.0f} MiB free; {vm} needs {need:.0f} MiB" if free < need else None
 
 
 @dataclass
@@ -189,7 +187,7 @@ class _RestartRails(KindRails):
     """Memory free on the host it boots on; the next restarts of the pass count its memory there."""
 
     def check(self, holder, action, counts):
-        return counts.ledger.memory_short(counts.snap, action.vm, action.host)
+        return counts.ledger.memory_short(counts.snap, action.vm, action.host, booting=True)
 
     def started(self, action, counts):
         snap = counts.snap

@@ -308,6 +308,14 @@ SIMULATOR_FIELDS = {
         lo=0,
         hi=1,
     ),
+    "vm_memory": Field(
+        "str",
+        "held",
+        "held: a running VM holds its memory, as on a real hypervisor; creation: memory counts only where VMs "
+        "are placed at creation, and a running VM holds none, so migrations see CPU alone (CloudSim's "
+        "UtilizationModelNull)",
+        choices=("held", "creation"),
+    ),
     "power_follows_load": Field(
         "bool",
         True,

@@ -89,6 +89,9 @@ class Snapshot:
     host_power: tuple[str, ...] | None = None
     # per host: watts at 0, 10, ..., 100 % CPU (the inventory's power model), hosts x 11; None: unknown
     host_power_curve: np.ndarray | None = None
+    # per VM: MiB it holds on its host now, where that is not its configured memory (a simulator whose running
+    # VMs hold none, as CloudSim's); None: its configured memory, as on any real host
+    vm_memory_held: np.ndarray | None = None
     # per host: the driver's time of its latest report (a host that stopped reporting keeps its last one, and
     # its VMs are shown as it last saw them); None: every host reported for this snapshot
     host_seen: np.ndarray | None = None
@@ -108,9 +111,14 @@ class Snapshot:
             return np.ones(len(self.hosts), dtype=bool)
         return np.array([state == "on" for state in self.host_power], dtype=bool)
 
+    def memory_held(self) -> np.ndarray:
+        """Per VM: MiB it holds on its host, and would hold on another it moved to (its configured memory
+        unless the driver says otherwise)."""
+        return self.vm_memory if self.vm_memory_held is None else self.vm_memory_held
+
     def committed_memory(self) -> np.ndarray:
-        """Per host: MiB committed to its VMs (their configured memory)."""
-        return np.bincount(self.vm_host, weights=self.vm_memory, minlength=len(self.hosts))
+        """Per host: MiB committed to its VMs (the memory they hold)."""
+        return np.bincount(self.vm_host, weights=self.memory_held(), minlength=len(self.hosts))
 
 
 def counter_rate(

@@ -86,7 +86,7 @@ class CloudScope(Policy):
             if changed[here]:
                 continue
             slowdown = slowdown_if_placed(load, vm_load(terms, j), guests, beta[j], here)
-            request = VmRequest(found.vm, int(snap.vm_vcpus[j]), float(snap.vm_memory[j]), False, snap.time)
+            request = VmRequest(found.vm, int(snap.vm_vcpus[j]), float(snap.memory_held()[j]), False, snap.time)
             fits = room.fits(request) & ~changed & np.isfinite(slowdown)
             fits[here] = False
             fits = restricted(rules, j, fits)

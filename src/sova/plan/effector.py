@@ -45,7 +45,7 @@ def choose_vm(
     on = [
         v
         for v in resident
-        if snap.vms[v] not in exclude and vm_load[v, hot_resource] >= fair > 0 and snap.vm_memory[v] <= free
+        if snap.vms[v] not in exclude and vm_load[v, hot_resource] >= fair > 0 and snap.memory_held()[v] <= free
     ]
     if not on:
         return None

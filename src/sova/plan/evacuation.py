@@ -69,11 +69,11 @@ class Room:
         return cls(snap, util, cores)
 
     def fits(self, group: np.ndarray, cpu_limit: float) -> np.ndarray:
-        memory = self.snap.vm_memory[group].sum()
+        memory = self.snap.memory_held()[group].sum()
         return (self.free >= memory) & (self.util + self.cores[group].sum() / self.snap.host_cores <= cpu_limit)
 
     def take(self, v: int, src: int, dst: int) -> None:
-        memory, cores = self.snap.vm_memory[v], self.cores[v]
+        memory, cores = self.snap.memory_held()[v], self.cores[v]
         self.free[src] += memory
         self.free[dst] -= memory
         self.util[src] -= cores / self.snap.host_cores[src]

@@ -78,7 +78,7 @@ class PowerAware(Policy):
             limit=np.array([verdicts[host].limit for host in snap.hosts]),
             vm_host=snap.vm_host.copy(),
             vm_demand=asked,
-            vm_memory=snap.vm_memory.astype(float),
+            vm_memory=snap.memory_held().astype(float),  # what a move needs where it goes
         )
         cluster.rules = HostFilter.of(knowledge, cluster.vm_host, self)
         pinned = pinned_mask(cluster.rules, snap.vms)

@@ -63,7 +63,7 @@ class Sandpiper(Policy):
                     continue
                 load = vm_load[v] * capacity[h]
                 after = now + load / capacity
-                ok = (after < thr).all(axis=1) & (mem_free >= snap.vm_memory[v]) & ~hot
+                ok = (after < thr).all(axis=1) & (mem_free >= snap.memory_held()[v]) & ~hot
                 ok[h] = False
                 ok = restricted(rules, v, ok)
                 if not ok.any():
@@ -87,7 +87,7 @@ class Sandpiper(Policy):
                 )
                 now[dst] = after[dst]
                 now[h] -= load / capacity[h]
-                mem_free[dst] -= snap.vm_memory[v]
+                mem_free[dst] -= snap.memory_held()[v]
                 if rules is not None:
                     rules.placement[v] = dst
                 moves += 1

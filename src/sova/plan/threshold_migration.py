@@ -65,7 +65,7 @@ class ThresholdMigration(Policy):
                 rules.placement[vm] = dst
             host_util[dst] += vm_cores[vm] / snap.host_cores[dst]
             host_util[h] -= vm_cores[vm] / snap.host_cores[h]
-            mem_free[dst] -= snap.vm_memory[vm]
+            mem_free[dst] -= snap.memory_held()[vm]
             actions.append(
                 Migrate(
                     vm=snap.vms[vm],
@@ -83,7 +83,7 @@ class ThresholdMigration(Policy):
     def _choose(self, snap, candidates, vm_cores, host_util, mem_free, src, rules):
         for vm in candidates:
             after = host_util + vm_cores[vm] / snap.host_cores
-            ok = (mem_free >= snap.vm_memory[vm]) & (after <= self.settings["target"])
+            ok = (mem_free >= snap.memory_held()[vm]) & (after <= self.settings["target"])
             ok[src] = False
             ok = restricted(rules, vm, ok)
             if ok.any():

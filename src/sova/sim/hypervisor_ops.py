@@ -23,8 +23,12 @@ class HypervisorOperations:
 
     def host_mem_used(self, host: int) -> float:
         """MiB the host's VMs (those there now) and the migrations heading to it hold."""
-        held = self.vms.memory[self.vms.on_host(host)].sum()  # one host: no bincount of all
+        held = self.memory_held()[self.vms.on_host(host)].sum()  # one host: no bincount of all
         return float(held + self.migrations.reserved_memory[host])
+
+    def memory_held(self) -> np.ndarray:
+        """Per VM: MiB a running VM holds on its host (none where vm_memory = creation, as in CloudSim)."""
+        return self.vms.memory if self.params["vm_memory"] == "held" else np.zeros_like(self.vms.memory)
 
     def require_room(self, host: int, vm: int) -> None:
         """Refuse a host without the memory for the VM (a migration, a creation, a restart)."""
@@ -53,7 +57,8 @@ class HypervisorOperations:
         self.faults.require_up(dst)
         if self.vms.on_vf[vm] or vm in self.vfs.plugging:
             raise SimError(f"{name} has an SR-IOV VF attached; detach it before migrating")
-        self.require_room(dst, vm)
+        if self.params["vm_memory"] == "held":  # a running VM that holds none needs none where it goes
+            self.require_room(dst, vm)
         mig = Migration(
             vm=vm,
             src=src,
@@ -67,7 +72,7 @@ class HypervisorOperations:
         )
         rate = self.params["migration_failure_rate"]
         mig.doomed = bool(rate) and self.rng.random() < rate  # no draw without the fault: runs stay as they were
-        self.migrations.begin(mig, self.network.add_flow((DOM0, src), (DOM0, dst), "migration"), self.vms.memory[vm])
+        self.migrations.begin(mig, self.network.add_flow((DOM0, src), (DOM0, dst), "migration"), self.memory_held()[vm])
 
     def cancel_migration(self, vm: int, reason: str = "cancelled") -> bool:
         """Stop a migration; the VM stays on its source. False in post-copy, which cannot be undone (the
@@ -79,7 +84,7 @@ class HypervisorOperations:
         return True
 
     def _finish_migration(self, vm: int, status: str) -> None:
-        mig, fid = self.migrations.end(vm, self.vms.memory[vm])
+        mig, fid = self.migrations.end(vm, self.memory_held()[vm])
         self.network.flows[fid].alive = False
         self.vms.routes_dirty = True
         moved = mig.on_destination
