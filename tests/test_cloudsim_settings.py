@@ -1,6 +1,6 @@
 """The settings that give CloudSim 3.0.3's behaviour where Sova's differs (docs/consolidation.md), each on a
 case worked out by hand: the order a workload takes a trace set's files in; whether a running VM holds its
-memory (vm_memory)."""
+memory (vm_memory); whether a VM leaves when its trace goes idle (leave)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from sova.model.schema import InputError
 from sova.model.trace_sets import trace_set
 from sova.sim.engine import Simulator
 from sova.sim.records import SimError
+from sova.sim.workload_kinds.planetlab import idle_departures
 from sova.sim.workload_kinds.trace_replay import trace_files
 
 
@@ -124,3 +125,32 @@ def test_a_restart_boots_a_vm_so_it_needs_its_configured_memory_even_where_runni
     assert ledger.memory_short(snap, "v3", "h1") is None  # moving: it needs what it holds, none
     small = dataclasses.replace(snap, host_memory=np.array([1000.0, 4096.0]))
     assert ledger.memory_short(small, "v3", "h1", booting=True) == "h1 has 1000 MiB free; v3 needs 1740 MiB"
+
+
+# leave = "idle": CloudSim deletes a VM whose interpolated demand at the update after sample k (k >= 1) is 0,
+# i.e. samples k and k + 1 both 0, the last sample counted twice
+def test_a_vm_leaves_at_the_first_sample_after_the_first_that_reads_zero_twice_running():
+    cpu = np.array([[0.05, 0.0, 0.0, 0.03], [0.0, 0.0, 0.04, 0.0], [0.04, 0.0, 0.03, 0.02], [0.0, 0.0, 0.0, 0.0]])
+    leave = np.array(["idle", "idle", "idle", "never"], dtype=object)
+    times = idle_departures(cpu, np.full(4, 300.0), np.zeros(4), leave)
+    # row 1: k = 1; row 2: not k = 0 (CloudSim's first update is after sample 1), but k = 3, its last 0 repeated;
+    # row 3: never two zeros running; row 4: idle all along but told never to leave
+    assert times.tolist() == [300.0, 900.0, np.inf, np.inf]
+
+
+def test_a_planetlab_vm_told_to_leave_when_idle_is_deleted_then_and_no_longer_reported(tmp_path):
+    for name, samples in (("busy", [20, 30, 40, 50, 60]), ("quiet", [10, 0, 0, 5, 5])):
+        (tmp_path / name).write_text("\n".join(str(s) for s in samples) + "\n")
+    scenario = make_scenario(
+        scenario={"duration": 1200, "step": 300},
+        hosts=[{"name": "h1", "cores": 2}],
+        vms=[{"name": "vm{i}", "count": 2, "host": "h1"}],
+        workloads=[{"vm": "vm*", "kind": "planetlab", "file": str(tmp_path), "leave": "idle"}],
+    )
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    while sim.t < 1200 - 1e-9:
+        sim.step()
+    gone = [(r.vm, r.time, r.event) for r in sim.lifecycle.log if r.event == "deleted"]
+    assert gone == [("vm2", 300.0, "deleted")]  # vm2 replays 'quiet' (name order): 0 at samples 1 and 2
+    assert driver.observe().vms == ("vm1",)

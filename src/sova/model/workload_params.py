@@ -162,6 +162,13 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
             "the entry names, in name order; relative to the scenario",
         ),
         "scale": Field("float", 1.0, "multiplier on the trace's CPU %", lo=0),
+        "leave": Field(
+            "str",
+            "never",
+            "idle: the VM is deleted at the first sample after its first whose value and the next's are both "
+            "0 (its last sample counted twice), as CloudSim 3.0.3 deletes a VM whose demand is 0 at an update",
+            choices=("never", "idle"),
+        ),
         **TRACE_SAMPLING,
     },
     "bitbrains": {

@@ -49,6 +49,9 @@ class VmLifecycle:
 
     def _lives_from_traces(self, workloads: Workloads, compute: Compute, vms: VmInventory) -> None:
         for kind, group in workloads.active():
+            departures = getattr(kind, "departures", None)  # a trace that ends a VM it does not size
+            if departures is not None:
+                self.depart[group.vm] = np.minimum(self.depart[group.vm], departures(group))
             lifetimes = getattr(kind, "lifetimes", None)
             if lifetimes is None:
                 continue
