@@ -66,12 +66,17 @@ HEADER+=",mean_time_before_host_shutdown_s,stdev_time_before_host_shutdown_s"
 HEADER+=",mean_time_before_vm_migration_s,stdev_time_before_vm_migration_s"
 HEADER+=",exec_vm_selection_mean_s,exec_vm_selection_stdev_s,exec_host_selection_mean_s,exec_host_selection_stdev_s"
 HEADER+=",exec_vm_reallocation_mean_s,exec_vm_reallocation_stdev_s,exec_total_mean_s,exec_total_stdev_s,max_rss_kb"
-HEADER+=",cloudsim_log"
+HEADER+=",cloudsim_log,others_cpu_s"
+
+# CPU time the whole machine spent busy (all processes), in jiffies, from /proc/stat.
+busy() { awk '/^cpu /{ print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 
 # Turns CloudSim's printed results (Helper.printResults) + /usr/bin/time output into one CSV row.
 # slav = printed "SLA" (SLATAH x PDM) as a fraction; esv = energy_kwh x slav (CloudSim prints no ESV).
-row() { # day profile log timefile cloudsim_log
-  awk -v day="$1" -v prof="$2" -v lg="$5" -F': ' '
+# others_cpu_s = CPU time used by other processes during the run (the machine may be shared: wall_s and
+# cpu_s are only comparable between runs where it is small).
+row() { # day profile log timefile cloudsim_log busy_jiffies_during_run
+  awk -v day="$1" -v prof="$2" -v lg="$5" -v busy="$6" -v hz="$(getconf CLK_TCK)" -F': ' '
     function num(s) { sub(/ *(kWh|sec|%)$/, "", s); return s }
     FILENAME == ARGV[2] { if ($0 ~ /^[0-9.]+ [0-9.]+ [0-9.]+ [0-9]+$/) { split($0, t, " "); wall = t[1]; cpu = t[2] + t[3]; rss = t[4] }; next }
     /^Received [0-9]+ cloudlets/ { split($0, r, " "); m["rc"] = r[2] }
@@ -104,7 +109,7 @@ row() { # day profile log timefile cloudsim_log
       printf "%s,%s,%s,%s,%s,%s,%s,%s,%.7g,%.7g,%s,%s,%.2f", day, prof, m["vms"], m["hosts"], m["e"], m["mig"],
              m["slatah"], m["pdm"], slav, m["e"] * slav, m["sd"], wall, cpu
       printf ",%s,%s,%s,%s,%s,%s,%s,%s,%s", m["sla"], m["ov"], m["av"], m["sim"], m["rc"], m["mhs"], m["shs"], m["mvm"], m["svm"]
-      printf ",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", m["x1"], m["x2"], m["x3"], m["x4"], m["x5"], m["x6"], m["x7"], m["x8"], rss, lg
+      printf ",%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%.2f\n", m["x1"], m["x2"], m["x3"], m["x4"], m["x5"], m["x6"], m["x7"], m["x8"], rss, lg, busy / hz - cpu
     }' "$3" "$4"
 }
 
@@ -131,7 +136,9 @@ for day in "${DAYS[@]}"; do
            "$LOG_ON" "$TRACES" "$out" "$day" "$pol" "${sel:-}" "${par:-}")
     fi
     echo "$(date -u +%T) $day $prof: ${cmd[*]}"
+    b0=$(busy)
     (cd "$out" && /usr/bin/time -f '%e %U %S %M' -o "$tf" "${cmd[@]}" > "$log" 2>&1)
+    b1=$(busy)
     # With the log on, Console runs write CloudSim's log (events + results) to <out>/log/<experiment>.txt;
     # NPA, and Console runs with the log off, print to stdout.
     res=$log
@@ -139,7 +146,7 @@ for day in "${DAYS[@]}"; do
       exp=$(sed -n 's/^Starting //p' "$log" | head -1)
       res=$out/log/$exp.txt
     fi
-    row "$day" "$prof" "$res" "$tf" "$lg" >> "$rows"
+    row "$day" "$prof" "$res" "$tf" "$lg" $((b1 - b0)) >> "$rows"
     if [ "$KEEP" = 0 ] && [ "$lg" = 1 ]; then tail -n 60 "$res" > "$res.tail"; mv "$res.tail" "$res"; fi
     tail -1 "$rows"
   done

@@ -154,3 +154,36 @@ def test_a_planetlab_vm_told_to_leave_when_idle_is_deleted_then_and_no_longer_re
     gone = [(r.vm, r.time, r.event) for r in sim.lifecycle.log if r.event == "deleted"]
     assert gone == [("vm2", 300.0, "deleted")]  # vm2 replays 'quiet' (name order): 0 at samples 1 and 2
     assert driver.observe().vms == ("vm1",)
+
+
+# reserve = "memory-and-cpu": CloudSim reserves a new VM's full MIPS where it creates it, on a core at least
+# as fast as its vCPU; a G4 host has 2 cores of 1,860 MIPS, a G5 2 of 2,660, 4,096 MiB each
+def _placed(reserve: str) -> dict[str, str]:
+    scenario = make_scenario(
+        hosts=[
+            {"name": "g4", "cores": 2, "mips": 1860, "memory": "4096MiB", "dom0_memory": 0},
+            {"name": "g5", "cores": 2, "mips": 2660, "memory": "4096MiB", "dom0_memory": 0},
+        ],
+        vms=[
+            {"name": "a{i}", "count": 2, "mips": 2500, "memory": "870MiB", "host": "first-fit", "reserve": reserve},
+            {"name": "b1", "mips": 1000, "memory": "1740MiB", "host": "first-fit", "reserve": reserve},
+        ],
+    )
+    return {vm.name: vm.host for vm in scenario.vms}
+
+
+def test_first_fit_by_memory_puts_all_three_on_the_first_host():
+    assert _placed("memory") == {"a1": "g4", "a2": "g4", "b1": "g4"}  # 870 + 870 + 1,740 = 3,480 MiB
+
+
+def test_first_fit_reserving_cpu_puts_the_fast_vms_on_cores_fast_enough_and_the_slow_one_first():
+    # a1, a2: 2,500 MIPS vCPUs need G5's 2,660-MIPS cores (5,000 of its 5,320); b1's 1,000 fit G4's 3,720
+    assert _placed("memory-and-cpu") == {"a1": "g5", "a2": "g5", "b1": "g4"}
+
+
+def test_a_vm_no_host_has_the_mips_for_is_reported_as_unplaced():
+    with pytest.raises(InputError, match="found no host with enough free memory \\(or CPU, where they reserve it\\)"):
+        make_scenario(
+            hosts=[{"name": "g4", "cores": 2, "mips": 1860, "memory": "4096MiB", "dom0_memory": 0}],
+            vms=[{"name": "a1", "mips": 2500, "memory": "870MiB", "host": "first-fit", "reserve": "memory-and-cpu"}],
+        )

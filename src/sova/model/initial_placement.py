@@ -26,9 +26,11 @@ def place_at_load(
     capacity = {host.name: host.memory - host.dom0_memory for host in hosts}
     index = {host.name: position for position, host in enumerate(hosts)}
     free = np.array([capacity[host.name] for host in hosts], dtype=float)
+    cpu = _CpuReserved(hosts)
     for vm in vms:
         if vm.host not in AUTO_HOSTS and not vm.comes_later:
             free[index[vm.host]] -= vm.memory
+            cpu.take(vm, index[vm.host])
     largest = max(hosts, key=lambda host: capacity[host.name])
     too_big = [vm_spec for vm_spec in vms if vm_spec.memory > capacity[largest.name]]
     for size in sorted({vm_spec.memory for vm_spec in too_big}):
@@ -48,10 +50,12 @@ def place_at_load(
             vm = VmSpec(**{**vm.__dict__, "host": ""}) if vm.host in ("auto", "first-fit") else vm
         elif vm.host in AUTO_HOSTS and vm.name not in too_big_names:
             first = 0 if vm.host == "first-fit" else cursor
-            allowed = ruled.allowed(vm.name, free >= vm.memory) if ruled is not None else None
+            fits = cpu.fits(vm)  # None: memory alone
+            rules_allow = ruled.allowed(vm.name, free >= vm.memory) if ruled is not None else None
+            allowed = rules_allow if fits is None else (fits if rules_allow is None else rules_allow & fits)
             host_index = _host_with_room(free, vm.memory, first, rng if vm.host == "random" else None, allowed)
             if host_index is None:
-                if allowed is not None and (free >= vm.memory).any():
+                if rules_allow is not None and not rules_allow.any() and (free >= vm.memory).any():
                     reader.error(f"[[vms]] ({vm.name}).host", ruled.why_not(vm.name))
                     continue
                 unplaced.append(vm)
@@ -59,6 +63,7 @@ def place_at_load(
                 if vm.host == "auto":
                     cursor = (host_index + 1) % len(hosts)
                 free[host_index] -= vm.memory
+                cpu.take(vm, host_index)
                 vm = VmSpec(**{**vm.__dict__, "host": hosts[host_index].name})
                 if ruled is not None:
                     ruled.place(vm.name, host_index)
@@ -69,7 +74,7 @@ def place_at_load(
             f"[[vms]] ({unplaced[0].name}).host",
             f"{len(unplaced)} of {auto} VMs with host = 'auto', 'first-fit' or 'random' ({unplaced[0].name} ... "
             f"{unplaced[-1].name}: {sum(vm_spec.memory for vm_spec in unplaced):.0f} MiB) found no host with enough free "
-            f"memory; the {len(hosts)} hosts have {sum(capacity.values()):.0f} MiB for VMs in all (memory less "
+            f"memory (or CPU, where they reserve it); the {len(hosts)} hosts have {sum(capacity.values()):.0f} MiB for VMs in all (memory less "
             "Dom0's); expected more hosts or memory, or fewer VMs",
         )
     for host_index in np.flatnonzero(free < 0):
@@ -78,6 +83,32 @@ def place_at_load(
             f"VMs placed on host {hosts[host_index].name!r} need {-free[host_index]:.0f} MiB more memory than it has",
         )
     return out
+
+
+class _CpuReserved:
+    """The MIPS each host's cores have not given to the VMs placed so far that reserve CPU (reserve =
+    memory-and-cpu), as CloudSim reserves a VM's full MIPS at its creation."""
+
+    def __init__(self, hosts: list[HostSpec]):
+        self.core_mips = np.array([host.mips or host.ghz * 1000 for host in hosts], dtype=float)
+        self.free = np.array([host.cores for host in hosts], dtype=float) * self.core_mips
+
+    def _need(self, vm: VmSpec) -> tuple[float, np.ndarray | float]:
+        """(MIPS of one vCPU, MIPS of all of them): a vCPU of no stated MIPS takes a whole core."""
+        per_vcpu = vm.mips if vm.mips > 0 else self.core_mips
+        return per_vcpu, per_vcpu * vm.vcpus
+
+    def fits(self, vm: VmSpec) -> np.ndarray | None:
+        """Per host: the VM's MIPS are free on cores at least as fast (None: the VM reserves memory alone)."""
+        if vm.reserve != "memory-and-cpu":
+            return None
+        per_vcpu, total = self._need(vm)
+        return (self.free >= total) & (self.core_mips >= per_vcpu)
+
+    def take(self, vm: VmSpec, host: int) -> None:
+        if vm.reserve == "memory-and-cpu":
+            total = self._need(vm)[1]
+            self.free[host] -= total if np.isscalar(total) else total[host]
 
 
 class _RuledPlacement:

@@ -104,6 +104,7 @@ class VmSpec:
     arrive: float = 0.0  # s; a VM that arrives later with no host ("") is placed by the admission policy
     depart: float = 0.0  # s; 0: it stays
     from_trace: bool = False  # vCPUs and memory (azure, opendc: also arrive and depart) from its trace
+    reserve: str = "memory"  # what it must find free where it is placed at creation: memory, or memory-and-cpu
 
     @property
     def comes_later(self) -> bool:

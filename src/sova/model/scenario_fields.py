@@ -151,6 +151,14 @@ VM_FIELDS = {
         "1/1",
         "with files: 'K/N', the K-th of N contiguous blocks of ceil(files / N) files (CloudSim's VM types)",
     ),
+    "reserve": Field(
+        "str",
+        "memory",
+        "with host auto, first-fit or random: what the VM must find free where it is placed at creation, its "
+        "memory, or memory-and-cpu (also its vCPUs x MIPS among the MIPS the host's cores have not given to "
+        "VMs placed before, on a core at least as fast, as CloudSim reserves a new VM's full MIPS)",
+        choices=("memory", "memory-and-cpu"),
+    ),
     "host": Field(
         "str",
         "auto",
