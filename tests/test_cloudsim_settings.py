@@ -187,3 +187,42 @@ def test_a_vm_no_host_has_the_mips_for_is_reported_as_unplaced():
             hosts=[{"name": "g4", "cores": 2, "mips": 1860, "memory": "4096MiB", "dom0_memory": 0}],
             vms=[{"name": "a1", "mips": 2500, "memory": "870MiB", "host": "first-fit", "reserve": "memory-and-cpu"}],
         )
+
+
+# initial_placement = "least-power": PABFD at creation. G4: 2 x 1,860 MIPS on 86-117 W; G5: 2 x 2,660 on
+# 93.7-135 W (SPECpower, 10 % steps, linear between)
+def _started(initial_placement: str) -> list[str]:
+    scenario = make_scenario(
+        simulator={"initial_placement": initial_placement},
+        hosts=[
+            {
+                "name": "g4",
+                "cores": 2,
+                "mips": 1860,
+                "memory": "4096MiB",
+                "dom0_memory": 0,
+                "power_model": "hp-ml110-g4",
+            },
+            {
+                "name": "g5",
+                "cores": 2,
+                "mips": 2660,
+                "memory": "4096MiB",
+                "dom0_memory": 0,
+                "power_model": "hp-ml110-g5",
+            },
+        ],
+        vms=[{"name": "v{i}", "count": 3, "mips": 1000, "memory": "870MiB", "host": "first-fit"}],
+    )
+    snap = SimDriver(Simulator(scenario)).observe()
+    return [snap.hosts[h] for h in snap.vm_host]
+
+
+def test_vms_start_where_the_scenario_puts_them_by_default():
+    assert _started("scenario") == ["g4", "g4", "g4"]  # first fit by memory: 3 x 870 MiB on the first host
+
+
+def test_least_power_spreads_vms_to_the_host_whose_power_rises_least():
+    # v1: G4 at 1,000 / 3,720 = 26.9 % draws 94.95 W (+8.95), G5 at 18.8 % 100.52 W (+6.82): G5.
+    # v2: G4 +8.95; G5 at 37.6 % 108.8 W (+15.1): G4. v3: G4 at 53.8 % 103.5 W (+17.5); G5 +15.1: G5
+    assert _started("least-power") == ["g5", "g4", "g5"]

@@ -316,6 +316,14 @@ SIMULATOR_FIELDS = {
         lo=0,
         hi=1,
     ),
+    "initial_placement": Field(
+        "str",
+        "scenario",
+        "where the VMs there at the start run: where the scenario puts them, or least-power: each, in order, on "
+        "the host whose power rises least with its MIPS and memory reserved (PABFD at creation, as CloudSim's "
+        "power-aware policies create VMs)",
+        choices=("scenario", "least-power"),
+    ),
     "vm_memory": Field(
         "str",
         "held",

@@ -29,6 +29,7 @@ from sova.sim.events import EventLog
 from sova.sim.host_faults import HostFaults
 from sova.sim.host_power import HostPower
 from sova.sim.hypervisor_ops import HypervisorOperations
+from sova.sim.least_power_start import least_power_start
 from sova.sim.live_migrations import LiveMigrations
 from sova.sim.migration import migration_config
 from sova.sim.network import Network
@@ -55,7 +56,13 @@ class Simulator(HypervisorOperations):
         self.dt = scenario.tick  # the finest clock (storage epochs), which step() advances by
         self._ticks_per_step = round(self.fabric_dt / self.dt)
         self._tick = 0  # ticks since the start: the fabric steps when this is a whole number of steps
-        hosts, vms = scenario.hosts, scenario.vms
+        hosts = scenario.hosts
+        curve = np.array([host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts])
+        vms = (
+            scenario.vms
+            if self.params["initial_placement"] == "scenario"
+            else least_power_start(hosts, scenario.vms, curve)
+        )
         self.host_names = [h.name for h in hosts]
         self.vm_names = [v.name for v in vms]
         self.n_hosts, self.n_vms = len(hosts), len(vms)
@@ -63,7 +70,6 @@ class Simulator(HypervisorOperations):
         self.vms = VmInventory(hosts, vms, self.storage_names)
         self.compute = Compute(hosts, vms, self.params["sched_overhead"], self.params["ht_yield"])
         self.vfs = SriovVfs(hosts, vms, self.vms, self.params["vf_attach_time"], self.params["vf_detach_time"])
-        curve = np.array([host_curve(h.power_model, h.power_idle, h.power_max, h.power_curve) for h in hosts])
         self.power = HostPower(hosts, curve, self.params["power_follows_load"])
         self.faults = HostFaults(self.host_names, self.vm_names, self.vms, self.power)
         self.topology = build_topology(scenario.topology, self.host_names, scenario.storage)
