@@ -88,7 +88,17 @@ def test_sla_metrics_by_hand():
         np.array([2.0, 0, 0]),
         10.0,
     )
-    assert metrics == pytest.approx({"slatah_pct": 15.0, "pdm_pct": 1.0, "slav": 0.0015, "esv": 0.015})
+    # pooled as CloudSim pools them: SLATAH = 30 / 150 s, PDM = 2 / 400 core-s
+    assert metrics == pytest.approx(
+        {
+            "slatah_pct": 15.0,
+            "pdm_pct": 1.0,
+            "slav": 0.0015,
+            "esv": 0.015,
+            "slatah_pooled_pct": 20.0,
+            "pdm_pooled_pct": 0.5,
+        }
+    )
 
 
 def test_a_host_asked_for_more_cpu_than_it_has_counts_as_violating_its_sla_all_the_time():
