@@ -9,7 +9,7 @@
 #   -g  git dir of Cloudslab/cloudsim: if CHECKOUT_DIR does not exist, tag cloudsim-3.0.3 is exported there
 #   -o  output CSV (default: benchmarks/data/cloudsim-3.0.3-planetlab.csv beside this script)
 #   -w  scratch dir for logs and the classpath folder NPA reads (default: CHECKOUT_DIR-run)
-#   -s  UTC time after which no new day is started (days are written whole, or not at all)
+#   -s  UTC time (HH:MM) after which no new run is started; a day is written whole or not at all
 #   -q  CloudSim's event log off (PlanetLabRunnerConsole enableOutput != "1"; the results are still printed,
 #       as printResults re-enables the log). Default on, as the example classes run (~0.5 GB of log a run).
 #       Column cloudsim_log says which. NPA (the NonPowerAware class, ENABLE_OUTPUT constant) always logs.
@@ -116,7 +116,6 @@ row() { # day profile log timefile cloudsim_log busy_jiffies_during_run
 mkdir -p "$WORK" "$(dirname "$CSV")"
 java -version 2>"$WORK/java-version.txt"
 for day in "${DAYS[@]}"; do
-  if [ -n "$STOP_AT" ] && [[ "$(date -u +%H:%M)" > "$STOP_AT" ]]; then echo "past $STOP_AT UTC: not starting $day"; break; fi
   out=$WORK/out/$day; mkdir -p "$out/console" "$out/res/workload/planetlab"
   # The order CloudSim's File.listFiles() sees (readdir order) decides which trace each VM id/type gets.
   ls -U "$TRACES/$day" > "$out/listfiles-order.txt"
@@ -126,6 +125,9 @@ for day in "${DAYS[@]}"; do
   CP="$out/res:$CS_JAR:$EX_JAR:$MATH_JAR"
   rows=$out/rows.csv; : > "$rows"
   for prof in "${PROFILES[@]}"; do
+    if [ -n "$STOP_AT" ] && [[ "$(date -u +%H:%M)" > "$STOP_AT" ]]; then
+      echo "past $STOP_AT UTC: stopping before $day $prof; $day not written"; exit 0
+    fi
     log=$out/console/$prof.txt; tf=$out/console/$prof.time
     lg=$LOG_ON
     if [ "$prof" = npa ]; then
