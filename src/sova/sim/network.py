@@ -71,6 +71,8 @@ class Network:
         self.guest_cost_bit = params["guest_cost_per_byte"] / 8 + params["guest_cost_per_packet"] / (8 * payload)
         self.pkt_bits = 8 * payload
         self.flows: list[Flow] = []
+        self._src_vm = self._dst_vm = np.zeros(0, dtype=np.int64)  # each flow's end VMs (flow_vm_ends)
+        self._ends_n = 0  # flows whose ends are in them
         self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self.web_rate = np.zeros(0)  # requests/s of each web stream, last step (the web kind sizes it)
         self.stream_demand = np.zeros(0)  # requests/s each web stream asks for this step (the web kind's)
@@ -349,9 +351,15 @@ class Network:
         return np.stack([load[lay.nic_tx : lay.nic_rx], load[lay.nic_rx : lay.dom0]])
 
     def flow_vm_ends(self) -> tuple[np.ndarray, np.ndarray]:
-        if getattr(self, "_ends_n", -1) != len(self.flows):
-            self._src_vm = np.array([f.src[1] if f.src[0] == VM else -1 for f in self.flows], dtype=np.int64)
-            self._dst_vm = np.array([f.dst[1] if f.dst[0] == VM else -1 for f in self.flows], dtype=np.int64)
+        """Each flow's source and destination VM (-1: not a VM), extended for the flows added since (flows
+        are only ever appended: a day of 20,000 migrations must not re-read them all every step)."""
+        done = self._ends_n
+        if done != len(self.flows):
+            added = self.flows[done:]
+            src = np.array([f.src[1] if f.src[0] == VM else -1 for f in added], dtype=np.int64)
+            dst = np.array([f.dst[1] if f.dst[0] == VM else -1 for f in added], dtype=np.int64)
+            self._src_vm = np.concatenate([self._src_vm, src])
+            self._dst_vm = np.concatenate([self._dst_vm, dst])
             self._ends_n = len(self.flows)
         return self._src_vm, self._dst_vm
 
