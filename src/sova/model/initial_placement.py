@@ -26,7 +26,7 @@ def place_at_load(
     capacity = {host.name: host.memory - host.dom0_memory for host in hosts}
     index = {host.name: position for position, host in enumerate(hosts)}
     free = np.array([capacity[host.name] for host in hosts], dtype=float)
-    cpu = _CpuReserved(hosts)
+    cpu = CpuReserved(hosts)
     for vm in vms:
         if vm.host not in AUTO_HOSTS and not vm.comes_later:
             free[index[vm.host]] -= vm.memory
@@ -85,30 +85,38 @@ def place_at_load(
     return out
 
 
-class _CpuReserved:
-    """The MIPS each host's cores have not given to the VMs placed so far that reserve CPU (reserve =
-    memory-and-cpu), as CloudSim reserves a VM's full MIPS at its creation."""
+class CpuReserved:
+    """The MIPS each host's cores have given to VMs at their creation, as CloudSim reserves a new VM's full
+    MIPS: by the scenario's placement for the VMs that reserve CPU (reserve = memory-and-cpu), and by the
+    simulator's least-power start for every VM."""
 
-    def __init__(self, hosts: list[HostSpec]):
-        self.core_mips = np.array([host.mips or host.ghz * 1000 for host in hosts], dtype=float)
-        self.free = np.array([host.cores for host in hosts], dtype=float) * self.core_mips
+    def __init__(self, hosts: list[HostSpec] | tuple[HostSpec, ...]):
+        self.core_mips = np.array([host.core_mips for host in hosts], dtype=float)
+        self.capacity = np.array([host.cores for host in hosts], dtype=float) * self.core_mips
+        self.reserved = np.zeros(len(hosts))
 
-    def _need(self, vm: VmSpec) -> tuple[float, np.ndarray | float]:
-        """(MIPS of one vCPU, MIPS of all of them): a vCPU of no stated MIPS takes a whole core."""
+    def need(self, vm: VmSpec) -> tuple[np.ndarray | float, np.ndarray | float]:
+        """(MIPS of one vCPU, MIPS of all of them): a vCPU of no stated MIPS takes a whole core of each host."""
         per_vcpu = vm.mips if vm.mips > 0 else self.core_mips
         return per_vcpu, per_vcpu * vm.vcpus
 
+    def room(self, vm: VmSpec) -> np.ndarray:
+        """Per host: the VM's MIPS are free, on cores at least as fast as its vCPUs."""
+        per_vcpu, total = self.need(vm)
+        return (self.capacity - self.reserved >= total) & (self.core_mips >= per_vcpu)
+
     def fits(self, vm: VmSpec) -> np.ndarray | None:
-        """Per host: the VM's MIPS are free on cores at least as fast (None: the VM reserves memory alone)."""
-        if vm.reserve != "memory-and-cpu":
-            return None
-        per_vcpu, total = self._need(vm)
-        return (self.free >= total) & (self.core_mips >= per_vcpu)
+        """`room` for a VM that reserves CPU at placement (None: it reserves its memory alone)."""
+        return self.room(vm) if vm.reserve == "memory-and-cpu" else None
+
+    def reserve(self, vm: VmSpec, host: int) -> None:
+        total = self.need(vm)[1]
+        self.reserved[host] += total if np.isscalar(total) else total[host]
 
     def take(self, vm: VmSpec, host: int) -> None:
+        """The VM placed on `host` by the scenario: its MIPS reserved there if it reserves CPU."""
         if vm.reserve == "memory-and-cpu":
-            total = self._need(vm)[1]
-            self.free[host] -= total if np.isscalar(total) else total[host]
+            self.reserve(vm, host)
 
 
 class _RuledPlacement:

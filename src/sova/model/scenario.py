@@ -69,6 +69,11 @@ class HostSpec:
     wake_power: float = 0.0  # W while waking; 0: full-load power
     nic: NicSpec = field(default_factory=NicSpec)
 
+    @property
+    def core_mips(self) -> float:
+        """MIPS of one core at full speed: `mips`, or 1,000 per GHz where it gives none."""
+        return self.mips or self.ghz * 1000
+
 
 @dataclass(frozen=True)
 class StorageSpec:

@@ -65,7 +65,7 @@ class Compute:
     def __init__(self, hosts, vms, sched_overhead: float, ht_yield: float):
         self.host_cores = np.array([h.cores for h in hosts], dtype=float)
         self.threads_per_core = np.array([h.threads_per_core for h in hosts], dtype=float)
-        self.host_core_mips = np.array([h.mips or h.ghz * 1000 for h in hosts], dtype=float)
+        self.host_core_mips = np.array([h.core_mips for h in hosts], dtype=float)
         self.dom0_vcpus = np.array([h.dom0_vcpus for h in hosts], dtype=float)
         self.dom0_weight = np.array([h.dom0_weight for h in hosts], dtype=float)
         self.vm_vcpus = np.array([v.vcpus for v in vms], dtype=float)

@@ -15,6 +15,7 @@ import dataclasses
 
 import numpy as np
 
+from sova.model.initial_placement import CpuReserved
 from sova.model.power_models import power_at
 from sova.model.scenario import HostSpec, VmSpec
 from sova.sim.records import SimError
@@ -22,24 +23,21 @@ from sova.sim.records import SimError
 
 def least_power_start(hosts: tuple[HostSpec, ...], vms: tuple[VmSpec, ...], curves: np.ndarray) -> tuple[VmSpec, ...]:
     """The VMs with the hosts PABFD gives them at creation (VMs that come later keep theirs)."""
-    core_mips = np.array([host.mips or host.ghz * 1000 for host in hosts], dtype=float)
-    capacity = np.array([host.cores for host in hosts], dtype=float) * core_mips
+    cpu = CpuReserved(hosts)
     memory_free = np.array([host.memory - host.dom0_memory for host in hosts], dtype=float)
-    reserved = np.zeros(len(hosts))
     idle = power_at(curves, np.zeros(len(hosts)))
     out = []
     for vm in vms:
         if vm.comes_later:
             out.append(vm)
             continue
-        per_vcpu = vm.mips if vm.mips > 0 else core_mips
-        need = per_vcpu * vm.vcpus
-        fits = (memory_free >= vm.memory) & (capacity - reserved >= need) & (core_mips >= per_vcpu)
+        fits = (memory_free >= vm.memory) & cpu.room(vm)
         if not fits.any():
             raise SimError(f"{vm.name} fits on no host at creation (its memory and MIPS free on cores as fast)")
-        rise = np.where(fits, power_at(curves, (reserved + need) / capacity) - idle, np.inf)
+        after = (cpu.reserved + cpu.need(vm)[1]) / cpu.capacity
+        rise = np.where(fits, power_at(curves, after) - idle, np.inf)
         host = int(np.argmin(rise))  # the first of equal rises
-        reserved[host] += need if np.isscalar(need) else need[host]
+        cpu.reserve(vm, host)
         memory_free[host] -= vm.memory
         out.append(dataclasses.replace(vm, host=hosts[host].name))
     return tuple(out)
