@@ -4,7 +4,7 @@
 # (org.cloudbus.cloudsim.examples.power.planetlab), run unchanged, one JVM at a time, per day.
 # Writes one CSV row per (day, profile), profiles named as Sova names them; see docs/cloudsim-reference.md.
 #
-# Usage: benchmarks/cloudsim_reference.sh [-g CLOUDSIM_GIT_DIR] [-o CSV] [-w WORK_DIR] [-s HH:MM] [-q] [-k]
+# Usage: benchmarks/cloudsim_reference.sh [-g CLOUDSIM_GIT_DIR] [-o CSV] [-w WORK_DIR] [-s HH:MM] [-q] [-k] [-r]
 #                                          CHECKOUT_DIR TRACES_DIR DAY...
 #   -g  git dir of Cloudslab/cloudsim: if CHECKOUT_DIR does not exist, tag cloudsim-3.0.3 is exported there
 #   -o  output CSV (default: benchmarks/data/cloudsim-3.0.3-planetlab.csv beside this script)
@@ -14,6 +14,7 @@
 #       as printResults re-enables the log). Default on, as the example classes run (~0.5 GB of log a run).
 #       Column cloudsim_log says which. NPA (the NonPowerAware class, ENABLE_OUTPUT constant) always logs.
 #   -k  keep CloudSim's full logs (default: keep their last 60 lines, which hold the printed results)
+#   -r  resume: keep the rows a day stopped by -s already has in WORK_DIR/out/<DAY>/rows.csv, run the rest
 #   TRACES_DIR holds <DAY>/ folders, one trace file per VM (CloudSim's workload/planetlab/<DAY>).
 # Example: benchmarks/cloudsim_reference.sh -g /work/.mirror/Cloudslab+cloudsim/repo -w /work/cloudsim-run \
 #            /work/cloudsim-3.0.3 /work/shared/traces/planetlab 20110303 20110306
@@ -27,13 +28,13 @@ set -euo pipefail
 
 TAG=cloudsim-3.0.3
 GIT_DIR="" ; CSV="$(cd "$(dirname "$0")" && pwd)/data/cloudsim-3.0.3-planetlab.csv" ; WORK="" ; STOP_AT=""
-LOG_ON=1 ; KEEP=0
-while getopts g:o:w:s:qk opt; do
+LOG_ON=1 ; KEEP=0 ; RESUME=0
+while getopts g:o:w:s:qkr opt; do
   case $opt in g) GIT_DIR=$OPTARG ;; o) CSV=$OPTARG ;; w) WORK=$OPTARG ;; s) STOP_AT=$OPTARG ;;
-               q) LOG_ON=0 ;; k) KEEP=1 ;; *) exit 2 ;; esac
+               q) LOG_ON=0 ;; k) KEEP=1 ;; r) RESUME=1 ;; *) exit 2 ;; esac
 done
 shift $((OPTIND - 1))
-[ $# -ge 3 ] || { sed -n '7,17p' "$0"; exit 2; }
+[ $# -ge 3 ] || { sed -n '7,18p' "$0"; exit 2; }
 CS=$(realpath -m "$1"); TRACES=$(realpath "$2"); shift 2; DAYS=("$@")
 WORK=$(realpath -m "${WORK:-$CS-run}")
 
@@ -126,8 +127,9 @@ for day in "${DAYS[@]}"; do
   # the classpath maps that name to this day's traces.
   ln -sfn "$TRACES/$day" "$out/res/workload/planetlab/20110303"
   CP="$out/res:$CS_JAR:$EX_JAR:$MATH_JAR"
-  rows=$out/rows.csv; : > "$rows"
+  rows=$out/rows.csv; [ "$RESUME" = 1 ] && [ -f "$rows" ] || : > "$rows"
   for prof in "${PROFILES[@]}"; do
+    if grep -q "^$day,$prof," "$rows"; then echo "$day $prof: kept from an earlier run"; continue; fi
     if [ -n "$STOP_AT" ] && [[ "$(date -u +%H:%M)" > "$STOP_AT" ]]; then
       echo "past $STOP_AT UTC: stopping before $day $prof; $day not written"; exit 0
     fi

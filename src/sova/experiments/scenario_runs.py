@@ -22,6 +22,7 @@ from sova.control.profiles import build_admission, build_policies
 from sova.control.runtime import Runtime
 from sova.drivers.sim import SimDriver
 from sova.experiments.event_player import EventPlayer
+from sova.experiments.measure_window import MeasureWindow
 from sova.experiments.parallel import run_all
 from sova.experiments.rule_watch import RuleWatch
 from sova.experiments.vm_groups import vm_groups
@@ -148,6 +149,8 @@ def run_profile(
     sensor = [driver.observe()] if scenario.outputs.intensity else None
     events = EventPlayer(scenario.events, runtime, sim)
     watch = RuleWatch(scenario.rules, sim)
+    window = MeasureWindow(scenario.outputs.measure_from, scenario.outputs.measure_to)
+    window.observe(sim)
     wall0 = time.perf_counter()
     runtime.tick()
     for tick_index in range(ticks):
@@ -157,6 +160,7 @@ def run_profile(
         if not sim.step_ended:
             continue  # a storage epoch inside a fabric step: the loop ran, the recorder waits for the step
         rec.record(sim)
+        window.observe(sim)
         watch.observe(scenario.step)
         if sensor is not None:  # one sample per step, as the Sova sensor samples every second
             sensor.append(driver.observe())
@@ -170,7 +174,7 @@ def run_profile(
         sim.cancel_migration(vm, "unfinished")
     wall = time.perf_counter() - wall0
     services = _services(sim, rec)
-    summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall)
+    summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall, window.totals(sim))
     if sensor is not None:
         summary["intensity"] = _intensity(sensor)
     if events.records:
@@ -267,7 +271,10 @@ def _pct(x: np.ndarray, q: float) -> float:
     return float(np.percentile(x, q)) if len(x) else 0.0
 
 
-def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, services, wall: float) -> dict:
+def _summary(
+    scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, services, wall: float, measured: dict
+) -> dict:
+    """The profile's summary; `measured`: the energy and SLA counters over the measured window."""
     series = rec.series()
     out: dict = {
         "profile": prof.name,
@@ -294,13 +301,13 @@ def _summary(scenario, prof, sim: Simulator, rec: Recorder, audit: AuditLog, ser
             "guest_tx_gbps": float(sim.sensors.counters["guest_tx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
             "guest_rx_gbps": float(sim.sensors.counters["guest_rx_bytes"].sum() * 8 / max(sim.t, 1e-9) / 1e9),
         },
-        "energy_kwh": float(sim.sensors.energy_j.sum() / 3.6e6),
+        "energy_kwh": float(measured["energy_j"].sum() / 3.6e6),
     }
     out |= sla_metrics(
-        sim.sensors.host_active_s,
-        sim.sensors.host_short_s,
-        sim.sensors.vm_cpu_asked,
-        sim.sensors.vm_migration_loss,
+        measured["host_active_s"],
+        measured["host_short_s"],
+        measured["vm_cpu_asked"],
+        measured["vm_migration_loss"],
         out["energy_kwh"],
     )
     out |= {"host_shutdowns": int(sim.power.shutdowns.sum()), "host_wakes": int(sim.power.wakes.sum())}

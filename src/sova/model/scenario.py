@@ -166,6 +166,8 @@ class OutputSpec:
     intensity: bool = False
     interference: float = 0.0
     groups: dict[str, str] = field(default_factory=dict)  # label: VM name pattern
+    measure_from: float = 0.0  # s: the summary's energy and SLA metrics count from here ...
+    measure_to: float = 0.0  # ... to here (0: the end)
 
 
 @dataclass(frozen=True)

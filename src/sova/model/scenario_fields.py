@@ -248,6 +248,19 @@ OUTPUT_FIELDS = {
         'per-VM means of named groups of VMs, e.g. { std-disk = "x-disk*" }: CPU, block and network rates, '
         "batch job and HTTP response times",
     ),
+    "measure_from": Field(
+        "duration",
+        0.0,
+        "the summary's energy and SLA metrics (SLATAH, PDM) count from this time, rounded to a step (CloudSim "
+        "3.0.3 counts from its first update, 300.1 s)",
+        lo=0,
+    ),
+    "measure_to": Field(
+        "duration",
+        0.0,
+        "... and up to this time (0: the end; CloudSim 3.0.3 stops at its last update, 86100.1 s of a day)",
+        lo=0,
+    ),
     "interference": Field(
         "duration",
         0.0,
@@ -341,6 +354,14 @@ SIMULATOR_FIELDS = {
     "rate_limit_burst": Field("size", 65536.0, "token-bucket burst of a VF rate tier or vNIC limit", lo=0),
     "vf_attach_time": Field("duration", 0.2, "hot-plug of a VF", lo=0),
     "vf_detach_time": Field("duration", 1.5, "hot-unplug of a VF (device-removed event)", lo=0),
+    "migration_model": Field(
+        "str",
+        "pre-copy",
+        "pre-copy: QEMU's rounds over the network, as the migration_* keys below set them; cloudsim: CloudSim "
+        "3.0.3's fixed delay (the VM's memory at half its destination's NIC bandwidth, off the network), the VM "
+        "at 90 % of its CPU on its source and 10 % of it charged to its destination meanwhile",
+        choices=("pre-copy", "cloudsim"),
+    ),
     "migration_bandwidth": Field("bandwidth", 0.0, "cap of a migration stream (0: unlimited, as libvirt)", lo=0),
     "migration_downtime_limit": Field("duration", 0.3, "stop pre-copy when the rest fits in this (QEMU)", lo=0),
     "migration_max_rounds": Field("int", 0, "pre-copy round cap, then a forced stop-and-copy (0: none; Xen 29)", lo=0),

@@ -169,6 +169,21 @@ WORKLOAD_PARAMS: dict[str, dict[str, Field]] = {
             "0 (its last sample counted twice), as CloudSim 3.0.3 deletes a VM whose demand is 0 at an update",
             choices=("never", "idle"),
         ),
+        "lead": Field(
+            "duration",
+            0.0,
+            "play the trace this far ahead of the clock (its samples and leave stay on the clock): the step "
+            "that ends at t plays the demand at t + lead - step, so a policy deciding at t sees the demand "
+            "CloudSim's would decide on at t (CloudSim decides on the demand of the interval it is about to "
+            "run; 300.1 s in the compatible study, whose updates fall 0.1 s after each sample)",
+            lo=0,
+        ),
+        "interpolate": Field(
+            "bool",
+            False,
+            "the demand between samples on a line from one to the next, the last sample held (CloudSim's "
+            "UtilizationModelPlanetLabInMemory); false: each sample holds until the next",
+        ),
         **TRACE_SAMPLING,
     },
     "bitbrains": {

@@ -20,6 +20,7 @@ import numpy as np
 from sova.analyze.cpu_asked import CpuAsked, asked_in, core_speed, cpu_asked
 from sova.analyze.findings import Findings
 from sova.analyze.overload import FITS, Overload
+from sova.analyze.overload import overloaded as judged_overloaded
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
 from sova.model.power_models import POINTS
@@ -48,6 +49,23 @@ class PowerAware(Policy):
             "LR's and LRR's line: weighted (the paper's tricube, bisquare for LRR) or ols (CloudSim 3.0.3's "
             "ordinary least squares; LRR then equals LR)",
             choices=FITS,
+        ),
+        "rise_from": Field(
+            "str",
+            "now",
+            "PABFD's power rise from: now (the host's power with this round's moves so far; a host not on draws "
+            "nothing, the paper's) or round-start (CloudSim 3.0.3: its power before the round, a host not on at "
+            "idle power; consolidation then orders hosts by their load before the round and leaves the hosts "
+            "this round woke alone)",
+            choices=("now", "round-start"),
+        ),
+        "after_check": Field(
+            "str",
+            "limit",
+            "whether a move would overload its destination: limit (the utilisation after within the limit the "
+            "detector sets now: THR's threshold, IQR's or MAD's from the host's history, 1/s for LR and LRR) or "
+            "history (CloudSim 3.0.3: the detector run again on the host's history with the VM's added)",
+            choices=("limit", "history"),
         ),
         "selection": Field("str", "mmt", "which VM leaves: mmt, mc, mu or rs", choices=select.CRITERIA),
         "consolidate": Field("bool", True, "empty underloaded hosts whose VMs all fit elsewhere"),
@@ -79,6 +97,8 @@ class PowerAware(Policy):
             vm_host=snap.vm_host.copy(),
             vm_demand=asked,
             vm_memory=snap.memory_held().astype(float),  # what a move needs where it goes
+            rise_from=self.settings["rise_from"],
+            **(self._history_check(knowledge, snap) if self.settings["after_check"] == "history" else {}),
         )
         cluster.rules = HostFilter.of(knowledge, cluster.vm_host, self)
         pinned = pinned_mask(cluster.rules, snap.vms)
@@ -87,10 +107,9 @@ class PowerAware(Policy):
         leaving = []
         for host in np.flatnonzero(overloaded):
             candidates = list(np.flatnonzero((snap.vm_host == host) & settled))
-            left, most = cluster.load[host], cluster.limit[host] * cluster.capacity[host]
 
-            def still(chosen, left=left, most=most):
-                return left - float(asked[chosen].sum()) > most
+            def still(chosen, host=host):
+                return cluster.overloaded_without(host, chosen)
 
             leaving += select.select_until_relieved(candidates, lambda c: self._choose(c, snap, asked, history), still)
         pabfd(cluster, leaving, ~overloaded)
@@ -98,6 +117,25 @@ class PowerAware(Policy):
             held = np.bincount(snap.vm_host, weights=pinned, minlength=len(snap.hosts)) > 0  # a host keeping a VM
             consolidate(cluster, overloaded | ~_settled_hosts(snap) | held)
         return [self._migrate(snap, vm, dst, overloaded) for vm, dst in _net_moves(cluster.moves, snap.vm_host)]
+
+    def _history_check(self, knowledge: Knowledge, snap) -> dict:
+        """The cluster's fields for CloudSim's check of a move: each VM's and host's CPU history (MIPS, as
+        long as the longest VM's) and the detector to run on a host's history with a VM's added."""
+        found = cpu_asked(knowledge, self.period, self.settings["history"])
+        if found is None:
+            return {}
+        length = max(int(found.samples.max(initial=0)), 1)
+        vm_history = found.history[:, -length:]
+        hosts = len(snap.hosts)
+        history = np.stack(
+            [np.bincount(snap.vm_host, weights=column, minlength=hosts) for column in vm_history.T], axis=1
+        )
+        detector, threshold, safety, fit = (self.settings[key] for key in ("detector", "threshold", "safety", "fit"))
+        return {
+            "history": history,
+            "vm_history": vm_history,
+            "judge": lambda utilisation: judged_overloaded(utilisation, detector, threshold, safety, fit),
+        }
 
     def _correlates(self, overloaded: np.ndarray) -> bool:
         """Whether VMs leave by MC this round (it alone reads each VM's history)."""

@@ -20,6 +20,7 @@ over 800 hosts take about a second.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -44,14 +45,40 @@ class Cluster:
     vm_memory: np.ndarray  # (vms,)
     moves: list[tuple[int, int]] = field(default_factory=list)  # (vm, destination) in order
     rules: HostFilter | None = None  # the placement rules, over vm_host (set after construction)
+    # the power a host's rise is taken from: "now" (with this round's moves so far; a host not on draws
+    # nothing), or "round-start" (CloudSim 3.0.3: its power before the round, a host not on at idle)
+    rise_from: str = "now"
+    # CloudSim 3.0.3's check instead of ``limit``: the detector run again on the host's CPU history with the
+    # VM's added (`judge` takes hosts x samples of utilisation, newest last, and says which are overloaded);
+    # histories in the loads' unit, hosts x samples and VMs x samples, kept up to date by move()
+    judge: Callable[[np.ndarray], np.ndarray] | None = None
+    history: np.ndarray | None = None
+    vm_history: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         self.drawing = np.zeros(len(self.capacity))  # watts now: kept up to date by move()
         self._undo: list[tuple[int, int, bool]] = []  # per move: (vm, source, was the destination on)
         everyone = np.arange(len(self.capacity))
-        self.drawing[self.on] = self.power(everyone, self.load)[self.on]
+        at_start = self.power(everyone, self.load)
+        self.drawing[self.on] = at_start[self.on]
+        self.start_load = self.load.copy()  # the load before this round's moves
+        self.start_power = at_start  # a host not on at its idle power (its curve at its load, 0)
         top = self.capacity * (1 + 1e-12)  # demand each host can still take (see _refresh): kept by move()
-        self.cpu_room = np.where(self.load <= 0, top, np.minimum(top, self.limit * self.capacity)) - self.load
+        self.cpu_room = np.where(self.load <= 0, top, np.minimum(top, self.room_limit() * self.capacity)) - self.load
+
+    def room_limit(self, host: int | slice = slice(None)) -> np.ndarray | float:
+        """The utilisation a move may bring hosts to: the detector's limit, or the whole host where the
+        detector judges each move on the history (``judge``)."""
+        return np.inf if self.judge is not None else self.limit[host]
+
+    def overloaded_without(self, host: int, vms: list[int]) -> bool:
+        """Whether the host's detector still finds it overloaded with `vms` gone: run again on the history
+        of the rest (``judge``), or the load of the rest above the limit."""
+        if self.judge is None:
+            left = self.load[host] - float(self.vm_demand[vms].sum())
+            return left > self.limit[host] * self.capacity[host]
+        rest = self.history[host] - self.vm_history[vms].sum(axis=0)
+        return bool(self.judge(rest[None, :] / self.capacity[host])[0])
 
     def power(self, hosts: np.ndarray, load: np.ndarray) -> np.ndarray:
         """Watts of `hosts` at `load`, on their curves."""
@@ -71,6 +98,9 @@ class Cluster:
         self.load[dst] += demand
         self.memory_free[dst] -= memory
         self.vm_host[vm] = dst
+        if self.history is not None:
+            self.history[src] -= self.vm_history[vm]
+            self.history[dst] += self.vm_history[vm]
         for host in (src, dst):  # two hosts: plain arithmetic is faster than numpy here
             self._refresh(int(host))
 
@@ -84,7 +114,7 @@ class Cluster:
         below, above = self.curves[host, low], self.curves[host, low + 1]
         self.drawing[host] = below + (above - below) * (position - low) if self.on[host] else 0.0
         top = capacity * (1 + 1e-12)
-        self.cpu_room[host] = (top if load <= 0 else min(top, float(self.limit[host]) * capacity)) - load
+        self.cpu_room[host] = (top if load <= 0 else min(top, float(self.room_limit(host)) * capacity)) - load
 
     def mark(self) -> int:
         """A point to go back to with undo()."""
@@ -107,10 +137,15 @@ def best_host(cluster: Cluster, vm: int, allowed: np.ndarray) -> int | None:
     ok[cluster.vm_host[vm]] = False
     if cluster.rules is not None:
         ok = cluster.rules.restrict(vm, ok)
+    if cluster.judge is not None:  # CloudSim skips the check on a host with no load
+        loaded = np.flatnonzero(ok & (cluster.load > 0))
+        after = (cluster.history[loaded] + cluster.vm_history[vm]) / cluster.capacity[loaded, None]
+        ok[loaded[cluster.judge(after)]] = False
     hosts = np.flatnonzero(ok)
     if len(hosts) <= 1:
         return int(hosts[0]) if len(hosts) else None
-    return int(hosts[np.argmin(cluster.power(hosts, cluster.load[hosts] + demand) - cluster.drawing[hosts])])
+    before = cluster.start_power if cluster.rise_from == "round-start" else cluster.drawing
+    return int(hosts[np.argmin(cluster.power(hosts, cluster.load[hosts] + demand) - before[hosts])])
 
 
 def pabfd(cluster: Cluster, vms: list[int], allowed: np.ndarray, all_or_nothing: bool = False) -> list[int]:
@@ -129,18 +164,23 @@ def pabfd(cluster: Cluster, vms: list[int], allowed: np.ndarray, all_or_nothing:
 
 
 def consolidate(cluster: Cluster, overloaded: np.ndarray) -> list[int]:
-    """Empty underloaded hosts, least loaded first (by their load before this round, as CloudSim), each all
-    or nothing; the hosts emptied (to switch off). Hosts without VMs and overloaded ones are neither
-    emptied nor given VMs."""
+    """Empty underloaded hosts, least loaded first, each all or nothing; the hosts emptied (to switch off).
+    Hosts without VMs and overloaded ones are neither emptied nor given VMs. Where the power rise is taken
+    from the round's start (CloudSim 3.0.3), so are the order and which hosts are off: a host woken by this
+    round's overload phase is neither emptied nor given VMs."""
     on_host: list[list[int]] = [[] for _ in cluster.load]
     for vm, host in enumerate(cluster.vm_host):
         on_host[host].append(vm)
     allowed = np.array([bool(vms) for vms in on_host]) & ~overloaded
+    order_load = cluster.load
+    if cluster.rise_from == "round-start":
+        allowed &= cluster.start_load > 0
+        order_load = cluster.start_load
     untried = allowed.copy()
     emptied = []
     hopeful = _hopeful(cluster, on_host, allowed)
     stuck: list[tuple[float, float]] = []  # (demand, memory) of largest VMs that fitted nowhere this round
-    for host in np.argsort(np.where(allowed, cluster.load / cluster.capacity, np.inf), kind="stable"):
+    for host in np.argsort(np.where(allowed, order_load / cluster.capacity, np.inf), kind="stable"):
         if not untried[host]:
             continue
         untried[host] = allowed[host] = False

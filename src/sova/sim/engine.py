@@ -36,6 +36,7 @@ from sova.sim.network import Network
 from sova.sim.records import SimError
 from sova.sim.sensors import Sensors, StepUse
 from sova.sim.sriov_vfs import SriovVfs
+from sova.sim.step_moves import StepState, host_pieces
 from sova.sim.storage_epochs import StorageEpochs
 from sova.sim.storage_io import StorageIo
 from sova.sim.vm_inventory import VmInventory
@@ -144,7 +145,8 @@ class Simulator(HypervisorOperations):
         wanted = self._workload_demands(t, dt, run)
         cpu_dem, demand, flow_scale = wanted.cpu, wanted.flow, wanted.flow_scale
         for mig, fid in self.migrations.under_way.values():  # one waiting for its destination to wake sends nothing yet
-            demand[fid] = 0.0 if mig.wait_left >= dt else p["migration_bandwidth"] or np.inf
+            off_network = mig.wait_left >= dt or mig.fixed_time > 0  # CloudSim's model puts nothing on it
+            demand[fid] = 0.0 if off_network else p["migration_bandwidth"] or np.inf
         # storage first: what the devices serve is what crosses the network
         offered = [
             (kind.name, io) for kind, g in self.workloads.active() if (io := kind.io(g, self, t, dt)) is not None
@@ -182,22 +184,26 @@ class Simulator(HypervisorOperations):
         # a stop-and-copy during this step pauses the VM for exactly its part of the step
         ran_on = self.vms.host.copy()  # where each VM ran this step: a migration that ends now moves it after
         run_now = self._advance_migrations(rate, dt, run)
-        vm_alloc = vm_alloc * (run_now / np.maximum(run, 1e-12))
+        full_alloc, vm_alloc = vm_alloc, vm_alloc * (run_now / np.maximum(run, 1e-12))
         got = Granted(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now)
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want
-        self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on)
+        self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on, full_alloc)
         gauges, lay = self.sensors.gauges, net.layout
         gauges["link_util"] = load[: lay.n_links] / np.maximum(cap[: lay.n_links], 1e-300)
         gauges["nic_tx_util"] = load[lay.nic_tx : lay.nic_rx] / np.maximum(nic_cap, 1e-300)
         gauges["nic_rx_util"] = load[lay.nic_rx : lay.dom0] / np.maximum(nic_cap, 1e-300)
 
-    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on) -> None:
+    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on, full_alloc) -> None:
         """Hand the sensors what the fabric step used. `ran_on`: each VM's host during the step (a migration
-        that ended in it moved the VM after)."""
+        that ended in it moved the VM after); `full_alloc`: the CPU VMs got before migrations took theirs."""
         nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
         host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
+        power = self.power.draw(host_busy / self.compute.host_cores, dt, self.t)
+        moved = None
+        if self.migrations.moves:
+            moved = self._charge_moves(host_busy, power, full_alloc, vm_dem, dom0_alloc, ran_on, dt)
         util = host_busy / self.compute.host_cores
         use = StepUse(
             dt=dt,
@@ -216,11 +222,30 @@ class Simulator(HypervisorOperations):
             dom0_alloc=dom0_alloc,
             host_busy=host_busy,
             host_util=util,
-            power=self.power.draw(util, dt, self.t),
+            power=power,
             host_cores=self.compute.host_cores,
             migrating_s=self.migrations.migrating_s,
+            moved_hosts_sla=moved,
         )
         self.sensors.count_step(use)
+
+    def _charge_moves(self, host_busy, power, vm_given, vm_dem, dom0_alloc, ran_on, dt):
+        """CloudSim's migration model: the hosts its migrations touched this step, charged piece by piece
+        (sim/step_moves.py), their busy cores and watts set in place; returns (those hosts, their active
+        seconds, their short seconds) for SLATAH."""
+        cores = self.compute.host_cores
+        asked = np.minimum(vm_dem, self.compute.vm_vcpus)
+        running = self.vms.present & ~self.faults.vm_down
+        pieces = host_pieces(self.migrations.moves, StepState(ran_on, vm_given, asked, running, dom0_alloc, cores), dt)
+        hosts = np.unique(pieces.host)
+
+        def over_step(per_piece: np.ndarray) -> np.ndarray:
+            return np.bincount(pieces.host, weights=per_piece * pieces.seconds, minlength=self.n_hosts)[hosts]
+
+        watts = self.power.piece_watts(pieces.host, pieces.busy / cores[pieces.host], pieces.active)
+        host_busy[hosts] = over_step(pieces.busy) / dt
+        power[hosts] = over_step(watts) / dt
+        return hosts, over_step(pieces.active), over_step(pieces.short)
 
     def _storage_epoch(self) -> None:
         self.storage.epoch(self.compute.dom0_vcpus, self.netback_cpu, self.dt)

@@ -69,6 +69,12 @@ class HostPower:
             power[waking] = share * self.wake_power[waking] + (1 - share) * running[waking]
         return power
 
+    def piece_watts(self, hosts: np.ndarray, util: np.ndarray, active: np.ndarray) -> np.ndarray:
+        """Watts of pieces of on hosts' steps (sim/step_moves.py): the curve (or full power) at `util` while
+        the host holds a VM, its sleep power once empty (CloudSim counts nothing for a host at zero load)."""
+        running = power_at(self.curve[hosts], util) if self.follows_load else self.curve[hosts, -1]
+        return np.where(active, running, self.sleep_power[hosts])
+
     # ---------------------------------------------------------------- commands
     def set(self, host: int, state: str, now: float, empty: bool) -> None:
         """Put a host to sleep or off, or wake one; `empty`: it holds no VM and no migration under way."""

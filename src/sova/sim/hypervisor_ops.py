@@ -69,10 +69,18 @@ class HypervisorOperations:
             started=self.t,
             config=self.migrations.config,
             wait_left=self.power.wait_for(dst, self.t),
+            fixed_time=self._fixed_migration_time(vm, dst),
         )
         rate = self.params["migration_failure_rate"]
         mig.doomed = bool(rate) and self.rng.random() < rate  # no draw without the fault: runs stay as they were
         self.migrations.begin(mig, self.network.add_flow((DOM0, src), (DOM0, dst), "migration"), self.memory_held()[vm])
+
+    def _fixed_migration_time(self, vm: int, dst: int) -> float:
+        """CloudSim's migration time: the VM's memory over half the destination's NIC bandwidth (0: pre-copy,
+        which takes what the network gives)."""
+        if self.migrations.config.model != "cloudsim":
+            return 0.0
+        return float(self.vms.memory[vm] * 1024**2 * 8 / (self.network.nic_bw[dst] / 2))
 
     def cancel_migration(self, vm: int, reason: str = "cancelled") -> bool:
         """Stop a migration; the VM stays on its source. False in post-copy, which cannot be undone (the
@@ -108,7 +116,7 @@ class HypervisorOperations:
 
     def _advance_migrations(self, rate: np.ndarray, dt: float, run: np.ndarray) -> np.ndarray:
         """Advance every migration; returns each VM's running fraction of this step (pauses included)."""
-        run_now, arrived, ended = self.migrations.advance(rate, dt, run)
+        run_now, arrived, ended = self.migrations.advance(rate, dt, run, self.t)
         for mig in arrived:  # post-copy, or the switch-over: the guest runs on the destination now
             if self.vms.host[mig.vm] != mig.dst:
                 self.vms.move(mig.vm, mig.dst)

@@ -13,6 +13,9 @@ import numpy as np
 
 from sova.sim.migration import Migration, MigrationConfig
 from sova.sim.records import MigrationRecord
+from sova.sim.step_moves import Move
+
+_SOURCE_SHARE = 0.9  # of its CPU a VM gets on its source during a migration, in CloudSim's model
 
 
 class LiveMigrations:
@@ -22,6 +25,7 @@ class LiveMigrations:
         self.reserved_memory = np.zeros(n_hosts)  # MiB held on each host by migrations heading to it
         self.per_host = np.zeros(n_hosts, dtype=np.int64)  # migrations from or to each host, under way
         self.migrating_s = np.zeros(n_vms)  # seconds of the last step each VM was migrating (for PDM)
+        self.moves: list[Move] = []  # CloudSim's model: the migrations of the last step, for step_moves
         self.log: list[MigrationRecord] = []
         self.last: dict[int, MigrationRecord] = {}  # per VM, its latest ended migration
 
@@ -64,23 +68,34 @@ class LiveMigrations:
         self.last[vm] = record  # a lookup per poll: the log grows to tens of thousands
 
     def advance(
-        self, rate: np.ndarray, dt: float, run: np.ndarray
+        self, rate: np.ndarray, dt: float, run: np.ndarray, now: float
     ) -> tuple[np.ndarray, list[Migration], list[Migration]]:
-        """Advance every migration over a step of dt, their flows' `rate` (bit/s) cut to what each carried
-        (one may end inside the step). Returns each VM's running part of the step (pauses included), the
-        migrations whose guests run on their destinations now (post-copy, or the switch-over), and those
-        that ended (in the order they were started)."""
+        """Advance every migration over the step [now, now + dt), their flows' `rate` (bit/s) cut to what
+        each carried (one may end inside the step). Returns each VM's running part of the step (pauses
+        included), the migrations whose guests run on their destinations now (post-copy, or the
+        switch-over), and those that ended (in the order they were started)."""
         run_now = run.copy()
         self.migrating_s = np.zeros(len(run))
+        self.moves = []
         arrived, ended = [], []
         for vm, (mig, flow) in list(self.under_way.items()):
             before = mig.elapsed - mig.waited
             sent, paused = mig.advance(rate[flow] / 8, dt)
             self.migrating_s[vm] = mig.elapsed - mig.waited - before
-            rate[flow] = sent * 8 / dt
-            run_now[vm] = min(run[vm], (1.0 - paused / dt) * (1.0 - mig.throttle))
+            if mig.fixed_time:  # off the network; the VM at 90 % on its source meanwhile
+                run_now[vm] = run[vm] * (1.0 - (1.0 - _SOURCE_SHARE) * self.migrating_s[vm] / dt)
+                self.moves.append(self._move(mig, now, dt))
+            else:
+                rate[flow] = sent * 8 / dt
+                run_now[vm] = min(run[vm], (1.0 - paused / dt) * (1.0 - mig.throttle))
             if mig.on_destination:
                 arrived.append(mig)
             if mig.done:
                 ended.append(mig)
         return run_now, arrived, ended
+
+    @staticmethod
+    def _move(mig: Migration, now: float, dt: float) -> Move:
+        """A fixed-delay migration's part of the step [now, now + dt), in seconds into it."""
+        end = min(mig.started + mig.elapsed - now, dt) if mig.done else dt
+        return Move(mig.vm, mig.src, mig.dst, max(mig.started - now, 0.0), end, mig.done and mig.on_destination)

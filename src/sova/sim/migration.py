@@ -15,6 +15,10 @@ at the bandwidth just measured (QEMU's rule), then the guest pauses for the stop
 - a timeout (``timeout`` s of pre-copy) that aborts the migration ("timed-out", the guest stays where it
   was), or suspends the guest for a stop-and-copy ("not-converged"), or switches to post-copy.
 
+CloudSim 3.0.3's model (``model = "cloudsim"``, ``fixed_time``): the memory goes in a fixed time, RAM over
+half the destination's NIC bandwidth (its PowerDatacenter), whatever the network carries; the guest runs
+throughout. What it costs the hosts meanwhile is sim/step_moves.py's.
+
 Every time is kept at sub-step precision. ``closed_form`` gives the same quantities at a constant
 bandwidth (docs/simulator.md).
 """
@@ -44,6 +48,7 @@ class MigrationConfig:
     postcopy: bool = False  # switch to post-copy after the first full pass
     timeout: float = 0.0  # s of pre-copy, 0: none (libvirt's default)
     timeout_action: str = "abort"  # abort | suspend | postcopy
+    model: str = "pre-copy"  # pre-copy | cloudsim: a fixed delay, off the network (``Migration.fixed_time``)
 
 
 def migration_config(params: dict) -> MigrationConfig:
@@ -84,6 +89,7 @@ class Migration:
     wait_left: float = 0.0  # s until the destination is awake: the migration sends nothing before
     waited: float = 0.0  # s it waited for that (in elapsed, not in the pre-copy timeout)
     doomed: bool = False  # a fault (migration_failure_rate): it fails once its first pass is sent
+    fixed_time: float = 0.0  # s: CloudSim's model, the memory goes in this time whatever the network gives
 
     def __post_init__(self) -> None:
         if self.round_left < 0:
@@ -134,6 +140,8 @@ class Migration:
             self.wait_left -= use
             self.waited += use
             return use
+        if self.fixed_time > 0:
+            return self._fixed_step(left)
         if self.phase in ("resume", "switch"):
             use = min(left, self.resume_left)
             self.resume_left -= use
@@ -160,6 +168,17 @@ class Migration:
             self.pause_elapsed += use
         if self.round_left <= _EPS * max(1.0, self.memory):
             self._end_round(bandwidth)
+        return use
+
+    def _fixed_step(self, left: float) -> float:
+        """CloudSim's model: the memory at an even pace over ``fixed_time``, the guest running throughout;
+        no round, no pause, no dirtying."""
+        pace = self.memory / self.fixed_time
+        use = min(left, self.round_left / pace)
+        self.round_left -= use * pace
+        self.sent += use * pace
+        if self.round_left <= _EPS * max(1.0, self.memory):
+            self.phase, self.status = "done", "failed" if self.doomed else "completed"
         return use
 
     def _end_round(self, bandwidth: float) -> None:

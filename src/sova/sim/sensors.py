@@ -58,6 +58,9 @@ class StepUse:
     power: np.ndarray  # each host's mean watts over the step
     host_cores: np.ndarray
     migrating_s: np.ndarray  # per VM: seconds of the step it was migrating
+    # CloudSim's migration model: (hosts, active s, short s) of the hosts its migrations touched, charged
+    # piece by piece (sim/step_moves.py) instead of whole-step
+    moved_hosts_sla: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 class Sensors:
@@ -120,8 +123,12 @@ class Sensors:
         active = np.bincount(use.ran_on, weights=running, minlength=self.n_hosts) > 0
         given = np.where(use.present, use.vm_alloc, 0.0)
         short = np.bincount(use.ran_on, weights=asked - given, minlength=self.n_hosts)
-        self.host_active_s += active * use.dt
-        self.host_short_s += (active & (short > 1e-6 * use.host_cores)) * use.dt
+        active_s = active * use.dt
+        short_s = (active & (short > 1e-6 * use.host_cores)) * use.dt
+        if use.moved_hosts_sla is not None:
+            hosts, active_s[hosts], short_s[hosts] = use.moved_hosts_sla
+        self.host_active_s += active_s
+        self.host_short_s += short_s
         self.vm_cpu_asked += asked * use.dt
         self.vm_migration_loss += 0.1 * asked * use.migrating_s  # to the second, also within a long step
 

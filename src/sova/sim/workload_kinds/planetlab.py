@@ -1,4 +1,5 @@
-"""planetlab: replay of a PlanetLab VM's CPU trace (5-minute CPU % samples), times ``scale``.
+"""planetlab: replay of a PlanetLab VM's CPU trace (5-minute CPU % samples), times ``scale``, each sample
+held until the next or (``interpolate``) on a line to it, ``lead`` seconds ahead of the clock.
 
 With ``leave = "idle"`` a VM is deleted for good at sample k >= 1 where its trace reads 0 and so does the next
 sample (the last one counted twice), which is when CloudSim 3.0.3's interpolated demand at the update
@@ -31,8 +32,27 @@ class Planetlab(WorkloadKind):
         )
 
     def demand(self, group, sim, step: Demand) -> None:
-        cpu = series_at(group, "cpu", step.t, step.dt, group.params["scale"], upper=1.0)
+        params = group.params
+        at = step.t + params["lead"]
+        if params["interpolate"].any():
+            held = series_at(group, "cpu", at, step.dt, params["scale"], upper=1.0)
+            cpu = np.where(params["interpolate"], interpolated(group, at, params["scale"]), held)
+        else:
+            cpu = series_at(group, "cpu", at, step.dt, params["scale"], upper=1.0)
         np.add.at(step.cpu, group.vm, cpu * sim.compute.vcpu_cores(group.vm, sim.vms.host))
+
+
+def interpolated(group, at: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Each instance's CPU share at time `at` on the line between the samples either side (the last one
+    held past the end), times `scale`, at most 1: CloudSim's reading of a PlanetLab trace."""
+    cpu = group.series["cpu"]
+    position = np.maximum((at + group.params["offset"]) / group.params["interval"], 0.0)
+    last = cpu.shape[1] - 1
+    low = np.minimum(np.floor(position).astype(np.int64), last)
+    rows = np.arange(len(cpu))
+    below, above = cpu[rows, low], cpu[rows, np.minimum(low + 1, last)]
+    share = below + (above - below) * np.clip(position - low, 0.0, 1.0)
+    return np.clip(share * scale, 0.0, 1.0)
 
 
 def idle_departures(cpu: np.ndarray, interval: np.ndarray, offset: np.ndarray, leave: np.ndarray) -> np.ndarray:
