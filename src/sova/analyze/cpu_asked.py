@@ -1,6 +1,7 @@
 """The CPU each VM asked for, period by period, from the Knowledge: cores used plus cores it waited for,
-times the core's MIPS where the driver reports it (so that loads compare across hosts of different
-speeds), over the windows ending now, one period before, two periods before, and so on.
+times the MIPS of a core of the host it was on as the window began, where the driver reports it (so that
+loads compare across hosts of different speeds), over the windows ending now, one period before, two
+periods before, and so on.
 
 Beloglazov and Buyya's overload detectors judge a host by such a history (CCPE 24(13), 2012, §6); the
 ``overload`` analyzer sums it per host and ``power-aware``'s MC selection correlates it per VM. A VM's
@@ -32,8 +33,9 @@ def core_speed(snap: Snapshot) -> np.ndarray:
     return np.ones(len(snap.hosts)) if snap.host_core_mips is None else snap.host_core_mips
 
 
-# per Knowledge, the samples computed so far: (period, newer snapshot's time) -> (that snapshot, CPU asked).
-# A window's snapshots never change once added, so a sample holds while the Knowledge keeps its snapshot.
+# per Knowledge, the samples computed so far: (period, newer snapshot's time) -> (that snapshot, CPU asked),
+# and the latest history ("history", period, length, latest time) -> CpuAsked. A window's snapshots never
+# change once added, so a sample holds while the Knowledge keeps its snapshot.
 _SAMPLES: weakref.WeakKeyDictionary[Knowledge, dict[tuple[float, float], tuple[Snapshot, np.ndarray]]]
 _SAMPLES = weakref.WeakKeyDictionary()
 
@@ -51,7 +53,9 @@ def asked_in(knowledge: Knowledge, period: float, end: float | None = None) -> t
         if window is None:
             return None
         old, new = window
-        speed = core_speed(new)[new.vm_host]
+        # cores become MIPS at the speed of the host each VM was on as the window began: a VM moved in it
+        # was counted on its source (the simulator charges a step to the host it began on)
+        speed = core_speed(new)[old.vm_host]
         known[key] = new, (counter_rate(old, new, "cpu_time") + counter_rate(old, new, "wait_time")) * speed
         _forget_older(known, knowledge)
     return known[key]
@@ -68,22 +72,36 @@ def _forget_older(known: dict, knowledge: Knowledge) -> None:
 def cpu_asked(knowledge: Knowledge, period: float, length: int) -> CpuAsked | None:
     """The CPU asked by the latest snapshot's VMs in the last `length` periods (the windows ending now,
     a period before, ...); None before one period has passed. A sample counts for a VM while it is in
-    every window from that one to now."""
+    every window from that one to now. Computed once per latest snapshot (the overload analyzer and
+    power-aware's checks both read it)."""
+    latest = knowledge.latest
+    known = _SAMPLES.setdefault(knowledge, {})
+    key = ("history", period, length, latest.time)
+    if key not in known:
+        known[key] = _history(knowledge, period, length)
+        for old in [old for old in known if old[0] == "history" and old != key]:
+            del known[old]
+    return known[key]
+
+
+def _history(knowledge: Knowledge, period: float, length: int) -> CpuAsked | None:
     latest = knowledge.latest
     vms = len(latest.vms)
     history, samples = np.zeros((vms, length)), np.zeros(vms, dtype=np.int64)
     present = np.ones(vms, dtype=bool)
+    rows, names = np.arange(vms), latest.vms  # each latest VM's row in the snapshot read last, and its VMs
     taken = 0
     for back in range(length):
         found = asked_in(knowledge, period, latest.time - back * period)
         if found is None:
             break
         new, asked = found
-        if new.vms != latest.vms:
-            rows = np.array([new.vm_position.get(vm, -1) for vm in latest.vms], dtype=np.int64)
+        if new.vms != names:  # VMs came or went between the two: follow each latest VM by its name
+            position = new.vm_position
+            rows = np.array([position.get(names[row], -1) if row >= 0 else -1 for row in rows], dtype=np.int64)
+            names = new.vms
             present &= rows >= 0
-            asked = asked[np.maximum(rows, 0)] if len(asked) else np.zeros(vms)
-        history[:, length - 1 - back] = np.where(present, asked, 0.0)
+        history[:, length - 1 - back] = np.where(present, asked[np.maximum(rows, 0)] if len(asked) else 0.0, 0.0)
         samples += present
         taken += 1
     return CpuAsked(history, samples) if taken else None

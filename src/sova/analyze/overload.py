@@ -35,6 +35,20 @@ from sova.model.snapshot import Snapshot
 
 FALLBACK_THRESHOLD = 0.7
 MIN_HISTORY = 12  # samples IQR and MAD need
+FITS = ("weighted", "ols")  # the paper's local fit, CloudSim 3.0.3's ordinary least squares
+QUARTILES = ("linear", "rank")  # interpolated (numpy), or CloudSim 3.0.3's ranks round(p (n + 1))
+
+
+@dataclass(frozen=True)
+class Estimators:
+    """How the detectors read a history: the paper's estimators (the defaults) or CloudSim 3.0.3's code
+    (docs/cloudsim-reference.md §1): LR's line and IQR's quartiles."""
+
+    fit: str = "weighted"
+    quartiles: str = "linear"
+
+
+PAPER = Estimators()
 
 
 def thr(now: np.ndarray, threshold: float) -> np.ndarray:
@@ -42,10 +56,19 @@ def thr(now: np.ndarray, threshold: float) -> np.ndarray:
     return now > threshold
 
 
-def iqr_threshold(history: np.ndarray, safety: float) -> np.ndarray:
-    """1 - s * (Q3 - Q1) of each host's history (rows)."""
-    q1, q3 = np.percentile(history, [25, 75], axis=1)
-    return 1.0 - safety * (q3 - q1)
+def iqr_threshold(history: np.ndarray, safety: float, quartiles: str = "linear") -> np.ndarray:
+    """1 - s * (Q3 - Q1) of each host's history (rows). Quartiles interpolated, or by
+    CloudSim's ranks: the round(p (n + 1))-th smallest of n."""
+    if quartiles == "linear":
+        q1, q3 = np.percentile(history, [25, 75], axis=1)
+        return 1.0 - safety * (q3 - q1)
+    ordered = np.sort(history, axis=1)
+    length = history.shape[1]
+
+    def rank(share: float) -> int:
+        return min(max(int(np.floor(share * (length + 1) + 0.5)) - 1, 0), length - 1)
+
+    return 1.0 - safety * (ordered[:, rank(0.75)] - ordered[:, rank(0.25)])
 
 
 def mad_threshold(history: np.ndarray, safety: float) -> np.ndarray:
@@ -54,13 +77,13 @@ def mad_threshold(history: np.ndarray, safety: float) -> np.ndarray:
     return 1.0 - safety * np.median(np.abs(history - median), axis=1)
 
 
-def adaptive(history: np.ndarray, safety: float, method: str) -> np.ndarray:
+def adaptive(history: np.ndarray, safety: float, method: str, quartiles: str = "linear") -> np.ndarray:
     """Overloaded hosts by IQR or MAD: the newest sample above the history's threshold (THR at the fallback
     threshold for a history shorter than MIN_HISTORY)."""
     now = history[:, -1]
     if history.shape[1] < MIN_HISTORY:
         return thr(now, FALLBACK_THRESHOLD)
-    threshold = iqr_threshold(history, safety) if method == "iqr" else mad_threshold(history, safety)
+    threshold = iqr_threshold(history, safety, quartiles) if method == "iqr" else mad_threshold(history, safety)
     return now > threshold
 
 
@@ -69,9 +92,6 @@ def tricube_weights(window: int) -> np.ndarray:
     distance from the newest over the window's span, so the oldest sample weighs 0."""
     distance = (window - 1 - np.arange(window)) / (window - 1)
     return (1.0 - distance**3) ** 3
-
-
-FITS = ("weighted", "ols")  # the paper's local fit, CloudSim 3.0.3's ordinary least squares
 
 
 def local_fit(
@@ -118,27 +138,30 @@ def regression(
     return safety * (intercept + slope * (window + ahead)) >= 1.0
 
 
-def limits(history: np.ndarray, detector: str, threshold: float, safety: float) -> np.ndarray:
+def limits(
+    history: np.ndarray, detector: str, threshold: float, safety: float, quartiles: str = "linear"
+) -> np.ndarray:
     """Per host, the utilisation its detector tolerates after a move (PABFD's check): THR's threshold,
     IQR's or MAD's threshold from its history, 1/s for LR and LRR; the fallback while the history is short."""
     if detector == "thr":
         return np.full(len(history), threshold)
     if detector in ("iqr", "mad") and history.shape[1] >= MIN_HISTORY:
-        return (iqr_threshold if detector == "iqr" else mad_threshold)(history, safety)
+        return iqr_threshold(history, safety, quartiles) if detector == "iqr" else mad_threshold(history, safety)
     if detector in ("lr", "lrr") and history.shape[1] >= 10:
         return np.full(len(history), 1.0 / max(safety, 1e-12))
     return np.full(len(history), FALLBACK_THRESHOLD)
 
 
 def overloaded(
-    history: np.ndarray, detector: str, threshold: float, safety: float, fit: str = "weighted"
+    history: np.ndarray, detector: str, threshold: float, safety: float, estimators: Estimators = PAPER
 ) -> np.ndarray:
-    """Overloaded hosts by the named detector (thr, iqr, mad, lr or lrr; LR's and LRR's line by `fit`)."""
+    """Overloaded hosts by the named detector (thr, iqr, mad, lr or lrr), reading the history as
+    `estimators` say."""
     if detector == "thr":
         return thr(history[:, -1], threshold)
     if detector in ("iqr", "mad"):
-        return adaptive(history, safety, detector)
-    return regression(history, safety, robust=detector == "lrr", fit=fit)
+        return adaptive(history, safety, detector, estimators.quartiles)
+    return regression(history, safety, robust=detector == "lrr", fit=estimators.fit)
 
 
 @dataclass(frozen=True)
@@ -169,7 +192,7 @@ class Overload(Finding, kind="overload"):
 class HostOverload(Analyzer):
     name = "overload"
     summary = "Beloglazov-Buyya overload detection (THR, IQR, MAD, LR, LRR) over each host's CPU asked per period"
-    reads = ("period", "detector", "threshold", "safety", "history", "fit")
+    reads = ("period", "detector", "threshold", "safety", "history", "fit", "quartiles")
 
     def span(self, settings: Mapping[str, Any]) -> float:
         return settings["period"] * settings["history"]
@@ -183,16 +206,22 @@ class HostOverload(Analyzer):
         snap = knowledge.latest
         history = host_history(snap, found)
         detector, threshold, safety = settings["detector"], settings["threshold"], settings["safety"]
-        hot = overloaded(history, detector, threshold, safety, settings["fit"]) & (
+        estimators = estimators_of(settings)
+        hot = overloaded(history, detector, threshold, safety, estimators) & (
             np.bincount(snap.vm_host, minlength=len(snap.hosts)) > 0
         )
-        tolerated = limits(history, detector, threshold, safety)
+        tolerated = limits(history, detector, threshold, safety, estimators.quartiles)
         return tuple(
             Overload(host, hot_now, detector, now, limit, history.shape[1])
             for host, hot_now, now, limit in zip(
                 snap.hosts, hot.tolist(), history[:, -1].tolist(), tolerated.tolist(), strict=True
             )
         )
+
+
+def estimators_of(settings: Mapping[str, Any]) -> Estimators:
+    """The estimators the settings name (power-aware's fit and quartiles)."""
+    return Estimators(settings["fit"], settings["quartiles"])
 
 
 def host_history(snap: Snapshot, asked: CpuAsked) -> np.ndarray:

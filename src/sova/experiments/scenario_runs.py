@@ -177,6 +177,9 @@ def run_profile(
     summary = _summary(scenario, prof, sim, rec, runtime.audit, services, wall, window.totals(sim))
     if sensor is not None:
         summary["intensity"] = _intensity(sensor)
+    counted = {policy.name: dict(policy.counts) for policy in policies if policy.counts}
+    if counted:
+        summary["policy_counts"] = counted
     if events.records:
         summary["events"] = [record.to_dict() for record in events.records]
     if scenario.rules:

@@ -73,6 +73,11 @@ class Policy(ABC):
         """(target, text) for the audit log, taken after each round: what it could not do, and why."""
         return self.__dict__.setdefault("_notes", [])
 
+    @property
+    def counts(self) -> dict[str, int]:
+        """What it counted over the run, by name, for the run's summary (``policy_counts``)."""
+        return self.__dict__.setdefault("_counts", {})
+
     def wants_to_run(self, knowledge: Knowledge) -> bool:
         """Whether this round is worth running (a policy with nothing to watch skips its rounds)."""
         return True

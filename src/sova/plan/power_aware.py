@@ -19,7 +19,7 @@ import numpy as np
 
 from sova.analyze.cpu_asked import CpuAsked, asked_in, core_speed, cpu_asked
 from sova.analyze.findings import Findings
-from sova.analyze.overload import FITS, Overload
+from sova.analyze.overload import FITS, QUARTILES, Overload, estimators_of
 from sova.analyze.overload import overloaded as judged_overloaded
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
@@ -49,6 +49,13 @@ class PowerAware(Policy):
             "LR's and LRR's line: weighted (the paper's tricube, bisquare for LRR) or ols (CloudSim 3.0.3's "
             "ordinary least squares; LRR then equals LR)",
             choices=FITS,
+        ),
+        "quartiles": Field(
+            "str",
+            "linear",
+            "IQR's quartiles: linear (interpolated) or rank (CloudSim 3.0.3's MathUtil.iqr: the round(p (n + 1))-th "
+            "smallest)",
+            choices=QUARTILES,
         ),
         "rise_from": Field(
             "str",
@@ -116,7 +123,11 @@ class PowerAware(Policy):
         if self.settings["consolidate"]:
             held = np.bincount(snap.vm_host, weights=pinned, minlength=len(snap.hosts)) > 0  # a host keeping a VM
             consolidate(cluster, overloaded | ~_settled_hosts(snap) | held)
-        return [self._migrate(snap, vm, dst, overloaded) for vm, dst in _net_moves(cluster.moves, snap.vm_host)]
+        net = _net_moves(cluster.moves, snap.vm_host)
+        # a VM placed by the overload phase and moved on as its new host is emptied goes once, to where it
+        # ends; CloudSim migrates (and counts) it once per move
+        self.counts["moves_merged"] = self.counts.get("moves_merged", 0) + len(cluster.moves) - len(net)
+        return [self._migrate(snap, vm, dst, overloaded) for vm, dst in net]
 
     def _history_check(self, knowledge: Knowledge, snap) -> dict:
         """The cluster's fields for CloudSim's check of a move: each VM's and host's CPU history (MIPS, as
@@ -130,11 +141,12 @@ class PowerAware(Policy):
         history = np.stack(
             [np.bincount(snap.vm_host, weights=column, minlength=hosts) for column in vm_history.T], axis=1
         )
-        detector, threshold, safety, fit = (self.settings[key] for key in ("detector", "threshold", "safety", "fit"))
+        detector, threshold, safety = (self.settings[key] for key in ("detector", "threshold", "safety"))
+        estimators = estimators_of(self.settings)
         return {
             "history": history,
             "vm_history": vm_history,
-            "judge": lambda utilisation: judged_overloaded(utilisation, detector, threshold, safety, fit),
+            "judge": lambda utilisation: judged_overloaded(utilisation, detector, threshold, safety, estimators),
         }
 
     def _correlates(self, overloaded: np.ndarray) -> bool:

@@ -189,8 +189,9 @@ def consolidate(cluster: Cluster, overloaded: np.ndarray) -> list[int]:
         vms = [vm for vm in on_host[host] if cluster.vm_host[vm] == host]
         largest = max(vms, key=lambda vm: cluster.vm_demand[vm])  # the VM PABFD places first
         size = (float(cluster.vm_demand[largest]), float(cluster.vm_memory[largest]))
-        if any(size[0] >= demand and size[1] >= memory for demand, memory in stuck):
+        if cluster.judge is None and any(size[0] >= demand and size[1] >= memory for demand, memory in stuck):
             continue  # a VM no larger fitted nowhere, and fewer hosts have less room since: this one cannot
+            # (not so where the detector judges each move on the VM's history, not its size alone)
         mark = cluster.mark()
         if pabfd(cluster, vms, allowed, all_or_nothing=True):
             if cluster.mark() == mark and (cluster.rules is None or not cluster.rules.binds(largest)):

@@ -145,8 +145,8 @@ class Simulator(HypervisorOperations):
         wanted = self._workload_demands(t, dt, run)
         cpu_dem, demand, flow_scale = wanted.cpu, wanted.flow, wanted.flow_scale
         for mig, fid in self.migrations.under_way.values():  # one waiting for its destination to wake sends nothing yet
-            off_network = mig.wait_left >= dt or mig.fixed_time > 0  # CloudSim's model puts nothing on it
-            demand[fid] = 0.0 if off_network else p["migration_bandwidth"] or np.inf
+            if fid >= 0:  # CloudSim's model has no flow
+                demand[fid] = 0.0 if mig.wait_left >= dt else p["migration_bandwidth"] or np.inf
         # storage first: what the devices serve is what crosses the network
         offered = [
             (kind.name, io) for kind, g in self.workloads.active() if (io := kind.io(g, self, t, dt)) is not None

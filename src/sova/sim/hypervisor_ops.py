@@ -73,7 +73,9 @@ class HypervisorOperations:
         )
         rate = self.params["migration_failure_rate"]
         mig.doomed = bool(rate) and self.rng.random() < rate  # no draw without the fault: runs stay as they were
-        self.migrations.begin(mig, self.network.add_flow((DOM0, src), (DOM0, dst), "migration"), self.memory_held()[vm])
+        # CloudSim's model puts nothing on the network: no flow (-1)
+        flow = -1 if mig.fixed_time else self.network.add_flow((DOM0, src), (DOM0, dst), "migration")
+        self.migrations.begin(mig, flow, self.memory_held()[vm])
 
     def _fixed_migration_time(self, vm: int, dst: int) -> float:
         """CloudSim's migration time: the VM's memory over half the destination's NIC bandwidth (0: pre-copy,
@@ -93,7 +95,8 @@ class HypervisorOperations:
 
     def _finish_migration(self, vm: int, status: str) -> None:
         mig, fid = self.migrations.end(vm, self.memory_held()[vm])
-        self.network.flows[fid].alive = False
+        if fid >= 0:
+            self.network.flows[fid].alive = False
         self.vms.routes_dirty = True
         moved = mig.on_destination
         if moved and self.vms.host[vm] != mig.dst:

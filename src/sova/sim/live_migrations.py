@@ -21,7 +21,8 @@ _SOURCE_SHARE = 0.9  # of its CPU a VM gets on its source during a migration, in
 class LiveMigrations:
     def __init__(self, n_hosts: int, n_vms: int, config: MigrationConfig):
         self.config = config
-        self.under_way: dict[int, tuple[Migration, int]] = {}  # VM -> its migration and the flow carrying it
+        # VM -> its migration and the flow carrying it (-1: none, CloudSim's model is off the network)
+        self.under_way: dict[int, tuple[Migration, int]] = {}
         self.reserved_memory = np.zeros(n_hosts)  # MiB held on each host by migrations heading to it
         self.per_host = np.zeros(n_hosts, dtype=np.int64)  # migrations from or to each host, under way
         self.migrating_s = np.zeros(n_vms)  # seconds of the last step each VM was migrating (for PDM)
@@ -80,7 +81,7 @@ class LiveMigrations:
         arrived, ended = [], []
         for vm, (mig, flow) in list(self.under_way.items()):
             before = mig.elapsed - mig.waited
-            sent, paused = mig.advance(rate[flow] / 8, dt)
+            sent, paused = mig.advance(rate[flow] / 8 if flow >= 0 else 0.0, dt)
             self.migrating_s[vm] = mig.elapsed - mig.waited - before
             if mig.fixed_time:  # off the network; the VM at 90 % on its source meanwhile
                 run_now[vm] = run[vm] * (1.0 - (1.0 - _SOURCE_SHARE) * self.migrating_s[vm] / dt)
