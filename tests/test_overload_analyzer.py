@@ -60,6 +60,27 @@ def test_a_vm_that_came_has_samples_only_since_and_zeros_before():
     assert found.history[light, :2].tolist() == [0.0, 0.0] and found.history[light, -1] > 0
 
 
+def test_a_vm_moved_within_a_window_is_counted_at_the_speed_of_the_host_it_began_it_on():
+    # one VM burning a core on a 1,000-MIPS host moves (CloudSim's model, 16 s) to a 2,000-MIPS host
+    scenario = make_scenario(
+        scenario={"step": 300, "duration": 300},
+        hosts=[{"name": "slow", "cores": 1, "mips": 1000}, {"name": "fast", "cores": 1, "mips": 2000}],
+        vms=[{"name": "v1", "host": "slow", "vcpus": 1, "memory": "1000MB", "mips": 1000}],
+        workloads=[{"vm": "v1", "kind": "lookbusy"}],
+        simulator={"migration_model": "cloudsim", "idle_guest_cpu": 0.0},
+    )
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    knowledge = Knowledge(float("inf"))
+    knowledge.add(driver.observe())
+    sim.start_migration(0, 1)
+    sim.step()
+    knowledge.add(driver.observe())
+    assert knowledge.latest.vm_host[0] == 1  # it ended the window on the fast host
+    # the simulator charged the step to the slow host, where a core is 1,000 MIPS: not 2,000
+    assert cpu_asked(knowledge, period=300, length=1).history[0, -1] == pytest.approx(1000, rel=1e-3)
+
+
 def test_nothing_is_asked_before_one_window_exists():
     knowledge = Knowledge()
     knowledge.add(SimDriver(Simulator(make_scenario(**BUSY))).observe())
