@@ -10,6 +10,7 @@ Usage:
   python benchmarks/cloudsim_compare.py                                   # every day and profile the CSV has
   python benchmarks/cloudsim_compare.py --days 20110303 --profiles dvfs thr-mmt-0.8 --out compare.md
   python benchmarks/cloudsim_compare.py --jobs 2 --csv benchmarks/data/sova-compatible-planetlab.csv
+  python benchmarks/cloudsim_compare.py --from-csv benchmarks/data/sova-compatible-planetlab.csv   # no runs
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import csv
 import math
 import resource
+import statistics
 import sys
 from pathlib import Path
 
@@ -107,6 +109,40 @@ def targets(rows: list[tuple[str, str, dict, dict]]) -> str:
     return "\n".join(lines)
 
 
+def medians(rows: list[tuple[str, str, dict, dict]]) -> str:
+    """Per profile, the median over the days of energy, migrations and SLATAH, Sova's and CloudSim's, with
+    their ratio (issue 32: within 2 %)."""
+    columns = ("energy_kwh", "migrations", "slatah_pct")
+    profiles = list(dict.fromkeys(profile for _, profile, _, _ in rows))
+    days = len({day for day, _, _, _ in rows})
+    head = " | ".join(f"{column}: Sova / CloudSim / ratio" for column in columns)
+    lines = ["", f"Medians over {days} days:", "", f"| profile | {head} |", "|---|" + "---:|" * len(columns)]
+    within = dict.fromkeys(columns, 0)
+    for profile in profiles:
+        cells = []
+        for column in columns:
+            ours = statistics.median(o[column] for _, p, o, _ in rows if p == profile)
+            theirs = statistics.median(float(t[column]) for _, p, _, t in rows if p == profile)
+            cells.append(f"{ours:.4g} / {theirs:.4g} / {ratio(ours, theirs)}")
+            within[column] += theirs == ours or (theirs > 0 and abs(ours / theirs - 1) <= 0.02)
+        lines.append(f"| {profile} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("Within 2 %: " + ", ".join(f"{column} {count} of {len(profiles)}" for column, count in within.items()))
+    return "\n".join(lines)
+
+
+def saved(paths: list[Path], wanted: set[tuple[str, str]]) -> list[tuple[str, str, dict[str, float]]]:
+    """Sova's numbers as --csv wrote them, for the days and profiles wanted that they hold."""
+    found = []
+    for path in paths:
+        with path.open(newline="") as handle:
+            for row in csv.DictReader(handle):
+                if (row["day"], row["profile"]) in wanted:
+                    ours = {column: float(row[f"sova_{column}"]) for _, column, _ in COMPARED}
+                    found.append((row["day"], row["profile"], ours))
+    return found
+
+
 def write_csv(path: Path, rows: list[tuple[str, str, dict, dict]]) -> None:
     """Sova's numbers per day and profile, beside CloudSim's (written whole, then moved into place)."""
     partial = path.with_suffix(path.suffix + ".partial")
@@ -126,6 +162,9 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once, each in a process (default 1)")
     parser.add_argument("--out", type=Path, help="also write the table here (Markdown)")
     parser.add_argument("--csv", type=Path, help="also write Sova's numbers here (CSV)")
+    parser.add_argument(
+        "--from-csv", type=Path, nargs="*", help="print the tables from Sova's numbers written by --csv, without runs"
+    )
     args = parser.parse_args()
     if not args.reference.exists():
         print(f"error: {args.reference} does not exist: run benchmarks/cloudsim_reference.sh first", file=sys.stderr)
@@ -150,9 +189,11 @@ def main() -> int:
     def done(count: int) -> None:
         print(f"{count} of {len(wanted)} runs done", file=sys.stderr, flush=True)
 
-    results = run_all(_run, wanted, workers=args.jobs, done=done)
+    results = (
+        saved(args.from_csv, set(wanted)) if args.from_csv else run_all(_run, wanted, workers=args.jobs, done=done)
+    )
     rows = [(day, profile, ours, known[(day, profile)]) for day, profile, ours in results]
-    text = table(rows) + "\n" + targets(rows)
+    text = table(rows) + "\n" + targets(rows) + "\n" + medians(rows)
     text += (
         f"\npeak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB (the parent; --jobs 1: all)"
     )

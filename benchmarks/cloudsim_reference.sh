@@ -20,8 +20,10 @@
 #            /work/cloudsim-3.0.3 /work/shared/traces/planetlab 20110303 20110306
 #
 # As run for data/cloudsim-3.0.3-planetlab.csv (2026-11-27, OpenJDK 17.0.15, Maven 3.8.7, 2 shared cores):
-#   day 20110303 with the log on (an earlier revision of this script, without others_cpu_s: left empty), then
-#   -q -s 11:25 for 20110306 20110309 ...; 20110309 was stopped by -s after 19 of 22 runs, so not written.
+#   day 20110303 with the log on (an earlier revision of this script, without others_cpu_s: left empty);
+#   -q -s 11:25 20110306 20110309 ... (20110309 stopped by -s after 19 of 22 runs, so not written); then
+#   -q -r -s 14:30 -w /work/cloudsim-run /work/cloudsim-3.0.3 /work/shared/traces/planetlab 20110309 20110322
+#   20110325 20110403 20110409 20110411 20110412 20110420 (20110309's first 19 rows kept from the first run).
 # Caveats (CloudSim's behaviour, not ours): VMs take trace files in File.listFiles() order (directory
 # order, unsorted), so results depend on the filesystem; *-rs profiles use an unseeded java.util.Random.
 set -euo pipefail
