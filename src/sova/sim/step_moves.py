@@ -8,10 +8,10 @@ runs on the destination. With steps of 300 s and migrations of 10-28 s, a step i
 emptied at second 28 draws nothing after (CloudSim counts no energy for a host whose utilisation is zero),
 and the VM's load is on its destination for the rest of the step.
 
-``host_pieces`` replays a step's moves per touched host as a timeline of pieces, each with the host's busy
-cores, the CPU asked and given, the VMs it holds and the migrations coming in, and gives per touched host
-its mean busy cores, mean watts, active seconds and short seconds over the step. Hosts no move touched keep
-the step's whole-step figures.
+``host_pieces`` replays a step's moves per touched host as a timeline, cut where a move begins or ends,
+and gives each piece's length, busy cores, and whether the host held a VM (active) and gave less CPU than
+asked (short: a VM migrating in, or more asked than given); the engine turns them into the host's mean busy
+cores, watts, active and short seconds over the step. Hosts no move touched keep the whole-step figures.
 """
 
 from __future__ import annotations
