@@ -87,6 +87,7 @@ SWITCHES: list[tuple[str, Callable[[Raw], None]]] = [
     ("no VM leaves when its trace idles (leave = never)", _each("workloads", "leave")),
     ("decisions see the period that ended (no lead, samples held)", _trace_now),
     ("idle guests use 0.005 cores (idle_guest_cpu)", _simulator("idle_guest_cpu", 0.005)),
+    ("a crowded host's run queue slows its VMs (sched_overhead = 0.065)", _simulator("sched_overhead", 0.065)),
     ("traces by name (order = name)", _each("workloads", "order")),
     ("first fit reserves memory only (reserve = memory)", _each("vms", "reserve")),
     (
