@@ -1,16 +1,21 @@
 """CloudSim 3.0.3's PABFD and estimators as power-aware settings, each on a case worked out by hand:
 the power rise taken from the round's start (``rise_from``), the detector run again on a host's history
-with the VM's added (``after_check``), IQR's quartiles by rank (``quartiles``), and what Sova counts where
-CloudSim migrates a VM twice in a round."""
+with the VM's added (``after_check``), IQR's quartiles by rank (``quartiles``), MU's utilisation of the VM's
+own MIPS (``mu_of``), and what Sova counts where CloudSim migrates a VM twice in a round."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from helpers import make_scenario
+from sova.analyze.cpu_asked import asked_in
 from sova.analyze.overload import Estimators, iqr_threshold, overloaded
-from sova.plan.power_aware import _net_moves
+from sova.drivers.sim import SimDriver
+from sova.model.knowledge import Knowledge
+from sova.plan.power_aware import PowerAware, _net_moves
 from sova.plan.power_aware_placement import Cluster, consolidate, pabfd
+from sova.sim.engine import Simulator
 
 LINE = [100.0 + 10 * tenth for tenth in range(11)]  # P(u) = 100 + 100 u: 0.1 W per MIPS on 1,000 MIPS
 
@@ -102,3 +107,33 @@ def test_a_vm_a_round_moves_twice_migrates_once_to_where_it_ends():
     # the overload phase puts VM 0 on host 1; consolidation then empties host 1 onto host 2
     assert _net_moves([(0, 1), (3, 2), (0, 2)], np.array([0, 1, 1, 0])) == [(0, 2), (3, 2)]
     assert _net_moves([(0, 1), (0, 0)], np.array([0])) == []  # back where it was: no migration
+
+
+def _mu_pick(mu_of: str) -> str:
+    """MU's choice between a 500-MIPS VM busy in full (500 MIPS) and a 2,500-MIPS VM at 30 % (750 MIPS), on
+    a host of 2,660-MIPS cores, from 300 s of what the simulator reports."""
+    scenario = make_scenario(
+        scenario={"duration": 300, "step": 300},
+        hosts=[{"name": "h1", "cores": 2, "mips": 2660}],
+        vms=[
+            {"name": "small", "host": "h1", "vcpus": 1, "mips": 500},
+            {"name": "big", "host": "h1", "vcpus": 1, "mips": 2500},
+        ],
+        workloads=[{"vm": "small", "kind": "lookbusy"}, {"vm": "big", "kind": "lookbusy", "util": 0.3}],
+        simulator={"idle_guest_cpu": 0.0},
+    )
+    sim = Simulator(scenario)
+    driver = SimDriver(sim)
+    knowledge = Knowledge(float("inf"))
+    knowledge.add(driver.observe())
+    sim.step()
+    knowledge.add(driver.observe())
+    snap, asked = asked_in(knowledge, 300.0)
+    assert asked == pytest.approx([500, 750], rel=1e-3)
+    policy = PowerAware(**{**PowerAware.defaults(), "selection": "mu", "mu_of": mu_of})
+    return snap.vms[policy._choose([0, 1], snap, asked, None)]
+
+
+def test_mu_takes_the_vm_least_busy_on_its_host_or_as_cloudsim_of_its_own_mips():
+    assert _mu_pick("host") == "small"  # 500 / 2,660 = 0.19 of a core against 750 / 2,660 = 0.28
+    assert _mu_pick("vm") == "big"  # 750 / 2,500 = 0.3 of its own MIPS against 500 / 500 = 1.0

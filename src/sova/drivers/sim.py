@@ -124,6 +124,7 @@ class SimDriver:
             vm_memory=pick(sim.vms.memory),
             vm_memory_used=pick(sim.vms.memory_used),
             vm_memory_held=None if sim.params["vm_memory"] == "held" else pick(sim.memory_held()),
+            vm_mips=pick(sim.compute.vm_mips),
             vm_dirty_rate=pick(sim.vms.dirty_rate),
             vm_weight=pick(sim.compute.vm_weight),
             vm_cap=pick(sim.compute.vm_cap),

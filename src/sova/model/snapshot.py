@@ -92,6 +92,9 @@ class Snapshot:
     # per VM: MiB it holds on its host now, where that is not its configured memory (a simulator whose running
     # VMs hold none, as CloudSim's); None: its configured memory, as on any real host
     vm_memory_held: np.ndarray | None = None
+    # per VM: MIPS of each of its vCPUs at full speed where the driver knows it (the simulator: the scenario's
+    # `mips`, 0 where it states none); None: unknown, as libvirt does not say
+    vm_mips: np.ndarray | None = None
     # per host: the driver's time of its latest report (a host that stopped reporting keeps its last one, and
     # its VMs are shown as it last saw them); None: every host reported for this snapshot
     host_seen: np.ndarray | None = None

@@ -48,6 +48,7 @@ def aligned(old: Snapshot, new: Snapshot, between: Iterable[Snapshot] = ()) -> S
         changes[name] = _pick(getattr(old, name), getattr(new, name), vm_at)
     changes["vm_disk_local"] = _pick_reported(old.vm_disk_local, new.vm_disk_local, vm_at)
     changes["vm_memory_held"] = _pick_reported(old.vm_memory_held, new.vm_memory_held, vm_at)
+    changes["vm_mips"] = _pick_reported(old.vm_mips, new.vm_mips, vm_at)
     for name in ("host_power", "host_power_curve", "host_core_mips"):  # states and configuration, not counts
         changes[name] = getattr(new, name)
     for name in _VM_FIELDS_OBJECT:

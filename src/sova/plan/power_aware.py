@@ -75,6 +75,13 @@ class PowerAware(Policy):
             choices=("limit", "history"),
         ),
         "selection": Field("str", "mmt", "which VM leaves: mmt, mc, mu or rs", choices=select.CRITERIA),
+        "mu_of": Field(
+            "str",
+            "host",
+            "MU's utilisation: of the VM's vCPUs at its host's core speed (host), or of its own MIPS where the "
+            "driver reports them (vm: CloudSim 3.0.3's, the VM's demand over vm.getMips())",
+            choices=("host", "vm"),
+        ),
         "consolidate": Field("bool", True, "empty underloaded hosts whose VMs all fit elsewhere"),
         "history": Field("int", 30, "periods of CPU history the detector judges (the Knowledge keeps them)", lo=12),
         "seed": Field("int", 0, "RS's random generator", lo=0, hi=MAX_SEED),
@@ -161,12 +168,20 @@ class PowerAware(Policy):
         if criterion == "mmt":
             return select.minimum_migration_time(memory, bandwidth)
         if criterion == "mu":
-            cores = snap.vm_vcpus[candidates] * core_speed(snap)[snap.vm_host[candidates]]
-            return select.minimum_utilisation(asked[candidates] / cores)
+            return select.minimum_utilisation(asked[candidates] / self._mu_base(snap, candidates))
         if criterion == "rs":
             return select.random_selection(len(candidates), self.rng)
         length = max(int(history.samples[candidates].min()), 1)
         return select.maximum_correlation(history.history[candidates, -length:], memory, bandwidth)
+
+    def _mu_base(self, snap, candidates: list[int]) -> np.ndarray:
+        """What MU takes each VM's utilisation of: its vCPUs at its host's core speed, or (mu_of = "vm") at
+        its own MIPS where the driver reports them, as CloudSim 3.0.3 does."""
+        cores = snap.vm_vcpus[candidates] * core_speed(snap)[snap.vm_host[candidates]]
+        if self.settings["mu_of"] != "vm" or snap.vm_mips is None:
+            return cores
+        own = snap.vm_vcpus[candidates] * snap.vm_mips[candidates]
+        return np.where(own > 0, own, cores)
 
     def _migrate(self, snap, vm: int, dst: int, overloaded: np.ndarray) -> Migrate:
         src = int(snap.vm_host[vm])
