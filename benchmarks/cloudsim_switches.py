@@ -98,6 +98,7 @@ SWITCHES: list[tuple[str, Callable[[Raw], None]]] = [
     ("a move judged by the detector's limit (after_check = limit)", _power_aware("after_check")),
     ("LR's weighted line (fit = weighted)", _power_aware("fit")),
     ("IQR's interpolated quartiles (quartiles = linear)", _power_aware("quartiles")),
+    ("MU's utilisation of a core of the VM's host (mu_of = host)", _power_aware("mu_of")),
     ("energy and SLA over the whole day (no measure window)", _whole_run),
 ]
 
