@@ -105,6 +105,9 @@ def _without(snap, gone: str):
     keep = np.array([name != gone for name in snap.vms])
     index = np.cumsum(keep) - 1
     changes = {name: getattr(snap, name)[keep] for name in (*_VM_FIELDS, "vm_host")}
+    for name in ("vm_memory_held", "vm_mips", "vm_disk_local"):  # what a driver may not report
+        if getattr(snap, name) is not None:
+            changes[name] = getattr(snap, name)[keep]
     for name in _VM_FIELDS_OBJECT:
         values = np.asarray(getattr(snap, name), dtype=object)[keep]
         changes[name] = tuple(values) if isinstance(getattr(snap, name), tuple) else values.astype(bool)

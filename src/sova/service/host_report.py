@@ -23,7 +23,7 @@ _HOST = ("host_cores", "host_memory", "host_cpu_time", "dom0_cpu_time", "dom0_vc
 _HOST += ("nic_rx_bytes", "nic_tx_bytes", "vfs_total", "vfs_used", "dom0_weight", "host_core_mips")
 _CURVE = "host_power_curve"  # the host's watts at 0, 10, ..., 100 % CPU: POINTS values
 _VM = ("vm_vcpus", "vm_memory", "vm_memory_used", "vm_dirty_rate", "vm_weight", "vm_cap", "vm_vf_rate")
-_VM += ("vm_migrating", "vm_disk_local")
+_VM += ("vm_migrating", "vm_disk_local", "vm_mips")
 _COUNTERS = tuple(counter_field.name for counter_field in fields(VmCounters))
 _DTYPES = {"f8": np.float64, "i8": np.int64, "b1": np.bool_}
 
@@ -175,7 +175,7 @@ def _check_lengths(host: str, vms: list, header: dict, arrays: dict) -> None:
         want = 1 if name in _HOST else POINTS if name == _CURVE else n_flows if name.startswith("flow_") else len(vms)
         if len(values) != want:
             raise ReportError(f"host report ({host}): {name} has {len(values)} values, expected {want}")
-    optional = ("dom0_weight", "vm_disk_local", "host_core_mips")
+    optional = ("dom0_weight", "vm_disk_local", "host_core_mips", "vm_mips")
     for name in (
         *_COUNTERS,
         *(array_name for array_name in _HOST + _VM if array_name not in optional),
