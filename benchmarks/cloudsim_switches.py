@@ -15,14 +15,13 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from cloudsim_compare import SCENARIO, cloudsim_migrations
 from sova.control.profiles import check_profile
 from sova.experiments.parallel import run_all
 from sova.experiments.scenario_runs import run_profile
 from sova.model.scenario_reader import scenario_from_dict
 from sova.model.schema import read_toml
 
-ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = ROOT / "scenarios" / "papers" / "cloudsim" / "planetlab-cloudsim.toml"
 Raw = dict
 
 
@@ -110,8 +109,7 @@ def _run(item: tuple[str, str, int]) -> tuple[int, str, dict]:
         SWITCHES[switch][1](raw)
     scenario = scenario_from_dict(raw, str(SCENARIO), SCENARIO.parent, check_profile, {"day": day})
     summary = run_profile(scenario, profile).summary
-    merged = summary.get("policy_counts", {}).get("power-aware", {}).get("moves_merged", 0)
-    return switch, profile, {"energy": summary["energy_kwh"], "migrations": summary["migrations"]["count"] + merged}
+    return switch, profile, {"energy": summary["energy_kwh"], "migrations": cloudsim_migrations(summary)}
 
 
 def table(results: list[tuple[int, str, dict]], profiles: list[str]) -> str:

@@ -33,11 +33,13 @@ def core_speed(snap: Snapshot) -> np.ndarray:
     return np.ones(len(snap.hosts)) if snap.host_core_mips is None else snap.host_core_mips
 
 
-# per Knowledge, the samples computed so far: (period, newer snapshot's time) -> (that snapshot, CPU asked),
-# and the latest history ("history", period, length, latest time) -> CpuAsked. A window's snapshots never
-# change once added, so a sample holds while the Knowledge keeps its snapshot.
+# per Knowledge, the samples computed so far: (period, newer snapshot's time) -> (that snapshot, CPU asked).
+# A window's snapshots never change once added, so a sample holds while the Knowledge keeps its snapshot.
 _SAMPLES: weakref.WeakKeyDictionary[Knowledge, dict[tuple[float, float], tuple[Snapshot, np.ndarray]]]
 _SAMPLES = weakref.WeakKeyDictionary()
+# per Knowledge, the latest history: ((period, length, latest snapshot's time), that history)
+_LATEST: weakref.WeakKeyDictionary[Knowledge, tuple[tuple[float, int, float], CpuAsked | None]]
+_LATEST = weakref.WeakKeyDictionary()
 
 
 def asked_in(knowledge: Knowledge, period: float, end: float | None = None) -> tuple[Snapshot, np.ndarray] | None:
@@ -74,14 +76,11 @@ def cpu_asked(knowledge: Knowledge, period: float, length: int) -> CpuAsked | No
     a period before, ...); None before one period has passed. A sample counts for a VM while it is in
     every window from that one to now. Computed once per latest snapshot (the overload analyzer and
     power-aware's checks both read it)."""
-    latest = knowledge.latest
-    known = _SAMPLES.setdefault(knowledge, {})
-    key = ("history", period, length, latest.time)
-    if key not in known:
-        known[key] = _history(knowledge, period, length)
-        for old in [old for old in known if old[0] == "history" and old != key]:
-            del known[old]
-    return known[key]
+    key = (period, length, knowledge.latest.time)
+    kept = _LATEST.get(knowledge)
+    if kept is None or kept[0] != key:
+        kept = _LATEST[knowledge] = key, _history(knowledge, period, length)
+    return kept[1]
 
 
 def _history(knowledge: Knowledge, period: float, length: int) -> CpuAsked | None:

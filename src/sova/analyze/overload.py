@@ -139,14 +139,16 @@ def regression(
 
 
 def limits(
-    history: np.ndarray, detector: str, threshold: float, safety: float, quartiles: str = "linear"
+    history: np.ndarray, detector: str, threshold: float, safety: float, estimators: Estimators = PAPER
 ) -> np.ndarray:
     """Per host, the utilisation its detector tolerates after a move (PABFD's check): THR's threshold,
     IQR's or MAD's threshold from its history, 1/s for LR and LRR; the fallback while the history is short."""
     if detector == "thr":
         return np.full(len(history), threshold)
     if detector in ("iqr", "mad") and history.shape[1] >= MIN_HISTORY:
-        return iqr_threshold(history, safety, quartiles) if detector == "iqr" else mad_threshold(history, safety)
+        if detector == "iqr":
+            return iqr_threshold(history, safety, estimators.quartiles)
+        return mad_threshold(history, safety)
     if detector in ("lr", "lrr") and history.shape[1] >= 10:
         return np.full(len(history), 1.0 / max(safety, 1e-12))
     return np.full(len(history), FALLBACK_THRESHOLD)
@@ -210,7 +212,7 @@ class HostOverload(Analyzer):
         hot = overloaded(history, detector, threshold, safety, estimators) & (
             np.bincount(snap.vm_host, minlength=len(snap.hosts)) > 0
         )
-        tolerated = limits(history, detector, threshold, safety, estimators.quartiles)
+        tolerated = limits(history, detector, threshold, safety, estimators)
         return tuple(
             Overload(host, hot_now, detector, now, limit, history.shape[1])
             for host, hot_now, now, limit in zip(
@@ -224,11 +226,18 @@ def estimators_of(settings: Mapping[str, Any]) -> Estimators:
     return Estimators(settings["fit"], settings["quartiles"])
 
 
+def vm_histories(asked: CpuAsked) -> np.ndarray:
+    """VMs x samples (newest last) of CPU asked, as long as the longest VM history."""
+    return asked.history[:, -max(int(asked.samples.max(initial=0)), 1) :]
+
+
+def summed_by_host(vm_host: np.ndarray, vm_history: np.ndarray, hosts: int) -> np.ndarray:
+    """Hosts x samples: the sum of each host's VMs' histories (VMs x samples)."""
+    return np.stack([np.bincount(vm_host, weights=column, minlength=hosts) for column in vm_history.T], axis=1)
+
+
 def host_history(snap: Snapshot, asked: CpuAsked) -> np.ndarray:
     """Hosts x samples (newest last) of utilisation: the sum of each host's VMs' histories over its
     capacity, as long as the longest VM history."""
-    length = max(int(asked.samples.max(initial=0)), 1)
-    recent = asked.history[:, -length:]
-    hosts = len(snap.hosts)
-    out = np.stack([np.bincount(snap.vm_host, weights=column, minlength=hosts) for column in recent.T], axis=1)
-    return out / (snap.host_cores * core_speed(snap))[:, None]
+    summed = summed_by_host(snap.vm_host, vm_histories(asked), len(snap.hosts))
+    return summed / (snap.host_cores * core_speed(snap))[:, None]

@@ -6,7 +6,7 @@ last (86100.1 s of a day), so its energy leaves out the run's first and last fiv
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -24,7 +24,7 @@ class MeasureWindow:
     start: float
     end: float  # 0: the run's end
     at_start: dict[str, np.ndarray] | None = None
-    at_end: dict[str, np.ndarray] | None = field(default=None)
+    at_end: dict[str, np.ndarray] | None = None
 
     def observe(self, sim: Simulator) -> None:
         """Take the counters when the run reaches an end of the window (call once a step, and at t = 0)."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from sova.analyze.cpu_asked import CpuAsked, asked_in, core_speed, cpu_asked
 from sova.analyze.findings import Findings
-from sova.analyze.overload import FITS, QUARTILES, Overload, estimators_of
+from sova.analyze.overload import FITS, QUARTILES, Overload, estimators_of, summed_by_host, vm_histories
 from sova.analyze.overload import overloaded as judged_overloaded
 from sova.model.actions import Action, Migrate
 from sova.model.knowledge import Knowledge
@@ -142,16 +142,11 @@ class PowerAware(Policy):
         found = cpu_asked(knowledge, self.period, self.settings["history"])
         if found is None:
             return {}
-        length = max(int(found.samples.max(initial=0)), 1)
-        vm_history = found.history[:, -length:]
-        hosts = len(snap.hosts)
-        history = np.stack(
-            [np.bincount(snap.vm_host, weights=column, minlength=hosts) for column in vm_history.T], axis=1
-        )
+        vm_history = vm_histories(found)
         detector, threshold, safety = (self.settings[key] for key in ("detector", "threshold", "safety"))
         estimators = estimators_of(self.settings)
         return {
-            "history": history,
+            "history": summed_by_host(snap.vm_host, vm_history, len(snap.hosts)),
             "vm_history": vm_history,
             "judge": lambda utilisation: judged_overloaded(utilisation, detector, threshold, safety, estimators),
         }

@@ -63,13 +63,10 @@ class Cluster:
         self.drawing[self.on] = at_start[self.on]
         self.start_load = self.load.copy()  # the load before this round's moves
         self.start_power = at_start  # a host not on at its idle power (its curve at its load, 0)
+        if self.judge is not None:  # the detector judges each move on the history: a move may fill the host
+            self.limit = np.full(len(self.capacity), np.inf)
         top = self.capacity * (1 + 1e-12)  # demand each host can still take (see _refresh): kept by move()
-        self.cpu_room = np.where(self.load <= 0, top, np.minimum(top, self.room_limit() * self.capacity)) - self.load
-
-    def room_limit(self, host: int | slice = slice(None)) -> np.ndarray | float:
-        """The utilisation a move may bring hosts to: the detector's limit, or the whole host where the
-        detector judges each move on the history (``judge``)."""
-        return np.inf if self.judge is not None else self.limit[host]
+        self.cpu_room = np.where(self.load <= 0, top, np.minimum(top, self.limit * self.capacity)) - self.load
 
     def overloaded_without(self, host: int, vms: list[int]) -> bool:
         """Whether the host's detector still finds it overloaded with `vms` gone: run again on the history
@@ -114,7 +111,7 @@ class Cluster:
         below, above = self.curves[host, low], self.curves[host, low + 1]
         self.drawing[host] = below + (above - below) * (position - low) if self.on[host] else 0.0
         top = capacity * (1 + 1e-12)
-        self.cpu_room[host] = (top if load <= 0 else min(top, float(self.room_limit(host)) * capacity)) - load
+        self.cpu_room[host] = (top if load <= 0 else min(top, float(self.limit[host]) * capacity)) - load
 
     def mark(self) -> int:
         """A point to go back to with undo()."""
