@@ -39,6 +39,14 @@ def test_pabfd_picks_the_host_whose_power_rises_least():
     assert c.moves == [(2, 1)] and c.load[1] == pytest.approx(3032)
 
 
+def test_equal_power_rises_go_to_the_host_listed_first_whatever_the_rounding():
+    # three G5s in the first tenth of their curve rise by the same 3.3 W x 0.53 / 5,320 for a 0.53-MIPS VM;
+    # rounding makes the third's rise 1.4e-14 W smaller, which must not decide
+    c = cluster([5320, 5320, 5320, 3720], [G5, G5, G5, G4], [0, 1, 2, 3], [324.25, 427.79, 300.54, 0.53])
+    assert pabfd(c, [3], np.array([True, True, True, False])) == []
+    assert c.moves == [(3, 0)]
+
+
 def test_pabfd_places_the_largest_first_and_never_onto_a_host_it_would_overload():
     c = cluster([3720, 3720, 3720], [G4, G4, G4], [2, 2, 2], [1000, 2900, 500])
     # 2,900 first: to host 0 (ties: the first); 1,000 next: not host 0 (3,900 > 3,720), so host 1; 500: host 1

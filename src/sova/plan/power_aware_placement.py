@@ -6,7 +6,9 @@ power curve at the load after minus its power now; a host that is not on draws n
 one costs its whole power at the load after), among the hosts it fits (CPU and memory) and that would not
 be overloaded with it: its utilisation after stays within the host's ``limit`` (the detector's threshold).
 A host with no load takes any VM that fits, as CloudSim skips the overload test there (a VM alone on a
-host cannot be relieved by moving it). Ties go to the host listed first.
+host cannot be relieved by moving it). Ties go to the host listed first: rises within RISE_TIE watts
+are equal (hosts on the same straight piece of the same curve rise by the same watts, and which of them
+floating-point rounding would favour is an accident of the arithmetic).
 
 Consolidation takes the least loaded active host (one with VMs) that is not overloaded, and moves all of
 its VMs away with PABFD, or none of them: a host emptied can be switched off. It goes on with the next
@@ -27,6 +29,8 @@ import numpy as np
 
 from sova.model.power_models import POINTS, power_at
 from sova.plan.host_filter import HostFilter
+
+RISE_TIE = 1e-9  # W: far below any real difference of rise (a 1-MIPS VM's differ by ~1e-3 W between pieces)
 
 
 @dataclass
@@ -142,7 +146,8 @@ def best_host(cluster: Cluster, vm: int, allowed: np.ndarray) -> int | None:
     if len(hosts) <= 1:
         return int(hosts[0]) if len(hosts) else None
     before = cluster.start_power if cluster.rise_from == "round-start" else cluster.drawing
-    return int(hosts[np.argmin(cluster.power(hosts, cluster.load[hosts] + demand) - before[hosts])])
+    rise = cluster.power(hosts, cluster.load[hosts] + demand) - before[hosts]
+    return int(hosts[np.argmax(rise <= rise.min() + RISE_TIE)])  # the first of the least
 
 
 def pabfd(cluster: Cluster, vms: list[int], allowed: np.ndarray, all_or_nothing: bool = False) -> list[int]:
