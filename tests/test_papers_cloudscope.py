@@ -118,11 +118,16 @@ def dom0_weight():
     return sweep("fig9-dom0-weight")
 
 
-def test_fig9_adaptive_dom0_raises_the_weight_where_the_model_predicts_an_slo_miss(dom0_weight):
-    at_256 = dom0_weight[256]
-    assert at_256["adaptive"]["actions"]["succeeded"] >= 1 and at_256["static"]["actions"]["succeeded"] == 0
-    predicted = {p: s["interference"]["slowdown_mean"] for p, s in at_256.items()}
-    assert predicted["adaptive"] < predicted["static"]
+def test_fig9_adaptive_dom0_leaves_the_weight_where_the_port_not_dom0_is_the_cause(dom0_weight):
+    # the ten servers want 4.94 Gb/s each of a 10 Gb/s port: Eq. 5 finds it oversubscribed five times, so
+    # even p_Dom0 = 1 misses the SLO and Eq. 7-8 ask for no weight
+    assert all(s["actions"]["succeeded"] == 0 for s in dom0_weight[256].values())
+    assert dom0_weight[256]["static"]["interference"]["slowdown_mean"] > 1.2
+
+
+@pytest.mark.xfail(strict=True, reason="the port binds the VMs (49 Gb/s wanted of 10): no Dom0 weight meets the SLO")
+def test_fig9_adaptive_dom0_raises_the_weight_as_the_paper_says(dom0_weight):
+    assert dom0_weight[256]["adaptive"]["actions"]["succeeded"] >= 1
 
 
 @pytest.mark.xfail(strict=True, reason="Dom0 is short of no CPU: the port, not Dom0, bounds the VMs")

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import make_scenario
-from sova.analyze.loading_vectors import vm_terms, window_usage
+from sova.analyze.loading_vectors import host_load, vm_terms, window_usage
 from sova.analyze.vslowdown import (
     GRANT_TABLE_BYTES,
     HostLoad,
@@ -42,7 +40,7 @@ def load(**changes) -> HostLoad:
         disk_bs=0.0,
         net_tx_bs=0.0,
         net_rx_bs=0.0,
-        disk_util=0.0,
+        disk_queue=0.0,
         nic_capacity=10e9,
         net_tx_demand=0.0,
         net_rx_demand=0.0,
@@ -86,12 +84,14 @@ def test_the_grant_table_holds_512_kb_and_delays_what_does_not_fit_eq3(total_kb,
 
 @pytest.mark.parametrize(("rho", "expected"), [(0.0, 1.0), (0.4, 1.0), (0.5, 1.0), (0.8, 0.25), (0.9, 1 / 9)])
 def test_a_disk_queue_of_one_request_or_more_delays_its_jobs_eq4(rho, expected):
-    assert p_disk(np.array([rho])).tolist() == [pytest.approx(expected)]
+    # Eq. 4 in the utilisation ρ, read from the queue the host counts, Q = ρ / (1 - ρ): (1 - ρ) / ρ = 1 / Q
+    assert p_disk(np.array([rho / (1 - rho)])).tolist() == [pytest.approx(expected)]
 
 
 def test_the_disk_chain_adds_dom0_grant_table_and_disk_delays():
-    # three VMs reading 256 KB blocks (k = 1: p' = 1/2) on a channel at 80 % (p_disk = 1/4): E = 1 + 2 + 4
-    gamma = gammas(load(disk_bs=3 * 256 * KB, disk_util=0.8))
+    # three VMs reading 256 KB blocks (k = 1: p' = 1/2) with 4 requests queued on the disk (ρ = 0.8,
+    # p_disk = 1/4): E = 1 + 2 + 4
+    gamma = gammas(load(disk_bs=3 * 256 * KB, disk_queue=4.0))
     assert gamma[0].tolist() == pytest.approx([1.0, 7 / 3, 1.0])
 
 
@@ -113,7 +113,7 @@ def test_adding_a_vm_adds_its_terms_to_every_hosts_sums():
         disk_bs=0,
         net_tx_bs=0,
         net_rx_bs=0,
-        disk_util=0,
+        disk_queue=0,
         net_tx_demand=0,
         net_rx_demand=0,
         weight=512,
@@ -130,17 +130,17 @@ def test_adding_a_vm_adds_its_terms_to_every_hosts_sums():
     dom0=st.floats(0, 1),
     demand=st.floats(0, 500),
     disk_kb=st.floats(0, 1e5),
-    rho=st.floats(0, 1),
+    queue=st.floats(0, 100),
     net=st.floats(0, 1e11),
     beta=st.lists(st.floats(0, 1), min_size=3, max_size=3).filter(lambda b: sum(b) > 0),
 )
-def test_nothing_runs_faster_for_company_and_more_load_never_helps(dom0, demand, disk_kb, rho, net, beta):
-    base = load(dom0_util=dom0, cpu_demand=demand, disk_bs=disk_kb * KB, disk_util=rho, net_tx_demand=net)
+def test_nothing_runs_faster_for_company_and_more_load_never_helps(dom0, demand, disk_kb, queue, net, beta):
+    base = load(dom0_util=dom0, cpu_demand=demand, disk_bs=disk_kb * KB, disk_queue=queue, net_tx_demand=net)
     busier = load(
         dom0_util=min(dom0 + 0.1, 1.0),
         cpu_demand=demand + 8,
         disk_bs=(disk_kb + 256) * KB,
-        disk_util=min(rho + 0.1, 1.0),
+        disk_queue=queue + 0.5,
         net_tx_demand=net + 1e9,
     )
     b = np.array([beta]) / sum(beta)
@@ -172,20 +172,44 @@ def test_an_unknown_or_unusable_dom0_weight_leaves_eq1():
         assert p_dom0(load(dom0_util=0.25, dom0_weight=dom0_weight, guest_weight_mean=guests)).tolist() == [0.75]
 
 
-def test_local_disk_reads_do_not_load_the_disk_channel_the_nic_carries():
-    """The disk channel is the link to network storage (the paper's iSCSI): a local disk's bytes are not on it."""
-    sim = Simulator(
-        make_scenario(
-            storage=[{"name": "disk"}],
-            vms=[{"name": "db", "host": "h1"}],
-            workloads=[{"kind": "fio", "vm": "db", "iops": 1000, "size": "64KiB", "read": 1.0}],
-        )
-    )
+def _observed(scenario: dict, steps: int = 5, window: float = 10.0):
+    """The window's usage of a simulated run, as the analyzers read it from the sim driver."""
+    sim = Simulator(make_scenario(**scenario))
     knowledge = Knowledge(30.0)
-    for _ in range(5):
+    for _ in range(steps):
         sim.step()
         knowledge.add(SimDriver(sim).observe())
-    usage = window_usage(knowledge, 10.0)
-    local_snap = dataclasses.replace(usage.snapshot, vm_disk_local=np.ones(1, dtype=bool))
-    assert vm_terms(usage)["disk_util"][0] == pytest.approx(1000 * 65536 * 8 / 10e9)  # 64 KiB x 1000/s on 10 GbE
-    assert vm_terms(dataclasses.replace(usage, snapshot=local_snap))["disk_util"][0] == 0
+    return window_usage(knowledge, window)
+
+
+def test_the_disk_channel_is_the_queue_of_requests_the_vms_keep_outstanding():
+    """Eq. 4's ρ/(1 - ρ) is the disk's queue: the time the VMs' requests spend outstanding per second
+    (Little's law over libvirt's rd/wr_total_times), wherever the disk is; not the NIC's bytes."""
+    one = {"kind": "fio", "iops": 1e7, "size": 65536, "read": 1.0, "iodepth": 1, "pattern": "sequential"}
+    usage = _observed(
+        {
+            "storage": [{"name": "disk"}],
+            "vms": [{"name": "a", "host": "h1"}, {"name": "b", "host": "h1"}],
+            "workloads": [{**one, "vm": "a"}, {**one, "vm": "b"}],
+        }
+    )
+    terms = vm_terms(usage)
+    assert terms["disk_queue"].tolist() == pytest.approx([1.0, 1.0], rel=0.02)  # each always has one out
+    assert host_load(usage, terms).disk_queue[0] == pytest.approx(2.0, rel=0.02)
+
+
+def test_eq5_reads_the_traffic_vms_wanted_not_what_the_port_let_through():
+    """Carried traffic never exceeds the port; the bytes the flows would have moved alone do (the
+    simulator's counters of demand)."""
+    usage = _observed(
+        {
+            "hosts": [{"name": "h1", "cores": 32}, {"name": "h2", "cores": 32, "nic": {"bandwidth": "100Gbps"}}],
+            "vms": [{"name": f"s{i}", "host": "h1"} for i in range(3)]
+            + [{"name": f"c{i}", "host": "h2"} for i in range(3)],
+            "workloads": [{"kind": "netperf", "vm": f"s{i}", "peer": f"c{i}", "direction": "rx"} for i in range(3)],
+        }
+    )
+    load_now = host_load(usage)
+    carried = usage.rx_bytes[:3].sum() * 8
+    assert carried <= load_now.nic_capacity[0]
+    assert load_now.net_rx_demand[0] > 1.3 * carried  # three flows that alone would each move more than a third

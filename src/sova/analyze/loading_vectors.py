@@ -6,11 +6,14 @@ Over a window of the Knowledge (the first and last snapshots, re-indexed alike),
   of Eq. 2 a VM counts what it got plus what it waited for (counters show what the host handed out, so
   an oversubscribed host shows only in its VMs' waiting time);
 - disk: the time its completed IOs took per second (libvirt's rd/wr_total_times), at most 1;
-- network: the time its bytes take on its vNIC, (the busier direction) x 8 / the port's bit rate, at most 1.
+- network: the time its bytes would take on the port, (the busier direction) x 8 / the port's bit rate, at
+  most 1, counting the bytes it wanted to move (``guest_*_wanted``: what it would have sent and received
+  had nothing but its own path held it back), not only those it carried: carried traffic never exceeds
+  the port, so Eq. 5 would never see it oversubscribed.
 The loading vector is the three shares over their sum (a VM that did nothing counts as CPU-bound: its
-slowdown is then its CPU's). The host's storage channel is its NIC (network storage crosses it, as iSCSI
-does in the paper's data center); a VM whose disks are local files or devices puts nothing on it. Its Dom0
-weight is the snapshot's where the driver reports one
+slowdown is then its CPU's). The host's disk channel is the disk its VMs' requests queue at: its queue is
+the sum of their requests' time outstanding per second (Little's law over rd/wr_total_times), which Eq. 4
+reads as ρ/(1-ρ). Its Dom0 weight is the snapshot's where the driver reports one
 (the simulator; Xen's Domain-0), in the same units as the guests' weights; where it is unknown (KVM has
 no Dom0), Eq. 8 reduces to Eq. 1.
 """
@@ -40,6 +43,8 @@ class VmUsage:
     disk_busy: np.ndarray
     tx_bytes: np.ndarray
     rx_bytes: np.ndarray
+    tx_wanted: np.ndarray
+    rx_wanted: np.ndarray
     tx_packets: np.ndarray
     rx_packets: np.ndarray
     dom0_util: np.ndarray
@@ -64,6 +69,8 @@ def window_usage(knowledge: Knowledge, seconds: float) -> VmUsage | None:
         disk_busy=rate("blk_time"),
         tx_bytes=rate("guest_tx_bytes"),
         rx_bytes=rate("guest_rx_bytes"),
+        tx_wanted=rate("guest_tx_wanted"),
+        rx_wanted=rate("guest_rx_wanted"),
         tx_packets=rate("guest_tx_packets"),
         rx_packets=rate("guest_rx_packets"),
         dom0_util=rate("dom0_cpu_time") / np.maximum(last.dom0_vcpus, 1e-9),
@@ -82,7 +89,7 @@ def loading_vectors(u: VmUsage) -> np.ndarray:
         [
             u.cpu / np.maximum(snap.vm_vcpus, 1e-9),
             np.minimum(u.disk_busy, 1.0),
-            np.minimum(np.maximum(u.tx_bytes, u.rx_bytes) * 8 / np.maximum(port, 1e-300), 1.0),
+            np.minimum(np.maximum(u.tx_wanted, u.rx_wanted) * 8 / np.maximum(port, 1e-300), 1.0),
         ],
         axis=1,
     )
@@ -95,19 +102,16 @@ def loading_vectors(u: VmUsage) -> np.ndarray:
 def vm_terms(u: VmUsage) -> dict[str, np.ndarray]:
     """Each VM's terms in its host's sums (arrays over VMs), and its part of Dom0's work."""
     snap = u.snapshot
-    port = np.maximum(snap.nic_bandwidth[snap.vm_host], 1e-300)
     io = u.disk_bytes + u.tx_bytes + u.rx_bytes
     host_io = np.bincount(snap.vm_host, weights=io, minlength=len(snap.hosts))
-    # the disk channel is the link to network storage (the paper's iSCSI); a local disk's IO is not on it
-    remote = 1.0 if snap.vm_disk_local is None else ~snap.vm_disk_local
     return {
         "cpu_demand": u.cpu + u.cpu_wait,  # what it got and what it waited for: util x vCPU as it asked
         "disk_bs": _per(u.disk_bytes, u.disk_ops),
         "net_tx_bs": _per(u.tx_bytes, u.tx_packets),
         "net_rx_bs": _per(u.rx_bytes, u.rx_packets),
-        "disk_util": u.disk_bytes * 8 / port * remote,
-        "net_tx_demand": u.tx_bytes * 8,
-        "net_rx_demand": u.rx_bytes * 8,
+        "disk_queue": u.disk_busy,  # its requests' time outstanding per second: its part of the queue
+        "net_tx_demand": u.tx_wanted * 8,
+        "net_rx_demand": u.rx_wanted * 8,
         "weight": snap.vm_weight.astype(float),
         "dom0_util": u.dom0_util[snap.vm_host] * _per(io, host_io[snap.vm_host]),
     }
@@ -133,7 +137,7 @@ def host_load(u: VmUsage, terms: dict[str, np.ndarray] | None = None) -> HostLoa
         disk_bs=total("disk_bs"),
         net_tx_bs=total("net_tx_bs"),
         net_rx_bs=total("net_rx_bs"),
-        disk_util=total("disk_util"),
+        disk_queue=total("disk_queue"),
         nic_capacity=snap.nic_bandwidth.astype(float),
         net_tx_demand=total("net_tx_demand"),
         net_rx_demand=total("net_rx_demand"),

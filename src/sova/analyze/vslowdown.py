@@ -9,6 +9,7 @@ each state is left with a probability that the host's load sets (Eq. 1-5, with E
 - the grant table (128 entries of 4 KB) for I/O: with k = ⌊Σ bs_i / 512 KB⌋, p'_cpu = 1 if k < 1,
   else p_cpu / (k + 1); disk counts reads and writes together, network each direction apart  (Eq. 3)
 - Disk, FIFO: p_disk = (1 - ρ_disk) / ρ_disk once its queue ρ/(1-ρ) reaches 1, else 1     (Eq. 4)
+  (with the queue Q = ρ/(1-ρ) measured, as hosts count it, this is 1/Q)
 - Net: p_net = 1, or Σ pNIC / Σ util_i · vNIC_i when the NIC is oversubscribed              (Eq. 5)
 
 The mean time to absorption of each chain is the sum of 1/p over its states; with every p = 1 it is 2
@@ -16,8 +17,10 @@ The mean time to absorption of each chain is the sum of 1/p over its states; wit
 with β_j its loading vector (Eq. 6: the share of its time on each resource).
 
 Choices where the paper leaves room, each stated: probabilities are capped at 1 (Eq. 8 with a heavy
-Dom0 weight would exceed it) and utilisations at RHO_MAX (so that a saturated Dom0 or disk gives a large,
-finite delay); Σ bs_i sums one outstanding request per VM doing that I/O (the paper's example: two VMs
+Dom0 weight would exceed it) and Dom0's utilisation at RHO_MAX (so that a saturated Dom0 gives a large,
+finite delay); the disk channel's utilisation is read from its queue, Q = ρ/(1-ρ), the relation Eq. 4
+rests on (a host counts the queue: the time its VMs' requests spend outstanding per second, Little's law),
+so a disk that is full shows how full, where its utilisation stops at 1; Σ bs_i sums one outstanding request per VM doing that I/O (the paper's example: two VMs
 of 256 KB fill the 128 entries); the network's k is the larger of the send and receive tables'.
 Everything is a numpy array over hosts, so a prediction for 100,000 VMs, or for one VM on each of 10,000
 hosts, is a handful of vector operations.
@@ -42,7 +45,8 @@ class HostLoad:
     dom0_util: ρ_Dom0, Dom0's CPU use over its vCPUs; dom0_weight and guest_weight_mean: the scheduler
     weights of Eq. 8; cpu_capacity: Σ pCPU (cores); cpu_demand: Σ util_i · vCPU_i (cores); disk_bs,
     net_tx_bs, net_rx_bs: Σ bs_i (bytes) of one outstanding request per VM doing that I/O; disk_util:
-    ρ_disk of the host's storage channel; nic_capacity: Σ pNIC (bit/s); net_demand: Σ util_i · vNIC_i
+    disk_queue: the requests outstanding on the host's disk channel on average (Q = ρ_disk / (1 - ρ_disk));
+    nic_capacity: Σ pNIC (bit/s); net_demand: Σ util_i · vNIC_i
     (bit/s, each direction: a NIC is full duplex)."""
 
     dom0_util: np.ndarray
@@ -53,7 +57,7 @@ class HostLoad:
     disk_bs: np.ndarray
     net_tx_bs: np.ndarray
     net_rx_bs: np.ndarray
-    disk_util: np.ndarray
+    disk_queue: np.ndarray
     nic_capacity: np.ndarray
     net_tx_demand: np.ndarray
     net_rx_demand: np.ndarray
@@ -79,10 +83,9 @@ def grant_table(total_bs: np.ndarray, p_cpu: np.ndarray) -> np.ndarray:
     return np.where(k < 1, 1.0, p_cpu / (k + 1))
 
 
-def p_disk(disk_util: np.ndarray) -> np.ndarray:
-    """Eq. 4: 1 while the FIFO queue ρ/(1-ρ) is below one request, else (1-ρ)/ρ."""
-    rho = np.minimum(disk_util, RHO_MAX)
-    return np.where(rho < 0.5, 1.0, (1.0 - rho) / np.maximum(rho, 1e-300))
+def p_disk(disk_queue: np.ndarray) -> np.ndarray:
+    """Eq. 4: 1 while the FIFO queue ρ/(1-ρ) is below one request, else (1-ρ)/ρ, which is 1/queue."""
+    return np.where(disk_queue < 1.0, 1.0, 1.0 / np.maximum(disk_queue, 1.0))
 
 
 def chain_times(load: HostLoad) -> tuple[np.ndarray, np.ndarray]:
@@ -92,7 +95,7 @@ def chain_times(load: HostLoad) -> tuple[np.ndarray, np.ndarray]:
     p_cpu_net = grant_table(np.maximum(load.net_tx_bs, load.net_rx_bs), p_cpu)
     p_net = oversubscription(load.nic_capacity, np.maximum(load.net_tx_demand, load.net_rx_demand))
     rest = np.stack(
-        [1.0 / p_cpu, 1.0 / p_cpu_disk + 1.0 / p_disk(load.disk_util), 1.0 / p_cpu_net + 1.0 / p_net], axis=1
+        [1.0 / p_cpu, 1.0 / p_cpu_disk + 1.0 / p_disk(load.disk_queue), 1.0 / p_cpu_net + 1.0 / p_net], axis=1
     )
     return 1.0 / p_dom0(load), rest
 
@@ -128,7 +131,7 @@ class VmLoad:
     disk_bs: float  # bytes of its outstanding disk request (0: no disk I/O)
     net_tx_bs: float
     net_rx_bs: float
-    disk_util: float  # what it adds to the storage channel's utilisation
+    disk_queue: float  # requests it keeps outstanding on the disk channel, on average
     net_tx_demand: float  # bit/s
     net_rx_demand: float
     weight: float  # its scheduler weight
@@ -146,7 +149,7 @@ def with_vm(load: HostLoad, vm: VmLoad, guests: np.ndarray, on: np.ndarray | flo
         disk_bs=load.disk_bs + vm.disk_bs * on,
         net_tx_bs=load.net_tx_bs + vm.net_tx_bs * on,
         net_rx_bs=load.net_rx_bs + vm.net_rx_bs * on,
-        disk_util=load.disk_util + vm.disk_util * on,
+        disk_queue=load.disk_queue + vm.disk_queue * on,
         net_tx_demand=load.net_tx_demand + vm.net_tx_demand * on,
         net_rx_demand=load.net_rx_demand + vm.net_rx_demand * on,
     )

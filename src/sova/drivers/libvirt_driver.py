@@ -257,6 +257,9 @@ class LibvirtDriver:
             else:  # no gray-box view yet: the guest's counters are what the host sees
                 for kind in GUEST_KINDS:
                     counters[f"guest_{kind}"][vm_index] = counters[f"vnic_{kind}"][vm_index]
+            # no counter of a libvirt host shows what a guest's TCP held back: demand is what it carried
+            counters["guest_tx_wanted"][vm_index] = counters["guest_tx_bytes"][vm_index]
+            counters["guest_rx_wanted"][vm_index] = counters["guest_rx_bytes"][vm_index]
             for key in VmCounters.__dataclass_fields__:
                 if key not in ("cpu_time", "wait_time", "blocked_time"):
                     counters[key][vm_index] = state.monotonic(key, counters[key][vm_index])

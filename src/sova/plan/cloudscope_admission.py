@@ -57,7 +57,7 @@ def _arriving(request: VmRequest) -> VmLoad:
         disk_bs=0.0,
         net_tx_bs=0.0,
         net_rx_bs=0.0,
-        disk_util=0.0,
+        disk_queue=0.0,
         net_tx_demand=0.0,
         net_rx_demand=0.0,
         weight=256.0,

@@ -172,6 +172,10 @@ class Simulator(HypervisorOperations):
         rate = net.solve(cap, demand, data, active) * flow_scale
         load = net.load(rate, data)
 
+        # what each flow would have carried had only its own path limited it (Dom0 with all its vCPUs and no
+        # other vif to serve): the demand a host's counters of unmet demand show, for CloudScope's Eq. 5
+        self._flow_wanted = np.maximum(rate, np.minimum(demand, net.alone(net.capacities(compute.dom0_vcpus))))
+
         # CPU pass 2: with what the network actually carried
         vm_want = cpu_dem + net.guest_net_cpu(rate)  # before the vCPU count and cap bound it
         vm_dem = np.minimum(vm_want, compute.vm_cpu_limit())
@@ -218,6 +222,9 @@ class Simulator(HypervisorOperations):
             flow_rate=rate,
             flow_bytes=nbytes,
             vm_bytes=self.network.vm_bytes(nbytes),
+            vm_wanted_bytes=self.network.vm_bytes(
+                np.where(np.isfinite(self._flow_wanted), self._flow_wanted, 0.0) * dt / 8
+            )[:2],
             nic_bytes=self.network.nic_bytes(nbytes),
             dom0_alloc=dom0_alloc,
             host_busy=host_busy,

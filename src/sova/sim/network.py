@@ -82,6 +82,8 @@ class Network:
         self._indptr = np.zeros(1, dtype=np.int64)  # each flow's entries in the _entry_* arrays (CSR by flow)
         self._entry_res = self._entry_dom0 = self._entry_cross = np.zeros(0, dtype=np.int64)
         self._entry_base = np.zeros(0)
+        self._alone, self._alone_key = np.zeros(0), None  # alone(): each flow's rate on its path alone
+        self._layouts = 0  # entry layouts made so far (a new one: routes changed)
         self._last_solve_key: tuple | None = None
         self.rate = np.zeros(0)  # bit/s each flow carried in the last solve
 
@@ -192,6 +194,7 @@ class Network:
             setattr(self, name, out)
         self._entry_flow = np.repeat(np.arange(n_f), lengths)
         self._indptr = ptr
+        self._layouts += 1
 
     def _flows_to_route(self, n_f: int) -> np.ndarray:
         alive = np.fromiter((flow.alive for flow in self.flows), dtype=bool, count=n_f)
@@ -375,6 +378,20 @@ class Network:
             np.where(hs >= 0, share[np.maximum(hs, 0)], np.inf), np.where(hd >= 0, share[np.maximum(hd, 0)], np.inf)
         )
         return np.minimum(demand, cap)
+
+    def alone(self, cap: np.ndarray) -> np.ndarray:
+        """Per flow, the rate it would get alone on its path, with no other vif on its hosts: the least
+        capacity over cost per bit of the resources it crosses (links, Dom0's CPU and its netback thread,
+        VF tiers, rate limits). Computed again only when routes or capacities change."""
+        key = (self._layouts, cap.tobytes())
+        if key != self._alone_key:
+            out = np.full(len(self._indptr) - 1, np.inf)
+            routed = np.flatnonzero(np.diff(self._indptr) > 0)
+            if len(routed):
+                per_entry = cap[self._entry_res] / np.maximum(self._entry_base, 1e-300)
+                out[routed] = np.minimum.reduceat(per_entry, self._indptr[routed])
+            self._alone, self._alone_key = out, key
+        return self._alone
 
     def capacities(self, dom0_alloc: np.ndarray) -> np.ndarray:
         vf = np.where(self.vms.on_vf & (self.vfs.rate > 0), self.vfs.rate * self.params["protocol_efficiency"], np.inf)

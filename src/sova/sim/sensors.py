@@ -24,6 +24,8 @@ FABRIC_VM_COUNTERS = (
     "guest_rx_bytes",
     "vnic_tx_bytes",
     "vnic_rx_bytes",
+    "guest_tx_wanted",
+    "guest_rx_wanted",
 )
 PACKET_COUNTERS = ("guest_tx_packets", "guest_rx_packets", "vnic_tx_packets", "vnic_rx_packets")
 BLOCK_COUNTERS = ("blk_rd_ops", "blk_wr_ops", "blk_rd_bytes", "blk_wr_bytes", "blk_time")
@@ -51,6 +53,7 @@ class StepUse:
     flow_rate: np.ndarray  # bit/s each flow carried
     flow_bytes: np.ndarray  # bytes each flow carried
     vm_bytes: np.ndarray  # 4 x VMs: guest tx, guest rx, vNIC tx, vNIC rx bytes
+    vm_wanted_bytes: np.ndarray  # 2 x VMs: bytes the guest's flows would have sent, received on their own paths
     nic_bytes: np.ndarray  # 2 x hosts: NIC tx, rx bytes
     dom0_alloc: np.ndarray  # cores each host's Dom0 got
     host_busy: np.ndarray  # cores busy on each host, Dom0's included
@@ -99,7 +102,7 @@ class Sensors:
         blocked = np.where(use.present, np.maximum(vcpus * dt - got - wait, 0.0), 0.0)
         per_vm = np.empty((len(FABRIC_VM_COUNTERS), self.n_vms))
         per_vm[0], per_vm[1], per_vm[2] = got, wait, blocked
-        per_vm[3:] = use.vm_bytes
+        per_vm[3:7], per_vm[7:] = use.vm_bytes, use.vm_wanted_bytes
         per_host = np.empty((len(HOST_COUNTERS) + 1, self.n_hosts))
         per_host[0], per_host[1], per_host[4] = use.host_busy * dt, use.dom0_alloc * dt, use.power * dt
         per_host[2], per_host[3] = use.nic_bytes
