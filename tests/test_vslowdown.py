@@ -125,6 +125,23 @@ def test_adding_a_vm_adds_its_terms_to_every_hosts_sums():
     assert after.guest_weight_mean.tolist() == pytest.approx([(3 * 256 + 512) / 4, (256 + 512) / 2])
 
 
+def test_an_empty_host_the_vm_is_not_added_to_keeps_its_weights_without_nan():
+    hosts = load(cpu_demand=[0.0, 8.0], cpu_capacity=[32.0, 32.0], guest_weight_mean=[256.0, 256.0])
+    vm = VmLoad(
+        cpu_demand=1.0,
+        disk_bs=0,
+        net_tx_bs=0,
+        net_rx_bs=0,
+        disk_queue=0,
+        net_tx_demand=0,
+        net_rx_demand=0,
+        weight=512,
+        dom0_util=0.0,
+    )
+    after = with_vm(hosts, vm, guests=np.array([0, 2]), on=np.array([0.0, 1.0]))
+    assert after.guest_weight_mean.tolist() == pytest.approx([256.0, (2 * 256 + 512) / 3])
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     dom0=st.floats(0, 1),

@@ -144,7 +144,12 @@ def with_vm(load: HostLoad, vm: VmLoad, guests: np.ndarray, on: np.ndarray | flo
     return replace(
         load,
         dom0_util=load.dom0_util + vm.dom0_util * on,
-        guest_weight_mean=(load.guest_weight_mean * guests + vm.weight * on) / (guests + on),
+        guest_weight_mean=np.divide(
+            load.guest_weight_mean * guests + vm.weight * on,
+            guests + on,
+            out=np.broadcast_to(load.guest_weight_mean, np.broadcast(guests, on).shape).astype(float),
+            where=(guests + on) > 0,  # a host with no guest and none added keeps its mean
+        ),
         cpu_demand=load.cpu_demand + vm.cpu_demand * on,
         disk_bs=load.disk_bs + vm.disk_bs * on,
         net_tx_bs=load.net_tx_bs + vm.net_tx_bs * on,
