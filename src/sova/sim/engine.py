@@ -223,8 +223,8 @@ class Simulator(HypervisorOperations):
             flow_bytes=nbytes,
             vm_bytes=self.network.vm_bytes(nbytes),
             vm_wanted_bytes=self.network.vm_bytes(
-                np.where(np.isfinite(self._flow_wanted), self._flow_wanted, 0.0) * dt / 8
-            )[:2],
+                np.where(np.isfinite(self._flow_wanted), self._flow_wanted, 0.0) * dt / 8, paths=("guest",)
+            ),
             nic_bytes=self.network.nic_bytes(nbytes),
             dom0_alloc=dom0_alloc,
             host_busy=host_busy,

@@ -334,13 +334,13 @@ class Network:
             self._resource_order = tmp.data.astype(np.int64) - 1
         return self._resource_order
 
-    def vm_bytes(self, nbytes: np.ndarray) -> np.ndarray:
-        """4 x VMs: the bytes each guest sent and received over the step (`nbytes` per flow), and those of
-        them that crossed its vNIC (the para-virtual path), sent and received."""
+    def vm_bytes(self, nbytes: np.ndarray, paths: tuple[str, ...] = ("guest", "vnic")) -> np.ndarray:
+        """2 x VMs per path: the bytes each guest sent and received over the step (`nbytes` per flow), and
+        those of them that crossed its vNIC (the para-virtual path), sent and received."""
         src_vm, dst_vm = self.flow_vm_ends()
-        out = np.empty((4, self.n_vms))
+        out = np.empty((2 * len(paths), self.n_vms))
         row = 0
-        for path in ("guest", "vnic"):
+        for path in paths:
             for end, pv in ((src_vm, self.flow_src_pv), (dst_vm, self.flow_dst_pv)):
                 crossed = (end >= 0) if path == "guest" else (end >= 0) & pv
                 out[row] = np.bincount(end[crossed], weights=nbytes[crossed], minlength=self.n_vms)
