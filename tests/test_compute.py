@@ -5,7 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helpers import make_scenario
 from sova.sim.compute import weighted_share
+from sova.sim.engine import Simulator
 
 
 def test_weights_split_a_contended_host():
@@ -46,3 +48,22 @@ def test_share_is_bounded_and_work_conserving(entities, caps):
         if short.sum() >= 2:
             per_weight = alloc[short] / weight[short]
             assert per_weight == pytest.approx(np.full(short.sum(), per_weight[0]), rel=1e-6)
+
+
+def test_a_waking_vcpu_waits_once_the_others_fill_the_threads_and_more_past_them():
+    # two 2-thread hosts; on h0 a 1-vCPU web VM beside 1, then 3 busy 1-vCPU VMs; Dom0 idle
+    scenario = make_scenario(
+        hosts=[{"name": "h0", "cores": 2}, {"name": "h1", "cores": 2}],
+        vms=[{"name": "web", "host": "h0", "vcpus": 1}]
+        + [{"name": f"b{i}", "host": "h0", "vcpus": 1} for i in range(3)],
+        simulator={"wake_wait": 0.3e-3, "wake_wait_over": 1.2e-3},
+    )
+    compute = Simulator(scenario).compute
+    on_h0 = np.zeros(4, dtype=np.int64)
+    half = compute.wake_wait(on_h0, np.array([0.1, 1.0, 0.0, 0.0]), np.zeros(2))[0]
+    full = compute.wake_wait(on_h0, np.array([0.1, 1.0, 1.0, 0.0]), np.zeros(2))[0]
+    over = compute.wake_wait(on_h0, np.array([0.1, 1.0, 1.0, 1.0]), np.zeros(2))[0]
+    # x = 0.5: both threads busy a quarter of the time; x = 1: always; x = 1.5: half a vCPU per thread past
+    assert (half, full, over) == pytest.approx((0.3e-3 * 0.25, 0.3e-3, 0.3e-3 + 1.2e-3 * 0.5))
+    alone = compute.wake_wait(np.array([1, 0, 0, 0]), np.array([0.1, 1.0, 1.0, 1.0]), np.zeros(2))[0]
+    assert alone == 0.0  # on a host of its own nothing is in its way

@@ -492,6 +492,28 @@ def test_overloaded_web_server_drops_requests_past_the_client_timeout():
     assert svc["response_mean"] > 1.0  # requests queue for seconds
 
 
+def test_a_web_server_answers_later_once_its_neighbours_vcpus_outnumber_the_threads():
+    """Each request wakes the server's vCPU, which waits for a thread: wake_wait once the other vCPUs fill
+    the host's 4 threads, and wake_wait_over per runnable vCPU per thread beyond (6 busy: 0.5 past)."""
+
+    def response(busy_vcpus: int) -> float:
+        s = make_scenario(
+            hosts=[{"name": "h1", "cores": 4, "dom0_vcpus": 1}],
+            vms=[{"name": "web", "host": "h1", "vcpus": 1}]
+            + ([{"name": "burn", "host": "h1", "vcpus": busy_vcpus}] if busy_vcpus else []),
+            workloads=[{"vm": "web", "kind": "httperf", "rate": 100}]
+            + ([{"vm": "burn", "kind": "lookbusy", "util": 1.0}] if busy_vcpus else []),
+            simulator={"sched_overhead": 0.0, "wake_wait": 0.3e-3, "wake_wait_over": 1.2e-3},
+            scenario={"duration": 20},
+        )
+        (r,) = run_scenario(s)
+        return r.services[0]["response_mean"]
+
+    idle = response(0)
+    assert response(6) - idle == pytest.approx(0.3e-3 + 1.2e-3 * 0.5, rel=0.05)
+    assert response(2) - idle < 0.3e-3 * 0.1  # half the threads busy: all four rarely are (1/16)
+
+
 def test_nic_arbitrates_between_each_vf_and_the_paravirtual_path_as_a_whole():
     """One VF stream and ten vNIC streams on one 10 GbE port: the VF gets half, the vNICs share half."""
     s = make_scenario(

@@ -33,6 +33,13 @@ LIFETIME_KINDS = ("azure", "opendc", "bitbrains")  # traces that size VMs (azure
 MODES = ("auto", "approve", "dry-run")
 AUTO_HOSTS = ("auto", "first-fit", "random")
 
+# a request's wait for a hardware thread when it wakes a guest on a busy host, from the lab
+# (benchmarks/sched_wait_lab.py, 2026-11-27: 2,000 ICMP echoes to an idle QEMU guest while 0-5 others keep
+# their vCPUs busy, on this machine's 2 cores under Linux 6.18's EEVDF scheduler): the mean round trip's
+# rise over an idle host's with the others filling the threads (x = 1: 0.265 ms), and per runnable vCPU
+# per thread beyond (x = 2: 1.419 ms); x = 0.5, 1.5 and 2.5 test it (docs/simulator.md)
+WAKE_WAIT = 0.265e-3
+WAKE_WAIT_OVER = 1.154e-3
 ELSEWHERE = (None, None)  # no typical range of its own: sova.model.plausibility warns, summed over entries
 
 SCENARIO_FIELDS = {
@@ -310,6 +317,15 @@ SIMULATOR_FIELDS = {
     "vf_latency": Field("duration", 5e-6, "latency added by a VF (DMA + interrupt)", lo=0),
     "idle_guest_cpu": Field("float", 0.005, "cores an idle guest uses (timer ticks)", lo=0),
     "sched_overhead": Field("float", 0.065, "slowdown per runnable vCPU per hardware thread above one", lo=0),
+    "wake_wait": Field(
+        "duration",
+        WAKE_WAIT,
+        "a request waking a guest waits this long once its host's other vCPUs fill the threads",
+        lo=0,
+    ),
+    "wake_wait_over": Field(
+        "duration", WAKE_WAIT_OVER, "and this much more per runnable vCPU per thread beyond (docs/simulator.md)", lo=0
+    ),
     "blkback_cost_per_request": Field("duration", 50e-6, "xen hosts: Dom0 CPU per block request (blkback)", lo=0),
     "blkback_cost_per_byte": Field("duration", 0.5e-9, "xen hosts: Dom0 CPU per byte of block IO", lo=0),
     "grant_entries": Field("int", 128, "xen hosts: entries of the grant table the guests' block IO shares", lo=1),

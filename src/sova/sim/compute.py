@@ -62,7 +62,7 @@ class Compute:
     share per host with Dom0, and the run-queue and hyper-thread slowdowns. Where each VM runs is the
     engine's: the queries take it (`vm_host`)."""
 
-    def __init__(self, hosts, vms, sched_overhead: float, ht_yield: float):
+    def __init__(self, hosts, vms, sched_overhead: float, ht_yield: float, wake_wait: tuple[float, float] = (0, 0)):
         self.host_cores = np.array([h.cores for h in hosts], dtype=float)
         self.threads_per_core = np.array([h.threads_per_core for h in hosts], dtype=float)
         self.host_core_mips = np.array([h.core_mips for h in hosts], dtype=float)
@@ -73,6 +73,7 @@ class Compute:
         self.vm_weight = np.array([v.weight for v in vms], dtype=float)
         self.vm_cap = np.array([v.cap for v in vms], dtype=float)
         self.sched_overhead, self.ht_yield = sched_overhead, ht_yield
+        self.wake_wait_full, self.wake_wait_over = wake_wait
 
     # ---------------------------------------------------------------- commands
     def set_vm_cpu(self, vm: int, weight: float, cap: float) -> None:
@@ -114,6 +115,19 @@ class Compute:
         runnable_vcpus = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(len(vm_dem)), vm_host)
         runnable = np.bincount(vm_host, weights=runnable_vcpus, minlength=len(self.host_cores))
         return 1.0 + self.sched_overhead * np.maximum(runnable / self.host_cores - 1.0, 0.0)
+
+    def wake_wait(self, vm_host: np.ndarray, vm_dem: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
+        """Per VM, what a request that wakes it waits for a hardware thread (s): with x the runnable vCPUs
+        of its host's other VMs and Dom0 per thread and T its threads, ``wake_wait`` x min(x, 1)^T +
+        ``wake_wait_over`` x max(x - 1, 0). A waking vCPU waits when it finds every thread busy (each busy
+        with the chance x), and behind more of them the more they exceed the threads (the lab's
+        measurement on Linux's scheduler: docs/simulator.md)."""
+        runnable_vcpus = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(len(vm_dem)), vm_host)
+        runnable = np.bincount(vm_host, weights=runnable_vcpus, minlength=len(self.host_cores)) + dom0_alloc
+        threads = self.host_cores[vm_host]
+        others = (runnable[vm_host] - runnable_vcpus) / threads
+        all_busy = np.minimum(others, 1.0) ** threads
+        return self.wake_wait_full * all_busy + self.wake_wait_over * np.maximum(others - 1.0, 0.0)
 
     def thread_speed(self, vm_host: np.ndarray, vm_alloc: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
         """Work per busy hardware thread per host (1: a whole core's). With more busy threads B than

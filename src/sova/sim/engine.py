@@ -69,7 +69,8 @@ class Simulator(HypervisorOperations):
         self.n_hosts, self.n_vms = len(hosts), len(vms)
         self.storage_names = [s.name for s in scenario.storage]
         self.vms = VmInventory(hosts, vms, self.storage_names)
-        self.compute = Compute(hosts, vms, self.params["sched_overhead"], self.params["ht_yield"])
+        wake_wait = (self.params["wake_wait"], self.params["wake_wait_over"])
+        self.compute = Compute(hosts, vms, self.params["sched_overhead"], self.params["ht_yield"], wake_wait)
         self.vfs = SriovVfs(hosts, vms, self.vms, self.params["vf_attach_time"], self.params["vf_detach_time"])
         self.power = HostPower(hosts, curve, self.params["power_follows_load"])
         self.faults = HostFaults(self.host_names, self.vm_names, self.vms, self.power)
@@ -189,7 +190,8 @@ class Simulator(HypervisorOperations):
         ran_on = self.vms.host.copy()  # where each VM ran this step: a migration that ends now moves it after
         run_now = self._advance_migrations(rate, dt, run)
         full_alloc, vm_alloc = vm_alloc, vm_alloc * (run_now / np.maximum(run, 1e-12))
-        got = Granted(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now)
+        wake = compute.wake_wait(self.vms.host, vm_dem, dom0_alloc)
+        got = Granted(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now, wake)
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want

@@ -67,6 +67,7 @@ class Granted:
     vm_want: np.ndarray  # per VM: cores wanted before its vCPU count and cap bound them
     stretch: np.ndarray  # per host: slowdown of work (run-queue overhead, hyper-thread siblings)
     run: np.ndarray  # per VM: the part of the step it ran
+    wake_wait: np.ndarray  # per VM: s a request that wakes it waits for a hardware thread
 
 
 @dataclass(frozen=True)

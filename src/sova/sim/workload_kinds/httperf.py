@@ -1,7 +1,8 @@
 """httperf: requests at ``rate`` against a web server in the VM, each answered with a ``page``.
 
 Requests the server cannot serve in a step wait (a backlog) and are dropped after ``timeout``. The mean
-response time is the server's CPU time (processor sharing at its utilisation), the slowest pipeline
+response time is the server's CPU time (processor sharing at its utilisation, after the wait of the
+request's wake-up for a hardware thread on a busy host: ``wake_wait``), the slowest pipeline
 stage of the response's path (M/G/1-PS at each resource it crosses), the paths' fixed latency, and the
 wait in the backlog.
 """
@@ -69,7 +70,7 @@ class Httperf(WorkloadKind):
         dropped = np.maximum(left - limit, 0.0)
         # time per request: server CPU (PS), transfer (bottleneck stage, PS), fixed latencies, queue
         rho_v = np.minimum(np.where(cpu_short, 1.0, vm_want[vm] / sim.compute.vm_vcpus[vm]), RHO_MAX)
-        t_cpu = cpr * step.stretch[sim.vms.host[vm]] / (1 - rho_v)
+        t_cpu = cpr * step.stretch[sim.vms.host[vm]] / (1 - rho_v) + np.where(cpr > 0, step.wake_wait[vm], 0.0)
         t_xfer, t_min = sim.network.transfer_times(resp, bits, step.load, step.cap)
         fixed = sim.network.flow_latency[resp] + sim.network.flow_latency[group.flows["request"]]
         queue = np.where(np.isfinite(mu) & (mu > 0), backlog / np.maximum(mu, 1e-300), 0.0)
