@@ -49,6 +49,12 @@ def load(**changes) -> HostLoad:
     return HostLoad(**{k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in base.items()})
 
 
+def vm_load(**changes) -> VmLoad:
+    """A VM of weight 512 that adds nothing to its host's load unless changed."""
+    base = dict(disk_bs=0, net_tx_bs=0, net_rx_bs=0, disk_queue=0, net_tx_demand=0, net_rx_demand=0, dom0_util=0.0)
+    return VmLoad(**{"cpu_demand": 0.0, "weight": 512, **base, **changes})
+
+
 def test_an_idle_host_slows_nothing_down():
     assert gammas(load()).tolist() == [[1.0, 1.0, 1.0]]
 
@@ -108,17 +114,7 @@ def test_a_vms_slowdown_weighs_each_resources_slowdown_by_its_loading_vector_eq7
 
 def test_adding_a_vm_adds_its_terms_to_every_hosts_sums():
     hosts = load(cpu_demand=[10.0, 40.0], cpu_capacity=[32.0, 32.0], dom0_util=[0.1, 0.2])
-    vm = VmLoad(
-        cpu_demand=4.0,
-        disk_bs=0,
-        net_tx_bs=0,
-        net_rx_bs=0,
-        disk_queue=0,
-        net_tx_demand=0,
-        net_rx_demand=0,
-        weight=512,
-        dom0_util=0.05,
-    )
+    vm = vm_load(cpu_demand=4.0, dom0_util=0.05)
     after = with_vm(hosts, vm, guests=np.array([3, 1]))
     assert after.cpu_demand.tolist() == [14.0, 44.0]
     assert after.dom0_util.tolist() == pytest.approx([0.15, 0.25])
@@ -127,17 +123,7 @@ def test_adding_a_vm_adds_its_terms_to_every_hosts_sums():
 
 def test_an_empty_host_the_vm_is_not_added_to_keeps_its_weights_without_nan():
     hosts = load(cpu_demand=[0.0, 8.0], cpu_capacity=[32.0, 32.0], guest_weight_mean=[256.0, 256.0])
-    vm = VmLoad(
-        cpu_demand=1.0,
-        disk_bs=0,
-        net_tx_bs=0,
-        net_rx_bs=0,
-        disk_queue=0,
-        net_tx_demand=0,
-        net_rx_demand=0,
-        weight=512,
-        dom0_util=0.0,
-    )
+    vm = vm_load(cpu_demand=1.0)
     after = with_vm(hosts, vm, guests=np.array([0, 2]), on=np.array([0.0, 1.0]))
     assert after.guest_weight_mean.tolist() == pytest.approx([256.0, (2 * 256 + 512) / 3])
 
