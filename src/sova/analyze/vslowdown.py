@@ -19,9 +19,10 @@ with β_j its loading vector (Eq. 6: the share of its time on each resource).
 Choices where the paper leaves room, each stated: probabilities are capped at 1 (Eq. 8 with a heavy
 Dom0 weight would exceed it) and Dom0's utilisation at RHO_MAX (so that a saturated Dom0 gives a large,
 finite delay); the disk channel's utilisation is read from its queue, Q = ρ/(1-ρ), the relation Eq. 4
-rests on (a host counts the queue: the time its VMs' requests spend outstanding per second, Little's law),
-so a disk that is full shows how full, where its utilisation stops at 1; Σ bs_i sums one outstanding request per VM doing that I/O (the paper's example: two VMs
-of 256 KB fill the 128 entries); the network's k is the larger of the send and receive tables'.
+rests on (a host counts the queue: the time its VMs' requests spend outstanding per second, Little's
+law), so a full disk shows how full, where a utilisation stops at 1; Σ bs_i sums one outstanding request
+per VM doing that I/O (the paper's example: two VMs of 256 KB fill the 128 entries); the network's k is
+the larger of the send and receive tables'.
 Everything is a numpy array over hosts, so a prediction for 100,000 VMs, or for one VM on each of 10,000
 hosts, is a handful of vector operations.
 """
@@ -44,10 +45,10 @@ class HostLoad:
 
     dom0_util: ρ_Dom0, Dom0's CPU use over its vCPUs; dom0_weight and guest_weight_mean: the scheduler
     weights of Eq. 8; cpu_capacity: Σ pCPU (cores); cpu_demand: Σ util_i · vCPU_i (cores); disk_bs,
-    net_tx_bs, net_rx_bs: Σ bs_i (bytes) of one outstanding request per VM doing that I/O; disk_util:
-    disk_queue: the requests outstanding on the host's disk channel on average (Q = ρ_disk / (1 - ρ_disk));
-    nic_capacity: Σ pNIC (bit/s); net_demand: Σ util_i · vNIC_i
-    (bit/s, each direction: a NIC is full duplex)."""
+    net_tx_bs, net_rx_bs: Σ bs_i (bytes) of one outstanding request per VM doing that I/O; disk_queue:
+    the requests outstanding on the host's disk channel on average (Q = ρ_disk / (1 - ρ_disk));
+    nic_capacity: Σ pNIC (bit/s); net_demand: Σ util_i · vNIC_i, the traffic the VMs wanted (bit/s,
+    each direction: a NIC is full duplex)."""
 
     dom0_util: np.ndarray
     dom0_weight: np.ndarray
