@@ -55,7 +55,7 @@ class Window:
         return np.array([self.usage.snapshot.vm_position[n] for n in names])
 
 
-def _machine_busy() -> float:
+def machine_busy() -> float:
     """The machine's CPU seconds so far (everything but idle and iowait), from /proc/stat."""
     fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
@@ -89,12 +89,12 @@ class Bench:
 def _window(driver: LibvirtDriver, seconds: float) -> Window:
     knowledge = Knowledge(seconds + 5)
     knowledge.add(driver.observe())
-    busy0 = _machine_busy()
+    busy0 = machine_busy()
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         time.sleep(1.0)
         knowledge.add(driver.observe())
-    busy1 = _machine_busy()
+    busy1 = machine_busy()
     first, last = knowledge.window(seconds + 5)
     span = last.time - first.time
     lab_cpu = float(np.sum(last.host_cpu_time - first.host_cpu_time))

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from cloudscope_lab import machine_busy
 from sova.lab.lab import Lab
 
 GUESTS = 6
@@ -73,12 +74,6 @@ def ping(netns: str, address: str, count: int, interval: float) -> np.ndarray:
     return np.array([float(line) for line in out.stdout.split()])
 
 
-def _machine_busy() -> float:
-    """The machine's CPU seconds so far (everything but idle and iowait), from /proc/stat."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    return (sum(fields) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--count", type=int, default=2000, help="echoes per count of busy guests (2000)")
@@ -101,9 +96,9 @@ def main() -> None:
             for i, vm in enumerate(others):
                 lab.load(vm.name, ["cpu=100"] if i < busy else [])
             time.sleep(SETTLE)
-            before, t0 = _machine_busy(), time.monotonic()
+            before, t0 = machine_busy(), time.monotonic()
             rtt = ping(netns, f"10.77.1.{target.index}", args.count, args.interval)
-            cores = (_machine_busy() - before) / (time.monotonic() - t0)
+            cores = (machine_busy() - before) / (time.monotonic() - t0)
             if not len(rtt):
                 print(f"| {busy} | 0 | | | | | {cores:.2f} |", flush=True)
                 continue

@@ -112,8 +112,7 @@ class Compute:
         """Run-queue slowdown of work per host: 1 + k * max(0, runnable vCPUs / threads - 1), a vCPU
         counting as runnable for the share of time it wants to run (a vCPU busy 20 % of the time adds
         0.2 to the run queue on average), so lightly loaded vCPUs crowd the queue only in numbers."""
-        runnable_vcpus = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(len(vm_dem)), vm_host)
-        runnable = np.bincount(vm_host, weights=runnable_vcpus, minlength=len(self.host_cores))
+        _, runnable = self._runnable(vm_host, vm_dem)
         return 1.0 + self.sched_overhead * np.maximum(runnable / self.host_cores - 1.0, 0.0)
 
     def wake_wait(self, vm_host: np.ndarray, vm_dem: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
@@ -122,12 +121,17 @@ class Compute:
         ``wake_wait_over`` x max(x - 1, 0). A waking vCPU waits when it finds every thread busy (each busy
         with the chance x), and behind more of them the more they exceed the threads (the lab's
         measurement on Linux's scheduler: docs/simulator.md)."""
-        runnable_vcpus = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(len(vm_dem)), vm_host)
-        runnable = np.bincount(vm_host, weights=runnable_vcpus, minlength=len(self.host_cores)) + dom0_alloc
+        runnable_vcpus, runnable = self._runnable(vm_host, vm_dem)
         threads = self.host_cores[vm_host]
-        others = (runnable[vm_host] - runnable_vcpus) / threads
+        others = ((runnable + dom0_alloc)[vm_host] - runnable_vcpus) / threads
         all_busy = np.minimum(others, 1.0) ** threads
         return self.wake_wait_full * all_busy + self.wake_wait_over * np.maximum(others - 1.0, 0.0)
+
+    def _runnable(self, vm_host: np.ndarray, vm_dem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Runnable vCPUs on average, per VM (its demand over what a vCPU of it is in cores of its host) and
+        summed per host."""
+        per_vm = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(len(vm_dem)), vm_host)
+        return per_vm, np.bincount(vm_host, weights=per_vm, minlength=len(self.host_cores))
 
     def thread_speed(self, vm_host: np.ndarray, vm_alloc: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
         """Work per busy hardware thread per host (1: a whole core's). With more busy threads B than

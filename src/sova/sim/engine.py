@@ -175,7 +175,7 @@ class Simulator(HypervisorOperations):
 
         # what each flow would have carried had only its own path limited it (Dom0 with all its vCPUs and no
         # other vif to serve): the demand a host's counters of unmet demand show, for CloudScope's Eq. 5
-        self._flow_wanted = np.maximum(rate, np.minimum(demand, net.alone(net.capacities(compute.dom0_vcpus))))
+        wanted = np.maximum(rate, np.minimum(demand, net.alone(net.capacities(compute.dom0_vcpus))))
 
         # CPU pass 2: with what the network actually carried
         vm_want = cpu_dem + net.guest_net_cpu(rate)  # before the vCPU count and cap bound it
@@ -195,16 +195,20 @@ class Simulator(HypervisorOperations):
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want
-        self._account(rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on, full_alloc)
+        self._account(rate, wanted, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on, full_alloc)
         gauges, lay = self.sensors.gauges, net.layout
         gauges["link_util"] = load[: lay.n_links] / np.maximum(cap[: lay.n_links], 1e-300)
         gauges["nic_tx_util"] = load[lay.nic_tx : lay.nic_rx] / np.maximum(nic_cap, 1e-300)
         gauges["nic_rx_util"] = load[lay.nic_rx : lay.dom0] / np.maximum(nic_cap, 1e-300)
 
-    def _account(self, rate, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on, full_alloc) -> None:
+    def _account(self, rate, wanted, vm_alloc, vm_dem, dom0_alloc, stretch, dt, ran_on, full_alloc) -> None:
         """Hand the sensors what the fabric step used. `ran_on`: each VM's host during the step (a migration
         that ended in it moved the VM after); `full_alloc`: the CPU VMs got before migrations took theirs."""
-        nbytes = np.where(np.isfinite(rate), rate, 0.0) * dt / 8
+
+        def to_bytes(bits_per_s: np.ndarray) -> np.ndarray:
+            return np.where(np.isfinite(bits_per_s), bits_per_s, 0.0) * dt / 8
+
+        nbytes = to_bytes(rate)
         host_busy = np.bincount(ran_on, weights=vm_alloc, minlength=self.n_hosts) + dom0_alloc
         power = self.power.draw(host_busy / self.compute.host_cores, dt, self.t)
         moved = None
@@ -224,9 +228,7 @@ class Simulator(HypervisorOperations):
             flow_rate=rate,
             flow_bytes=nbytes,
             vm_bytes=self.network.vm_bytes(nbytes),
-            vm_wanted_bytes=self.network.vm_bytes(
-                np.where(np.isfinite(self._flow_wanted), self._flow_wanted, 0.0) * dt / 8, paths=("guest",)
-            ),
+            vm_wanted_bytes=self.network.vm_bytes(to_bytes(wanted), paths=("guest",)),
             nic_bytes=self.network.nic_bytes(nbytes),
             dom0_alloc=dom0_alloc,
             host_busy=host_busy,

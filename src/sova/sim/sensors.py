@@ -33,6 +33,7 @@ VM_COUNTERS = FABRIC_VM_COUNTERS + PACKET_COUNTERS + BLOCK_COUNTERS
 HOST_COUNTERS = ("host_cpu_time", "dom0_cpu_time", "nic_tx_bytes", "nic_rx_bytes")
 # the rows of FABRIC_VM_COUNTERS the packet counters follow, in their order
 _BYTES = slice(FABRIC_VM_COUNTERS.index("guest_tx_bytes"), FABRIC_VM_COUNTERS.index("vnic_rx_bytes") + 1)
+_WANTED = slice(FABRIC_VM_COUNTERS.index("guest_tx_wanted"), FABRIC_VM_COUNTERS.index("guest_rx_wanted") + 1)
 _PACKETS = slice(len(FABRIC_VM_COUNTERS), len(FABRIC_VM_COUNTERS) + len(PACKET_COUNTERS))
 BLOCK_ROWS = slice(_PACKETS.stop, len(VM_COUNTERS))  # the rows a storage epoch adds to
 
@@ -102,7 +103,7 @@ class Sensors:
         blocked = np.where(use.present, np.maximum(vcpus * dt - got - wait, 0.0), 0.0)
         per_vm = np.empty((len(FABRIC_VM_COUNTERS), self.n_vms))
         per_vm[0], per_vm[1], per_vm[2] = got, wait, blocked
-        per_vm[3:7], per_vm[7:] = use.vm_bytes, use.vm_wanted_bytes
+        per_vm[_BYTES], per_vm[_WANTED] = use.vm_bytes, use.vm_wanted_bytes
         per_host = np.empty((len(HOST_COUNTERS) + 1, self.n_hosts))
         per_host[0], per_host[1], per_host[4] = use.host_busy * dt, use.dom0_alloc * dt, use.power * dt
         per_host[2], per_host[3] = use.nic_bytes
