@@ -1,0 +1,88 @@
+"""Run the papers' experiments, keep their metrics in benchmarks/data/fidelity/, and write docs/fidelity.md.
+
+Usage:
+    python scripts/fidelity.py                  every experiment (about an hour on 2 cores), then the document
+    python scripts/fidelity.py --quick          only the quick ones (those tests/test_fidelity.py re-runs)
+    python scripts/fidelity.py --only NAME ...  only these experiments
+    python scripts/fidelity.py --render         no runs: the document from the result files as they are
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from sova.report.fidelity.document import DOCUMENT, RESULTS, Result, load_result, render, save_result
+from sova.report.fidelity.registry import CLAIMS, EXPERIMENTS, experiment
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def commit() -> str:
+    done = subprocess.run(
+        ["git", "describe", "--always", "--dirty", "--abbrev=7"], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    return done.stdout.strip() or "unknown"
+
+
+def run(name: str, revision: str) -> Result:
+    started, cpu = time.monotonic(), cpu_seconds()
+    metrics = experiment(name).measure(ROOT)
+    return Result(
+        experiment=name,
+        metrics={key: float(value) for key, value in metrics.items()},
+        commit=revision,
+        measured=datetime.date.today().isoformat(),
+        wall_s=time.monotonic() - started,
+        cpu_s=cpu_seconds() - cpu,
+    )
+
+
+def write_document() -> None:
+    results = {e.name: r for e in EXPERIMENTS if (r := load_result(ROOT, e.name)) is not None}
+    text = render(CLAIMS, EXPERIMENTS, results)
+    path = ROOT / DOCUMENT
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
+        tmp.write(text)
+    os.replace(tmp.name, path)
+    print(f"wrote {DOCUMENT} ({len(results)} of {len(EXPERIMENTS)} experiments measured)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    group = ap.add_mutually_exclusive_group()
+    group.add_argument("--quick", action="store_true", help="only the experiments the test re-runs")
+    group.add_argument("--only", nargs="+", metavar="NAME", choices=[e.name for e in EXPERIMENTS])
+    group.add_argument("--render", action="store_true", help="run nothing; render the document from the results")
+    args = ap.parse_args()
+    for directory in (ROOT / RESULTS, (ROOT / DOCUMENT).parent):
+        directory.mkdir(parents=True, exist_ok=True)
+        if not os.access(directory, os.W_OK):
+            print(f"error: cannot write to {directory}", file=sys.stderr)
+            return 2
+    names = [] if args.render else args.only or [e.name for e in EXPERIMENTS if e.quick or not args.quick]
+    revision = commit()
+    for k, name in enumerate(names, 1):
+        print(f"[{k}/{len(names)}] {name} ...", end="", flush=True)
+        result = run(name, revision)
+        save_result(ROOT, result)
+        print(f" {result.wall_s:.1f} s wall, {result.cpu_s:.1f} s CPU", flush=True)
+    write_document()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
