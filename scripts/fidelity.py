@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -20,15 +19,10 @@ import time
 from pathlib import Path
 
 from sova.report.fidelity.document import DOCUMENT, RESULTS, Result, load_result, render, save_result
+from sova.report.fidelity.paper_runs import cpu_seconds, take_times
 from sova.report.fidelity.registry import CLAIMS, EXPERIMENTS, experiment
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def cpu_seconds() -> float:
-    """CPU time of this process and its finished children."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def commit() -> str:
@@ -40,6 +34,7 @@ def commit() -> str:
 
 def run(name: str, revision: str) -> Result:
     started, cpu = time.monotonic(), cpu_seconds()
+    take_times()
     metrics = experiment(name).measure(ROOT)
     return Result(
         experiment=name,
@@ -48,6 +43,7 @@ def run(name: str, revision: str) -> Result:
         measured=datetime.date.today().isoformat(),
         wall_s=time.monotonic() - started,
         cpu_s=cpu_seconds() - cpu,
+        scenarios={path: [round(wall, 2), round(cpu, 2), runs] for path, (wall, cpu, runs) in take_times().items()},
     )
 
 

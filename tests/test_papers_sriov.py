@@ -24,10 +24,10 @@ def throughput():
 
 
 def test_framework_holds_line_rate_while_the_default_declines(throughput):
-    """§5.4, Fig. 7c: paper 9,429 vs 9,018 Mb/s at 63 VMs."""
+    """§5.4, Fig. 7c: paper 9,429 vs 9,018 Mb/s at 63 VMs (the default's is the point dom0_vif_overhead was
+    fitted to, so only the gap is held here)."""
     gbps = {n: {p: s["network"]["guest_tx_gbps"] for p, s in v.items()} for n, v in throughput.items()}
     assert all(v["framework"] >= 9.3 for v in gbps.values())
-    assert gbps[63]["default"] == pytest.approx(9.018, abs=0.15)
     assert gbps[63]["framework"] - gbps[63]["default"] >= 0.3
 
 

@@ -12,6 +12,9 @@ numbers. The tests hold them to the papers' shapes with stated tolerances, and
    paper's host (Table I: two 8-core 2.9 GHz CPUs, 32 hyper-threads); mean job completion time
    normalised to one VM (paper: about 1.7x at 45 VMs for prime 3000). Prime 3000 keeps each vCPU 50 %
    busy: 4 x 1 GHz x 50 % per VM, so 46 VMs fill the host (the paper's own arithmetic).
+4. The lab's scheduling wait (benchmarks/sched_wait_lab.py): an idle 1-vCPU guest answering small
+   requests on a 2-core host while 0-5 other 1-vCPU guests keep their vCPUs busy; the mean response
+   time's rise over the idle host's (lab: benchmarks/data/sched-wait-lab.csv).
 """
 
 from __future__ import annotations
@@ -63,3 +66,21 @@ def cpu_job_time(n_vms: int, prime: int = 3000, seconds: int = 300, simulator: d
     }
     (result,) = run_scenario(scenario_from_dict(raw))
     return float(result.summary["batch"]["completion_mean"])
+
+
+def wake_wait_response(busy_guests: int, seconds: int = 30) -> float:
+    """Mean response time (s) of an idle 1-vCPU guest answering 50 small requests a second from another
+    host while `busy_guests` 1-vCPU guests beside it keep their vCPUs busy on a 2-core host (the lab's set-up)."""
+    vms = [{"name": "echo", "host": "lab", "vcpus": 1}, {"name": "client", "host": "far", "vcpus": 1}]
+    workloads = [{"vm": "echo", "kind": "httperf", "client": "client", "rate": 50, "page": "1KB"}]
+    if busy_guests:
+        vms.append({"name": "busy{i}", "count": busy_guests, "host": "lab", "vcpus": 1})
+        workloads.append({"vm": "busy*", "kind": "lookbusy", "util": 1.0})
+    raw = {
+        "scenario": {"name": "sched-wait-lab", "duration": seconds, "seed": 1},
+        "hosts": [{"name": "lab", "cores": 2, "memory": "64GiB"}, {"name": "far", "cores": 2, "memory": "64GiB"}],
+        "vms": vms,
+        "workloads": workloads,
+    }
+    (result,) = run_scenario(scenario_from_dict(raw))
+    return float(result.summary["services"]["response_mean"])

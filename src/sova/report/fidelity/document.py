@@ -29,6 +29,7 @@ class Result:
     measured: str  # the date, YYYY-MM-DD
     wall_s: float
     cpu_s: float
+    scenarios: dict[str, list[float]]  # file under scenarios/papers/: [wall s, CPU s, times run]
 
 
 def result_path(root: Path, name: str) -> Path:
@@ -115,21 +116,22 @@ def _times(experiments: list[Experiment], results: dict[str, Result]) -> list[st
         "",
         "## Run times",
         "",
-        "Wall and CPU seconds of each experiment as the script ran it (CPU: this process and its children), on",
-        "the machine and at the commit named; quick experiments are the ones the test re-runs.",
+        "Wall and CPU seconds (CPU: the process and its children) of each scenario file under `scenarios/papers/`",
+        "as its experiment ran it, on the project's 2-core machine, at the commit and on the day named. A file run",
+        "once with all its profiles is what `sova run FILE --quiet` simulates, without writing the report; quick",
+        "experiments are the ones `tests/test_fidelity.py` runs again.",
         "",
-        "| experiment | scenarios | quick | wall s | CPU s | commit | measured |",
-        "|---|---|---|---:|---:|---|---|",
+        "| scenario file | experiment | runs | wall s | CPU s | commit | measured |",
+        "|---|---|---:|---:|---:|---|---|",
     ]
     for experiment in experiments:
         result = results.get(experiment.name)
-        files = ", ".join(f"`{s}`" for s in experiment.scenarios)
-        quick = "yes" if experiment.quick else ""
+        name = f"{experiment.name} (quick)" if experiment.quick else experiment.name
         if result is None:
-            lines.append(f"| {experiment.name} | {files} | {quick} | | | | not run |")
-        else:
+            lines.append(f"| {', '.join(experiment.scenarios)} | {name} | | | | | not run |")
+            continue
+        for path, (wall, cpu, runs) in result.scenarios.items():
             lines.append(
-                f"| {experiment.name} | {files} | {quick} | {result.wall_s:.1f} | {result.cpu_s:.1f} "
-                f"| {result.commit} | {result.measured} |"
+                f"| `{path}` | {name} | {runs:.0f} | {wall:.1f} | {cpu:.1f} | {result.commit} | {result.measured} |"
             )
     return lines

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sova.report.fidelity import cloudscope, saslo, sova_paper, sriov, virtue
+from sova.report.fidelity import cloudscope_claims, saslo_claims, sova_claims, sriov_claims, virtue_claims
 from sova.report.fidelity.claims import Claim, Experiment
 
-PAPERS = (cloudscope, saslo, sova_paper, sriov, virtue)
+PAPERS = (cloudscope_claims, saslo_claims, sova_claims, sriov_claims, virtue_claims)
 EXPERIMENTS: list[Experiment] = [e for paper in PAPERS for e in paper.EXPERIMENTS]
 CLAIMS: list[Claim] = [c for paper in PAPERS for c in paper.CLAIMS]
 

@@ -10,7 +10,7 @@ from sova.control.profiles import check_profile
 from sova.experiments.scenario_runs import run_scenario
 from sova.model.sweep import load_scenario
 from sova.report.fidelity.claims import Claim, Experiment, Metrics
-from sova.report.fidelity.runs import PAPERS, sweep
+from sova.report.fidelity.paper_runs import PAPERS, sweep, timed
 
 PAPER = "Sova"
 SRIOV_TABLE2_CPU = (81.4, 60.0, 45.5, 23.6, 7.8)  # the SR-IOV paper's lookbusy VMs, which Table 1 reuses
@@ -19,7 +19,9 @@ SEEDS = range(1, 7)
 
 
 def _run(root: Path, name: str, profiles: list[str] | None = None, seed: int | None = None):
-    return run_scenario(load_scenario(root / PAPERS / "sova" / name, check_profile), profiles, seed=seed)
+    scenario = load_scenario(root / PAPERS / "sova" / name, check_profile)
+    with timed(f"sova/{name}"):
+        return run_scenario(scenario, profiles, seed=seed)
 
 
 def measure_tables(root: Path) -> Metrics:

@@ -11,7 +11,7 @@ from sova.control.profiles import check_profile
 from sova.experiments.trials import RANDOM, run_trials
 from sova.model.sweep import load_runs, load_scenario
 from sova.report.fidelity.claims import Claim, Experiment, Metrics
-from sova.report.fidelity.runs import PAPERS
+from sova.report.fidelity.paper_runs import PAPERS, timed
 from sova.report.trials_report import profile_stats
 
 PAPER = "Virtue"
@@ -33,7 +33,8 @@ TABLE3 = {
 def _trials(root: Path, name: str) -> tuple[list, list[str]]:
     scenario = load_scenario(root / PAPERS / "virtue" / name, check_profile)
     profiles = [p for p in scenario.profiles if p != RANDOM]
-    return run_trials(scenario, [RANDOM, *profiles]), profiles
+    with timed(f"virtue/{name}"):
+        return run_trials(scenario, [RANDOM, *profiles]), profiles
 
 
 def _gains(runs: list, profiles: list[str], key: str) -> Metrics:
@@ -73,8 +74,10 @@ def measure_table3(root: Path) -> Metrics:
     spec, scenarios = load_runs(root / PAPERS / "virtue" / "table3-links.toml", check_profile)
     oversubscription = spec.lockstep[0].values  # the ToR's; the aggregation's is the same
     metrics = {}
-    for speed, over, scenario in zip(spec.values, oversubscription, scenarios, strict=True):
-        stats = profile_stats(run_trials(scenario, [RANDOM, "greedy-fill"]), ["greedy-fill"])
+    with timed("virtue/table3-links.toml"):
+        runs = [run_trials(scenario, [RANDOM, "greedy-fill"]) for scenario in scenarios]
+    for speed, over, trial_runs in zip(spec.values, oversubscription, runs, strict=True):
+        stats = profile_stats(trial_runs, ["greedy-fill"])
         metrics[f"gain.{int(speed.removesuffix('Mbps'))}.{over}"] = 100 * (
             stats["greedy-fill"]["web"]["relative_median"] - 1
         )

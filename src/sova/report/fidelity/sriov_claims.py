@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sova.report.fidelity.claims import Claim, Experiment, Metrics
-from sova.report.fidelity.runs import sweep
+from sova.report.fidelity.paper_runs import sweep
 
 PAPER = "SR-IOV"
 

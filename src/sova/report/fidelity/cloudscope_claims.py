@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from sova.report.fidelity.claims import Claim, Experiment, Metrics
-from sova.report.fidelity.runs import by_profile, mean_error, sweep
+from sova.report.fidelity.paper_runs import by_profile, mean_error, sweep
 
 Rows = list[tuple[str, float, float]]  # (point, measured, predicted)
 DISK_BLOCKS = (32768, 65536, 131072, 262144, 524288)

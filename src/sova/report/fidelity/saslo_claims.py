@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 
 from sova.report.fidelity.claims import Claim, Experiment, Metrics
-from sova.report.fidelity.runs import by_profile, sweep
+from sova.report.fidelity.paper_runs import by_profile, sweep
 
 PAPER = "SASLO"
 VMS = ("web", "file", "mail")
