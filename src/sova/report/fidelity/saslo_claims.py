@@ -41,12 +41,12 @@ def measure_fig4_fig5(root: Path) -> Metrics:
 def measure_fig6(root: Path) -> Metrics:
     runs = sweep(root, "saslo/fig6-disk-array.toml")[0.3]
     metrics = {}
-    for profile in ("static", "see", "drr", "integral"):
-        for vm, s in _slo(runs[profile]).items():
+    for profile, summary in runs.items():
+        for vm, s in _slo(summary).items():
             metrics |= {f"{profile}.{vm}.{key}": s[key] for key in ("avpe", "sc_rate", "pf_ratio")}
-    metrics["see_over_static_avpe"] = float(
-        np.mean([metrics[f"see.{vm}.avpe"] for vm in VMS]) / np.mean([metrics[f"static.{vm}.avpe"] for vm in VMS])
-    )
+        metrics[f"{profile}.avpe_mean"] = float(np.mean([metrics[f"{profile}.{vm}.avpe"] for vm in VMS]))
+        metrics[f"{profile}.avpe_max"] = float(max(metrics[f"{profile}.{vm}.avpe"] for vm in VMS))
+    metrics["see_over_static_avpe"] = metrics["see.avpe_mean"] / metrics["static.avpe_mean"]
     return metrics
 
 
@@ -158,6 +158,29 @@ CLAIMS = [
         "%",
         direction=lambda m: m["see.mail.sc_rate"] > m["static.mail.sc_rate"] + 3,
         cause=FIXED_EXACT,
+    ),
+    Claim(PAPER, "Fig. 6", "DRR's largest AVPE", "under 3 %", "saslo-fig6", "drr.avpe_max", "%", bound=lambda v: v < 3),
+    Claim(
+        PAPER,
+        "Fig. 6",
+        "the leaky bucket's mean AVPE over SEE's",
+        "not adequately small (SEE: almost zero)",
+        "saslo-fig6",
+        "leaky-bucket.avpe_mean",
+        "%",
+        direction=lambda m: m["leaky-bucket.avpe_mean"] > 2 * m["see.avpe_mean"],
+        cause="the bucket makes up its mean with bursts, so its mean error is small where the paper's was not "
+        "(docs/storage-slo.md)",
+    ),
+    Claim(
+        PAPER,
+        "Fig. 6",
+        "Integral's mean AVPE",
+        "almost zero",
+        "saslo-fig6",
+        "integral.avpe_mean",
+        "%",
+        bound=lambda v: v < 0.5,
     ),
     Claim(
         PAPER,
