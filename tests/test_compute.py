@@ -60,10 +60,27 @@ def test_a_waking_vcpu_waits_once_the_others_fill_the_threads_and_more_past_them
     )
     compute = Simulator(scenario).compute
     on_h0 = np.zeros(4, dtype=np.int64)
-    half = compute.wake_wait(on_h0, np.array([0.1, 1.0, 0.0, 0.0]), np.zeros(2))[0]
-    full = compute.wake_wait(on_h0, np.array([0.1, 1.0, 1.0, 0.0]), np.zeros(2))[0]
-    over = compute.wake_wait(on_h0, np.array([0.1, 1.0, 1.0, 1.0]), np.zeros(2))[0]
+    half = compute.wake_waits(on_h0, np.array([0.1, 1.0, 0.0, 0.0]), np.zeros(2))[0][0]
+    full = compute.wake_waits(on_h0, np.array([0.1, 1.0, 1.0, 0.0]), np.zeros(2))[0][0]
+    over = compute.wake_waits(on_h0, np.array([0.1, 1.0, 1.0, 1.0]), np.zeros(2))[0][0]
     # x = 0.5: both threads busy a quarter of the time; x = 1: always; x = 1.5: half a vCPU per thread past
     assert (half, full, over) == pytest.approx((0.3e-3 * 0.25, 0.3e-3, 0.3e-3 + 1.2e-3 * 0.5))
-    alone = compute.wake_wait(np.array([1, 0, 0, 0]), np.array([0.1, 1.0, 1.0, 1.0]), np.zeros(2))[0]
+    alone = compute.wake_waits(np.array([1, 0, 0, 0]), np.array([0.1, 1.0, 1.0, 1.0]), np.zeros(2))[0][0]
     assert alone == 0.0  # on a host of its own nothing is in its way
+
+
+def test_dom0_forwarding_thread_waits_once_the_guests_fill_the_threads_and_more_past_them():
+    # a packet wakes Dom0's forwarding thread (netback / vhost) as a request wakes an idle guest: every guest
+    # counts, Dom0 itself does not
+    scenario = make_scenario(
+        hosts=[{"name": "h0", "cores": 2}, {"name": "h1", "cores": 2}],
+        vms=[{"name": f"b{i}", "host": "h0", "vcpus": 1} for i in range(3)],
+        simulator={"wake_wait": 0.3e-3, "wake_wait_over": 1.2e-3},
+    )
+    compute = Simulator(scenario).compute
+    on_h0 = np.zeros(3, dtype=np.int64)
+    half = compute.wake_waits(on_h0, np.array([1.0, 0.0, 0.0]), np.zeros(2))[1]
+    full = compute.wake_waits(on_h0, np.array([1.0, 1.0, 0.0]), np.zeros(2))[1]
+    over = compute.wake_waits(on_h0, np.array([1.0, 1.0, 1.0]), np.zeros(2))[1]
+    assert (half[0], full[0], over[0]) == pytest.approx((0.3e-3 * 0.25, 0.3e-3, 0.3e-3 + 1.2e-3 * 0.5))
+    assert over[1] == 0.0  # h1 has no guests: its Dom0 wakes at once

@@ -32,23 +32,45 @@ def test_framework_holds_line_rate_while_the_default_declines(throughput):
 
 
 @pytest.fixture(scope="module")
-def latency_cut():
-    """Fig. 7a: 1 - framework / default mean response time at each VM count (10 KB pages, 100 requests/s)."""
+def latency_vs_vms():
+    """Fig. 7a: mean response time (s) by VM count and profile (10 KB pages, 100 requests/s)."""
     res = sweep("sriov/latency-vs-vms.toml")
-    return {
-        n: 1 - v["framework"]["services"]["response_mean"] / v["default"]["services"]["response_mean"]
-        for n, v in res.items()
-    }
+    return {n: {p: s["services"]["response_mean"] for p, s in v.items()} for n, v in res.items()}
 
 
+@pytest.fixture(scope="module")
+def latency_cut(latency_vs_vms):
+    """Fig. 7a: 1 - framework / default mean response time at each VM count."""
+    return {n: 1 - v["framework"] / v["default"] for n, v in latency_vs_vms.items()}
+
+
+def test_vnic_requests_wait_for_dom0_once_the_client_vms_fill_the_client_host(latency_vs_vms):
+    """The httperf clients keep their vCPUs busy: from 40 of them on the 40-thread client host a request
+    waits for that host's Dom0 forwarding thread (0.27 ms at 40, 0.50 ms at 48)."""
+    default = {n: v["default"] for n, v in latency_vs_vms.items()}
+    assert default[32] == pytest.approx(default[1], rel=0.05)
+    assert default[40] > default[32] + 0.2e-3
+    assert default[48] > default[40] + 0.2e-3
+
+
+def test_framework_cuts_latency_below_the_threads_by_its_server_vfs(latency_cut):
+    """Below 40 VMs only the fixed path latency differs: the servers' VFs skip two Dom0 crossings."""
+    assert all(0.15 < latency_cut[n] < 0.3 for n in (1, 16, 32))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the framework's classifier keeps the CPU-bound httperf clients on their vNICs, so both profiles wait "
+    "for the client host's Dom0 alike: the cut falls to 9.8 % at 40 VMs and 6.5 % at 48 (paper: > 26 %, 94 %)",
+)
 def test_framework_cuts_latency_by_a_quarter_from_32_vms_on(latency_cut):
     """§5.3, Fig. 7a: more than 26 % lower from 32 VMs on."""
     assert all(latency_cut[n] > 0.26 for n in (32, 40, 48))
 
 
-@pytest.mark.xfail(strict=True, reason="a fixed latency per Dom0 crossing: the cut is about 50 % at every count")
+@pytest.mark.xfail(strict=True, reason="as above: the cut at 48 VMs is 6.5 % (79 % if the clients held VFs)")
 def test_framework_cuts_latency_by_94_percent_at_48_vms_as_the_paper_says(latency_cut):
-    assert latency_cut[48] > 0.9
+    assert latency_cut[48] > 0.84
 
 
 def test_framework_cuts_latency_at_every_rate():

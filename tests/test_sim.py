@@ -514,6 +514,28 @@ def test_a_web_server_answers_later_once_its_neighbours_vcpus_outnumber_the_thre
     assert response(2) - idle < 0.3e-3 * 0.1  # half the threads busy: all four rarely are (1/16)
 
 
+def test_a_request_waits_for_the_dom0_of_a_busy_client_host_unless_the_client_has_a_vf():
+    """The client's host has 6 busy vCPUs on 4 threads (x = 1.5): a request out through its vNIC and the
+    response back wake that host's Dom0 forwarding thread, one wake-up wait per request; a VF skips Dom0."""
+
+    def response(busy: bool, nic: str) -> float:
+        s = make_scenario(
+            hosts=[{"name": "srv", "cores": 4}, {"name": "cli", "cores": 4}],
+            vms=[{"name": "web", "host": "srv"}, {"name": "client", "host": "cli", "nic": nic}]
+            + ([{"name": "burn", "host": "cli", "vcpus": 6}] if busy else []),
+            workloads=[{"vm": "web", "kind": "httperf", "rate": 100, "client": "client"}]
+            + ([{"vm": "burn", "kind": "lookbusy", "util": 1.0}] if busy else []),
+            simulator={"sched_overhead": 0.0, "wake_wait": 0.3e-3, "wake_wait_over": 1.2e-3},
+            scenario={"duration": 20},
+        )
+        (r,) = run_scenario(s)
+        return r.services[0]["response_mean"]
+
+    rise = response(True, "vnic") - response(False, "vnic")
+    assert rise == pytest.approx(0.3e-3 + 1.2e-3 * 0.5, rel=0.05)
+    assert response(True, "vf") == pytest.approx(response(False, "vf"), abs=1e-6)
+
+
 def test_nic_arbitrates_between_each_vf_and_the_paravirtual_path_as_a_whole():
     """One VF stream and ten vNIC streams on one 10 GbE port: the VF gets half, the vNICs share half."""
     s = make_scenario(

@@ -115,17 +115,28 @@ class Compute:
         _, runnable = self._runnable(vm_host, vm_dem)
         return 1.0 + self.sched_overhead * np.maximum(runnable / self.host_cores - 1.0, 0.0)
 
-    def wake_wait(self, vm_host: np.ndarray, vm_dem: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
-        """Per VM, what a request that wakes it waits for a hardware thread (s): with x the runnable vCPUs
-        of its host's other VMs and Dom0 per thread and T its threads, ``wake_wait`` x min(x, 1)^T +
-        ``wake_wait_over`` x max(x - 1, 0). A waking vCPU waits when it finds every thread busy (each busy
-        with the chance x), and behind more of them the more they exceed the threads (the lab's
-        measurement on Linux's scheduler: docs/simulator.md)."""
+    def wake_waits(
+        self, vm_host: np.ndarray, vm_dem: np.ndarray, dom0_alloc: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """What a wake-up waits for a hardware thread (s), per VM for a request that wakes it and per host
+        for a packet that wakes Dom0's forwarding thread.
+
+        A VM: with x the runnable vCPUs of its host's other VMs and Dom0 per thread and T its threads,
+        ``wake_wait`` x min(x, 1)^T + ``wake_wait_over`` x max(x - 1, 0). A waking vCPU waits when it finds
+        every thread busy (each busy with the chance x), and behind more of them the more they exceed the
+        threads (the lab's measurement on Linux's scheduler: docs/simulator.md).
+        Dom0: its forwarding thread (netback on Xen, vhost on KVM) sleeps between packets and a packet wakes
+        it as a request wakes an idle guest, so the same wait with x the guests' runnable vCPUs per thread.
+        """
         runnable_vcpus, runnable = self._runnable(vm_host, vm_dem)
         threads = self.host_cores[vm_host]
         others = ((runnable + dom0_alloc)[vm_host] - runnable_vcpus) / threads
-        all_busy = np.minimum(others, 1.0) ** threads
-        return self.wake_wait_full * all_busy + self.wake_wait_over * np.maximum(others - 1.0, 0.0)
+        return self._thread_wait(others, threads), self._thread_wait(runnable / self.host_cores, self.host_cores)
+
+    def _thread_wait(self, busy_per_thread: np.ndarray, threads: np.ndarray) -> np.ndarray:
+        """The wake-up wait for a thread with x runnable vCPUs per thread beside it (``wake_wait``)."""
+        all_busy = np.minimum(busy_per_thread, 1.0) ** threads
+        return self.wake_wait_full * all_busy + self.wake_wait_over * np.maximum(busy_per_thread - 1.0, 0.0)
 
     def _runnable(self, vm_host: np.ndarray, vm_dem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Runnable vCPUs on average, per VM (its demand over what a vCPU of it is in cores of its host) and

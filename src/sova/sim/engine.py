@@ -190,8 +190,8 @@ class Simulator(HypervisorOperations):
         ran_on = self.vms.host.copy()  # where each VM ran this step: a migration that ends now moves it after
         run_now = self._advance_migrations(rate, dt, run)
         full_alloc, vm_alloc = vm_alloc, vm_alloc * (run_now / np.maximum(run, 1e-12))
-        wake = compute.wake_wait(self.vms.host, vm_dem, dom0_alloc)
-        got = Granted(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now, wake)
+        wake, dom0_wait = compute.wake_waits(self.vms.host, vm_dem, dom0_alloc)
+        got = Granted(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now, wake, dom0_wait)
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
         self.last_vm_alloc, self.last_vm_want = vm_alloc, vm_want

@@ -68,6 +68,7 @@ class Granted:
     stretch: np.ndarray  # per host: slowdown of work (run-queue overhead, hyper-thread siblings)
     run: np.ndarray  # per VM: the part of the step it ran
     wake_wait: np.ndarray  # per VM: s a request that wakes it waits for a hardware thread
+    dom0_wait: np.ndarray  # per host: s a packet waits for Dom0's forwarding thread to get a hardware thread
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 Requests the server cannot serve in a step wait (a backlog) and are dropped after ``timeout``. The mean
 response time is the server's CPU time (processor sharing at its utilisation, after the wait of the
 request's wake-up for a hardware thread on a busy host: ``wake_wait``), the slowest pipeline
-stage of the response's path (M/G/1-PS at each resource it crosses), the paths' fixed latency, and the
-wait in the backlog.
+stage of the response's path (M/G/1-PS at each resource it crosses), the paths' fixed latency with the
+wait of Dom0's forwarding thread on the client's host when that host is busy (``dom0_wait``), and the wait
+in the backlog.
 """
 
 from __future__ import annotations
@@ -72,7 +73,8 @@ class Httperf(WorkloadKind):
         rho_v = np.minimum(np.where(cpu_short, 1.0, vm_want[vm] / sim.compute.vm_vcpus[vm]), RHO_MAX)
         t_cpu = cpr * step.stretch[sim.vms.host[vm]] / (1 - rho_v) + np.where(cpr > 0, step.wake_wait[vm], 0.0)
         t_xfer, t_min = sim.network.transfer_times(resp, bits, step.load, step.cap)
-        fixed = sim.network.flow_latency[resp] + sim.network.flow_latency[group.flows["request"]]
+        req = group.flows["request"]
+        fixed = sim.network.flow_latency[resp] + sim.network.flow_latency[req] + _dom0_wait(sim.network, req, cpr, step)
         queue = np.where(np.isfinite(mu) & (mu > 0), backlog / np.maximum(mu, 1e-300), 0.0)
         group.state["backlog"] = left - dropped
         sim.sensors.gauges["svc"] = {
@@ -82,3 +84,15 @@ class Httperf(WorkloadKind):
             "mean": t_cpu + t_xfer + fixed + queue,
             "floor": cpr + t_min + fixed,
         }
+
+
+def _dom0_wait(net, req: np.ndarray, cpr: np.ndarray, step: Granted) -> np.ndarray:
+    """Per request, the wait of the Dom0 forwarding threads it wakes on busy hosts (s): one wake-up wait
+    per host whose Dom0 its request and response cross, as the lab's echo (docs/simulator.md) measured the
+    wake-ups of one request through one host's para-virtual path. The server's host counts in its own
+    ``wake_wait`` when the request wakes it (its CPU per request > 0), so it is left out here."""
+    src_host, dst_host = net.flow_src_host[req], net.flow_dst_host[req]
+    client = net.flow_src_pv[req] & (src_host != dst_host)
+    server = net.flow_dst_pv[req] & (cpr <= 0)
+    wait = np.where(client, step.dom0_wait[np.maximum(src_host, 0)], 0.0)
+    return wait + np.where(server, step.dom0_wait[np.maximum(dst_host, 0)], 0.0)
