@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sova.report.fidelity import cloudscope_claims as cs
+from sova.report.fidelity import interference_validation as cs
 
 ROOT = Path(__file__).resolve().parent.parent
 
