@@ -50,9 +50,39 @@ def test_table2_vf_holders_are_exactly_the_papers(seed):
     assert len(r.vf_events) == 10  # 4 first plugs, then 3 hand-overs of 2 events each: no flapping
 
 
+@pytest.fixture(scope="module")
+def table3():
+    (r,) = run_scenario(load_scenario(PAPERS / "table3-migration.toml"), ["sova"], seed=1)
+    return r
+
+
+def _stage_means(r, host: str) -> list[float]:
+    """The host's mean NIC utilisation in each 10-minute stage."""
+    t, util = r.series["time"], r.series[f"nic_tx:{host}"]
+    return [float(util[(t >= s * 600) & (t < (s + 1) * 600)].mean()) for s in range(3)]
+
+
+def test_table3_co_located_netperf_loads_add_as_the_paper_counts_them(table3):
+    """§5.2 counts a host's load as the sum of its VMs' netperf shares (HM1 in stage 1: 50 % + 30 %). On
+    the paper's Xen hosts a stream is held to its vif's netback thread, so two VMs' streams add up."""
+    hm1, hm2, hm3 = (_stage_means(table3, h) for h in ("HM1", "HM2", "HM3"))
+    assert hm1[0] / hm3[0] == pytest.approx((0.5 + 0.3) / 0.2, rel=0.05)
+    assert hm2[0] / hm3[0] == pytest.approx((0.3 + 0.3) / 0.2, rel=0.05)
+    assert hm1[1] / hm3[1] == pytest.approx((0.4 + 0.7) / 0.4, rel=0.05)  # stage 2, VM1 still on HM1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a netperf stream through a vif's netback thread carries 4.94 Gb/s, 52 % of the port, so the "
+    "paper's 80 % hosts measure 42 % and none crosses alpha = 0.7: nothing moves (docs/policies.md)",
+)
+def test_table3_stages_vm1_to_hm3_then_nothing_then_vm1_to_hm2(table3):
+    moves = [(m.vm, m.src, m.dst, m.started // 600) for m in table3.migrations if m.moved]
+    assert moves == [("VM1", "HM1", "HM3", 0), ("VM1", "HM3", "HM2", 2)]
+
+
 @pytest.mark.parametrize("seed", range(1, 7))
 def test_table3_no_vm_moves_twice_within_its_residence_time(seed):
-    """The Table 3 stages themselves depend on duty-cycle overlap here (see docs/policies.md)."""
     (r,) = run_scenario(load_scenario(PAPERS / "table3-migration.toml"), ["sova"], seed=seed)
     last: dict[str, float] = {}
     for m in r.migrations:

@@ -140,12 +140,15 @@ def register(g: Group, vm_names: list[str], add_flow: Callable[[int, int, str], 
 def stream_demand(
     g: Group, st: WebStreams, flow_latency: np.ndarray, cpu_room: np.ndarray, last_rate: np.ndarray
 ) -> np.ndarray:
-    """Requests/s each stream could carry if the network were free: the closed loop, or the web VM's CPU.
+    """Requests/s each stream could carry if the network were free: the closed loop, or the CPU of its
+    web VM or of a cache VM it calls.
 
     Closed loop: a client's ``concurrency`` requests, spread evenly over its streams, each taking at
     least the unloaded time (server and cache CPU, and the fixed latency of every message).
-    CPU: a web VM serves at most ``cpu_room`` / cpu_per_request requests/s, shared by its streams in
-    proportion to what they carried last step (evenly at first).
+    CPU: a web VM serves at most ``cpu_room`` / cpu_per_request requests/s, and a cache VM
+    ``cpu_room`` / cpu_per_call calls/s, each shared by the streams it serves in proportion to what
+    they carried last step (evenly at first); a stream sends calls / M of its requests' calls to each of
+    its M cache VMs, so a busy cache VM holds back every stream that calls it.
     """
     p = g.params
     n_streams = np.bincount(st.row, minlength=len(g)).astype(float)
@@ -153,11 +156,23 @@ def stream_demand(
     cpr = p["cpu_per_request"][st.row]
     base = cpr + p["calls"][st.row] * p["cpu_per_call"][st.row] + latency
     loop = p["concurrency"][st.row] / np.maximum(n_streams[st.row], 1.0) / np.maximum(base, 1e-9)
-    per_web = np.bincount(st.web, weights=last_rate, minlength=len(cpu_room))
-    count = np.bincount(st.web, minlength=len(cpu_room)).astype(float)
-    part = np.where(per_web[st.web] > 0, last_rate / np.maximum(per_web[st.web], 1e-300), 1.0 / count[st.web])
-    cpu = np.where(cpr > 0, cpu_room[st.web] * part / np.maximum(cpr, 1e-300), np.inf)
+    cpu = np.where(cpr > 0, cpu_room[st.web] * _served_part(st.web, last_rate) / np.maximum(cpr, 1e-300), np.inf)
+    # the cache VMs: one entry per (stream, cache VM), calls per request = tie_per_request
+    c = np.flatnonzero(st.call_entry)
+    stream, cache, per = st.tie_stream[c], st.call_vm[c], st.tie_per_request[c]
+    cpc = p["cpu_per_call"][st.row[stream]]
+    part = _served_part(cache, last_rate[stream] * per)
+    calls = np.where(cpc > 0, cpu_room[cache] * part / np.maximum(cpc, 1e-300), np.inf)
+    np.minimum.at(cpu, stream, calls / np.maximum(per, 1e-300))
     return np.minimum(loop, cpu)
+
+
+def _served_part(server: np.ndarray, load: np.ndarray) -> np.ndarray:
+    """Each entry's share of its server's CPU: its part of what the server's entries carried last step,
+    or an even share when they carried nothing."""
+    total = np.bincount(server, weights=load)
+    count = np.bincount(server).astype(float)
+    return np.where(total[server] > 0, load / np.maximum(total[server], 1e-300), 1.0 / count[server])
 
 
 def cpu_demand(g: Group, st: WebStreams, rate: np.ndarray, n_vms: int) -> np.ndarray:
