@@ -11,6 +11,7 @@ down even when a test fails, and the teardown checks that nothing is left.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -26,6 +27,8 @@ import pytest
 from helpers import managing_see
 from sova.analyze.interference import predict
 from sova.analyze.load import host_loads
+from sova.analyze.loading_vectors import host_load, window_usage
+from sova.analyze.vslowdown import gammas
 from sova.cli import main as cli_main
 from sova.control.manage import manage
 from sova.control.profiles import check_profile
@@ -48,6 +51,7 @@ from sova.model.actions import (
     SetNetLimit,
 )
 from sova.model.io_sample import IoThrottle
+from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.model.storage_slo import SloBook
@@ -216,13 +220,21 @@ def test_real_counters_move_with_the_load_the_agent_runs(lab, driver):
 
 
 def demand_rates(driver, seconds: float) -> tuple[dict[str, int], dict[str, np.ndarray]]:
-    """Per VM, bit/s over `seconds` of carried and wanted traffic (CloudScope's demand) each way."""
+    """Per VM, bit/s over `seconds` of carried and wanted traffic (CloudScope's demand) each way; and per
+    host (``gamma_net``), CloudScope's network slowdown γ_net from that demand, and from the carried
+    traffic alone (``gamma_net_carried``, what Eq. 5 read on libvirt hosts before demand was estimated)."""
     a = driver.observe()
     time.sleep(seconds)
     b = driver.observe()
     assert a.vms == b.vms
     names = ("guest_tx_bytes", "guest_tx_wanted", "guest_rx_bytes", "guest_rx_wanted")
     per = {k: (getattr(b.counters, k) - getattr(a.counters, k)) * 8 / (b.time - a.time) for k in names}
+    knowledge = Knowledge()
+    knowledge.add(a)
+    knowledge.add(b)
+    usage = window_usage(knowledge, b.time - a.time)
+    carried = dataclasses.replace(usage, tx_wanted=usage.tx_bytes, rx_wanted=usage.rx_bytes)
+    per["gamma_net"], per["gamma_net_carried"] = gammas(host_load(usage))[:, 2], gammas(host_load(carried))[:, 2]
     return {vm: i for i, vm in enumerate(b.vms)}, per
 
 
@@ -231,6 +243,7 @@ def test_guests_sharing_a_full_port_want_more_than_they_carry_and_a_capped_or_pa
 ):
     lab_, _ = lab
     port = LAB_LINK_BANDWIDTH
+    names = ("guest_tx_bytes", "guest_tx_wanted", "guest_rx_bytes", "guest_rx_wanted")
     try:
         # vm1 and vm2 stream greedily from host1 to host2 through host1's 100 Mbit/s port: each carries
         # about half of it and, alone on its path, would carry the port
@@ -250,12 +263,15 @@ def test_guests_sharing_a_full_port_want_more_than_they_carry_and_a_capped_or_pa
 
         for _ in range(3):  # a busy machine may need a second window for the streams to fill the port
             at, r = demand_rates(driver, 10)
-            shown = {k: [round(float(r[k][at[vm]]) / 1e6, 1) for vm in ("vm1", "vm2", "vm3", "vm4")] for k in r}
-            print(f"\nsharing the port, Mbit/s of vm1-vm4: {shown}")
+            shown = {k: [round(float(r[k][at[vm]]) / 1e6, 1) for vm in ("vm1", "vm2", "vm3", "vm4")] for k in names}
+            shown |= {k: [round(float(g), 3) for g in r[k]] for k in ("gamma_net", "gamma_net_carried")}
+            print(f"\nsharing the port, Mbit/s of vm1-vm4 and host1-2's γ_net: {shown}")
             if shares_the_port(at, r):
                 break
         assert shares_the_port(at, r), shown
         assert r["guest_tx_bytes"][at["vm1"]] + r["guest_tx_bytes"][at["vm2"]] <= 1.05 * port, shown
+        # Eq. 5 now sees host1's port oversubscribed, which the carried traffic never shows
+        assert r["gamma_net"][0] >= r["gamma_net_carried"][0] + 0.1, shown
         # vm1 alone behind its own 20 Mbit/s limit: its path alone is its limit, which it carries
         load_seen(lab_, driver, "vm2", [])
         assert driver.apply(SetNetLimit(vm="vm1", rate=20e6)).status == OK
