@@ -35,13 +35,12 @@ def wanted_bytes(carried: float, held_fraction: float, path: float, seconds: flo
 def outbound_limit(xml: str, skip_macs: set[str]) -> float:
     """A VM's para-virtual NIC's libvirt ``<bandwidth><outbound average=KiB/s>`` in bit/s (0: none);
     the interfaces with a MAC in `skip_macs` (its emulated VF) are left out; several: the least."""
-    limits = [
-        int(limit.group(1)) * 1024 * 8
-        for block in _INTERFACE_RE.finditer(xml)
-        if not any(mac in block.group(1) for mac in skip_macs)
-        for limit in [_OUTBOUND_RE.search(block.group(1))]
-        if limit and int(limit.group(1)) > 0
-    ]
+    limits = []
+    for block in _INTERFACE_RE.finditer(xml):
+        body = block.group(1)
+        limit = None if any(mac in body for mac in skip_macs) else _OUTBOUND_RE.search(body)
+        if limit and int(limit.group(1)) > 0:
+            limits.append(int(limit.group(1)) * 1024 * 8)
     return float(min(limits)) if limits else 0.0
 
 
