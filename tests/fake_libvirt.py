@@ -38,6 +38,8 @@ class FakeDom:
             **(stats or {}),
         }
         self.devices: list[str] = []
+        self.mac = "52:54:00:00:00:01"  # its vNIC's
+        self.outbound = 0  # its vNIC's libvirt outbound average, KiB/s (0: no limit)
         self.disk_type = "file"  # libvirt's <disk type=...>: file or block (local), network (iSCSI, RBD)
         xen = getattr(conn, "kind", "QEMU") == "Xen"  # Xen's credit scheduler, else KVM's cgroup shares
         self.sched = {"weight": 256, "cap": 0} if xen else {"cpu_shares": 1024, "vcpu_period": 100000, "vcpu_quota": -1}
@@ -51,8 +53,11 @@ class FakeDom:
     def XMLDesc(self, flags=0):
         return (
             f"<domain><name>{self._name}</name><devices><disk type='{self.disk_type}' device='disk'><target dev='vda' bus='virtio'/></disk>"
-            "<interface type='bridge'><mac address='52:54:00:00:00:01'/><target dev='vnet0'/>"
-            "<alias name='ua-net0'/></interface>" + "".join(self.devices) + "</devices></domain>"
+            f"<interface type='bridge'><mac address='{self.mac}'/><target dev='vnet0'/>"
+            + (f"<bandwidth><outbound average='{self.outbound}'/></bandwidth>" if self.outbound else "")
+            + "<alias name='ua-net0'/></interface>"
+            + "".join(self.devices)
+            + "</devices></domain>"
         )
 
     def info(self):
@@ -84,6 +89,8 @@ class FakeDom:
 
     def setInterfaceParameters(self, dev, params, flags):
         self.calls.append(("bandwidth", dev, params))
+        if dev == "vnet0" and "outbound.average" in params:
+            self.outbound = params["outbound.average"]
 
     def attachDeviceFlags(self, xml, flags):
         self.calls.append(("attach", xml))

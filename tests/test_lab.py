@@ -14,9 +14,12 @@ def test_lab_load_settings_are_checked_and_peers_resolved():
     addrs = {"vm1": "10.77.1.1", "vm2": "10.77.1.2"}
     assert load_command("vm1", ["cpu=60", "net=vm2:40", "disk=200"], addrs) == "load cpu=60 net=10.77.1.2:40 disk=200"
     assert load_command("vm1", [], addrs) == "load"
+    assert load_command("vm1", ["paced=vm2:5"], addrs) == "load paced=10.77.1.2:5"
     for bad, msg in (
         (["cpu=150"], "percentage 0-100"),
         (["net=vm1:10"], "not another lab VM"),
+        (["paced=vm2:0"], "rate of 1-1000 Mbit/s"),
+        (["paced=vm3:5"], "not another lab VM"),
         (["disk=-3"], "positive request rate"),
         (["gpu=1"], "expected cpu=PCT"),
     ):

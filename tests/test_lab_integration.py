@@ -11,6 +11,7 @@ down even when a test fails, and the teardown checks that nothing is left.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -26,6 +27,8 @@ import pytest
 from helpers import managing_see
 from sova.analyze.interference import predict
 from sova.analyze.load import host_loads
+from sova.analyze.loading_vectors import host_load, window_usage
+from sova.analyze.vslowdown import gammas
 from sova.cli import main as cli_main
 from sova.control.manage import manage
 from sova.control.profiles import check_profile
@@ -33,7 +36,7 @@ from sova.drivers.libvirt_common import LIBVIRT_QUOTA_MAX
 from sova.lab import hosts as lab_hosts
 from sova.lab.domain import CONTROL_CHANNEL
 from sova.lab.errors import LabError
-from sova.lab.lab import Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for, lab_topology
+from sova.lab.lab import LAB_LINK_BANDWIDTH, Lab, _daemon_pids, _qemu_pids, driver_options, lab_id_for, lab_topology
 from sova.model.actions import (
     CANCELLED,
     FAILED,
@@ -45,8 +48,10 @@ from sova.model.actions import (
     SetCpu,
     SetDom0Weight,
     SetIoLimit,
+    SetNetLimit,
 )
 from sova.model.io_sample import IoThrottle
+from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.model.storage_slo import SloBook
@@ -212,6 +217,79 @@ def test_real_counters_move_with_the_load_the_agent_runs(lab, driver):
     assert report is not None and "cpu=100" in report.loads
     assert 5 < snap.vm_memory_used[v1] < 128  # MiB, from the guest's /proc/meminfo
     assert snap.host_cpu_time[0] > 0 and snap.vm_memory[v1] == 128
+
+
+def demand_rates(driver, seconds: float) -> tuple[dict[str, int], dict[str, np.ndarray]]:
+    """Per VM, bit/s over `seconds` of carried and wanted traffic (CloudScope's demand) each way; and per
+    host (``gamma_net``), CloudScope's network slowdown γ_net from that demand, and from the carried
+    traffic alone (``gamma_net_carried``, what Eq. 5 read on libvirt hosts before demand was estimated)."""
+    a = driver.observe()
+    time.sleep(seconds)
+    b = driver.observe()
+    assert a.vms == b.vms
+    names = ("guest_tx_bytes", "guest_tx_wanted", "guest_rx_bytes", "guest_rx_wanted")
+    per = {k: (getattr(b.counters, k) - getattr(a.counters, k)) * 8 / (b.time - a.time) for k in names}
+    knowledge = Knowledge()
+    knowledge.add(a)
+    knowledge.add(b)
+    usage = window_usage(knowledge, b.time - a.time)
+    carried = dataclasses.replace(usage, tx_wanted=usage.tx_bytes, rx_wanted=usage.rx_bytes)
+    per["gamma_net"], per["gamma_net_carried"] = gammas(host_load(usage))[:, 2], gammas(host_load(carried))[:, 2]
+    return {vm: i for i, vm in enumerate(b.vms)}, per
+
+
+def test_guests_sharing_a_full_port_want_more_than_they_carry_and_a_capped_or_paced_one_wants_what_it_carries(
+    lab, driver
+):
+    lab_, _ = lab
+    port = LAB_LINK_BANDWIDTH
+    names = ("guest_tx_bytes", "guest_tx_wanted", "guest_rx_bytes", "guest_rx_wanted")
+    try:
+        # vm1 and vm2 stream greedily from host1 to host2 through host1's 100 Mbit/s port: each carries
+        # about half of it and, alone on its path, would carry the port
+        load_seen(lab_, driver, "vm1", ["net=vm3:100"])
+        load_seen(lab_, driver, "vm2", ["net=vm4:100"])
+        time.sleep(3)
+
+        def shares_the_port(at, r) -> bool:
+            senders = all(
+                r["guest_tx_wanted"][at[vm]] >= 1.3 * r["guest_tx_bytes"][at[vm]]
+                and 0.6 * port <= r["guest_tx_wanted"][at[vm]] <= 1.05 * port
+                for vm in ("vm1", "vm2")
+            )
+            # their receivers, from the senders' unmet demand through the bridges' traffic matrix
+            receivers = all(r["guest_rx_wanted"][at[vm]] >= 1.3 * r["guest_rx_bytes"][at[vm]] for vm in ("vm3", "vm4"))
+            return senders and receivers
+
+        for _ in range(3):  # a busy machine may need a second window for the streams to fill the port
+            at, r = demand_rates(driver, 10)
+            shown = {k: [round(float(r[k][at[vm]]) / 1e6, 1) for vm in ("vm1", "vm2", "vm3", "vm4")] for k in names}
+            shown |= {k: [round(float(g), 3) for g in r[k]] for k in ("gamma_net", "gamma_net_carried")}
+            print(f"\nsharing the port, Mbit/s of vm1-vm4 and host1-2's γ_net: {shown}")
+            if shares_the_port(at, r):
+                break
+        assert shares_the_port(at, r), shown
+        assert r["guest_tx_bytes"][at["vm1"]] + r["guest_tx_bytes"][at["vm2"]] <= 1.05 * port, shown
+        # Eq. 5 now sees host1's port oversubscribed, which the carried traffic never shows
+        assert r["gamma_net"][0] >= r["gamma_net_carried"][0] + 0.1, shown
+        # vm1 alone behind its own 20 Mbit/s limit: its path alone is its limit, which it carries
+        load_seen(lab_, driver, "vm2", [])
+        assert driver.apply(SetNetLimit(vm="vm1", rate=20e6)).status == OK
+        time.sleep(5)
+        at, r = demand_rates(driver, 10)
+        sent, wanted = r["guest_tx_bytes"][at["vm1"]], r["guest_tx_wanted"][at["vm1"]]
+        print(f"greedy behind a 20 Mbit/s limit: carried {sent / 1e6:.1f}, wanted {wanted / 1e6:.1f} Mbit/s")
+        assert 12e6 <= sent <= wanted <= min(1.25 * sent, 1.05 * 20e6)
+        # paced at 5 Mbit/s (less on the slow guest clock) below its limit, and an idle guest: what they carry
+        load_seen(lab_, driver, "vm1", ["paced=vm3:5"])
+        time.sleep(3)
+        at, r = demand_rates(driver, 10)
+        sent, wanted = r["guest_tx_bytes"][at["vm1"]], r["guest_tx_wanted"][at["vm1"]]
+        print(f"paced at 5 Mbit/s: carried {sent / 1e6:.2f}, wanted {wanted / 1e6:.2f} Mbit/s")
+        assert 1e6 <= sent <= wanted <= 1.15 * sent
+        assert r["guest_tx_wanted"][at["vm4"]] == r["guest_tx_bytes"][at["vm4"]] < 1e6
+    finally:
+        driver.apply(SetNetLimit(vm="vm1", rate=0))
 
 
 def test_io_limits_hold_the_guests_iops_and_follow_changes(lab, driver):

@@ -59,7 +59,8 @@ def add_parser(sub) -> None:
         help="set the load a VM runs",
         **described(
             "Replace the load VM runs (duty cycles of 10 s, as the papers' lookbusy and netperf): cpu=PCT "
-            "busy-loops PCT % of the time, net=VM2:PCT streams to VM2 PCT % of the time, disk=IOPS reads 4 KiB "
+            "busy-loops PCT % of the time, net=VM2:PCT streams to VM2 PCT % of the time, paced=VM2:MBIT streams "
+            "to VM2 at about MBIT Mbit/s (MBIT/10 Mbit every 0.1 s of guest time), disk=IOPS reads 4 KiB "
             "blocks with O_DIRECT at that rate (or disk=max). No setting: idle.",
             ["sudo sova lab load vm1 cpu=100", "sudo sova lab load vm2 net=vm3:50 disk=200", "sudo sova lab load vm1"],
         ),

@@ -1,8 +1,10 @@
 """The host side of Sova's guest agent (the Sova paper's DomU daemon) over a virtio-serial channel.
 
 The guest writes a report every second: a header line ``report SEQ UPTIME ACTIVE_NIC``, its
-/proc/net/dev, a few /proc/meminfo lines, answers (``pong TOKEN``, ``error ...``), the running loads
-and ``end``. The host may send one-line commands (``load ...``, ``ping TOKEN``). This side never
+/proc/net/dev, a few /proc/meminfo lines, answers (``pong TOKEN``, ``error ...``), ``sendq SAMPLES
+HELD QUEUED`` (how many times since it started it sampled its TCP sockets, in how many of those a
+socket held at least its congestion window of bytes, and the bytes queued at the last sample; an
+agent without it sends no such line), the running loads and ``end``. The host may send one-line commands (``load ...``, ``ping TOKEN``). This side never
 blocks: ``poll`` reads whatever has arrived and keeps the newest complete report.
 """
 
@@ -24,6 +26,16 @@ class GuestReport:
     meminfo: dict[str, int]  # field -> bytes
     loads: str
     answers: list[str] = field(default_factory=list)
+    sendq: SendQueues | None = None  # None: the agent does not sample its send queues
+
+
+@dataclass(frozen=True)
+class SendQueues:
+    """The agent's send-queue samples: cumulative since it started (they restart with it)."""
+
+    samples: int  # times it read its TCP sockets
+    held: int  # of those, times a socket held at least its congestion window of bytes
+    queued: int  # bytes in its sockets' send queues at the last sample
 
 
 def parse_report(lines: list[str]) -> GuestReport:
@@ -32,6 +44,7 @@ def parse_report(lines: list[str]) -> GuestReport:
     net: dict[str, tuple[int, int, int, int]] = {}
     mem: dict[str, int] = {}
     loads, answers = "", []
+    sendq = None
     for line in lines[1:]:
         if ":" in line and not line.startswith(("pong", "error", "loads")):
             key, _, rest = line.partition(":")
@@ -41,6 +54,8 @@ def parse_report(lines: list[str]) -> GuestReport:
                 net[key] = (int(vals[0]), int(vals[1]), int(vals[8]), int(vals[9]))
             elif vals and vals[0].isdigit():  # /proc/meminfo in kB
                 mem[key] = int(vals[0]) * 1024
+        elif line.startswith("sendq "):
+            sendq = parse_sendq(line) or sendq
         elif line.startswith("loads"):
             loads = line[5:].strip()
         elif line.startswith(("pong", "error")):
@@ -53,7 +68,17 @@ def parse_report(lines: list[str]) -> GuestReport:
         meminfo=mem,
         loads=loads,
         answers=answers,
+        sendq=sendq,
     )
+
+
+def parse_sendq(line: str) -> SendQueues | None:
+    """``sendq SAMPLES HELD QUEUED``; None if malformed (held above samples, not three counts)."""
+    fields = line.split()[1:]
+    if len(fields) != 3 or not all(f.isdigit() for f in fields):
+        return None
+    samples, held, queued = map(int, fields)
+    return SendQueues(samples, held, queued) if held <= samples else None
 
 
 class GuestChannel:

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from sova.drivers.demand import SendDemand
 from sova.drivers.guest_agent import GuestChannel
 from sova.model.actions import Action
 
@@ -60,6 +61,7 @@ class VmState:
     from_agent: bool = False  # the guest counters come from the agent (else from the host's view)
     stats: dict[str, Any] = field(default_factory=dict)  # the newest value of every stat libvirt gave
     definition: str = ""  # its persistent domain XML, to boot it on another host if its host fails
+    send: SendDemand = field(default_factory=SendDemand)  # what it wanted to send (CloudScope's demand)
 
     def monotonic(self, key: str, value: float) -> float:
         """A cumulative counter that survives resets: QEMU's CPU time and a new tap's byte counts start

@@ -2,7 +2,8 @@
 
 observe() reads, per host, getAllDomainStats (CPU time, vCPU wait/delay, interface and block
 counters and times, balloon) and the node's CPU counters, plus each guest agent's report (its own
-/proc/net/dev and /proc/meminfo, the Sova paper's gray-box view) where a channel is reachable.
+/proc/net/dev and /proc/meminfo, the Sova paper's gray-box view, and how often its TCP senders were
+held back, from which demand.py estimates the traffic each VM wanted) where a channel is reachable.
 apply() starts actions and never raises: refusals and libvirt errors become failed outcomes.
 Long actions (migration, VF unplug) run in the background and are polled; a migration that fails or
 is cancelled leaves the VM running on its source with its VF back. A host whose daemon went away is
@@ -22,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from sova.drivers.demand import ReceiveDemand, outbound_limit, path_alone
 from sova.drivers.flow_counters import FlowCounters, vm_flows
 from sova.drivers.guest_agent import GuestChannel, GuestReport
 from sova.drivers.libvirt_actions import LIBVIRT_HANDLERS
@@ -56,6 +58,7 @@ from sova.model.actions import (
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmCounters, VmRequest
 
+WANTED = ("guest_tx_wanted", "guest_rx_wanted")  # estimated from the others (demand.py), monotonic by construction
 _DISK_TYPE_RE = re.compile(r"<disk type='(\w+)' device='disk'")  # a disk's backend: file, block, network, ...
 
 
@@ -101,6 +104,7 @@ class LibvirtDriver:
         self.failover = HostFailover(self.hosts)
         self.dirty_rates = DirtyRates(self.hosts, dirty_rate_every)
         self.io = LibvirtIo(self.hosts)
+        self.receive_demand = ReceiveDemand()
 
     # ------------------------------------------------------------------ connections
     def connect(self) -> None:
@@ -187,6 +191,7 @@ class LibvirtDriver:
         migrating = np.zeros(n_vms, dtype=bool)
         disk_local = np.zeros(n_vms, dtype=bool)
         vfs_used = np.zeros(n_hosts)
+        sent, sent_extra = np.zeros(n_vms), np.zeros(n_vms)  # bytes sent, and wanted beyond them, this interval
         mac_owner: dict[str, int] = {}  # every MAC of every VM's NICs -> the VM's index
         where = self.hosts.where = {}
         vm_states = self.hosts.vms
@@ -257,15 +262,19 @@ class LibvirtDriver:
             else:  # no gray-box view yet: the guest's counters are what the host sees
                 for kind in GUEST_KINDS:
                     counters[f"guest_{kind}"][vm_index] = counters[f"vnic_{kind}"][vm_index]
-            # no counter of a libvirt host shows what a guest's TCP held back: demand is what it carried
-            counters["guest_tx_wanted"][vm_index] = counters["guest_tx_bytes"][vm_index]
-            counters["guest_rx_wanted"][vm_index] = counters["guest_rx_bytes"][vm_index]
             for key in VmCounters.__dataclass_fields__:
-                if key not in ("cpu_time", "wait_time", "blocked_time"):
+                if key not in ("cpu_time", "wait_time", "blocked_time", *WANTED):
                     counters[key][vm_index] = state.monotonic(key, counters[key][vm_index])
+            has_vf = self.vfs.has_vf(xml, vf_macs)
+            # what it wanted to send: its carried bytes, or its path alone while its agent saw it held back
+            path = path_alone(self._bandwidth(host), outbound_limit(xml, vf_macs), state.vf_rate, has_vf)
+            sendq = report.sendq if report is not None else None
+            counters["guest_tx_wanted"][vm_index] = state.send.update(
+                now, counters["guest_tx_bytes"][vm_index], sendq, path
+            )
+            sent[vm_index], sent_extra[vm_index] = state.send.last_moved, state.send.last_extra
             dirty[vm_index] = self.dirty_rates.rate(name, dom, st, now)
             weight[vm_index], cap[vm_index] = self._cpu_tune(dom, n_vcpu)
-            has_vf = self.vfs.has_vf(xml, vf_macs)
             job = self.hosts.busy(name)
             kind = job.action.kind if job else ""
             nic.append({DetachVF.kind: "detaching", AttachVF.kind: "attaching"}.get(kind, "vf" if has_vf else "vnic"))
@@ -274,6 +283,10 @@ class LibvirtDriver:
             migrating[vm_index] = kind == Migrate.kind
         nic_rx, nic_tx = self._host_nic_counters(vm_host, counters)
         flow_src, flow_dst, flow_bytes = vm_flows(self.flows.totals() if self.flows else {}, mac_owner)
+        # what it wanted to receive: its carried bytes and its senders' wanted beyond carried, by the matrix
+        counters["guest_rx_wanted"] = self.receive_demand.update(
+            names, counters["guest_rx_bytes"], sent, sent_extra, (flow_src, flow_dst, flow_bytes)
+        )
         snap = Snapshot(
             time=now,
             hosts=self.host_names,

@@ -34,7 +34,7 @@ DEFAULT_DIR = Path("/var/lib/sova-lab")
 GUEST_MEMORY_MIB = 128  # the notes: 80 MiB at least, 96-128 fine
 DISK_SIZE = "64M"
 LAB_LINK_BANDWIDTH = hosts.LINK_MBIT * 1e6  # bit/s of each host's port (a tbf on its veth)
-LOAD_KEYS = ("cpu", "net", "disk")
+LOAD_KEYS = ("cpu", "net", "paced", "disk")
 LAB_ENTRIES = ("hosts", "disks", "image", "lab.tmp", "lab.json")  # everything `up` creates in DIR
 
 
@@ -227,7 +227,7 @@ class Lab:
         return lines
 
     def load(self, vm: str, settings: list[str]) -> str:
-        """Set the load a guest runs: cpu=PCT, net=VM:PCT, disk=IOPS|max (an empty list stops it)."""
+        """Set the load a guest runs: cpu=PCT, net=VM:PCT, paced=VM:MBIT, disk=IOPS|max (an empty list stops it)."""
         state = self.state()
         command = load_command(vm, settings, {lab_vm.name: f"10.77.1.{lab_vm.index}" for lab_vm in state.vms})
         ch = self.channel(state, vm, CONTROL_CHANNEL)
@@ -307,18 +307,24 @@ def load_command(vm: str, settings: list[str], addresses: dict[str, str]) -> str
     for setting in settings:
         key, sep, val = setting.partition("=")
         if not sep or key not in LOAD_KEYS:
-            raise LabError(f"load setting {setting!r}: expected cpu=PCT, net=VM:PCT or disk=IOPS|max")
-        if key == "net":
-            peer, _, pct = val.rpartition(":")
+            raise LabError(f"load setting {setting!r}: expected cpu=PCT, net=VM:PCT, paced=VM:MBIT or disk=IOPS|max")
+        if key in ("net", "paced"):
+            peer, _, amount = val.rpartition(":")
             if peer not in addresses or peer == vm:
                 raise LabError(f"load setting {setting!r}: {peer!r} is not another lab VM ({', '.join(addresses)})")
-            val = f"{addresses[peer]}:{_percent(setting, pct)}"
+            val = f"{addresses[peer]}:{_percent(setting, amount) if key == 'net' else _mbit(setting, amount)}"
         elif key == "cpu":
             val = str(_percent(setting, val))
         elif val != "max" and not (val.isdigit() and int(val) > 0):
             raise LabError(f"load setting {setting!r}: disk takes a positive request rate per second or max")
         parts.append(f"{key}={val}")
     return " ".join(["load", *parts])
+
+
+def _mbit(setting: str, text: str) -> int:
+    if not text.isdigit() or not 1 <= int(text) <= 1000:
+        raise LabError(f"load setting {setting!r}: expected a rate of 1-1000 Mbit/s, got {text!r}")
+    return int(text)
 
 
 def _percent(setting: str, text: str) -> int:

@@ -46,7 +46,8 @@ class VmCounters:
     blk_wr_bytes: np.ndarray
     blk_time: np.ndarray  # s; total time of completed IOs (blockStats rd/wr_total_times)
     # bytes the guest would have sent and received had nothing but its own path held it back (CloudScope's
-    # demand): the simulator's flows on their paths alone; libvirt: the guest's counters (docs/libvirt.md)
+    # demand): the simulator's flows on their paths alone; libvirt: the carried bytes, or the VM's path alone
+    # while its guest agent saw its TCP senders held back (docs/libvirt.md)
     guest_tx_wanted: np.ndarray
     guest_rx_wanted: np.ndarray
 
