@@ -14,11 +14,10 @@ import datetime
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-from sova.report.fidelity.document import DOCUMENT, RESULTS, Result, load_result, render, save_result
+from sova.report.fidelity.document import DOCUMENT, RESULTS, Result, load_result, render, save_result, write_atomically
 from sova.report.fidelity.paper_runs import cpu_seconds, take_times
 from sova.report.fidelity.registry import CLAIMS, EXPERIMENTS, experiment
 
@@ -50,10 +49,7 @@ def run(name: str, revision: str) -> Result:
 def write_document() -> None:
     results = {e.name: r for e in EXPERIMENTS if (r := load_result(ROOT, e.name)) is not None}
     text = render(CLAIMS, EXPERIMENTS, results)
-    path = ROOT / DOCUMENT
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
+    write_atomically(ROOT / DOCUMENT, text)
     print(f"wrote {DOCUMENT} ({len(results)} of {len(EXPERIMENTS)} experiments measured)")
 
 

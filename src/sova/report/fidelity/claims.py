@@ -49,7 +49,11 @@ class Claim:
     bound: Callable[[float], bool] | None = None
     direction: Callable[[Metrics], bool] | None = None
     fitted: str = ""
-    cause: str = ""
+    cause: str | Callable[[Metrics], str] = ""  # why it misses; a function where the cause depends on the side
+
+    def why(self, metrics: Metrics) -> str:
+        cause = self.cause(metrics) if callable(self.cause) else self.cause
+        return cause or "cause not yet measured"
 
     def value(self, metrics: Metrics) -> float:
         return metrics[self.metric]

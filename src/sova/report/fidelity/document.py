@@ -41,8 +41,14 @@ def save_result(root: Path, result: Result) -> None:
     path = result_path(root, result.experiment)
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result.__dict__, indent=1, sort_keys=True) + "\n"
+    write_atomically(path, text)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """A temporary file beside `path`, readable as any other (0644), then renamed over it."""
     with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
         tmp.write(text)
+    os.chmod(tmp.name, 0o644)
     os.replace(tmp.name, path)
 
 
@@ -94,7 +100,7 @@ def _paper_table(paper: str, claims: list[Claim], results: dict[str, Result]) ->
         "| figure | quantity | paper | Sova | error | verdict |",
         "|---|---|---|---:|---:|---|",
     ]
-    causes = []
+    causes: dict[str, list[str]] = {}  # each cause once, with the rows it explains
     for claim in claims:
         result = results.get(claim.experiment)
         verdict = _verdict(claim, results)
@@ -104,10 +110,11 @@ def _paper_table(paper: str, claims: list[Claim], results: dict[str, Result]) ->
         shown = f"{verdict} (`{claim.fitted}`)" if verdict == FITTED else verdict
         if verdict in (MISS, DIRECTION):
             shown = f"**{shown}**"
-            causes.append(f"- {claim.figure}, {claim.quantity}: {claim.cause or 'cause not yet measured'}")
+            causes.setdefault(claim.why(result.metrics), []).append(f"{claim.figure}, {claim.quantity}")
         lines.append(f"| {claim.figure} | {claim.quantity} | {claim.paper_says} | {sova} | {error} | {shown} |")
     if causes:
-        lines += ["", "Why the misses miss:", "", *causes]
+        lines += ["", "Why the misses miss:", ""]
+        lines += [f"- {'; '.join(rows)}: {cause}" for cause, rows in causes.items()]
     return lines
 
 
