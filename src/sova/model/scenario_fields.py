@@ -338,6 +338,13 @@ SIMULATOR_FIELDS = {
         True,
         "draw each storage epoch's completions around its mean (false: serve the mean, the fluid model)",
     ),
+    "io_limiter": Field(
+        "str",
+        "qemu",
+        "a VM's IO rate limiter: QEMU's throttle (a bucket of a tenth of a second of the limit, refilled by each "
+        "new limit) or SASLO's time-stamp limiter (no burst); sim/io_throttle.py",
+        choices=("qemu", "time-stamp"),
+    ),
     "ht_yield": Field(
         "float",
         0.3,

@@ -21,8 +21,10 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
   stream's depth is at most its share (its other requests wait in the guest, unseen, as behind a full
   virtio ring), and an open stream becomes a closed one of its share (what that cannot carry is not
   issued, as what an open stream's limiter does not take);
-- a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit of requests through in each epoch
-  (a token bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion
+- a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit of requests through in each epoch,
+  and with QEMU's throttle (``io_limiter = "qemu"``, the default) what its bucket saved while the VM
+  passed less (up to a tenth of a second of the limit, refilled by each write of a new limit); SASLO's
+  time-stamp limiter saves nothing (``sim/io_throttle.py``); shared by the VM's streams in proportion
   to what they offer;
 - on Xen hosts the host's path adds Dom0's blkback work and the grant table (``sim/blkback.py``): a
   request costs Dom0 CPU and waits while a full table is refilled; the host's IO is bounded by the Dom0
@@ -51,6 +53,7 @@ from sova.model.io_sample import IoThrottle
 from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.device_variability import CapacityProcess, completions
+from sova.sim.io_throttle import RateLimiters
 from sova.sim.storage import RHO_MAX, closed_loop_bound, others_wait, queueing, share_device
 from sova.sim.workload_kinds.base import IOStreams
 
@@ -154,8 +157,10 @@ class StorageEpochs:
         blkback: BlkbackParams,
         rng: np.random.Generator,
         noise: bool = True,
+        limiter: str = "qemu",
     ):
         self.n_vms = n_vms
+        self.limiters = RateLimiters(n_vms, limiter)
 
         def per_server(name: str) -> np.ndarray:
             return np.array([getattr(s, name) for s in servers], dtype=float)
@@ -199,20 +204,29 @@ class StorageEpochs:
         offer = self._offer(controls.size_limit, controls.in_flight, speed, len(dom0_free))
         # an open stream's queue from the last epochs (None: every stream is a closed loop)
         backlog = np.where(offer.closed, 0.0, self.queue) if offer.any_open else None
-        steady = self._steady(controls, dom0_free, speed, offer, backlog, length)
+        allowance = self.limiters.allowance(controls.limit, length)
+        steady = self._steady(controls, allowance, dom0_free, speed, offer, backlog, length)
         self.queue = steady.queue
         mean = steady.served
         if not (self.noise and steady.paced_cv.any()):
+            self._account(controls.limit, mean.iops, length)
             return mean
         served = completions(mean.iops, length, steady.paced_cv, self.rng)
+        self._account(controls.limit, served, length)
         # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
         latency = np.where(steady.full, steady.depth / np.maximum(served, 1e-300), mean.latency)
         dom0_cpu = np.bincount(self.host, weights=served * steady.cpu_per_request, minlength=len(dom0_free))
         return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
 
+    def _account(self, limit: np.ndarray, served: np.ndarray, length: float) -> None:
+        """The limiters' buckets after an epoch whose streams completed `served` requests/s."""
+        if self.limiters.bursts and (limit > 0).any():
+            self.limiters.account(limit, np.bincount(self.streams.vm, weights=served, minlength=self.n_vms), length)
+
     def _steady(
         self,
         controls: VmIoControls,
+        allowance: np.ndarray,
         dom0_free: np.ndarray,
         speed: np.ndarray,
         offer: _Offer,
@@ -220,7 +234,7 @@ class StorageEpochs:
         length: float,
     ) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
-        inputs = [*controls.arrays(), dom0_free, np.float64(length)] + ([speed] if self.speed.active else [])
+        inputs = [*controls.arrays(), allowance, dom0_free, np.float64(length)] + ([speed] if self.speed.active else [])
         offered = offer.offered
         if backlog is not None and backlog.any():
             inputs.append(backlog)
@@ -231,7 +245,7 @@ class StorageEpochs:
         host, srv, n_servers = self.host, self.server, len(self.parallelism)
         size, depth, closed, service, share = offer.size, offer.depth, offer.closed, offer.service, offer.share
         cpu_per_request, path = offer.cpu_per_request, offer.path
-        passed = self._limit(offered, controls.limit)
+        passed = self._limit(offered, allowance)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
         served = share_device(srv, passed, share, n_servers, self._tags(controls.tags, passed, size))
         # a closed stream keeps at most its depth outstanding, so it is served at most its depth over one
@@ -340,9 +354,8 @@ class StorageEpochs:
         return np.where(total > 0, amount / np.maximum(total, 1e-300), 0.0)
 
     def _limit(self, offered: np.ndarray, limit: np.ndarray) -> np.ndarray:
-        """What each stream's VM limiter lets through, in IOPS: the fluid form of SASLO's time-stamp limiter
-        (Eq. 4, T_q = max(T_(q-1) + 1/rate, arrival_q)), whose stamps let a backlogged VM through at its rate
-        and save no credit for an idle one."""
+        """What each stream's VM limiter lets through, in IOPS: at most `limit` per VM (the epoch's allowance,
+        ``sim/io_throttle.py``), shared by its streams in proportion to what they offer."""
         vm = self.streams.vm
         if not (limit[vm] > 0).any():
             return offered
