@@ -141,6 +141,9 @@ STORAGE_FIELDS = {
     "variability": Field("float", 0.0, "coefficient of variation of the device's speed over time (0: steady)", lo=0),
     "variability_time": Field("duration", 1.0, "correlation time of the device's speed variation", lo=0, lo_open=True),
     "link_speed": Field("bandwidth", 40e9, "the server's link into the fabric", lo=0, lo_open=True),
+    "stripe": Field(
+        "size", 0.0, "RAID 0 stripe unit: a random request spanning k units busies k disks (0: not striped)", lo=0
+    ),
 }
 
 VM_FIELDS = {

@@ -12,7 +12,8 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
   the part of that beyond the device's own latency is spent queued (``queue``: IOs waiting, per stream);
 - a VM's request-merge limit (``SetIoSize``, bytes) splits each IO larger than it into the fewest equal
   requests within it (as the block layer's max segments per request do), so the device, the limiter
-  and the counters see more, smaller requests; a closed stream keeps all the pieces of its IOs
+  and the counters see more, smaller requests, adjacent on the disk: only an IO's first piece seeks
+  (``storage.piece_access``); a closed stream keeps all the pieces of its IOs
   outstanding. Below the limit, a sequential stream's IOs that are queued together are merged into
   requests of up to the limit (as the block layer merges adjacent requests), as many at a time as the
   stream keeps queued (its depth, or its rate times its service); without a limit nothing is merged;
@@ -54,7 +55,7 @@ from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.device_variability import CapacityProcess, completions
 from sova.sim.io_throttle import RateLimiters
-from sova.sim.storage import RHO_MAX, closed_loop_bound, others_wait, queueing, share_device
+from sova.sim.storage import RHO_MAX, closed_loop_bound, others_wait, piece_access, queueing, share_device
 from sova.sim.workload_kinds.base import IOStreams
 
 _STREAM_FIELDS = ("vm", "iops", "size", "read", "depth", "sequential")
@@ -111,7 +112,7 @@ class VmIoControls:
 class _Offer:
     """Per stream, in requests (an IO split by its merge limit is several): their size, rate and depth,
     whether the stream is a closed loop, the device's service time, a request's share of the whole device
-    (its service over the units) and mean residual service (share (1 + cv²) / 2), the service time's CV,
+    (its device time over the units: a striped request busies several) and mean residual service (share (1 + cv²) / 2), the service time's CV,
     blkback's CPU per request, the host path's time, what the stream offers its limiter, a request's
     time on an idle device (service and path) and at most (behind the largest requests at the highest
     utilisation), and an open stream's rate (0 for a closed one)."""
@@ -171,6 +172,7 @@ class StorageEpochs:
         self.bandwidth = per_server("bandwidth") / 8  # bytes/s
         self.write_bandwidth = per_server("write_bandwidth") / 8
         self.service_cv = per_server("service_cv")
+        self.stripe = per_server("stripe")
         self.speed = CapacityProcess(per_server("variability"), per_server("variability_time"), rng)
         self.rng = rng
         self.noise = noise
@@ -289,9 +291,9 @@ class StorageEpochs:
             return self._offered[1]
         io, host, bb, srv = self.streams, self.host, self.blkback, self.server
         random_access = io.read * self.access_time[srv] + (1 - io.read) * self.write_access_time[srv]
-        access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
+        random_access, sequential_access = random_access / speed[srv], self.sequential_access_time[srv] / speed[srv]
+        access = np.where(io.sequential, sequential_access, random_access)
         per_byte = (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv]) / speed[srv]
-        access = access / speed[srv]
         # in requests from here on (pieces: requests per IO): above its VM's merge limit an IO is split into
         # that many requests; below it, a sequential stream's IOs queued together are merged, up to the limit
         merge = size_limit[io.vm]
@@ -304,7 +306,12 @@ class StorageEpochs:
         )
         pieces = split / merged
         size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
-        service = access + size * per_byte
+        # a random IO's pieces after the first follow it on the disk, and a striped IO busies each disk it spans
+        waited, busy = piece_access(
+            random_access, sequential_access, io.size, split, self.stripe[srv], self.parallelism[srv]
+        )
+        service = np.where(io.sequential, access, waited) + size * per_byte
+        occupied = np.where(io.sequential, access, busy) + size * per_byte  # device time of a request
         depth, closed = self._cap_in_flight(in_flight, np.where(io.depth > 0, depth, iops * service), io.depth > 0)
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
@@ -314,7 +321,7 @@ class StorageEpochs:
         # a closed loop cannot push more than its depth through an idle device; the device shares the rest
         offered = np.where(closed, np.minimum(iops, depth / (service + path)), iops)
         cv = self.service_cv[srv]
-        share = service / self.parallelism[srv]
+        share = occupied / self.parallelism[srv]
         residual = share * (1 + np.square(cv)) / 2
         open_iops, alone = np.where(closed, 0.0, iops), service + path
         longest = alone + RHO_MAX / (1 - RHO_MAX) * (residual.max() if len(residual) else 0.0)
