@@ -173,6 +173,7 @@ class StorageEpochs:
         self.write_bandwidth = per_server("write_bandwidth") / 8
         self.service_cv = per_server("service_cv")
         self.stripe = per_server("stripe")
+        self.striped = bool(self.stripe.any())
         self.speed = CapacityProcess(per_server("variability"), per_server("variability_time"), rng)
         self.rng = rng
         self.noise = noise
@@ -236,7 +237,11 @@ class StorageEpochs:
         length: float,
     ) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
-        inputs = [*controls.arrays(), allowance, dom0_free, np.float64(length)] + ([speed] if self.speed.active else [])
+        inputs = (
+            [*controls.arrays(), dom0_free, np.float64(length)]
+            + ([allowance] if self.limiters.bursts else [])
+            + ([speed] if self.speed.active else [])
+        )
         offered = offer.offered
         if backlog is not None and backlog.any():
             inputs.append(backlog)
@@ -306,12 +311,14 @@ class StorageEpochs:
         )
         pieces = split / merged
         size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
-        # a random IO's pieces after the first follow it on the disk, and a striped IO busies each disk it spans
-        waited, busy = piece_access(
-            random_access, sequential_access, io.size, split, self.stripe[srv], self.parallelism[srv]
-        )
-        service = np.where(io.sequential, access, waited) + size * per_byte
-        occupied = np.where(io.sequential, access, busy) + size * per_byte  # device time of a request
+        service = access + size * per_byte
+        occupied = service  # device time of a request
+        if self.striped or (split > 1).any():
+            # a random IO's pieces after the first follow it on the disk; a striped IO busies each disk it spans
+            stripe, units = self.stripe[srv], self.parallelism[srv]
+            waited, busy = piece_access(random_access, sequential_access, io.size, split, stripe, units)
+            service = np.where(io.sequential, access, waited) + size * per_byte
+            occupied = np.where(io.sequential, access, busy) + size * per_byte
         depth, closed = self._cap_in_flight(in_flight, np.where(io.depth > 0, depth, iops * service), io.depth > 0)
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
