@@ -38,14 +38,14 @@ def test_after_a_pause_qemus_throttle_lets_through_what_its_bucket_saved(pause, 
     limiter = RateLimiters(1, "qemu")
     passed_per_epoch(limiter, [400.0] * 40, 1e6)
     passed_per_epoch(limiter, [400.0] * round(pause / EPOCH), 0.0)
-    # measured at 400: 8, 21 and 40 after 20, 50 and 200 ms (min(L pause, L/10 + 1))
+    # measured at 400: 8, 19-21 and 40 after 20, 50 and 200 ms (min(L pause, L/10 + 1))
     assert passed_per_epoch(limiter, [400.0], 1e6)[0] == pytest.approx(400 * EPOCH + burst)
 
 
 def test_each_new_limit_refills_qemus_bucket_so_a_limit_moved_every_epoch_lets_through_far_more():
     limits = [400.0 + (k % 2) for k in range(40)]  # a controller that moves the limit every epoch
     got = sum(passed_per_epoch(RateLimiters(1, "qemu"), limits, 1e6))
-    assert got == pytest.approx(400.5 + 40 * 41, rel=1e-3)  # measured, rewritten every 25 ms: 1,958 / s
+    assert got == pytest.approx(400.5 + 40 * 41, rel=1e-3)  # measured, rewritten every 25 ms: 1,966-1,969 / s
 
 
 def test_the_time_stamp_limiter_saves_nothing_and_a_new_limit_adds_nothing():
