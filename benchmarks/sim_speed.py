@@ -64,6 +64,8 @@ def scenario(n_hosts: int, vms_per_host: int = 10, seed: int = 1, storage_step: 
         workloads.append({"vm": "*", "kind": "fio", "iops": 50, "size": "4KB", "iodepth": 4})
     if slos:  # below what each VM's fio asks, so that every limit binds and moves
         raw["slos"] = [{"vm": "*", "throughput": [30, 45]}]
+        # SEE against SASLO's own limiter, as in its scenarios: QEMU's refills its bucket at each new limit
+        raw.setdefault("simulator", {})["io_limiter"] = "time-stamp"
     return scenario_from_dict(raw)
 
 

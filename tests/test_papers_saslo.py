@@ -66,7 +66,10 @@ def test_fig6_integral_control_fluctuates_more_than_see_on_a_varying_array_as_th
 
 
 @pytest.mark.xfail(
-    strict=True, reason="a limiter-paced VM gets its rate exactly; when the device binds, no limit helps"
+    strict=True,
+    reason="SASLO's limiter and QEMU's (measured) both pace a backlogged VM at exactly its limit, so while the "
+    "array has room both are exact and when it dips the array, not the limit, holds the VMs back: mail's "
+    "SC rate 93.4 % under SEE and 93.2 % under the fixed limit at 0.3 (docs/storage-slo.md)",
 )
 def test_fig6_see_complies_far_more_than_a_fixed_throttle_as_the_paper_says(fig6_sweep):
     assert fig6_sweep[0.3]["see"]["mail"]["sc_rate"] > fig6_sweep[0.3]["static"]["mail"]["sc_rate"] + 3
@@ -122,26 +125,46 @@ def test_fig5_the_actual_io_size_follows_the_limit_and_the_error_stays_small(fig
             assert s["avpe"] < 3  # over 5 minutes (the full 20: under 2 %); the paper: < 0.2 %
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a split piece pays its own access on the array; a limiter-paced VM completes its rate exactly"
-)
 def test_fig5_smaller_io_size_limits_give_steadier_throughput_as_the_paper_says(fig5_sweep):
+    # a split IO's pieces follow its first on the disk: the same IOPS of smaller pieces cost the array less
     for vm in ("file", "mail"):
         assert fig5_sweep["4KiB"][vm]["pf_ratio"] < fig5_sweep["1MiB"][vm]["pf_ratio"] - 1
+        assert fig5_sweep["4KiB"][vm]["sc_rate"] > fig5_sweep["1MiB"][vm]["sc_rate"]
 
 
-def test_aot_meets_each_configurations_qos_and_the_looser_one_gets_more_throughput_as_table_6_says():
+@pytest.fixture(scope="module")
+def aot_runs():
+    """Each configuration's scenario and SEE's slo summary over its first 20 minutes."""
     configs = {n: load_runs(PAPER / f"aot-config{n}-disk-array.toml", check_profile)[1][0] for n in (1, 2)}
     slo = {n: s["see"] for n, s in zip(configs, sweep_slos(list(configs.values()), minutes=20), strict=True)}
-    ranges = {n: dict(scenario.slos) for n, scenario in configs.items()}
-    for n in (1, 2):
+    return configs, slo
+
+
+def test_aot_gives_the_looser_configuration_more_throughput_as_table_6_says(aot_runs):
+    configs, slo = aot_runs
+    for n, scenario in configs.items():
         for vm, s in slo[n].items():
-            wanted = ranges[n][vm]
+            wanted = dict(scenario.slos)[vm]
             assert wanted.throughput[0] <= s["throughput_mean"] <= wanted.throughput[1]
-            assert s["sc_rate"] >= wanted.sc_rate[0] and s["pf_ratio"] <= wanted.pf_ratio[1]
     for vm in ("web", "file", "mail"):
         assert slo[2][vm]["throughput_mean"] > slo[1][vm]["throughput_mean"]
-        assert slo[2][vm]["sc_rate"] < slo[1][vm]["sc_rate"] and slo[2][vm]["pf_ratio"] > slo[1][vm]["pf_ratio"]
+        assert slo[2][vm]["pf_ratio"] > slo[1][vm]["pf_ratio"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a split IO's pieces follow its first on the disk, so the array has room for the top of every "
+    "range: the file server complies every second under both configurations (SC 100 % over 2 h), and the mail "
+    "server's climb to 1,400 IOPS fluctuates above its PF range over the first 20 minutes (15.1 % > 15 %)",
+)
+def test_aot_meets_each_configurations_qos_and_the_looser_one_complies_less_as_table_6_says(aot_runs):
+    configs, slo = aot_runs
+    for n, scenario in configs.items():
+        for vm, s in slo[n].items():
+            wanted = dict(scenario.slos)[vm]
+            assert s["sc_rate"] >= wanted.sc_rate[0] and s["pf_ratio"] <= wanted.pf_ratio[1]
+    for vm in ("web", "file", "mail"):
+        assert slo[2][vm]["sc_rate"] < slo[1][vm]["sc_rate"]
 
 
 def test_fig7_every_vm_replaying_a_real_trace_holds_its_slo_from_1_to_15_vms():

@@ -20,7 +20,7 @@ from sova.sim.engine import Simulator
 def scenario(slo: dict, profile: str = "see", **see_params):
     return make_scenario(
         scenario={"duration": 100},
-        simulator={"storage_step": 0.025},
+        simulator={"storage_step": 0.025, "io_limiter": "time-stamp"},  # SASLO's own limiter (sim/io_throttle.py)
         storage=[{"name": "ssd"}],
         vms=[{"name": "db", "host": "h1", "storage": "ssd"}],
         workloads=[{"kind": "filebench", "vm": "db", "personality": "varmail"}],

@@ -34,7 +34,7 @@ def storage_scenario():
     """Two mail servers (filebench varmail) on one host, on an SSD that serves either far above 600 IOPS."""
     return make_scenario(
         scenario={"duration": 3600},
-        simulator={"storage_step": 0.025},
+        simulator={"storage_step": 0.025, "io_limiter": "time-stamp"},  # SEE's 25 ms loop needs SASLO's limiter
         storage=[{"name": "ssd"}],
         vms=[{"name": "db{i}", "count": 2, "host": "h1", "storage": "ssd"}],
         workloads=[{"kind": "filebench", "vm": "db*", "personality": "varmail"}],

@@ -66,7 +66,7 @@ def overcommitted(profile: str):
     """Three VMs of the same requests reserve 1.5 times what their array serves."""
     return make_scenario(
         scenario={"duration": 20},
-        simulator={"storage_step": 0.025, "io_noise": False},
+        simulator={"storage_step": 0.025, "io_noise": False, "io_limiter": "time-stamp"},
         storage=[{"name": "array", "device": "disk-array", "parallelism": 4, "access_time": "5ms"}],
         vms=[{"name": vm, "host": "h1", "storage": "array"} for vm in ("a", "b", "c")],
         workloads=[{"kind": "fio", "vm": vm, "size": "4KiB", "iops": 5000} for vm in ("a", "b", "c")],

@@ -89,6 +89,7 @@ class StorageSpec:
     service_cv: float = 1.0  # coefficient of variation of one request's service time
     variability: float = 0.0  # coefficient of variation of the device's speed over time
     variability_time: float = 1.0  # s, the correlation time of that variation
+    stripe: float = 0.0  # bytes of a RAID 0 stripe unit (chunk) on one disk; 0: requests are not striped
 
 
 @dataclass(frozen=True)

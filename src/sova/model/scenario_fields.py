@@ -141,6 +141,9 @@ STORAGE_FIELDS = {
     "variability": Field("float", 0.0, "coefficient of variation of the device's speed over time (0: steady)", lo=0),
     "variability_time": Field("duration", 1.0, "correlation time of the device's speed variation", lo=0, lo_open=True),
     "link_speed": Field("bandwidth", 40e9, "the server's link into the fabric", lo=0, lo_open=True),
+    "stripe": Field(
+        "size", 0.0, "RAID 0 stripe unit: a random request spanning k units busies k disks (0: not striped)", lo=0
+    ),
 }
 
 VM_FIELDS = {
@@ -337,6 +340,13 @@ SIMULATOR_FIELDS = {
         "bool",
         True,
         "draw each storage epoch's completions around its mean (false: serve the mean, the fluid model)",
+    ),
+    "io_limiter": Field(
+        "str",
+        "qemu",
+        "a VM's IO rate limiter: QEMU's throttle (a bucket of a tenth of a second of the limit, refilled by each "
+        "new limit) or SASLO's time-stamp limiter (no burst); sim/io_throttle.py",
+        choices=("qemu", "time-stamp"),
     ),
     "ht_yield": Field(
         "float",

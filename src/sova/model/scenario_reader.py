@@ -278,6 +278,7 @@ def _read_storage(reader: Reader, raw: Any) -> list[StorageSpec]:
                 service_cv=values["service_cv"],
                 variability=values["variability"],
                 variability_time=values["variability_time"],
+                stripe=values["stripe"],
             )
         )
     _unique(reader, [server.name for server in out], "[[storage]]", "storage server")

@@ -79,7 +79,15 @@ class Simulator(HypervisorOperations):
         host_xen = np.array([h.hypervisor == "xen" for h in hosts])
         blkback = BlkbackParams.from_params(self.params)
         storage_rng = np.random.default_rng([scenario.seed if seed is None else seed, 0x5707])  # its own stream
-        epochs = StorageEpochs(len(vms), scenario.storage, host_xen, blkback, storage_rng, self.params["io_noise"])
+        epochs = StorageEpochs(
+            len(vms),
+            scenario.storage,
+            host_xen,
+            blkback,
+            storage_rng,
+            self.params["io_noise"],
+            self.params["io_limiter"],
+        )
         self.netback_cpu = np.zeros(self.n_hosts)  # Dom0 cores netback used in the last step, per host
 
         self.migrations = LiveMigrations(self.n_hosts, self.n_vms, migration_config(self.params))

@@ -2,7 +2,8 @@
 
 A device has ``parallelism`` units; an IO of size s occupies one unit for its access time + s/bandwidth,
 the access time a random IO's seek (``access_time``) or a sequential stream's next block from read-ahead
-(``sequential_access_time``).
+(``sequential_access_time``). The pieces of a split IO after its first follow it as a sequential stream
+does, and on a striped array (``stripe``) a random IO busies each disk it spans (``piece_access``).
 Streams share a saturated device max-min fairly in device time (as CFQ/BFQ share disk time), and
 latency is the service time plus the M/G/1 queueing delay of one queue all the server's requests join
 (Pollaczek-Khinchine for a mix of request classes): every request waits ρ / (1 − ρ) times the mean residual
@@ -23,6 +24,28 @@ from sova.sim.compute import weighted_share
 from sova.sim.io_scheduler import tagged_share
 
 RHO_MAX = 0.98
+PAGE = 4096.0  # a request starts on a page: the guest's block layer issues whole pages
+
+
+def piece_access(
+    access: np.ndarray,
+    sequential_access: np.ndarray,
+    io_size: np.ndarray,
+    split: np.ndarray,
+    stripe: np.ndarray,
+    units: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per request of a random IO of `io_size` bytes split into `split` pieces: the access time it waits
+    (in its latency) and the access time it busies the device for, on average over the IO's pieces.
+
+    The pieces of one IO are adjacent (the block layer splits it at the merge limit and dispatches them
+    in order), so only the first on each disk seeks; the others follow it as a sequential stream's
+    requests do (`sequential_access`). On a RAID 0 of `stripe`-byte units (0: none), an IO at a random
+    page spans 1 + (size - page) / stripe units on average (at most `units` disks), each a disk that
+    seeks for it: the disks seek at once, so its wait is one access and its device time one per disk."""
+    spans = np.where(stripe > 0, np.minimum(1 + np.maximum(io_size - PAGE, 0.0) / np.maximum(stripe, 1.0), units), 1.0)
+    following = np.maximum(split - spans, 0.0) * sequential_access
+    return (np.minimum(spans, split) * access + following) / split, (spans * access + following) / split
 
 
 def share_device(

@@ -12,7 +12,8 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
   the part of that beyond the device's own latency is spent queued (``queue``: IOs waiting, per stream);
 - a VM's request-merge limit (``SetIoSize``, bytes) splits each IO larger than it into the fewest equal
   requests within it (as the block layer's max segments per request do), so the device, the limiter
-  and the counters see more, smaller requests; a closed stream keeps all the pieces of its IOs
+  and the counters see more, smaller requests, adjacent on the disk: only an IO's first piece seeks
+  (``storage.piece_access``); a closed stream keeps all the pieces of its IOs
   outstanding. Below the limit, a sequential stream's IOs that are queued together are merged into
   requests of up to the limit (as the block layer merges adjacent requests), as many at a time as the
   stream keeps queued (its depth, or its rate times its service); without a limit nothing is merged;
@@ -21,8 +22,10 @@ Each epoch, per IO stream (a VM's fio or trace IO against its storage server):
   stream's depth is at most its share (its other requests wait in the guest, unseen, as behind a full
   virtio ring), and an open stream becomes a closed one of its share (what that cannot carry is not
   issued, as what an open stream's limiter does not take);
-- a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit of requests through in each epoch
-  (a token bucket one epoch deep, so no burst carries over), shared by the VM's streams in proportion
+- a VM's rate limiter (``SetIoLimit``, IOPS) lets at most its limit of requests through in each epoch,
+  and with QEMU's throttle (``io_limiter = "qemu"``, the default) what its bucket saved while the VM
+  passed less (up to a tenth of a second of the limit, refilled by each write of a new limit); SASLO's
+  time-stamp limiter saves nothing (``sim/io_throttle.py``); shared by the VM's streams in proportion
   to what they offer;
 - on Xen hosts the host's path adds Dom0's blkback work and the grant table (``sim/blkback.py``): a
   request costs Dom0 CPU and waits while a full table is refilled; the host's IO is bounded by the Dom0
@@ -51,7 +54,8 @@ from sova.model.io_sample import IoThrottle
 from sova.model.scenario import StorageSpec
 from sova.sim.blkback import BlkbackParams, dom0_share, grant_wait
 from sova.sim.device_variability import CapacityProcess, completions
-from sova.sim.storage import RHO_MAX, closed_loop_bound, others_wait, queueing, share_device
+from sova.sim.io_throttle import RateLimiters
+from sova.sim.storage import RHO_MAX, closed_loop_bound, others_wait, piece_access, queueing, share_device
 from sova.sim.workload_kinds.base import IOStreams
 
 _STREAM_FIELDS = ("vm", "iops", "size", "read", "depth", "sequential")
@@ -108,7 +112,7 @@ class VmIoControls:
 class _Offer:
     """Per stream, in requests (an IO split by its merge limit is several): their size, rate and depth,
     whether the stream is a closed loop, the device's service time, a request's share of the whole device
-    (its service over the units) and mean residual service (share (1 + cv²) / 2), the service time's CV,
+    (its device time over the units: a striped request busies several) and mean residual service (share (1 + cv²) / 2), the service time's CV,
     blkback's CPU per request, the host path's time, what the stream offers its limiter, a request's
     time on an idle device (service and path) and at most (behind the largest requests at the highest
     utilisation), and an open stream's rate (0 for a closed one)."""
@@ -154,8 +158,10 @@ class StorageEpochs:
         blkback: BlkbackParams,
         rng: np.random.Generator,
         noise: bool = True,
+        limiter: str = "qemu",
     ):
         self.n_vms = n_vms
+        self.limiters = RateLimiters(n_vms, limiter)
 
         def per_server(name: str) -> np.ndarray:
             return np.array([getattr(s, name) for s in servers], dtype=float)
@@ -166,6 +172,8 @@ class StorageEpochs:
         self.bandwidth = per_server("bandwidth") / 8  # bytes/s
         self.write_bandwidth = per_server("write_bandwidth") / 8
         self.service_cv = per_server("service_cv")
+        self.stripe = per_server("stripe")
+        self.striped = bool(self.stripe.any())
         self.speed = CapacityProcess(per_server("variability"), per_server("variability_time"), rng)
         self.rng = rng
         self.noise = noise
@@ -199,20 +207,29 @@ class StorageEpochs:
         offer = self._offer(controls.size_limit, controls.in_flight, speed, len(dom0_free))
         # an open stream's queue from the last epochs (None: every stream is a closed loop)
         backlog = np.where(offer.closed, 0.0, self.queue) if offer.any_open else None
-        steady = self._steady(controls, dom0_free, speed, offer, backlog, length)
+        allowance = self.limiters.allowance(controls.limit, length)
+        steady = self._steady(controls, allowance, dom0_free, speed, offer, backlog, length)
         self.queue = steady.queue
         mean = steady.served
         if not (self.noise and steady.paced_cv.any()):
+            self._account(controls.limit, mean.iops, length)
             return mean
         served = completions(mean.iops, length, steady.paced_cv, self.rng)
+        self._account(controls.limit, served, length)
         # a closed stream with its whole depth outstanding: an IO took depth / served (Little's law)
         latency = np.where(steady.full, steady.depth / np.maximum(served, 1e-300), mean.latency)
         dom0_cpu = np.bincount(self.host, weights=served * steady.cpu_per_request, minlength=len(dom0_free))
         return replace(mean, iops=served, latency=latency, dom0_cpu=dom0_cpu)
 
+    def _account(self, limit: np.ndarray, served: np.ndarray, length: float) -> None:
+        """The limiters' buckets after an epoch whose streams completed `served` requests/s."""
+        if self.limiters.bursts and (limit > 0).any():
+            self.limiters.account(limit, np.bincount(self.streams.vm, weights=served, minlength=self.n_vms), length)
+
     def _steady(
         self,
         controls: VmIoControls,
+        allowance: np.ndarray,
         dom0_free: np.ndarray,
         speed: np.ndarray,
         offer: _Offer,
@@ -220,7 +237,11 @@ class StorageEpochs:
         length: float,
     ) -> _Steady:
         """The epoch's steady state: what each stream is served on average, and at what latency."""
-        inputs = [*controls.arrays(), dom0_free, np.float64(length)] + ([speed] if self.speed.active else [])
+        inputs = (
+            [*controls.arrays(), dom0_free, np.float64(length)]
+            + ([allowance] if self.limiters.bursts else [])
+            + ([speed] if self.speed.active else [])
+        )
         offered = offer.offered
         if backlog is not None and backlog.any():
             inputs.append(backlog)
@@ -231,7 +252,7 @@ class StorageEpochs:
         host, srv, n_servers = self.host, self.server, len(self.parallelism)
         size, depth, closed, service, share = offer.size, offer.depth, offer.closed, offer.service, offer.share
         cpu_per_request, path = offer.cpu_per_request, offer.path
-        passed = self._limit(offered, controls.limit)
+        passed = self._limit(offered, allowance)
         passed = passed * dom0_share(host, passed, cpu_per_request, dom0_free)
         served = share_device(srv, passed, share, n_servers, self._tags(controls.tags, passed, size))
         # a closed stream keeps at most its depth outstanding, so it is served at most its depth over one
@@ -275,9 +296,9 @@ class StorageEpochs:
             return self._offered[1]
         io, host, bb, srv = self.streams, self.host, self.blkback, self.server
         random_access = io.read * self.access_time[srv] + (1 - io.read) * self.write_access_time[srv]
-        access = np.where(io.sequential, self.sequential_access_time[srv], random_access)
+        random_access, sequential_access = random_access / speed[srv], self.sequential_access_time[srv] / speed[srv]
+        access = np.where(io.sequential, sequential_access, random_access)
         per_byte = (io.read / self.bandwidth[srv] + (1 - io.read) / self.write_bandwidth[srv]) / speed[srv]
-        access = access / speed[srv]
         # in requests from here on (pieces: requests per IO): above its VM's merge limit an IO is split into
         # that many requests; below it, a sequential stream's IOs queued together are merged, up to the limit
         merge = size_limit[io.vm]
@@ -291,6 +312,13 @@ class StorageEpochs:
         pieces = split / merged
         size, iops, depth = io.size / pieces, io.iops * pieces, io.depth * pieces
         service = access + size * per_byte
+        occupied = service  # device time of a request
+        if self.striped or (split > 1).any():
+            # a random IO's pieces after the first follow it on the disk; a striped IO busies each disk it spans
+            stripe, units = self.stripe[srv], self.parallelism[srv]
+            waited, busy = piece_access(random_access, sequential_access, io.size, split, stripe, units)
+            service = np.where(io.sequential, access, waited) + size * per_byte
+            occupied = np.where(io.sequential, access, busy) + size * per_byte
         depth, closed = self._cap_in_flight(in_flight, np.where(io.depth > 0, depth, iops * service), io.depth > 0)
         # Xen's host path: blkback's work per request, and the wait for a full grant table
         xen = self.host_xen[host]
@@ -300,7 +328,7 @@ class StorageEpochs:
         # a closed loop cannot push more than its depth through an idle device; the device shares the rest
         offered = np.where(closed, np.minimum(iops, depth / (service + path)), iops)
         cv = self.service_cv[srv]
-        share = service / self.parallelism[srv]
+        share = occupied / self.parallelism[srv]
         residual = share * (1 + np.square(cv)) / 2
         open_iops, alone = np.where(closed, 0.0, iops), service + path
         longest = alone + RHO_MAX / (1 - RHO_MAX) * (residual.max() if len(residual) else 0.0)
@@ -340,9 +368,8 @@ class StorageEpochs:
         return np.where(total > 0, amount / np.maximum(total, 1e-300), 0.0)
 
     def _limit(self, offered: np.ndarray, limit: np.ndarray) -> np.ndarray:
-        """What each stream's VM limiter lets through, in IOPS: the fluid form of SASLO's time-stamp limiter
-        (Eq. 4, T_q = max(T_(q-1) + 1/rate, arrival_q)), whose stamps let a backlogged VM through at its rate
-        and save no credit for an idle one."""
+        """What each stream's VM limiter lets through, in IOPS: at most `limit` per VM (the epoch's allowance,
+        ``sim/io_throttle.py``), shared by its streams in proportion to what they offer."""
         vm = self.streams.vm
         if not (limit[vm] > 0).any():
             return offered
