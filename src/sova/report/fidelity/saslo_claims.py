@@ -77,8 +77,18 @@ EXPERIMENTS = [
 ]
 
 FIXED_EXACT = (
-    "a limiter-paced VM gets its rate exactly, split IOs pay their own access on the array and large requests are "
-    "not striped, so when the device binds no limit helps (docs/storage-slo.md)"
+    "a limiter-paced VM gets its limit exactly, as QEMU's throttle does (measured: every 1 s count exactly L up to "
+    "800 IOPS, benchmarks/data/qemu_throttle.csv), and when the array dips no limit gives the missing IOs back, so "
+    "SEE has little to correct (mail server AVPE 1.81 % against the fixed limiter's 1.94 %; with QEMU's bucket "
+    "0.91 % against 0.98 %; docs/storage-slo.md)"
+)
+UNSPLIT_DIPS = (
+    "the unsplit runs keep their 16-128 KiB requests, whose seeks the array's dips hold back (mail server 1.75 % at "
+    "128 KiB and 1 MiB); with a limit of 64 KiB or less every VM stays at or under 0.41 % (docs/storage-slo.md)"
+)
+CHEAP_PIECES = (
+    "a split request's pieces follow the first on the disk (one seek, then sequential access), so small IO size "
+    "limits cost the array little and the AOT climbs to the tops of the tenants' ranges (docs/storage-slo.md)"
 )
 CLAIMS = [
     Claim(
@@ -112,7 +122,7 @@ CLAIMS = [
         "%",
         bound=lambda v: v < 0.2,
         direction=lambda m: m["fig5.avpe_max"] < 3,
-        cause=FIXED_EXACT,
+        cause=UNSPLIT_DIPS,
     ),
     Claim(
         PAPER,
@@ -123,7 +133,6 @@ CLAIMS = [
         "fig5.4KiB.file.pf",
         "%",
         direction=lambda m: m["fig5.4KiB.file.pf"] < m["fig5.1MiB.file.pf"] - 1,
-        cause=FIXED_EXACT,
     ),
     Claim(
         PAPER,
@@ -134,7 +143,6 @@ CLAIMS = [
         "fig5.1MiB.file.pf",
         "%",
         direction=lambda m: m["fig5.1MiB.file.pf"] > m["fig5.4KiB.file.pf"] + 1,
-        cause=FIXED_EXACT,
     ),
     Claim(
         PAPER,
@@ -225,6 +233,7 @@ CLAIMS = [
         "aot1.error",
         "%",
         bound=lambda v: v <= 10,
+        cause=CHEAP_PIECES,
     ),
     Claim(
         PAPER,
@@ -235,6 +244,7 @@ CLAIMS = [
         "aot2.error",
         "%",
         bound=lambda v: v <= 10,
+        cause=CHEAP_PIECES,
     ),
     Claim(
         PAPER,
