@@ -1,7 +1,7 @@
 """Run the papers' experiments, keep their metrics in benchmarks/data/fidelity/, and write docs/fidelity.md.
 
 Usage:
-    python scripts/fidelity.py                  every experiment (about an hour on 2 cores), then the document
+    python scripts/fidelity.py                  every experiment, then the document (docs/fidelity.md lists each one's time)
     python scripts/fidelity.py --quick          only the quick ones (those tests/test_fidelity.py re-runs)
     python scripts/fidelity.py --only NAME ...  only these experiments
     python scripts/fidelity.py --render         no runs: the document from the result files as they are

@@ -66,6 +66,17 @@ def measure_settling_aot_latency(root: Path) -> Metrics:
     return metrics
 
 
+def measure_ssd(root: Path) -> Metrics:
+    """Fig. 6 on the SSD (every controller) and Fig. 7's trace replay (SEE, 1-15 VMs)."""
+    runs = by_profile(root, "saslo/fig6-ssd.toml")
+    metrics = {f"fig6.{p}.avpe_mean": float(np.mean([s["avpe"] for s in _slo(r).values()])) for p, r in runs.items()}
+    metrics["fig6.sc_min"] = min(s["sc_rate"] for r in runs.values() for s in _slo(r).values())
+    trace = sweep(root, "saslo/fig7-trace-ssd.toml", ["see"])
+    sc = [float(np.mean([s["sc_rate"] for s in _slo(p["see"]).values()])) for p in trace.values()]
+    metrics["fig7.sc_mean_min"], metrics["fig7.sc_mean_max"] = min(sc), max(sc)
+    return metrics
+
+
 EXPERIMENTS = [
     Experiment("saslo-fig4-fig5", ("saslo/fig4-disk-array.toml", "saslo/fig5-disk-array.toml"), measure_fig4_fig5),
     Experiment("saslo-fig6", ("saslo/fig6-disk-array.toml",), measure_fig6),
@@ -74,6 +85,7 @@ EXPERIMENTS = [
         ("saslo/settling-disk-array.toml", "saslo/aot-config*-disk-array.toml", "saslo/fig8-latency-disk-array.toml"),
         measure_settling_aot_latency,
     ),
+    Experiment("saslo-ssd", ("saslo/fig6-ssd.toml", "saslo/fig7-trace-ssd.toml"), measure_ssd),
 ]
 
 FIXED_EXACT = (
@@ -85,6 +97,11 @@ FIXED_EXACT = (
 UNSPLIT_DIPS = (
     "the unsplit runs keep their 16-128 KiB requests, whose seeks the array's dips hold back (mail server 1.75 % at "
     "128 KiB and 1 MiB); with a limit of 64 KiB or less every VM stays at or under 0.41 % (docs/storage-slo.md)"
+)
+ROOMY_CARD = (
+    "the card (the ioDrive2 data sheet: 68 us reads, 15 us writes) has room for every target: Fig. 6's need about "
+    "3 % of it and Fig. 7's 15 VMs a fifth, where the paper's card was 51 % busy; what held the paper's VMs back "
+    "there (its host's IO path and page cache) is not modelled (docs/storage-slo.md)"
 )
 CHEAP_PIECES = (
     "a split request's pieces follow the first on the disk (one seek, then sequential access), so small IO size "
@@ -276,5 +293,28 @@ CLAIMS = [
         "%",
         target=99.42,
         tolerance=2,
+    ),
+    Claim(
+        PAPER,
+        "Fig. 6",
+        "SSD: SEE's mean AVPE (better: 0.05 points below the fixed throttle's)",
+        "SEE better than every other",
+        "saslo-ssd",
+        "fig6.see.avpe_mean",
+        "%",
+        direction=lambda m: m["fig6.see.avpe_mean"] < m["fig6.static.avpe_mean"] - 0.05,
+        cause=ROOMY_CARD,
+    ),
+    Claim(
+        PAPER,
+        "Fig. 7",
+        "SSD, a real trace: lowest mean SC rate over 1-15 VMs",
+        "92.1 % (of 92.1-98.3 %)",
+        "saslo-ssd",
+        "fig7.sc_mean_min",
+        "%",
+        bound=lambda v: 92.1 <= v <= 98.3,
+        direction=lambda m: m["fig7.sc_mean_min"] >= 90,
+        cause=ROOMY_CARD,
     ),
 ]
