@@ -184,7 +184,18 @@ CLAIMS = [
         direction=lambda m: m["see.mail.sc_rate"] > m["static.mail.sc_rate"] + 3,
         cause=FIXED_EXACT,
     ),
-    Claim(PAPER, "Fig. 6", "DRR's largest AVPE", "under 3 %", "saslo-fig6", "drr.avpe_max", "%", bound=lambda v: v < 3),
+    Claim(
+        PAPER,
+        "Fig. 6",
+        "DRR's largest AVPE",
+        "under 3 %",
+        "saslo-fig6",
+        "drr.avpe_max",
+        "%",
+        bound=lambda v: v < 3,
+        cause="DRR is fair in bytes, so the file server's 128 KiB requests, eight times the others' bytes, take the "
+        "whole loss of the array's dips (3.36 %; the web and mail servers 0.04-0.05 %; docs/storage-slo.md)",
+    ),
     Claim(
         PAPER,
         "Fig. 6",
