@@ -50,6 +50,11 @@ def test_share_is_bounded_and_work_conserving(entities, caps):
             assert per_weight == pytest.approx(np.full(short.sum(), per_weight[0]), rel=1e-6)
 
 
+def waits(compute, vm_host: np.ndarray, vm_dem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The wake-up waits (per VM, per host) on two hosts whose Dom0s are idle."""
+    return compute.wake_waits(vm_host, compute.runnable(vm_host, vm_dem), np.zeros(2))
+
+
 def test_a_waking_vcpu_waits_once_the_others_fill_the_threads_and_more_past_them():
     # two 2-thread hosts; on h0 a 1-vCPU web VM beside 1, then 3 busy 1-vCPU VMs; Dom0 idle
     scenario = make_scenario(
@@ -60,12 +65,12 @@ def test_a_waking_vcpu_waits_once_the_others_fill_the_threads_and_more_past_them
     )
     compute = Simulator(scenario).compute
     on_h0 = np.zeros(4, dtype=np.int64)
-    half = compute.wake_waits(on_h0, np.array([0.1, 1.0, 0.0, 0.0]), np.zeros(2))[0][0]
-    full = compute.wake_waits(on_h0, np.array([0.1, 1.0, 1.0, 0.0]), np.zeros(2))[0][0]
-    over = compute.wake_waits(on_h0, np.array([0.1, 1.0, 1.0, 1.0]), np.zeros(2))[0][0]
+    half = waits(compute, on_h0, np.array([0.1, 1.0, 0.0, 0.0]))[0][0]
+    full = waits(compute, on_h0, np.array([0.1, 1.0, 1.0, 0.0]))[0][0]
+    over = waits(compute, on_h0, np.array([0.1, 1.0, 1.0, 1.0]))[0][0]
     # x = 0.5: both threads busy a quarter of the time; x = 1: always; x = 1.5: half a vCPU per thread past
     assert (half, full, over) == pytest.approx((0.3e-3 * 0.25, 0.3e-3, 0.3e-3 + 1.2e-3 * 0.5))
-    alone = compute.wake_waits(np.array([1, 0, 0, 0]), np.array([0.1, 1.0, 1.0, 1.0]), np.zeros(2))[0][0]
+    alone = waits(compute, np.array([1, 0, 0, 0]), np.array([0.1, 1.0, 1.0, 1.0]))[0][0]
     assert alone == 0.0  # on a host of its own nothing is in its way
 
 
@@ -79,8 +84,8 @@ def test_dom0_forwarding_thread_waits_once_the_guests_fill_the_threads_and_more_
     )
     compute = Simulator(scenario).compute
     on_h0 = np.zeros(3, dtype=np.int64)
-    half = compute.wake_waits(on_h0, np.array([1.0, 0.0, 0.0]), np.zeros(2))[1]
-    full = compute.wake_waits(on_h0, np.array([1.0, 1.0, 0.0]), np.zeros(2))[1]
-    over = compute.wake_waits(on_h0, np.array([1.0, 1.0, 1.0]), np.zeros(2))[1]
+    half = waits(compute, on_h0, np.array([1.0, 0.0, 0.0]))[1]
+    full = waits(compute, on_h0, np.array([1.0, 1.0, 0.0]))[1]
+    over = waits(compute, on_h0, np.array([1.0, 1.0, 1.0]))[1]
     assert (half[0], full[0], over[0]) == pytest.approx((0.3e-3 * 0.25, 0.3e-3, 0.3e-3 + 1.2e-3 * 0.5))
     assert over[1] == 0.0  # h1 has no guests: its Dom0 wakes at once

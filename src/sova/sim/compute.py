@@ -8,6 +8,8 @@ an idle share is handed to whoever still wants CPU (work-conserving), as both sc
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 
@@ -54,6 +56,13 @@ def weighted_share(group: np.ndarray, demand: np.ndarray, weight: np.ndarray, ca
     alloc = np.empty(n)
     alloc[order] = alloc_sorted
     return alloc
+
+
+class Runnable(NamedTuple):
+    """Runnable vCPUs on average over a step, per VM and summed per host."""
+
+    per_vm: np.ndarray
+    per_host: np.ndarray
 
 
 class Compute:
@@ -108,15 +117,19 @@ class Compute:
         alloc = weighted_share(group, dem, wt, self.host_cores)
         return alloc[:n_vms], alloc[n_vms:]
 
-    def stretch(self, vm_host: np.ndarray, vm_dem: np.ndarray) -> np.ndarray:
-        """Run-queue slowdown of work per host: 1 + k * max(0, runnable vCPUs / threads - 1), a vCPU
-        counting as runnable for the share of time it wants to run (a vCPU busy 20 % of the time adds
-        0.2 to the run queue on average), so lightly loaded vCPUs crowd the queue only in numbers."""
-        _, runnable = self._runnable(vm_host, vm_dem)
-        return 1.0 + self.sched_overhead * np.maximum(runnable / self.host_cores - 1.0, 0.0)
+    def runnable(self, vm_host: np.ndarray, vm_dem: np.ndarray) -> Runnable:
+        """Runnable vCPUs on average, per VM (its demand over what a vCPU of it is in cores of its host) and
+        summed per host: a vCPU counts for the share of time it wants to run (busy 20 % of the time: 0.2)."""
+        per_vm = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(len(vm_dem)), vm_host)
+        return Runnable(per_vm, np.bincount(vm_host, weights=per_vm, minlength=len(self.host_cores)))
+
+    def stretch(self, runnable: Runnable) -> np.ndarray:
+        """Run-queue slowdown of work per host: 1 + k * max(0, runnable vCPUs / threads - 1), so lightly
+        loaded vCPUs crowd the queue only in numbers."""
+        return 1.0 + self.sched_overhead * np.maximum(runnable.per_host / self.host_cores - 1.0, 0.0)
 
     def wake_waits(
-        self, vm_host: np.ndarray, vm_dem: np.ndarray, dom0_alloc: np.ndarray
+        self, vm_host: np.ndarray, runnable: Runnable, dom0_alloc: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """What a wake-up waits for a hardware thread (s), per VM for a request that wakes it and per host
         for a packet that wakes Dom0's forwarding thread.
@@ -128,21 +141,15 @@ class Compute:
         Dom0: its forwarding thread (netback on Xen, vhost on KVM) sleeps between packets and a packet wakes
         it as a request wakes an idle guest, so the same wait with x the guests' runnable vCPUs per thread.
         """
-        runnable_vcpus, runnable = self._runnable(vm_host, vm_dem)
         threads = self.host_cores[vm_host]
-        others = ((runnable + dom0_alloc)[vm_host] - runnable_vcpus) / threads
-        return self._thread_wait(others, threads), self._thread_wait(runnable / self.host_cores, self.host_cores)
+        others = ((runnable.per_host + dom0_alloc)[vm_host] - runnable.per_vm) / threads
+        guests = runnable.per_host / self.host_cores
+        return self._thread_wait(others, threads), self._thread_wait(guests, self.host_cores)
 
     def _thread_wait(self, busy_per_thread: np.ndarray, threads: np.ndarray) -> np.ndarray:
         """The wake-up wait for a thread with x runnable vCPUs per thread beside it (``wake_wait``)."""
         all_busy = np.minimum(busy_per_thread, 1.0) ** threads
         return self.wake_wait_full * all_busy + self.wake_wait_over * np.maximum(busy_per_thread - 1.0, 0.0)
-
-    def _runnable(self, vm_host: np.ndarray, vm_dem: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Runnable vCPUs on average, per VM (its demand over what a vCPU of it is in cores of its host) and
-        summed per host."""
-        per_vm = vm_dem * self.vm_vcpus / self.vcpu_cores(np.arange(len(vm_dem)), vm_host)
-        return per_vm, np.bincount(vm_host, weights=per_vm, minlength=len(self.host_cores))
 
     def thread_speed(self, vm_host: np.ndarray, vm_alloc: np.ndarray, dom0_alloc: np.ndarray) -> np.ndarray:
         """Work per busy hardware thread per host (1: a whole core's). With more busy threads B than

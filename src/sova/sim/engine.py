@@ -191,14 +191,17 @@ class Simulator(HypervisorOperations):
         self.netback_cpu = np.minimum(net.dom0_cpu(rate, data), compute.dom0_vcpus)
         dom0_used = np.minimum(self.netback_cpu + self.storage.blkback_cpu, compute.dom0_vcpus)
         vm_alloc, dom0_alloc = compute.share(self.vms.host, vm_dem, dom0_used)
-        stretch = compute.stretch(self.vms.host, vm_dem)
+        runnable = compute.runnable(self.vms.host, vm_dem)
+        stretch = compute.stretch(runnable)
         work_stretch = stretch / compute.thread_speed(self.vms.host, vm_alloc, dom0_alloc)
 
         # a stop-and-copy during this step pauses the VM for exactly its part of the step
         ran_on = self.vms.host.copy()  # where each VM ran this step: a migration that ends now moves it after
         run_now = self._advance_migrations(rate, dt, run)
         full_alloc, vm_alloc = vm_alloc, vm_alloc * (run_now / np.maximum(run, 1e-12))
-        wake, dom0_wait = compute.wake_waits(self.vms.host, vm_dem, dom0_alloc)
+        if (self.vms.host != ran_on).any():  # a migration that ended moved its VM's runnable vCPUs
+            runnable = compute.runnable(self.vms.host, vm_dem)
+        wake, dom0_wait = compute.wake_waits(self.vms.host, runnable, dom0_alloc)
         got = Granted(dt, rate, load, cap, vm_alloc, vm_want, work_stretch, run_now, wake, dom0_wait)
         for kind, group in self.workloads.active():
             kind.advance(group, self, got)
