@@ -17,7 +17,15 @@ import sys
 import time
 from pathlib import Path
 
-from sova.report.fidelity.document import DOCUMENT, RESULTS, Result, load_result, render, save_result, write_atomically
+from sova.report.fidelity.document import (
+    DOCUMENT,
+    RESULTS,
+    Result,
+    load_results,
+    render,
+    save_result,
+    write_atomically,
+)
 from sova.report.fidelity.paper_runs import cpu_seconds, take_times
 from sova.report.fidelity.registry import CLAIMS, EXPERIMENTS, experiment
 
@@ -47,7 +55,7 @@ def run(name: str, revision: str) -> Result:
 
 
 def write_document() -> None:
-    results = {e.name: r for e in EXPERIMENTS if (r := load_result(ROOT, e.name)) is not None}
+    results = load_results(ROOT, EXPERIMENTS)
     text = render(CLAIMS, EXPERIMENTS, results)
     write_atomically(ROOT / DOCUMENT, text)
     print(f"wrote {DOCUMENT} ({len(results)} of {len(EXPERIMENTS)} experiments measured)")

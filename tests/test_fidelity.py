@@ -5,23 +5,19 @@ import pytest
 
 from helpers import ROOT
 from sova.report.fidelity.claims import AGREE, DIRECTION, FITTED, MISS, Claim
-from sova.report.fidelity.document import DOCUMENT, Result, load_result, render, save_result
+from sova.report.fidelity.document import DOCUMENT, Result, load_result, load_results, render, save_result
 from sova.report.fidelity.registry import CLAIMS, EXPERIMENTS, experiment
 
 
-def committed() -> dict[str, Result]:
-    return {e.name: result for e in EXPERIMENTS if (result := load_result(ROOT, e.name)) is not None}
-
-
 def test_every_experiment_has_a_committed_result_holding_each_metric_its_claims_read():
-    results = committed()
+    results = load_results(ROOT, EXPERIMENTS)
     assert sorted(results) == sorted(e.name for e in EXPERIMENTS)
     for claim in CLAIMS:
         assert claim.metric in results[claim.experiment].metrics, (claim.experiment, claim.metric)
 
 
 def test_the_committed_document_is_what_the_committed_results_render():
-    expected = render(CLAIMS, EXPERIMENTS, committed())
+    expected = render(CLAIMS, EXPERIMENTS, load_results(ROOT, EXPERIMENTS))
     assert (ROOT / DOCUMENT).read_text() == expected, "run: python scripts/fidelity.py --render"
 
 

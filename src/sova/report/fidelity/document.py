@@ -59,6 +59,11 @@ def load_result(root: Path, name: str) -> Result | None:
     return Result(**json.loads(path.read_text()))
 
 
+def load_results(root: Path, experiments: list[Experiment]) -> dict[str, Result]:
+    """The result file of each experiment that has one."""
+    return {e.name: result for e in experiments if (result := load_result(root, e.name)) is not None}
+
+
 def render(claims: list[Claim], experiments: list[Experiment], results: dict[str, Result]) -> str:
     """The whole document; a claim whose experiment has no result file yet shows "not run"."""
     lines = [

@@ -7,7 +7,6 @@ import contextlib
 import resource
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -53,11 +52,9 @@ def sweep(root: Path, path: str, profiles: list[str] | None = None) -> dict:
     return {run.value: {r.profile: r.summary for r in run.results} for run in done}
 
 
-def by_profile(root: Path, path: str, profiles: list[str] | None = None, minutes: float | None = None) -> dict:
-    """{profile: summary} of one scenario file (`minutes`: cut to that long)."""
+def by_profile(root: Path, path: str, profiles: list[str] | None = None) -> dict:
+    """{profile: summary} of one scenario file."""
     scenario = load_scenario(root / PAPERS / path, check_profile)
-    if minutes is not None:
-        scenario = replace(scenario, duration=60.0 * minutes)
     with timed(path):
         results = run_scenario(scenario, profiles)
     return {r.profile: r.summary for r in results}
