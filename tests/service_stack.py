@@ -103,20 +103,28 @@ class Stack:
             task.cancel()
         else:
             stop.set()
-        await asyncio.gather(task, return_exceptions=True)
+        (ended,) = await asyncio.gather(task, return_exceptions=True)
         if name == "manager":
             await self.manager_bus.close()
             self.store.close()
         else:
             await self.cluster_bus.close()
             self.cluster.close()
+        if not crash and isinstance(ended, Exception):  # a part that died on its own fails the test
+            raise RuntimeError(f"the {name} task ended with an error") from ended
 
     async def stop_all(self) -> None:
         if getattr(self, "api", None) is not None:
             await self.api.stop()
             self.runs.stop()
+        failed = []
         for name in list(self.tasks):
-            await self.stop(name)
+            try:
+                await self.stop(name)
+            except RuntimeError as err:
+                failed.append(err)
+        if failed:
+            raise failed[0]
 
 
 def vm_hosts(cluster: SimCluster) -> dict[str, str]:

@@ -127,14 +127,19 @@ async def _each_report(local: LocalSide | None, snapshot: Snapshot) -> None:
 
 async def _local_step(local: LocalSide, host_of_entry) -> None:
     """A tick of the local loops and the sending of what they did; a fault costs the tick, not the agent."""
-    try:
-        local.tick(host_of_entry)
-    except Exception as err:
-        log.warning("the local loops failed a tick: %s", err or type(err).__name__)
+    _tick(local, host_of_entry)
     try:
         await local.audit.send()
     except Exception as err:  # kept queued: sent at a later step
         log.warning("local audit entries not sent yet: %s", err or type(err).__name__)
+
+
+def _tick(local: LocalSide, host_of_entry) -> None:
+    """One tick of the local loops; a fault costs the tick, not the agent or the simulated cluster."""
+    try:
+        local.tick(host_of_entry)
+    except Exception as err:
+        log.warning("the local loops failed a tick: %r", err)
 
 
 class SimCluster:
@@ -180,7 +185,7 @@ class SimCluster:
                     break
                 self.sim.step()
                 if self.local is not None:
-                    self.local.tick(self._host_of_entry)
+                    _tick(self.local, self._host_of_entry)
             if self.local is not None:
                 with contextlib.suppress(Exception):  # kept queued: sent at a later step
                     await self.local.audit.send()
