@@ -73,9 +73,22 @@ def _libvirt_driver(state, **extra):
     return d
 
 
+LAB_PREFIX = "sova-lab-test-"
+
+
+def take_down_orphaned_labs() -> None:
+    """Labs these tests started in a run that died before taking them down (its pid is in the name): their
+    namespaces and daemons would be in the way of this run's; labs of a run still alive are left alone."""
+    for left in Path(tempfile.gettempdir()).glob(f"{LAB_PREFIX}*-*"):
+        owner = left.name.removeprefix(LAB_PREFIX).split("-", 1)[0]
+        if owner.isdigit() and not lab_hosts.pid_alive(int(owner)) and (left / "lab.json").exists():
+            Lab(left, say=lambda _: None).down()
+
+
 @pytest.fixture(scope="module")
 def lab():
-    lab_dir = Path(tempfile.mkdtemp(prefix="sova-lab-test-"))
+    take_down_orphaned_labs()
+    lab_dir = Path(tempfile.mkdtemp(prefix=f"{LAB_PREFIX}{os.getpid()}-"))
     lab = Lab(lab_dir, say=lambda _: None)
     try:
         state = lab.up(n_hosts=2, vms_per_host=2)
