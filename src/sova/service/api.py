@@ -8,6 +8,7 @@ No `from __future__ import annotations` here: FastAPI reads the handlers' annota
 """
 
 import asyncio
+import json
 import math
 import time
 from typing import Annotated, Literal
@@ -28,6 +29,7 @@ from sova.service.api_slos import add_slo_routes
 from sova.service.dashboard import COOKIE, CSRF_HEADER, add_dashboard
 from sova.service.manager import Manager, ManagerError
 from sova.service.prometheus_metrics import CONTENT_TYPE, ManagerMetrics
+from sova.service.request_limits import RequestLimits
 from sova.service.runs import RunBook, RunError
 from sova.service.tokens import Token, TokenBook
 
@@ -36,6 +38,7 @@ DECIDERS = ("admin", "operator")
 HostName = Annotated[str, Path(max_length=255, pattern=r"^[^\x00-\x1f/]+$", description="the host's name")]
 PlanId = Annotated[int, Path(ge=1, le=2**31 - 1, description="the plan's number")]
 Text = Annotated[str | None, Query(max_length=255, pattern=r"^[^\x00-\x1f]*$")]
+ECHO_CHARS = 200  # of an invalid input, at most, in a 422's detail
 _bearer = HTTPBearer(auto_error=False, description="a token from `sova token add`")
 
 
@@ -74,7 +77,10 @@ def make_app(
     @app.exception_handler(RequestValidationError)
     async def invalid(request: Request, error: RequestValidationError) -> JSONResponse:
         """FastAPI's 422, but a NaN or infinity in the input is named as text (JSON cannot carry it)."""
-        return JSONResponse({"detail": _json_safe(jsonable_encoder(error.errors()))}, status_code=422)
+        errors = [_clip_input(e) for e in jsonable_encoder(error.errors())]
+        return JSONResponse({"detail": _json_safe(errors)}, status_code=422)
+
+    app.add_middleware(RequestLimits)
 
     metrics = ManagerMetrics(manager)
     app.state.manager, app.state.tokens, app.state.metrics = manager, tokens, metrics
@@ -293,6 +299,15 @@ def _default(value):
     if isinstance(value, tuple):
         return list(value)
     return value if isinstance(value, str | int | float | bool | list | type(None)) else None
+
+
+def _clip_input(error: dict) -> dict:
+    """A validation error whose echoed input is long shows only its start and length."""
+    if "input" in error:
+        text = json.dumps(_json_safe(error["input"]))
+        if len(text) > ECHO_CHARS:
+            error = error | {"input": f"{text[:ECHO_CHARS]}... ({len(text)} characters)"}
+    return error
 
 
 def _json_safe(value):

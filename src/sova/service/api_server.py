@@ -8,6 +8,8 @@ from pathlib import Path
 import uvicorn
 from fastapi import FastAPI
 
+HEAD_BYTES = 16 << 10  # the largest request line and headers the API reads
+
 
 class ApiServerError(OSError):
     """The API cannot listen where it was asked to."""
@@ -21,6 +23,8 @@ class ApiServer:
             port=port,
             log_level="warning",
             lifespan="off",
+            http="h11",  # its request head is bounded (below); the body is bounded by service/request_limits.py
+            h11_max_incomplete_event_size=HEAD_BYTES,
             ssl_certfile=str(certificate) if certificate else None,
             ssl_keyfile=str(key) if key else None,
         )
