@@ -50,6 +50,9 @@ async def wait_for(condition, timeout: float = 60.0) -> None:
         await asyncio.sleep(0.05)
 
 
+PEOPLE = {"admin": "ada", "operator": "otto", "viewer": "vera"}  # each role's token, by its holder's name
+
+
 class Stack:
     """A simulated cluster's agents and one manager, each on its own bus connection, as tasks."""
 
@@ -80,7 +83,7 @@ class Stack:
     async def start_api(self) -> str:
         """The manager's API on a free port; its base URL. Tokens of each role are in `self.secrets`."""
         book = TokenBook(self.store)
-        self.secrets = {role: book.create(role, role) for role in ("admin", "operator", "viewer")}
+        self.secrets = {role: book.create(name, role) for role, name in PEOPLE.items()}
         self.secrets["tenant"] = book.create("tenant", "tenant", ("v1",))
         port = free_port()
         self.runs = RunBook(self.tmp_path / "runs")

@@ -40,7 +40,7 @@ def test_an_operator_logs_in_sees_the_hotspot_and_decides_plans_from_the_page(na
         decided = store.plan(first), store.plan(second)
     finally:
         stack.stop()
-    assert decided[0].decided_by == "operator" and decided[1].state == "rejected"
-    assert decided[1].decided_by == "operator"
+    assert decided[0].decided_by == "otto" and decided[1].state == "rejected"
+    assert decided[1].decided_by == "otto"
     assert chart_hosts == {"h1", "h2"}
     assert Path(tmp_path / "dashboard.png").stat().st_size > 10_000

@@ -88,10 +88,11 @@ def test_a_plan_is_approved_through_the_api_and_its_audit_trail_and_metrics_show
     assert approved.status_code == 200 and approved.json()["state"] == "executing"
     assert again.status_code == 409 and "not waiting for approval" in again.json()["detail"]
     assert missing.status_code == 404
-    assert row["state"] == "done" and row["decided_by"] == "operator"
+    assert row["state"] == "done" and row["decided_by"] == "otto"
     events = [e["event"] for e in trail["items"]]
     assert events[0] == "finding" and "pending" in events and "approved" in events and events[-1] == "finished"
     assert trail["items"][-1]["status"] == "ok"
+    assert [e["message"] for e in trail["items"] if e["event"] == "approved"] == ["approved by otto"]
     families = {f.name: f for f in text_string_to_metric_families(metrics.text)}
     migrations = {
         s.labels["outcome"]: s.value for s in families["sova_migrations"].samples if s.name.endswith("_total")

@@ -66,11 +66,11 @@ def test_a_drained_host_empties_stays_in_maintenance_across_a_restart_and_is_rel
     assert "h1" not in where.values()
     assert hosts["h1"]["maintenance"] and hosts["h1"]["vms"] == 0 and not hosts["h2"]["maintenance"]
     notes = [e for e in audit if e["event"] == "note"]
-    assert notes and notes[0]["reason"] == "h1 put into maintenance by operator"
+    assert notes and notes[0]["reason"] == "h1 put into maintenance by otto"
     moves = [e for e in audit if e["event"] == "finished" and e["policy"] == "keep-rules"]
     assert len(moves) == 2 and all(e["status"] == "ok" for e in moves)
     assert kept == [("h1",)]
-    assert released[0] == 0 and "h1 released by operator" in released[1]
+    assert released[0] == 0 and "h1 released by otto" in released[1]
     assert again[0] == 2 and "h1 is not in maintenance" in again[2]
 
 

@@ -85,7 +85,7 @@ def test_runs_through_the_api_an_operator_submits_a_viewer_follows_and_fetches_t
 
     refused, bad, made, record, report, missing = asyncio.run(run())
     assert refused.status_code == 403 and bad.status_code == 422 and "scenario" in bad.json()["detail"]
-    assert made.status_code == 201 and made.json()["by"] == "operator"
+    assert made.status_code == 201 and made.json()["by"] == "otto"
     assert record["state"] == "done" and record["report"]
     assert report.status_code == 200 and "text/html" in report.headers["content-type"]
     assert missing.status_code == 404

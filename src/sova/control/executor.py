@@ -155,11 +155,12 @@ class Executor:
             self._record(now, plan_id, "rejected", job.action, Outcome(REJECTED, why, now, now))
         return len(dropped)
 
-    def approve(self, plan_id: int, knowledge: Knowledge) -> None:
+    def approve(self, plan_id: int, knowledge: Knowledge, by: str = "operator") -> None:
+        """Start a pending plan's actions; `by`: who approved it (a token's name), for the audit trail."""
         plan = self._take_pending(plan_id)
         now = self.driver.now()
         for action in plan.actions:
-            self._record(now, plan_id, "approved", action, Outcome(OK, "approved by operator", now))
+            self._record(now, plan_id, "approved", action, Outcome(OK, f"approved by {by}", now))
         self.queued.extend(_Job(plan_id, approved_action) for approved_action in plan.actions)
         self._start_ready(knowledge)
 

@@ -187,7 +187,7 @@ class Manager:
             if not pending:
                 raise ManagerError(self._not_pending(plan_id))
             self.book.decided_by[plan_id] = by
-            self.executor.approve(plan_id, self.runtime.knowledge)
+            self.executor.approve(plan_id, self.runtime.knowledge, by=by)
             dropped = 0
         elif pending:  # reject, or cancel before it was approved
             self.book.decided_by[plan_id] = by
