@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 import socket
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sova.cli.common import a_path, described, number, out, pairs
 from sova.model.schema import MAX_SEED, InputError, Problem
+from sova.model.units import UnitError, duration
 
 PASSWORD_ENV = "SOVA_NATS_PASSWORD"
 DEFAULT_API = "127.0.0.1:8421"
@@ -235,11 +237,12 @@ def add_parsers(sub) -> None:
         **described(
             "Manage the API's bearer tokens in the manager's state store. A token's secret is printed once, "
             "when it is added; the store keeps only its hash. Roles: admin, operator (decides plans), viewer "
-            "(reads), tenant (its own VMs' SLOs; name them with --vm).",
+            "(reads), tenant (its own VMs' SLOs; name them with --vm). A token expires after --expires (90 days "
+            "unless told otherwise); making, revoking and expiry are in the audit trail with who did it.",
             [
                 "sova token add alice --role operator",
                 "sova token add grafana --role viewer --state postgresql+psycopg://sova@db/sova",
-                "sova token add acme --role tenant --vm web1 --vm web2",
+                "sova token add acme --role tenant --vm web1 --vm web2 --expires 30d",
                 "sova token list",
                 "sova token revoke alice",
             ],
@@ -249,6 +252,12 @@ def add_parsers(sub) -> None:
     t.add_argument("name", nargs="?", default=None, help="the token's name (add, revoke)")
     t.add_argument("--role", default=None, choices=["admin", "operator", "viewer", "tenant"])
     t.add_argument("--vm", action="append", default=[], metavar="VM", help="a tenant's VM (repeatable)")
+    t.add_argument(
+        "--expires",
+        default="90d",
+        metavar="DURATION",
+        help="how long the token lasts: '12h', '30d', or 'never' (default: 90d)",
+    )
     t.add_argument("--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)")
 
 
@@ -382,7 +391,26 @@ def _libvirt_driver(args):
     return LibvirtDriver(hosts, **options)
 
 
+def _lifetime(text: str) -> float | None:
+    """--expires as seconds (None: never)."""
+    if text == "never":
+        return None
+    try:
+        seconds = duration(text)
+    except UnitError as err:
+        raise InputError([Problem("--expires", f"{err}, or 'never'")]) from None
+    if not 0 < seconds < float("inf"):
+        raise InputError([Problem("--expires", f"expected a positive duration, got {text!r}")])
+    return seconds
+
+
+def _utc(when: float) -> str:
+    return datetime.fromtimestamp(when, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
 def token_command(args) -> int:
+    import getpass
+
     from sova.service.tokens import TokenBook, TokenError
 
     store = open_store(args.state or default_state_url())
@@ -391,17 +419,18 @@ def token_command(args) -> int:
         if args.action == "list":
             for token in book.all():
                 vms = f"  vms: {', '.join(token.vms)}" if token.vms else ""
-                out.print(f"{token.name:20} {token.role}{vms}", markup=False)
+                until = "never expires" if token.expires is None else f"expires {_utc(token.expires)}"
+                out.print(f"{token.name:20} {token.role:9} {until}{vms}", markup=False)
             return 0
         if args.name is None:
             raise InputError([Problem("name", f"`sova token {args.action}` needs the token's name")])
         if args.action == "revoke":
-            book.revoke(args.name)
+            book.revoke(args.name, by=getpass.getuser())
             out.print(f"revoked {args.name}", markup=False)
             return 0
         if args.role is None:
             raise InputError([Problem("--role", "expected admin, operator, viewer or tenant")])
-        secret = book.create(args.name, args.role, tuple(args.vm))
+        secret = book.create(args.name, args.role, tuple(args.vm), _lifetime(args.expires), by=getpass.getuser())
         out.print(secret, markup=False)
         return 0
     except TokenError as exc:

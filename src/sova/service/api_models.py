@@ -22,6 +22,9 @@ AuditEvent = Literal[
     "waiting",
     "slo-set",
     "slo-cleared",
+    "token-created",
+    "token-revoked",
+    "token-expired",
 ]
 
 

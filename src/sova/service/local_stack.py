@@ -61,7 +61,7 @@ class LocalStack:
         self.nats = NatsServer(self.directory / "nats").start()
         state = f"sqlite:///{self.directory / 'manager.db'}"
         store = StateStore(state)
-        self.token = TokenBook(store).create("admin", "admin")
+        self.token = TokenBook(store).create("admin", "admin", by="sova serve")
         store.close()
         _write_private(self.directory / "admin.token", self.token + "\n")
         bus = ["--nats", self.nats.url, "--nats-user", self.nats.user]

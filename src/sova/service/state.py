@@ -74,6 +74,7 @@ tokens = sa.Table(
     sa.Column("role", sa.String(16), nullable=False),
     sa.Column("vms", sa.Text, nullable=False),  # JSON list: the VMs a tenant token may see and set
     sa.Column("created", sa.Float, nullable=False),
+    sa.Column("expires", sa.Float),  # time after which the token is refused (NULL: never)
 )
 slos = sa.Table(
     "slos",

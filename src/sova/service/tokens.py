@@ -3,6 +3,9 @@
 Roles: ``admin`` (everything), ``operator`` (read, and decide plans), ``viewer`` (read only), ``tenant``
 (only its own VMs' storage SLOs). A secret is 32 random bytes, so a plain hash is enough to make a stolen
 database useless for calling the API (a slow password hash guards guessable secrets, which these are not).
+
+A token expires (90 days after it is made unless asked otherwise): used after that it is refused and
+removed. Making, revoking and the expiry of a token are each an entry in the audit trail, naming who.
 """
 
 from __future__ import annotations
@@ -16,11 +19,13 @@ from dataclasses import dataclass
 
 import sqlalchemy as sa
 
+from sova.control.audit import AuditEntry
 from sova.service.state import StateStore, tokens
 
 ROLES = ("admin", "operator", "viewer", "tenant")
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 PREFIX = "sova_"
+LIFETIME = 90 * 86400.0  # s a token lasts unless its maker says otherwise
 
 
 class TokenError(ValueError):
@@ -32,6 +37,7 @@ class Token:
     name: str
     role: str
     vms: tuple[str, ...] = ()  # a tenant's VMs
+    expires: float | None = None  # time after which it is refused (None: never)
 
 
 def hash_secret(secret: str) -> str:
@@ -40,22 +46,30 @@ def hash_secret(secret: str) -> str:
 
 class TokenBook:
     def __init__(self, store: StateStore):
-        self.engine = store.engine
+        self.store, self.engine = store, store.engine
 
-    def create(self, name: str, role: str, vms: tuple[str, ...] = ()) -> str:
-        """A new token's secret (shown once: only its hash is kept)."""
+    def create(
+        self, name: str, role: str, vms: tuple[str, ...] = (), lifetime: float | None = LIFETIME, by: str = "admin"
+    ) -> str:
+        """A new token's secret (shown once: only its hash is kept); it lasts `lifetime` s (None: for ever).
+        `by`: who made it, for the audit trail."""
         if not _NAME.match(name):
             raise TokenError(f"token name {name!r}: use 1-64 letters, digits, '_', '.' or '-'")
         if role not in ROLES:
             raise TokenError(f"role {role!r} is not one of {', '.join(ROLES)}")
         if (role == "tenant") != bool(vms):
             raise TokenError("a tenant token names its VMs (--vm), and only a tenant token does")
+        if lifetime is not None and not 0 < lifetime < float("inf"):
+            raise TokenError(f"a token's lifetime must be a positive number of seconds, got {lifetime!r}")
         secret = PREFIX + secrets.token_urlsafe(32)
+        now = time.time()
+        expires = None if lifetime is None else now + lifetime
         row = {"name": name, "hash": hash_secret(secret), "role": role, "vms": json.dumps(list(vms))}
         with self.engine.begin() as connection:
             if connection.execute(sa.select(tokens.c.name).where(tokens.c.name == name)).first() is not None:
                 raise TokenError(f"a token named {name!r} exists; revoke it first")
-            connection.execute(tokens.insert().values(**row, created=time.time()))
+            connection.execute(tokens.insert().values(**row, created=now, expires=expires))
+        self._audit("token-created", name, f"by {by}", {"role": role, "vms": list(vms), "expires": expires})
         return secret
 
     def verify(self, secret: str) -> Token | None:
@@ -65,14 +79,35 @@ class TokenBook:
         query = sa.select(tokens).where(tokens.c.hash == hash_secret(secret))
         with self.engine.connect() as connection:
             row = connection.execute(query).first()
-        return None if row is None else Token(row.name, row.role, tuple(json.loads(row.vms)))
+        if row is None:
+            return None
+        if row.expires is not None and row.expires <= time.time():
+            self._remove(row.name, "token-expired", "its lifetime ended")
+            return None
+        return _token(row)
 
     def all(self) -> list[Token]:
         with self.engine.connect() as connection:
             rows = connection.execute(sa.select(tokens).order_by(tokens.c.name)).all()
-        return [Token(r.name, r.role, tuple(json.loads(r.vms))) for r in rows]
+        return [_token(r) for r in rows]
 
-    def revoke(self, name: str) -> None:
+    def revoke(self, name: str, by: str = "admin") -> None:
+        if not self._remove(name, "token-revoked", f"by {by}"):
+            raise TokenError(f"no token named {name!r}")
+
+    def _remove(self, name: str, event: str, reason: str) -> bool:
+        """Delete a token and audit why; False if it was not there (another caller removed it first)."""
         with self.engine.begin() as connection:
             if connection.execute(tokens.delete().where(tokens.c.name == name)).rowcount == 0:
-                raise TokenError(f"no token named {name!r}")
+                return False
+        self._audit(event, name, reason, {})
+        return True
+
+    def _audit(self, event: str, name: str, reason: str, details: dict) -> None:
+        what = {"token-created": "made", "token-revoked": "revoked", "token-expired": "expired"}[event]
+        entry = AuditEntry(time.time(), 0, event, "tokens", f"token {name} {what}", name, reason, details=details)
+        self.store.append_audit([entry])
+
+
+def _token(row) -> Token:
+    return Token(row.name, row.role, tuple(json.loads(row.vms)), row.expires)
