@@ -181,7 +181,7 @@ class ChaosStack:
             query = "SELECT id, status, outcome FROM actions WHERE host <> '' AND sent_at <= :before"
             sent = connection.execute(sa.text(query), {"before": sent_before}).all()
             query = (  # plans waiting on an action sent before then
-                "SELECT count(*) FROM plans WHERE state = 'executing' AND id IN"
+                "SELECT count(*) FROM plans WHERE state = 'ongoing' AND id IN"
                 " (SELECT plan FROM actions WHERE sent_at <= :before AND status IS NULL)"
             )
             executing = connection.execute(sa.text(query), {"before": sent_before}).scalar()

@@ -78,17 +78,17 @@ def test_a_plan_is_approved_through_the_api_and_its_audit_trail_and_metrics_show
         approved = await client.post(f"/api/v1/plans/{plan}/approve", headers=operator)
         again = await client.post(f"/api/v1/plans/{plan}/approve", headers=operator)
         missing = await client.post("/api/v1/plans/999999/approve", headers=operator)
-        await wait_for(lambda: stack.manager.store.plan(plan).state == "done")
+        await wait_for(lambda: stack.manager.store.plan(plan).state == "succeeded")
         row = (await client.get(f"/api/v1/plans/{plan}", headers=viewer)).json()
         trail = (await client.get("/api/v1/audit", params={"plan": plan, "limit": 50}, headers=viewer)).json()
         metrics = await client.get("/metrics", headers=viewer)
         return approved, again, missing, row, trail, metrics
 
     approved, again, missing, row, trail, metrics = run_with_api(tmp_path, nats_server, body)
-    assert approved.status_code == 200 and approved.json()["state"] == "executing"
+    assert approved.status_code == 200 and approved.json()["state"] == "ongoing"
     assert again.status_code == 409 and "not waiting for approval" in again.json()["detail"]
     assert missing.status_code == 404
-    assert row["state"] == "done" and row["decided_by"] == "otto"
+    assert row["state"] == "succeeded" and row["decided_by"] == "otto"
     events = [e["event"] for e in trail["items"]]
     assert events[0] == "finding" and "pending" in events and "approved" in events and events[-1] == "finished"
     assert trail["items"][-1]["status"] == "ok"
@@ -99,7 +99,7 @@ def test_a_plan_is_approved_through_the_api_and_its_audit_trail_and_metrics_show
     }
     assert migrations.get("ok") == 1
     assert families["sova_decision_round_seconds"].samples[-1].value > 0  # the histogram's count
-    assert {s.labels["state"] for s in families["sova_plans"].samples} >= {"done"}
+    assert {s.labels["state"] for s in families["sova_plans"].samples} >= {"succeeded"}
     utilization = {s.labels["host"]: s.value for s in families["sova_host_cpu_utilization"].samples}
     assert set(utilization) == {"h1", "h2"}
 

@@ -19,7 +19,7 @@ def test_a_hotspot_seen_in_the_agents_reports_is_relieved_by_a_migration_sent_ov
         manager = await stack.start_manager()
         try:
             await wait_for(lambda: manager.store.action_counts().get(("migrate", "ok"), 0) >= 1)
-            await wait_for(lambda: manager.store.plans(state="done")[1] >= 1)
+            await wait_for(lambda: manager.store.plans(state="succeeded")[1] >= 1)
             return vm_hosts(cluster), manager.store.action_counts(), manager.store.audit(event="finished")
         finally:
             await stack.stop_all()
@@ -37,21 +37,26 @@ def test_a_plan_waits_for_approval_and_runs_only_once_approved(nats_server, tmp_
         cluster = await stack.start_cluster()
         manager = await stack.start_manager()
         try:
-            await wait_for(lambda: manager.store.plans(state="pending")[1] >= 2)
-            first, second = sorted(r.id for r in manager.store.plans(state="pending")[0])[:2]
+            await wait_for(lambda: manager.store.plans(state="pending")[1] >= 1)
+            (first,) = [r.id for r in manager.store.plans(state="pending")[0]]
+            rounds = manager.runtime.knowledge.latest.time
+            await wait_for(lambda: manager.runtime.knowledge.latest.time > rounds + 30)  # three rounds more
+            assert manager.store.plans(state="pending")[1] == 1  # the same plan again is not added again
             assert all(h == "h1" for h in vm_hosts(cluster).values())  # nothing ran while it waited
             rejected = await manager.decide(first, "reject", by="alice")
             with pytest.raises(ManagerError, match=f"plan {first} is rejected"):
                 await manager.decide(first, "approve", by="alice")
+            await wait_for(lambda: manager.store.plans(state="pending")[1] >= 1)  # the next round's
+            (second,) = [r.id for r in manager.store.plans(state="pending")[0]]
             approved = await manager.decide(second, "approve", by="bob")
-            await wait_for(lambda: manager.store.plan(second).state == "done")
+            await wait_for(lambda: manager.store.plan(second).state == "succeeded")
             row = manager.store.plan(second)
             return rejected, approved, row, vm_hosts(cluster)
         finally:
             await stack.stop_all()
 
     rejected, approved, row, hosts = asyncio.run(run())
-    assert rejected["state"] == "rejected" and approved["state"] == "executing"
+    assert rejected["state"] == "rejected" and approved["state"] == "ongoing"
     assert row.decided_by == "bob" and row.actions[0]["kind"] == "migrate"
     assert hosts[row.actions[0]["vm"]] == row.actions[0]["dst"]
 
@@ -70,7 +75,7 @@ def test_a_manager_restarted_in_the_middle_of_a_plan_takes_it_up_and_applies_not
             await manager.decide(plan, "approve", by="alice")  # sent before decide returns
             await stack.stop("manager", crash=True)
             successor = await stack.start_manager()
-            await wait_for(lambda: successor.store.plan(plan).state == "done")
+            await wait_for(lambda: successor.store.plan(plan).state == "succeeded")
             applied = sum(agent.actions.applied for agent in cluster.agents)
             return successor.store.plan(plan), applied, vm_hosts(cluster), successor.store.action_counts()
         finally:

@@ -46,11 +46,11 @@ def database_url(request, tmp_path):
 
 def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_nothing(database_url):
     store = StateStore(database_url)
-    assert store.revision() == "0005"
+    assert store.revision() == "0006"
     store.record_sent("a1", "h1", "set-cpu", b'{"id": "a1"}')
     store.close()
     again = StateStore(database_url)  # the upgrade finds the schema there and keeps the rows
-    assert again.revision() == "0005" and [s.action_id for s in again.unanswered()] == ["a1"]
+    assert again.revision() == "0006" and [s.action_id for s in again.unanswered()] == ["a1"]
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
     again.close()
@@ -74,7 +74,7 @@ def test_a_store_of_the_first_revision_is_upgraded_in_place_and_keeps_its_action
         )
     engine.dispose()
     store = StateStore(database_url)
-    assert store.revision() == "0005"
+    assert store.revision() == "0006"
     assert [(s.action_id, s.host, s.plan) for s in store.unanswered()] == [("a1", "h1", None)]
     store.close()
 
@@ -93,3 +93,34 @@ def test_an_action_awaits_its_outcome_until_one_is_recorded(database_url):
     assert [s.action_id for s in store.unanswered()] == ["a2"]
     assert store.outcome("a1") == ("ok", b'{"id": "a1", "status": "ok"}') and store.outcome("a2") is None
     store.close()
+
+
+def test_plans_of_a_store_before_the_life_cycle_are_named_by_what_their_actions_did(database_url):
+    from alembic import command
+    from alembic.config import Config
+
+    from sova.service.state import MIGRATIONS
+
+    engine = sa.create_engine(database_url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    plan = "INSERT INTO plans (id, created, nonce, policy, state, actions, findings) VALUES (:id, 1, 'n', 'p', :state, '[]', '[]')"
+    action = "INSERT INTO actions (id, host, kind, action, sent_at, status, plan) VALUES (:id, 'h1', 'migrate', '{}', 1, :status, :plan)"
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "0005")
+        for plan_id, state in ((1, "done"), (2, "done"), (3, "done"), (4, "executing"), (5, "rejected")):
+            connection.execute(sa.text(plan), {"id": plan_id, "state": state})
+        for action_id, status, plan_id in (("a", "ok", 1), ("b", "ok", 2), ("c", "failed", 2), ("d", "rejected", 3)):
+            connection.execute(sa.text(action), {"id": action_id, "status": status, "plan": plan_id})
+    engine.dispose()
+    store = StateStore(database_url)
+    rows, _ = store.plans(limit=10)
+    store.close()
+    assert {row.id: row.state for row in rows} == {
+        1: "succeeded",
+        2: "partially-succeeded",
+        3: "failed",
+        4: "ongoing",
+        5: "rejected",
+    }

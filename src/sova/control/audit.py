@@ -18,7 +18,8 @@ from sova.model.actions import Action, Outcome
 class AuditEntry:
     time: float
     plan: int
-    # finding | note | proposed | rejected | applied | failed | finished | dry-run | pending | approved | expired | waiting
+    # finding | note | proposed | rejected | applied | failed | finished | dry-run | pending | approved | expired
+    # | superseded | waiting
     event: str
     policy: str
     action: str

@@ -28,7 +28,7 @@ from sova.model.knowledge import Knowledge
 from sova.model.scenario import ControlSpec
 from sova.model.snapshot import Snapshot
 
-_ENDINGS = frozenset({"finished", "rejected", "expired", "dry-run"})
+_ENDINGS = frozenset({"finished", "rejected", "expired", "superseded", "dry-run"})
 
 
 @dataclass
@@ -89,6 +89,10 @@ class Executor:
         recorded as proposed and rejected, and the rest goes on."""
         if not actions:
             return None
+        if self.mode == "approve":  # a plan that asks what one waiting asks already is that plan
+            same = self._pending_same([kept for kept in actions if id(kept) not in (lost or {})])
+            if same is not None:
+                return same
         self._seq += 1
         now = self.driver.now()
         behind = findings.behind(actions, knowledge.latest) if findings is not None else ()
@@ -110,10 +114,31 @@ class Executor:
             self.pending[self._seq] = PendingPlan(self._seq, list(actions), now, behind)
             for action in actions:
                 self._record(now, self._seq, "pending", action, Outcome(PENDING, "waiting for approval", now))
+            self._supersede(self._seq, now)
         else:
             self.queued.extend(_Job(self._seq, queued_action, patient=patient, queued=now) for queued_action in actions)
             self._start_ready(knowledge)
         return self._seq
+
+    def _pending_same(self, actions: list[Action]) -> int | None:
+        """The waiting plan whose actions are these (as their descriptions say), if any."""
+        wanted = sorted(action.describe() for action in actions)
+        for plan_id, plan in self.pending.items():
+            if sorted(action.describe() for action in plan.actions) == wanted:
+                return plan_id
+        return None
+
+    def _supersede(self, newer: int, now: float) -> None:
+        """Waiting plans with an action on a target of plan `newer` end as superseded by it: a person sees
+        only the latest recommendation for a VM or host."""
+        targets = {action.target for action in self.pending[newer].actions}
+        older = [
+            pid for pid, plan in self.pending.items() if pid != newer and targets & {a.target for a in plan.actions}
+        ]
+        for plan_id in older:
+            for action in self.pending.pop(plan_id).actions:
+                outcome = Outcome(REJECTED, f"superseded by plan {newer}", now, now)
+                self._record(now, plan_id, "superseded", action, outcome)
 
     def resume(self, plan_id: int, action: Action, running: bool) -> None:
         """Take on an action of a plan a previous executor left (a restarted manager): `running` if it was

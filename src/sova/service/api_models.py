@@ -6,7 +6,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-PlanState = Literal["pending", "executing", "done", "rejected", "expired", "dry-run"]
+PlanState = Literal[
+    "pending",
+    "ongoing",
+    "succeeded",
+    "partially-succeeded",
+    "failed",
+    "cancelled",
+    "rejected",
+    "expired",
+    "superseded",
+    "dry-run",
+]
 AuditEvent = Literal[
     "finding",
     "note",
@@ -19,6 +30,7 @@ AuditEvent = Literal[
     "pending",
     "approved",
     "expired",
+    "superseded",
     "waiting",
     "slo-set",
     "slo-cleared",

@@ -191,9 +191,12 @@ class Manager:
             dropped = 0
         elif pending:  # reject, or cancel before it was approved
             self.book.decided_by[plan_id] = by
+            if verdict == "cancel":
+                self.book.cancelled.add(plan_id)
             self.executor.reject(plan_id, f"{'rejected' if verdict == 'reject' else 'cancelled'} by {by}")
             dropped = 0
         elif verdict == "cancel" and plan_id in self.executor.open_plans():
+            self.book.cancelled.add(plan_id)
             dropped = self.executor.drop_queued(plan_id, f"cancelled by {by}")
         else:
             raise ManagerError(self._not_pending(plan_id))

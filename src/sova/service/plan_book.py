@@ -2,8 +2,11 @@
 states and the audit trail go to the state store, so that a restarted manager (or its standby) takes up
 each plan where it stood.
 
-A plan's state: ``pending`` (waiting for approval), ``rejected``, ``expired``, ``dry-run``, ``executing``
-(approved, or proposed in auto mode) and ``done`` once every action of it has ended. An action's id is
+A plan's state follows OpenStack Watcher's life cycle: ``pending`` (waiting for approval), then
+``rejected``, ``expired``, ``superseded`` (a newer plan for the same VMs or hosts came while it waited),
+``cancelled``, or ``ongoing`` (approved, or proposed in auto mode); an ongoing plan ends ``succeeded``
+when every action succeeded, ``failed`` when none did, ``partially-succeeded`` in between, or
+``cancelled``; ``dry-run`` plans only say what they would do. An action's id is
 ``NONCE-PLAN-INDEX`` (the nonce is the plan's, random), so a re-sent action keeps its id and the agent
 applies it at most once. The executor's events arrive through ``record``; ``flush`` writes what they
 changed to the store (plans first, then the actions the executor refused, then the audit entries, which
@@ -19,11 +22,12 @@ from dataclasses import dataclass, field
 from sova.analyze.findings import Finding
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor, PendingPlan
-from sova.model.actions import REJECTED, RUNNING, Action, Outcome
+from sova.model.actions import OK, REJECTED, RUNNING, Action, Outcome
 from sova.service.state import StateStore
 from sova.service.wire import decode_action, encode_action, encode_outcome
 
-TERMINAL = ("done", "rejected", "expired", "dry-run")
+ENDED = ("succeeded", "partially-succeeded", "failed", "cancelled")  # how an ongoing plan ends
+TERMINAL = (*ENDED, "rejected", "expired", "superseded", "dry-run")
 
 
 @dataclass
@@ -36,6 +40,7 @@ class _Plan:
     actions: list[Action] = field(default_factory=list)
     findings: list[dict] = field(default_factory=list)
     ended: set[int] = field(default_factory=set)  # indices of the actions that ended
+    succeeded: set[int] = field(default_factory=set)  # indices of the actions that ended well
     written: bool = False  # the store has its row
 
 
@@ -53,6 +58,7 @@ class PlanBook(AuditLog):
         self._states: dict[int, tuple[str, float, str | None]] = {}  # plan -> (state, when, by) to write
         self._unsent: list[tuple[str, int, Action, Outcome]] = []
         self.decided_by: dict[int, str] = {}
+        self.cancelled: set[int] = set()  # plans a person cancelled
 
     def known_ids(self) -> set[str]:
         """The ids of the actions of the plans this book holds."""
@@ -82,10 +88,12 @@ class PlanBook(AuditLog):
             return  # an IO controller's event (plan 0), or a plan this book does not hold
         if event in ("pending", "dry-run"):
             self._set_state(book, event)
-        elif event == "expired" or (event == "rejected" and book.state == "pending"):
-            self._set_state(book, "rejected" if event == "rejected" else event, decided_at=time)
+        elif event in ("expired", "superseded") or (event == "rejected" and book.state == "pending"):
+            if event == "rejected":
+                event = "cancelled" if plan in self.cancelled else "rejected"
+            self._set_state(book, event, decided_at=time)
         elif event == "approved":
-            self._set_state(book, "executing", decided_at=time)
+            self._set_state(book, "ongoing", decided_at=time)
         elif event in ("rejected", "finished", "applied") and (event != "applied" or outcome.status != RUNNING):
             self._end(book, action, outcome, refused=event != "finished")
 
@@ -94,7 +102,7 @@ class PlanBook(AuditLog):
         if book is None:
             book = _Plan(plan, secrets.token_hex(4), time, action.policy, findings=self._findings.pop(plan, []))
             self.plans[plan] = book
-            self._set_state(book, "executing")  # auto mode; approve and dry-run say otherwise next
+            self._set_state(book, "ongoing")  # auto mode; approve and dry-run say otherwise next
         index = len(book.actions)
         book.actions.append(action)
         self._ids[id(action)] = (action_id(book.nonce, plan, index), action, plan, index)
@@ -113,11 +121,23 @@ class PlanBook(AuditLog):
         known = self._ids.pop(id(action), None)
         if known is None:
             return
-        if refused and book.state == "executing":  # never sent: recorded so that no restart sends it
+        if refused and book.state == "ongoing":  # never sent: recorded so that no restart sends it
             self._unsent.append((known[0], book.id, action, outcome or Outcome(REJECTED, "refused")))
         book.ended.add(known[3])
-        if book.state == "executing" and len(book.ended) == len(book.actions):
-            self._set_state(book, "done")
+        if outcome is not None and outcome.status == OK:
+            book.succeeded.add(known[3])
+        self._end_if_over(book)
+
+    def _end_if_over(self, book: _Plan) -> None:
+        """An ongoing plan whose every action ended ends by how they went (or as cancelled)."""
+        if book.state != "ongoing" or len(book.ended) < len(book.actions):
+            return
+        if book.id in self.cancelled:
+            self._set_state(book, "cancelled")
+        elif len(book.succeeded) == len(book.actions):
+            self._set_state(book, "succeeded")
+        else:
+            self._set_state(book, "partially-succeeded" if book.succeeded else "failed")
 
     # ------------------------------------------------------------------ to the store
     def flush(self) -> None:
@@ -142,15 +162,16 @@ class PlanBook(AuditLog):
                 if index not in self.plans[plan].ended:
                     self._ids.pop(id(action), None)
             del self.plans[plan]
+            self.cancelled.discard(plan)
 
     # ------------------------------------------------------------------ after a restart
     def resume(self, executor: Executor) -> int:
-        """Give the executor the plans the store holds as pending or executing; how many. Pending ones
-        wait for approval again; of an executing plan, actions never sent are queued (the rails check
+        """Give the executor the plans the store holds as pending or ongoing; how many. Pending ones
+        wait for approval again; of an ongoing plan, actions never sent are queued (the rails check
         them again) and those sent and unanswered run (the caller sends them again under their ids)."""
         executor.continue_from(self.store.last_plan_id())
         taken = 0
-        for state in ("pending", "executing"):
+        for state in ("pending", "ongoing"):
             rows, _ = self.store.plans(state=state, limit=1_000_000)
             for row in sorted(rows, key=lambda r: r.id):
                 book = _Plan(row.id, row.nonce, row.created, row.policy, row.state, written=True)
@@ -172,9 +193,10 @@ class PlanBook(AuditLog):
                         executor.resume(row.id, action, running=True)
                     else:
                         book.ended.add(index)
+                        if known[aid] == OK:
+                            book.succeeded.add(index)
                         self._ids.pop(id(action))
-                if len(book.ended) == len(actions):
-                    self._set_state(book, "done")
+                self._end_if_over(book)
         return taken
 
 

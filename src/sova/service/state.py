@@ -5,7 +5,7 @@ revision when the store opens.
 Held: every action the manager sent (recorded before it goes on the bus) with its plan and its outcome
 (recorded before the outcome is acknowledged), so a restarted manager, or its standby, knows which
 actions await an outcome and sends them again under the same ids (stored once by the bus, applied once
-by the agent); every plan and its state (pending, executing, done, rejected, expired, dry-run); the
+by the agent); every plan and its state (pending, ongoing, succeeded, failed, ... as plan_book.py says); the
 audit trail; the tenants' storage SLOs; and the API's tokens (hashes only).
 """
 
@@ -42,7 +42,7 @@ plans = sa.Table(
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("nonce", sa.String(16), nullable=False),  # makes its actions' ids unique across stores
     sa.Column("policy", sa.String(64), nullable=False),
-    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("state", sa.String(32), nullable=False),
     sa.Column("actions", sa.Text, nullable=False),  # JSON list of wire actions
     sa.Column("findings", sa.Text, nullable=False),  # JSON list of the findings it rests on
     sa.Column("decided_at", sa.Float),
