@@ -79,6 +79,8 @@ def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_
         record = json.loads((directory / "serve.json").read_text())
         token = (directory / "admin.token").read_text().strip()
         assert oct((directory / "admin.token").stat().st_mode & 0o777) == "0o600"
+        made = [directory, *directory.rglob("*")]  # database, logs, ledgers, the bus's store
+        assert made and [p for p in made if p.stat().st_mode & 0o077] == []  # none readable by others
         hosts = []
 
         def all_hosts() -> bool:

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from sova.cli.common import a_path, described, out
-from sova.cli.service import DEFAULT_API, add_sim_arguments, host_port, state_dir
+from sova.cli.service import DEFAULT_API, add_sim_arguments, host_port, keep_private, state_dir
 from sova.model.schema import InputError, Problem
 
 
@@ -59,6 +59,7 @@ def command(args) -> int:
     directory = args.dir or state_dir() / "serve" / time.strftime("%Y%m%d-%H%M%S")
     if directory.exists() and any(directory.iterdir()):
         raise InputError([Problem(f"--dir {directory}", "exists and is not empty; give a new directory")])
+    keep_private()  # the stack's directory, database, ledgers and logs: the user's alone
     if args.sim is not None:
         profile, agents, hosts, what = _sim_parts(args, directory)
         manager_args = ["--scenario", str(args.sim)]

@@ -261,6 +261,12 @@ def add_parsers(sub) -> None:
     t.add_argument("--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)")
 
 
+def keep_private() -> None:
+    """What a service process makes from here on (its database, ledgers, logs, directories) is its owner's
+    alone: files 0600, directories 0700. The state holds the audit trail and token hashes."""
+    os.umask(0o077)
+
+
 def manager_command(args) -> int:
     import asyncio
 
@@ -273,6 +279,7 @@ def manager_command(args) -> int:
 
     policies, control = profile_and_rails(args, "sova manager")
     log_to_stderr()
+    keep_private()
     api = None if args.no_api else host_port(args.api, "--api")
     if (args.tls_cert is None) != (args.tls_key is None):
         raise InputError([Problem("--tls-cert/--tls-key", "give both the certificate and its key, or neither")])
@@ -320,6 +327,7 @@ def agent_command(args) -> int:
 
     settings = bus_settings(args)
     log_to_stderr()
+    keep_private()
     try:
         return _run_agent(args, settings)
     except BusError as exc:

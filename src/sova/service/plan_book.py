@@ -76,7 +76,7 @@ class PlanBook(AuditLog):
 
     def record_note(self, time: float, policy: str, target: str, text: str) -> None:
         super().record_note(time, policy, target, text)
-        self.store.append_audit([self.entries[-1]])
+        self.store.append_audit([self.entries.pop()])  # now, and only now: flush writes the rest
 
     def record(self, time: float, plan: int, event: str, action: Action, outcome: Outcome | None = None) -> None:
         super().record(time, plan, event, action, outcome)
