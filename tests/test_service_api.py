@@ -160,3 +160,34 @@ def test_the_schema_and_the_reference_want_a_token_and_a_report_on_a_subject_no_
 
     anonymous, viewer = run_with_api(tmp_path, nats_server, body, mode="dry-run")
     assert anonymous == [401, 401] and viewer == [200, 200]
+
+
+def test_readyz_says_ready_with_every_check_and_names_the_one_that_fails_when_the_bus_is_gone(nats_server, tmp_path):
+    async def body(stack, client):
+        await wait_for(lambda: stack.manager.leading and stack.manager.collector.fresh())
+        ready = await client.get("/readyz")  # no token: a load balancer's probe
+        await asyncio.to_thread(nats_server.stop, kill=True)
+        await wait_for(lambda: not stack.manager_bus.client.is_connected)
+        gone = await client.get("/readyz")
+        health = await client.get("/healthz")  # alive all the same
+        await asyncio.to_thread(nats_server.start)  # the same port: the clients reconnect by themselves
+        back = []
+
+        async def ready_again() -> bool:
+            back[:] = [await client.get("/readyz")]
+            return back[0].status_code == 200
+
+        deadline = asyncio.get_running_loop().time() + 60
+        while not await ready_again() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.2)
+        return ready, gone, health, back[0]
+
+    ready, gone, health, back = run_with_api(tmp_path, nats_server, body, mode="auto")
+    assert ready.status_code == 200 and ready.json()["ready"] is True
+    assert set(ready.json()["checks"]) == {"bus", "store", "lease", "reports"}
+    assert ready.json()["checks"]["lease"]["detail"] == "held: this manager leads"
+    assert gone.status_code == 503 and gone.json()["ready"] is False
+    failing = {name: check["detail"] for name, check in gone.json()["checks"].items() if not check["ok"]}
+    assert failing["bus"] == "not connected to NATS" and set(failing) <= {"bus", "reports"}
+    assert health.status_code == 200
+    assert back.status_code == 200 and back.json()["ready"] is True

@@ -24,7 +24,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sova.plan.base import registry
 from sova.service import api_models as M
-from sova.service import views
+from sova.service import readiness, views
 from sova.service.api_slos import add_slo_routes
 from sova.service.dashboard import COOKIE, CSRF_HEADER, add_dashboard
 from sova.service.manager import Manager, ManagerError
@@ -116,9 +116,19 @@ def make_app(
 
     @app.get("/healthz", response_model=M.Health, tags=["service"])
     async def healthz() -> dict:
-        """Alive, whether it leads, how many hosts report (no token needed)."""
+        """Alive, whether it leads (false as soon as its lease lapsed), how many hosts report (no token)."""
         hosts = len(manager.collector.fresh())
-        return {"status": "ok", "leader": manager.leading, "hosts_reporting": hosts, "uptime_s": _uptime(manager)}
+        leader = manager.leading and manager.is_leader()
+        return {"status": "ok", "leader": leader, "hosts_reporting": hosts, "uptime_s": _uptime(manager)}
+
+    @app.get("/readyz", response_model=M.Readiness, tags=["service"], responses={503: {"model": M.Readiness}})
+    async def readyz(response: Response) -> dict:
+        """Ready to work: bus connected, store answering, lease held (or standing by), reports recent;
+        503 with the checks that fail (no token needed)."""
+        results = await readiness.checks(manager)
+        ready = all(check["ok"] for check in results.values())
+        response.status_code = 200 if ready else 503
+        return {"ready": ready, "checks": results}
 
     @app.get("/metrics", tags=["service"], response_class=Response)
     async def prometheus(_: Reader) -> Response:

@@ -47,6 +47,16 @@ class Health(BaseModel):
     uptime_s: float
 
 
+class Check(BaseModel):
+    ok: bool
+    detail: str
+
+
+class Readiness(BaseModel):
+    ready: bool
+    checks: dict[str, Check]
+
+
 class Host(BaseModel):
     name: str
     cores: float
