@@ -25,11 +25,21 @@ def default_state_url() -> str:
     return f"sqlite:///{state_dir() / 'manager.db'}"
 
 
-def log_to_stderr() -> None:
-    """A daemon's log lines: time, part, level, message (systemd's journal or `sova serve` keeps them)."""
-    import logging
+def log_to_stderr(log_format: str = "text") -> None:
+    """A daemon's log lines: time, part, level, message, or JSON objects (systemd's journal or `sova serve`
+    keeps them); a warning that repeats is backed off (service/log_backoff.py)."""
+    from sova.service.log_backoff import set_up
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    set_up(log_format)
+
+
+def add_log_argument(parser) -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="log lines as text, or one JSON object per line for a log collector (default: text)",
+    )
 
 
 def add_bus_arguments(parser) -> None:
@@ -137,6 +147,7 @@ def add_parsers(sub) -> None:
         ),
     )
     add_bus_arguments(m)
+    add_log_argument(m)
     m.add_argument("--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)")
     add_profile_arguments(m, scenario=True)
     m.add_argument("--api", default=DEFAULT_API, metavar="HOST:PORT", help="where the API listens (%(default)s)")
@@ -211,6 +222,7 @@ def add_parsers(sub) -> None:
         ),
     )
     add_bus_arguments(a)
+    add_log_argument(a)
     add_profile_arguments(a, scenario=True, default="default", mode=False)
     a.add_argument("--host", default=None, metavar="NAME", help="this host's name (a lab host with --lab)")
     a.add_argument("--uri", default=None, metavar="URI", help="this host's libvirt URI (default qemu:///system)")
@@ -278,7 +290,7 @@ def manager_command(args) -> int:
     from sova.service.daemons import ManagerSettings, run_manager
 
     policies, control = profile_and_rails(args, "sova manager")
-    log_to_stderr()
+    log_to_stderr(args.log_format)
     keep_private()
     api = None if args.no_api else host_port(args.api, "--api")
     if (args.tls_cert is None) != (args.tls_key is None):
@@ -326,7 +338,7 @@ def agent_command(args) -> int:
     from sova.service.bus import BusError
 
     settings = bus_settings(args)
-    log_to_stderr()
+    log_to_stderr(args.log_format)
     keep_private()
     try:
         return _run_agent(args, settings)
