@@ -118,6 +118,11 @@ def test_sova_serve_refuses_bad_input_before_starting_anything(tmp_path):
         port_taken = sova("serve", "--sim", str(QUICKSTART), "--api", f"127.0.0.1:{used}")
         not_empty = sova("serve", "--sim", str(QUICKSTART), "--api", f"127.0.0.1:{free_port()}", "--dir", str(full))
         bad_api = sova("serve", "--sim", str(QUICKSTART), "--api", "localhost")
+        fresh = tmp_path / "never"
+        sim = ["serve", "--sim", str(QUICKSTART), "--api", f"127.0.0.1:{free_port()}", "--dir", str(fresh)]
+        bad_profile = sova(*sim, "--profile", "nope")
+        bad_param = sova(*sim, "--param", "threshold-migration.nope=1")
+        bad_control = sova(*sim, "--control", "hold_down=-5s")
     finally:
         taken.close()
     assert neither.returncode == 2 and "give --sim SCENARIO or --lab DIR" in neither.stderr
@@ -125,6 +130,9 @@ def test_sova_serve_refuses_bad_input_before_starting_anything(tmp_path):
     assert not_empty.returncode == 2 and "exists and is not empty" in not_empty.stderr
     assert (full / "keep.txt").read_text() == "a user's file" and len(list(full.iterdir())) == 1
     assert bad_api.returncode == 2 and "expected HOST:PORT" in bad_api.stderr
+    for refused, named in ((bad_profile, "nope"), (bad_param, "nope"), (bad_control, "hold_down")):
+        assert refused.returncode == 2 and named in refused.stderr, refused.stderr
+    assert not fresh.exists()  # nothing made, nothing started
 
 
 def test_sova_token_adds_lists_and_revokes_tokens_and_shows_a_secret_only_once(tmp_path):

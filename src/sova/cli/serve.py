@@ -67,6 +67,7 @@ def command(args) -> int:
         profile, agents, hosts, what = _lab_parts(args, directory)
         manager_args = []
     # the manager runs the profile's global policies, the agents its local ones
+    _check_profile(args, profile)  # as the manager and agents will, but before anything starts
     profile_args = ["--profile", profile]
     for flag, values in (("--param", args.param), ("--control", args.control)):
         for value in values:
@@ -93,6 +94,15 @@ def command(args) -> int:
         stack.stop()
     out.print(f"stopped; its state and logs stay in {directory}", markup=False)
     return 0
+
+
+def _check_profile(args, profile: str) -> None:
+    """--profile, --param and --control as the children would read them (an InputError naming the flag)."""
+    import argparse
+
+    from sova.cli.manage import profile_and_rails
+
+    profile_and_rails(argparse.Namespace(**(vars(args) | {"profile": profile, "scenario": args.sim})), "sova serve")
 
 
 def _sim_parts(args, directory: Path):
