@@ -51,7 +51,10 @@ def test_web_greedy_fill_is_best_and_far_above_random(web):
 
 
 def test_web_network_aware_algorithms_beat_the_cpu_only_one(web):
-    assert web["sa-all"] > web["greedy-net"] > web["sa-cntm"] > web["sa-c"]
+    # the paper: "a steady upward progression, where more network knowledge leads to higher total
+    # throughput", and algorithms with full topology knowledge at medians of 1.2x to 1.5x
+    assert web["sa-all"] > web["sa-cntm"] > web["sa-c"]
+    assert web["greedy-net"] > 1.2 and web["sa-all"] > 1.2
     assert web["sa-c"] < 1.05  # the paper: -9 %; CPU balance alone does not help the network
 
 

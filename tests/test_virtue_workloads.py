@@ -35,9 +35,10 @@ def run(scenario, steps: int) -> Simulator:
 
 def test_a_web_stream_runs_at_its_bottleneck_in_requests_per_second():
     sim = run(web_scenario({"cli": "h1", "web": "h2", "mc": "h3"}), 5)
-    # the web VM's uplink carries every page and every cache request: the most bytes per request
+    # the web VM's uplink carries every page and every cache request: the most bytes per request; the
+    # closed loop comes within 3 % of filling it (the cache calls' connections count as sending there)
     per_request = (33660 + 10 * 100) * 8
-    assert sim.sensors.gauges["web_rps"][0] == pytest.approx(100e6 * EFF / per_request, rel=0.01)
+    assert sim.sensors.gauges["web_rps"][0] == pytest.approx(100e6 * EFF / per_request, rel=0.03)
     # its flows carry the stream's rate times their bytes per request
     rate = sim.sensors.gauges["rate"]
     kinds = {f.kind: i for i, f in enumerate(sim.network.flows)}
@@ -130,7 +131,8 @@ def test_the_shuffle_sends_each_vms_bytes_evenly_to_the_others():
 
 def test_a_web_stream_shares_a_link_with_a_shuffle_per_tcp_connection():
     # the page flow (web on h2 -> client on h1) and one shuffle flow (hd1 on h2 -> hd2 on h1) share h2's uplink;
-    # the stream holds its client's 20 connections, the shuffle flow one, so they split it 20 : 1 in bits/s
+    # the shuffle flow holds one connection, the page flow those of the stream's 20 that are sending a page
+    # (Little's law: its rate times a page's time, 15-19 here), and TCP splits the link per connection
     scenario = make_scenario(
         scenario={"duration": 30},
         topology={"kind": "single-switch", "link_speed": "100Mbps"},
@@ -154,7 +156,7 @@ def test_a_web_stream_shares_a_link_with_a_shuffle_per_tcp_connection():
         i for i, f in enumerate(sim.network.flows) if f.kind == "shuffle" and f.src[1] == sim.vm_names.index("hd1")
     )
     assert rate[page] + rate[shuffle] == pytest.approx(100e6 * EFF, rel=0.01)
-    assert rate[page] == pytest.approx(20 * rate[shuffle], rel=0.01)
+    assert 15 * rate[shuffle] < rate[page] < 20 * rate[shuffle]
 
 
 def tasks_scenario(mappers: int, reducers: int, **params):
@@ -205,3 +207,28 @@ def test_reduce_tasks_write_their_output_to_disk():
         sim.step()
     assert sim.sensors.counters["blk_wr_bytes"].sum() == pytest.approx(3 * 100e6, rel=1e-6)
     assert sim.sensors.counters["blk_rd_bytes"].sum() == 0
+
+
+def test_cache_calls_across_links_a_shuffle_fills_wait_their_turn_instead_of_holding_the_stream_back():
+    # cli and web on h1, their cache VM on h2; 25 shuffle connections fill both hosts' uplinks. The paper's
+    # web VM makes its ten cache calls one after another, each a small message on its own TCP connection:
+    # behind the shuffle each waits for a connection's share of the link, a few ms a request, while the web
+    # VM's CPU (1 ms a request) stays the bound. As one unit of sharing the stream was held to 250 req/s.
+    def scenario(shuffle: bool):
+        workloads = [{"vm": "cli", "kind": "web", "web": "web", "cache": "mc"}]
+        if shuffle:
+            workloads.append({"vm": "hd*", "kind": "mapreduce", "map": 0, "reduce": 0, "shuffle": "10GB"})
+        return make_scenario(
+            scenario={"duration": 30},
+            topology={"kind": "single-switch", "link_speed": "100Mbps"},
+            hosts=[{"name": "h{i}", "count": 2, "cores": 16, "nic": {"bandwidth": "100Mbps"}}],
+            vms=[{"name": "cli", "host": "h1"}, {"name": "web", "host": "h1"}, {"name": "mc", "host": "h2"}]
+            + [{"name": f"hd{i}", "host": "h2" if i < 5 else "h1"} for i in range(10)],
+            workloads=workloads,
+        )
+
+    alone, beside = (run(scenario(shuffle), 10) for shuffle in (False, True))
+    assert alone.sensors.gauges["web_rps"][0] > 950  # the web VM's CPU
+    assert 0.8 * alone.sensors.gauges["web_rps"][0] < beside.sensors.gauges["web_rps"][0]
+    assert beside.sensors.gauges["web_rps"][0] < alone.sensors.gauges["web_rps"][0]  # the calls do wait
+    assert beside.network.web_transfer[0] > 10 * alone.network.web_transfer[0]

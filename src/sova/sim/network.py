@@ -25,6 +25,7 @@ from sova.sim.maxmin import max_min_fair
 from sova.sim.records import Flow, SimError
 from sova.sim.sriov_vfs import SriovVfs
 from sova.sim.vm_inventory import VmInventory
+from sova.sim.web_sharing import share_per_connection
 from sova.sim.workloads import Workloads
 
 RHO_MAX = 0.99  # utilisation cap in the queueing formulas (a saturated resource serves at 1 / (1 - 0.99))
@@ -75,7 +76,10 @@ class Network:
         self._ends_n = 0  # flows whose ends are in them
         self._flow_end_vms: list[int] = []  # two per flow, for re-routing the flows of VMs that moved
         self.web_rate = np.zeros(0)  # requests/s of each web stream, last step (the web kind sizes it)
-        self.stream_demand = np.zeros(0)  # requests/s each web stream asks for this step (the web kind's)
+        self.stream_demand = np.zeros(0)  # requests/s each web stream's CPUs allow this step (the web kind's)
+        self.stream_base = np.zeros(0)  # s of each web stream's request outside transfer (the web kind's)
+        self.web_transfer = np.zeros(0)  # s of each web stream's request in transfer, last solve
+        self.web_sending = np.zeros(0)  # per web T entry: connections sending on its flow, last solve
         self.io_flow_read = np.full(self.n_vms, -1, dtype=np.int64)  # each VM's storage streams' flows
         self.io_flow_write = np.full(self.n_vms, -1, dtype=np.int64)
         self._route_cache: list[datapath.Route | None] = []
@@ -162,7 +166,6 @@ class Network:
         )
         self._resource_by_flow = self._flow_by_resource.T.tocsr()
         self._resource_order = None
-        self._tie = self._tie_matrix(n_f)
         self.vms.routes_dirty = False
         self.vms.moved.clear()
         self._last_solve_key = None
@@ -243,20 +246,6 @@ class Network:
         self.flow_src_host[f], self.flow_dst_host[f] = route.src_host, route.dst_host
         self.flow_tx_host[f], self.flow_tx_vf[f] = route.tx_host, route.tx_vf
 
-    def _tie_matrix(self, n_f: int) -> csr_matrix | None:
-        """T (flows x units): a free flow is its own unit; a web stream's flows carry its rate x bits."""
-        if not self.web:
-            return None
-        st = self.web
-        free = np.ones(n_f, dtype=bool)
-        free[st.tie_flow] = False
-        self._free_flows = np.flatnonzero(free)
-        nf = len(self._free_flows)
-        rows = np.concatenate([self._free_flows, st.tie_flow])
-        cols = np.concatenate([np.arange(nf), nf + st.tie_stream])
-        vals = np.concatenate([np.ones(nf), st.tie_bits])
-        return csr_matrix((vals, (rows, cols)), shape=(n_f, nf + len(st)))
-
     def transfer_times(self, flows, bits, load, cap) -> tuple[np.ndarray, np.ndarray]:
         """Per flow, the slowest pipeline stage for one message of `bits`, loaded and unloaded (M/G/1-PS)."""
         ptr = self._flow_by_resource.indptr
@@ -298,7 +287,14 @@ class Network:
     def solve(self, cap: np.ndarray, demand: np.ndarray, data: np.ndarray, active: np.ndarray) -> np.ndarray:
         """The flows' rates (bit/s) for this step: solved again only if demand, capacities or costs
         changed (the weights follow from demand and routes)."""
-        key = (demand.tobytes(), cap.tobytes(), data.tobytes())
+        key = (
+            demand.tobytes(),
+            cap.tobytes(),
+            data.tobytes(),
+            self.stream_demand.tobytes(),
+            self.stream_base.tobytes(),
+            self.web_sending.tobytes(),
+        )
         if key != self._last_solve_key:
             self._resource_by_flow.data[:] = data[self._resource_by_flow_order()]
             self._flow_by_resource.data[:] = data
@@ -308,17 +304,18 @@ class Network:
         return self.rate
 
     def _solve(self, cap: np.ndarray, demand: np.ndarray, weight: np.ndarray | None) -> np.ndarray:
-        """Max-min fair rates of the flows; web streams share as units (requests/s) through T."""
-        if self._tie is None:
-            return max_min_fair(self._resource_by_flow, cap, demand, at=self._flow_by_resource, weight=weight)
-        free = self._free_flows
-        resource_by_unit = (self._resource_by_flow @ self._tie).tocsr()
-        unit_demand = np.concatenate([demand[free], self.stream_demand])
-        w_free = np.ones(len(free)) if weight is None else weight[free]
-        unit_weight = np.concatenate([w_free, self.web.weight])
-        unit_rate = max_min_fair(resource_by_unit, cap, unit_demand, at=resource_by_unit.T.tocsr(), weight=unit_weight)
-        self.web_rate = unit_rate[len(free) :]
-        return self._tie @ unit_rate
+        """Max-min fair rates of the flows; web streams' flows shared per connection (sim/web_sharing.py)."""
+
+        def solve(flow_demand: np.ndarray, flow_weight: np.ndarray | None) -> np.ndarray:
+            return max_min_fair(self._resource_by_flow, cap, flow_demand, at=self._flow_by_resource, weight=flow_weight)
+
+        if not self.web:
+            return solve(demand, weight)
+        shared = share_per_connection(
+            self.web, solve, demand, weight, self.stream_demand, self.stream_base, self.web_sending, self.alone(cap)
+        )
+        self.web_rate, self.web_transfer, self.web_sending = shared.stream_rate, shared.transfer, shared.sending
+        return shared.flow_rate
 
     def _resource_by_flow_order(self) -> np.ndarray:
         """Permutation from flow-major entries to resource-major (CSR of the resource x flow matrix) entries."""

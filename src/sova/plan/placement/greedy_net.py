@@ -1,12 +1,15 @@
 """Greedy Net (Virtue §III-D2): with the traffic matrix and the topology but no CPU data, repeatedly find
-the most utilized link and move a VM whose traffic crosses it to the host that lowers the maximum link
-utilization most; stop when no such move lowers it (or after ``max_moves``). Measured on a congested
+the most utilized link and move a VM sending traffic across it (the paper: "moves VMs sending traffic
+across this link") to the host that lowers the maximum link utilization most; stop when no such move
+lowers it (or after ``max_moves``). Measured on a congested
 network many links sit at the same (saturated) maximum, and no single move lowers the maximum itself:
 then a move that keeps the maximum and leaves fewer links at it counts as lowering it (the hottest link
 drops below it), so the algorithm works through the tied links one by one.
 
-A group's links carry the traffic between its VMs and everything outside it; the candidates are the
-group's VMs with traffic across its boundary, heaviest first.
+A group's links carry the traffic between its VMs and everything outside it. The candidates are the VMs
+that send across the link in its busier direction, heaviest first: the group's own VMs when its uplink
+is the busier, the VMs outside sending into the group when its downlink is (the pages a client receives
+come from web VMs elsewhere, and only moving one of those lowers that link).
 """
 
 from __future__ import annotations
@@ -28,7 +31,6 @@ def greedy_net(problem: PlacementProblem, x0: np.ndarray, max_moves: int = 10_00
     count = np.bincount(ev.x, minlength=problem.n_hosts)
     mem = problem.memory if problem.memory is not None and problem.host_memory is not None else None
     mem_used = np.bincount(ev.x, weights=mem, minlength=problem.n_hosts) if mem is not None else None
-    use = problem.nic_tx() + problem.nic_rx()
     hosts = np.arange(problem.n_hosts)
     for _ in range(max_moves):
         current = ev.value()
@@ -36,9 +38,8 @@ def greedy_net(problem: PlacementProblem, x0: np.ndarray, max_moves: int = 10_00
             break
         at_max = _at_max(ev, current)
         lvl, g = _hottest_group(ev)
-        members = np.flatnonzero(problem.levels.group[lvl][ev.x] == g)
         moved = False
-        for v in members[np.argsort(-use[members], kind="stable")]:
+        for v in _senders(problem, ev, lvl, g):
             a = int(ev.x[v])
             ev.move(int(v), -1)
             s, local = ev.scores_and_local(int(v))
@@ -84,6 +85,19 @@ def _fewer_at_max(ev: Evaluator, v: int, s: np.ndarray, local: np.ndarray, curre
             return int(h)
         ev.move(v, -1)
     return -1
+
+
+def _senders(problem: PlacementProblem, ev: Evaluator, lvl: int, g: int) -> np.ndarray:
+    """The VMs sending across group g's link at level lvl in its busier direction, heaviest first."""
+    inside = problem.levels.group[lvl][ev.x] == g
+    if ev.out[lvl][g] >= ev.inn[lvl][g]:  # out of the group: its VMs' traffic to the rest and outside
+        sent = problem.traffic @ (~inside).astype(float) + problem.external_tx
+        sent[~inside] = 0.0
+    else:  # into the group: the traffic of the VMs elsewhere to its VMs
+        sent = problem.traffic @ inside.astype(float)
+        sent[inside] = 0.0
+    senders = np.flatnonzero(sent > 0)
+    return senders[np.argsort(-sent[senders], kind="stable")]
 
 
 def _hottest_group(ev: Evaluator) -> tuple[int, int]:

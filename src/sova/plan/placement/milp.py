@@ -146,6 +146,9 @@ def solve(
     h.setOptionValue("time_limit", float(time_limit))
     h.setOptionValue("mip_rel_gap", float(gap))
     h.setOptionValue("random_seed", 1)
+    # HiGHS 1.16's RENS sub-MIP can sit in presolve (HPresolve::strengthenInequalities) far past the time
+    # limit: a Virtue web-20 trial (k = 15) ran 25 min against a 10 s limit; without RENS it keeps it
+    h.setOptionValue("mip_heuristic_run_rens", False)
     if threads:
         h.setOptionValue("threads", int(threads))
     h.passModel(lp)

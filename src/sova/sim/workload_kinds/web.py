@@ -3,15 +3,10 @@
 A client VM keeps ``concurrency`` requests outstanding against the web VMs its ``web`` pattern names.
 Each request sends ``request`` bytes to a web VM, which makes ``calls`` sequential requests to cache
 VMs picked at random (each of the M cache VMs gets calls/M of them on average) and answers with
-``page`` bytes. One request thus moves fixed bytes over several paths at once, so a stream (client,
-web VM) is one unit of max-min sharing, in requests/s, and each of its flows carries the stream's rate
-times its bytes per request: the tie matrix T (flows x streams). A flow shared by several streams (a
-web VM's calls to one cache VM) carries the sum of theirs.
-
-TCP shares a link per connection, in bits/s, not per request: a stream holds its client's share of
-``concurrency`` connections, so its weight in the max-min sharing is those connections divided by the
-bits per request of its heaviest flow. Bottlenecked beside other traffic (a Hadoop shuffle), its
-heaviest flow then gets one connection's bits/s per connection, as TCP would give it.
+``page`` bytes. A stream (client, web VM) holds its client's share of ``concurrency`` connections, and
+each of its flows carries the stream's rate times its bytes per request (the entries T: flow, stream,
+bits per request); a flow shared by several streams (a web VM's calls to one cache VM) carries the sum
+of theirs. How the stages of a request share the network, per TCP connection, is sim/web_sharing.py's.
 """
 
 from __future__ import annotations
@@ -39,22 +34,28 @@ class Web(WorkloadKind):
 
     def register(self, group, sim) -> None:
         group.model = register(group, sim.vm_names, lambda a, b, kind: sim.network.add_flow((VM, a), (VM, b), kind))
-        sim.network.web_rate = np.zeros(len(group.model))
+        n_streams = len(group.model)
+        sim.network.web_rate, sim.network.web_transfer = np.zeros(n_streams), np.zeros(n_streams)
+        sim.network.web_sending = group.model.tie_connections.copy()
 
     def demand(self, group, sim, step: Demand) -> None:
-        """Each stream's demand (requests/s), stopped while any VM it crosses is paused; its flows' share."""
+        """What each stream's CPUs allow (requests/s), stopped while any VM it crosses is paused, and the
+        time of its request outside transfer, for the network's solve; its flows' demand at the rate its
+        closed loop reaches with the last step's transfer times."""
         streams = group.model
         share = np.ones(sim.n_vms)
         if sim.last_vm_alloc is not None:
             want = np.maximum(sim.last_vm_want, 1e-300)
             share = np.where(sim.last_vm_want > 0, np.minimum(sim.last_vm_alloc / want, 1.0), 1.0)
         room = np.maximum(sim.compute.vm_cpu_limit() - step.cpu, 0.0) * share
-        wanted = stream_demand(group, streams, sim.network.flow_latency, room, sim.network.web_rate)
+        net = sim.network
+        cap, base = stream_limits(group, streams, net.flow_latency, room, net.web_rate)
         stop = np.ones(len(streams))
         np.minimum.at(stop, streams.tie_stream, step.ends_run[streams.tie_flow])
-        sim.network.stream_demand = wanted * stop
-        step.cpu += cpu_demand(group, streams, sim.network.web_rate, sim.n_vms)
-        carried = np.where(np.isfinite(wanted), wanted, 0.0)[streams.tie_stream] * streams.tie_bits
+        net.stream_demand, net.stream_base = cap * stop, base
+        step.cpu += cpu_demand(group, streams, net.web_rate, sim.n_vms)
+        wanted = np.minimum(net.stream_demand, streams.connections / np.maximum(base + net.web_transfer, 1e-9))
+        carried = wanted[streams.tie_stream] * streams.tie_bits
         np.add.at(step.flow, streams.tie_flow, carried)
 
     def advance(self, group, sim, step: Granted) -> None:
@@ -72,9 +73,10 @@ class WebStreams:
     tie_stream: np.ndarray
     tie_bits: np.ndarray
     tie_per_request: np.ndarray  # messages on this flow per request (1, or calls / M), for latency
+    tie_connections: np.ndarray  # the stream's connections on this flow (its own, or the ones calling M)
     call_entry: np.ndarray  # the entry is a web -> cache call; its cache VM
     call_vm: np.ndarray
-    weight: np.ndarray  # per stream: its weight in max-min sharing (connections per bit of a request)
+    connections: np.ndarray  # per stream: requests it keeps outstanding (its client's, shared evenly)
 
     def __len__(self) -> int:
         return len(self.row)
@@ -92,7 +94,7 @@ def register(g: Group, vm_names: list[str], add_flow: Callable[[int, int, str], 
         return flows[(a, b, kind)]
 
     row, client, web = [], [], []
-    tf, ts, tb, tm, call_vm = [], [], [], [], []
+    tf, ts, tb, tm, call_vm, part = [], [], [], [], [], []
     p = g.params
     for j, c in enumerate(g.vm):
         c = int(c)
@@ -112,16 +114,15 @@ def register(g: Group, vm_names: list[str], add_flow: Callable[[int, int, str], 
                 share = calls / len(caches)
                 entries.append((flow(w, m, "cache-request"), share * p["call_request"][j] * 8, share, m))
                 entries.append((flow(m, w, "cache-response"), share * p["call_response"][j] * 8, share, -1))
-            for f, bits, per, m in entries:
+            for k, (f, bits, per, m) in enumerate(entries):
                 tf.append(f)
                 ts.append(s)
                 tb.append(bits)
                 tm.append(per)
                 call_vm.append(m)
+                part.append(1.0 if k < 2 else 1.0 / len(caches))  # calls spread over the M cache VMs
     call = np.array(call_vm, dtype=np.int64)
     row_a, stream, bits = np.array(row, dtype=np.int64), np.array(ts, dtype=np.int64), np.array(tb, dtype=float)
-    heaviest = np.zeros(len(row_a))
-    np.maximum.at(heaviest, stream, bits)
     connections = p["concurrency"][row_a] / np.bincount(row_a, minlength=len(g))[row_a]
     return WebStreams(
         row=row_a,
@@ -133,29 +134,26 @@ def register(g: Group, vm_names: list[str], add_flow: Callable[[int, int, str], 
         tie_per_request=np.array(tm, dtype=float),
         call_entry=call >= 0,
         call_vm=call,
-        weight=connections / np.maximum(heaviest, 1e-300),
+        tie_connections=connections[stream] * np.array(part, dtype=float),
+        connections=connections,
     )
 
 
-def stream_demand(
+def stream_limits(
     g: Group, st: WebStreams, flow_latency: np.ndarray, cpu_room: np.ndarray, last_rate: np.ndarray
-) -> np.ndarray:
-    """Requests/s each stream could carry if the network were free: the closed loop, or the CPU of its
-    web VM or of a cache VM it calls.
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per stream, the requests/s its CPUs allow (the web VM's, or a cache VM's it calls) and the time of
+    one request outside transfer (server and cache CPU, and the fixed latency of every message).
 
-    Closed loop: a client's ``concurrency`` requests, spread evenly over its streams, each taking at
-    least the unloaded time (server and cache CPU, and the fixed latency of every message).
-    CPU: a web VM serves at most ``cpu_room`` / cpu_per_request requests/s, and a cache VM
-    ``cpu_room`` / cpu_per_call calls/s, each shared by the streams it serves in proportion to what
-    they carried last step (evenly at first); a stream sends calls / M of its requests' calls to each of
-    its M cache VMs, so a busy cache VM holds back every stream that calls it.
+    A web VM serves at most ``cpu_room`` / cpu_per_request requests/s, and a cache VM ``cpu_room`` /
+    cpu_per_call calls/s, each shared by the streams it serves in proportion to what they carried last
+    step (evenly at first); a stream sends calls / M of its requests' calls to each of its M cache VMs,
+    so a busy cache VM holds back every stream that calls it.
     """
     p = g.params
-    n_streams = np.bincount(st.row, minlength=len(g)).astype(float)
     latency = np.bincount(st.tie_stream, weights=st.tie_per_request * flow_latency[st.tie_flow], minlength=len(st))
     cpr = p["cpu_per_request"][st.row]
     base = cpr + p["calls"][st.row] * p["cpu_per_call"][st.row] + latency
-    loop = p["concurrency"][st.row] / np.maximum(n_streams[st.row], 1.0) / np.maximum(base, 1e-9)
     cpu = np.where(cpr > 0, cpu_room[st.web] * _served_part(st.web, last_rate) / np.maximum(cpr, 1e-300), np.inf)
     # the cache VMs: one entry per (stream, cache VM), calls per request = tie_per_request
     c = np.flatnonzero(st.call_entry)
@@ -164,7 +162,7 @@ def stream_demand(
     part = _served_part(cache, last_rate[stream] * per)
     calls = np.where(cpc > 0, cpu_room[cache] * part / np.maximum(cpc, 1e-300), np.inf)
     np.minimum.at(cpu, stream, calls / np.maximum(per, 1e-300))
-    return np.minimum(loop, cpu)
+    return cpu, base
 
 
 def _served_part(server: np.ndarray, load: np.ndarray) -> np.ndarray:
