@@ -43,12 +43,6 @@ def wait_until(condition, timeout: float = 90.0) -> None:
         time.sleep(0.1)
 
 
-def ctrl_c_stops() -> None:
-    """In the child before exec: SIGINT does its default, as an interactive shell leaves it (a shell's
-    background job, `make test &`, starts with SIGINT ignored, and Python keeps an ignored SIGINT)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_every_part(tmp_path, browser):
     if natsd.binary() is None:
         pytest.skip("needs nats-server (as root, `make` installs it)")
@@ -71,7 +65,6 @@ def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
-        preexec_fn=ctrl_c_stops,
     )
     try:
         wait_until(lambda: (directory / "serve.json").exists() or serve.poll() is not None)
@@ -166,3 +159,32 @@ def test_the_daemons_name_the_setting_that_keeps_them_from_starting(tmp_path):
     assert agent_no_host.returncode == 2 and "--host" in agent_no_host.stderr
     assert agent_bad_scheme.returncode == 2 and "expected nats://" in agent_bad_scheme.stderr
     assert not Path(tmp_path / "nosuchdb").exists()
+
+
+def test_sova_serve_stops_on_sigint_as_a_background_job_and_sigkill_takes_its_parts_with_it(tmp_path):
+    if natsd.binary() is None:
+        pytest.skip("needs nats-server (as root, `make` installs it)")
+
+    def start(directory: Path) -> tuple[subprocess.Popen, dict[str, int]]:
+        command = ["serve", "--sim", str(QUICKSTART), "--speed", "10", "--api", f"127.0.0.1:{free_port()}"]
+        serve = subprocess.Popen(
+            [sys.executable, "-m", "sova.cli", *command, "--dir", str(directory)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as `sova serve &` starts
+        )
+        wait_until(lambda: (directory / "serve.json").exists() or serve.poll() is not None)
+        assert serve.poll() is None, serve.stdout.read()
+        return serve, json.loads((directory / "serve.json").read_text())["pids"]
+
+    background, pids = start(tmp_path / "background")
+    background.send_signal(signal.SIGINT)
+    output = background.communicate(timeout=60)[0]
+    assert background.returncode == 0 and "stopped; its state and logs stay in" in output
+    assert not any(alive(pid) for pid in pids.values())
+    killed, pids = start(tmp_path / "killed")
+    killed.kill()  # SIGKILL: no handler runs; the kernel tells the parts their parent died
+    killed.communicate(timeout=30)
+    wait_until(lambda: not any(alive(pid) for pid in pids.values()), timeout=60)

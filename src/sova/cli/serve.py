@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import socket
 import time
 from pathlib import Path
@@ -51,6 +52,9 @@ def _profile_arguments(parser) -> None:
 
 def command(args) -> int:
     from sova.service.local_stack import LocalStack, StackError
+
+    # Ctrl-C stops the stack even when a shell started it as a background job, with SIGINT ignored
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
     if (args.sim is None) == (args.lab is None):
         raise InputError([Problem("sova serve", "give --sim SCENARIO or --lab DIR (one of them)")])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import httpx
 
-from sova.service.natsd import NatsServer
+from sova.service.natsd import NatsServer, stop_with_parent
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
 
@@ -58,7 +58,7 @@ class LocalStack:
 
     def _start(self, timeout: float) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.nats = NatsServer(self.directory / "nats").start()
+        self.nats = NatsServer(self.directory / "nats", with_parent=True).start()
         state = f"sqlite:///{self.directory / 'manager.db'}"
         store = StateStore(state)
         self.token = TokenBook(store).create("admin", "admin", by="sova serve")
@@ -84,6 +84,7 @@ class LocalStack:
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # Ctrl-C reaches `sova serve` alone, which stops the parts in order
+                preexec_fn=stop_with_parent,  # and a `sova serve` killed by SIGKILL takes them with it
             )
         self.children.append(Child(name, process, log))
 

@@ -7,6 +7,7 @@ and password written there. A restart on the same directory keeps what JetStream
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import secrets
 import shutil
@@ -27,6 +28,13 @@ def binary() -> str | None:
     return shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/local/sbin")
 
 
+def stop_with_parent() -> None:
+    """In a child before it runs (Popen's preexec_fn): SIGTERM to it when the thread that forked it dies,
+    so a `sova serve` killed by SIGKILL leaves no bus or daemon behind (Linux's PR_SET_PDEATHSIG)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -45,6 +53,7 @@ class NatsServer:
     user: str = "sova"
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     process: subprocess.Popen | None = None
+    with_parent: bool = False  # it stops when the thread that started it dies, even by SIGKILL (Linux)
 
     @property
     def url(self) -> str:
@@ -70,7 +79,13 @@ class NatsServer:
             out.write(text)
         with (self.directory / "nats.log").open("ab") as log:
             # a session of its own: a Ctrl-C meant for its starter does not stop the bus under the others
-            self.process = subprocess.Popen([path, "-c", str(config)], stdout=log, stderr=log, start_new_session=True)
+            self.process = subprocess.Popen(
+                [path, "-c", str(config)],
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+                preexec_fn=stop_with_parent if self.with_parent else None,
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
