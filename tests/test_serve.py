@@ -188,3 +188,42 @@ def test_sova_serve_stops_on_sigint_as_a_background_job_and_sigkill_takes_its_pa
     killed.kill()  # SIGKILL: no handler runs; the kernel tells the parts their parent died
     killed.communicate(timeout=30)
     wait_until(lambda: not any(alive(pid) for pid in pids.values()), timeout=60)
+
+
+def test_sova_serve_starts_a_part_again_after_it_dies_and_counts_the_crash(tmp_path):
+    if natsd.binary() is None:
+        pytest.skip("needs nats-server (as root, `make` installs it)")
+    directory = tmp_path / "stack"
+    command = ["serve", "--sim", str(QUICKSTART), "--speed", "10", "--api", f"127.0.0.1:{free_port()}"]
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "sova.cli", *command, "--dir", str(directory)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+    def record() -> dict:
+        return json.loads((directory / "serve.json").read_text())
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"{record()['url']}/healthz", timeout=2).json()["hosts_reporting"] == 4
+        except (httpx.HTTPError, ValueError, KeyError):
+            return False
+
+    try:
+        wait_until(lambda: (directory / "serve.json").exists() or serve.poll() is not None)
+        assert serve.poll() is None, serve.stdout.read()
+        first = record()["pids"]
+        for part in ("manager", "nats-server"):
+            os.kill(record()["pids"][part], signal.SIGKILL)
+            wait_until(lambda part=part: record()["crashes"][part] == 1 and alive(record()["pids"][part]))
+            wait_until(healthy)  # the API answers and every host reports again
+        assert record()["pids"]["manager"] != first["manager"] and serve.poll() is None
+    finally:
+        serve.send_signal(signal.SIGINT)
+        output = serve.communicate(timeout=60)[0]
+    assert serve.returncode == 0, output
+    assert "manager exited (-9; crash 1); starting it again in 1 s" in output
+    assert "nats-server exited (crash 1); started it again" in output

@@ -88,10 +88,10 @@ def command(args) -> int:
     out.print(f"dashboard and API: {stack.url}/  (the admin token is in {directory / 'admin.token'})", markup=False)
     out.print(f"API reference: {stack.url}/docs; metrics: {stack.url}/metrics; Ctrl-C stops it all", markup=False)
     try:
-        while (failed := stack.failed()) is None:
-            time.sleep(0.5)  # watching the children; Ctrl-C or SIGTERM ends the wait
-        out.print(f"{failed.name} exited ({failed.process.returncode}); see {failed.log}; stopping", markup=False)
-        return 1
+        while True:  # watching the parts, each started again if it exits; Ctrl-C or SIGTERM ends the watch
+            for line in stack.supervise():
+                out.print(line, markup=False)
+            time.sleep(0.5)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM: the way to stop it
         out.print("stopping ...", markup=False)
     finally:

@@ -1,7 +1,10 @@
 """`sova serve`: the whole service on this machine, each part a process started and stopped by its PID:
 nats-server, the manager (with its API and dashboard) and the agents (a simulated cluster's, or one per
 lab host). Everything lives in one directory of its own: the bus's store, the manager's state, the
-agents' ledgers, each process's log, the admin token (owner-only) and ``serve.json`` (the PIDs and URL).
+agents' ledgers, each process's log, the admin token (owner-only) and ``serve.json`` (the PIDs, the URL
+and each part's crashes). A part that exits is started again after a back-off (1 s, doubling to a
+minute while it keeps failing; a part that ran a minute starts over at 1 s); the stack stops only when
+asked.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from pathlib import Path
 
 import httpx
 
-from sova.service.natsd import NatsServer, stop_with_parent
+from sova.service.natsd import NatsServer, NatsServerError, stop_with_parent
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
 
@@ -26,11 +29,20 @@ class StackError(RuntimeError):
     """A part of the stack did not come up."""
 
 
+FIRST_DELAY, MOST_DELAY = 1.0, 60.0  # s before a part that exited starts again: at first, at most
+STEADY = 60.0  # s a part runs before its next exit counts as a new fault (the back-off starts over)
+
+
 @dataclass
 class Child:
     name: str
     process: subprocess.Popen
     log: Path
+    args: list[str]  # its `sova` command, to start it again
+    crashes: int = 0  # exits while the stack ran
+    delay: float = 0.0  # s before the latest restart
+    restart_at: float | None = None  # when it starts again (it exited)
+    started: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -42,6 +54,7 @@ class LocalStack:
     hosts: int  # how many hosts report once all is up
     children: list[Child] = field(default_factory=list)
     nats: NatsServer | None = None
+    nats_crashes: int = 0
     token: str = ""
 
     @property
@@ -76,9 +89,12 @@ class LocalStack:
 
     def _spawn(self, name: str, args: list[str]) -> None:
         log = self.directory / f"{name}.log"
+        self.children.append(Child(name, self._launch(args, log), log, args))
+
+    def _launch(self, args: list[str], log: Path) -> subprocess.Popen:
         env = {**os.environ, "SOVA_NATS_PASSWORD": self.nats.password, "PYTHONUNBUFFERED": "1"}
         with log.open("ab") as out:
-            process = subprocess.Popen(
+            return subprocess.Popen(
                 [sys.executable, "-m", "sova.cli", *args],
                 stdout=out,
                 stderr=subprocess.STDOUT,
@@ -86,7 +102,6 @@ class LocalStack:
                 start_new_session=True,  # Ctrl-C reaches `sova serve` alone, which stops the parts in order
                 preexec_fn=stop_with_parent,  # and a `sova serve` killed by SIGKILL takes them with it
             )
-        self.children.append(Child(name, process, log))
 
     def _wait(self, ready, timeout: float, what: str) -> None:
         """Poll /healthz until `ready(health)` holds; a child that exits meanwhile is an error naming its log."""
@@ -109,13 +124,38 @@ class LocalStack:
             "url": self.url,
             "nats": self.nats.url,
             "pids": {"nats-server": self.nats.process.pid} | {c.name: c.process.pid for c in self.children},
+            "crashes": {"nats-server": self.nats_crashes} | {c.name: c.crashes for c in self.children},
             "token_file": str(self.directory / "admin.token"),
         }
         _write_private(self.directory / "serve.json", json.dumps(record, indent=2) + "\n")
 
-    def failed(self) -> Child | None:
-        """A child that exited while the stack runs, if any."""
-        return next((c for c in self.children if c.process.poll() is not None), None)
+    def supervise(self) -> list[str]:
+        """Start again, after its back-off, each part that exited; what happened, as lines for a person."""
+        said = []
+        now = time.monotonic()
+        for child in self.children:
+            code = child.process.poll()
+            if code is not None and child.restart_at is None:
+                child.crashes += 1
+                child.delay = FIRST_DELAY if now - child.started > STEADY else min(2 * child.delay, MOST_DELAY)
+                child.delay = max(child.delay, FIRST_DELAY)
+                child.restart_at = now + child.delay
+                said.append(
+                    f"{child.name} exited ({code}; crash {child.crashes}); starting it again in {child.delay:g} s"
+                )
+            elif child.restart_at is not None and now >= child.restart_at:
+                child.process, child.restart_at, child.started = self._launch(child.args, child.log), None, now
+                said.append(f"{child.name} started again (pid {child.process.pid}); see {child.log}")
+        if self.nats.process.poll() is not None:
+            self.nats_crashes += 1
+            try:
+                self.nats.start()  # the same port and store: the parts reconnect by themselves
+                said.append(f"nats-server exited (crash {self.nats_crashes}); started it again")
+            except NatsServerError as err:  # tried again at the next watch
+                said.append(f"nats-server exited (crash {self.nats_crashes}) and did not start again: {err}")
+        if said:
+            self._write_record()
+        return said
 
     def stop(self, timeout: float = 15.0) -> None:
         """Stop the agents, then the manager, then nats-server: SIGTERM, SIGKILL after `timeout`. A second
