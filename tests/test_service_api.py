@@ -94,13 +94,16 @@ def test_a_plan_is_approved_through_the_api_and_its_audit_trail_and_metrics_show
     assert trail["items"][-1]["status"] == "ok"
     assert [e["message"] for e in trail["items"] if e["event"] == "approved"] == ["approved by otto"]
     families = {f.name: f for f in text_string_to_metric_families(metrics.text)}
-    migrations = {
-        s.labels["outcome"]: s.value for s in families["sova_migrations"].samples if s.name.endswith("_total")
-    }
-    assert migrations.get("ok") == 1
+    migrations = {s.labels["outcome"]: s.value for s in families["sova_migration_outcomes"].samples}
+    assert migrations == {"ok": 1}
+    assert {s.labels["kind"]: s.value for s in families["sova_actions_sent"].samples} == {"migrate": 1}
+    assert not any(s.name.endswith("_created") for f in families.values() for s in f.samples)
+    assert all(
+        f.type == "counter" for name, f in families.items() if name in ("sova_actions_sent", "sova_action_outcomes")
+    )
     assert families["sova_decision_round_seconds"].samples[-1].value > 0  # the histogram's count
     assert {s.labels["state"] for s in families["sova_plans"].samples} >= {"succeeded"}
-    utilization = {s.labels["host"]: s.value for s in families["sova_host_cpu_utilization"].samples}
+    utilization = {s.labels["host"]: s.value for s in families["sova_host_cpu_utilization_ratio"].samples}
     assert set(utilization) == {"h1", "h2"}
 
 

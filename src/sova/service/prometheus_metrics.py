@@ -1,11 +1,13 @@
 """The manager's Prometheus metrics (prometheus-client, its naming conventions: base units, ``_total``
 for counters, ``_seconds`` for durations), read from the manager's state when Prometheus scrapes.
 
-- ``sova_host_cpu_utilization{host}``, ``sova_vm_cpu_cores{vm,host}``: load over the last 10 s
+- ``sova_host_cpu_utilization_ratio{host}``, ``sova_vm_cpu_cores{vm,host}``: load over the last 10 s
 - ``sova_host_vfs{host}``, ``sova_host_vfs_used{host}``, ``sova_vf_holder{host,vm}``: VFs and who holds them
 - ``sova_hosts_reporting``, ``sova_reports_received_total``, ``sova_reports_refused_total``
-- ``sova_actions_total{kind,outcome}``, ``sova_migrations_total{outcome}``: actions sent, by outcome
-  (``awaiting`` while none came)
+- ``sova_actions_sent_total{kind}``, ``sova_action_outcomes_total{kind,outcome}``: actions sent, and
+  outcomes come back; ``sova_actions_awaiting{kind}``: sent, no outcome yet (a gauge: it falls as
+  outcomes come). A counter only grows: an action's row is kept, and its outcome set once.
+- ``sova_migration_outcomes_total{outcome}``: the outcomes of live migrations
 - ``sova_plans{state}``: plans by state
 - ``sova_decision_round_seconds``: a decision round's duration, where a policy planned (histogram)
 - ``sova_bus_report_lag_seconds``: from an agent's send to the manager's receipt (histogram)
@@ -17,13 +19,14 @@ for counters, ``_seconds`` for durations), read from the manager's state when Pr
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Histogram, disable_created_metrics, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from sova.service import views
 from sova.service.manager import Manager
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+disable_created_metrics()  # no `_created` series: the text format shows them as gauge families of their own
 
 
 class ManagerMetrics:
@@ -57,7 +60,9 @@ class ManagerMetrics:
         """The metrics read from the manager's state (called by the registry at each scrape)."""
         manager = self.manager
         knowledge = manager.runtime.knowledge
-        host_util = GaugeMetricFamily("sova_host_cpu_utilization", "Host CPU busy / hardware threads", labels=["host"])
+        host_util = GaugeMetricFamily(
+            "sova_host_cpu_utilization_ratio", "Host CPU busy over hardware threads (0-1)", labels=["host"]
+        )
         vfs_total = GaugeMetricFamily("sova_host_vfs", "SR-IOV virtual functions of the host", labels=["host"])
         vfs_used = GaugeMetricFamily("sova_host_vfs_used", "Virtual functions in use", labels=["host"])
         for row in views.hosts(knowledge, {}):
@@ -78,19 +83,33 @@ class ManagerMetrics:
         yield GaugeMetricFamily("sova_hosts_reporting", "Hosts whose latest report is fresh", len(collector.fresh()))
         yield CounterMetricFamily("sova_reports_received", "Host reports taken", collector.received_count)
         yield CounterMetricFamily("sova_reports_refused", "Host reports refused as malformed", collector.refused)
-        actions = CounterMetricFamily("sova_actions", "Actions sent to agents", labels=["kind", "outcome"])
-        migrations = CounterMetricFamily("sova_migrations", "Live migrations sent to agents", labels=["outcome"])
-        for (kind, status), count in sorted(manager.store.action_counts().items()):
-            actions.add_metric([kind, status or "awaiting"], count)
-            if kind == "migrate":
-                migrations.add_metric([status or "awaiting"], count)
-        yield from (actions, migrations)
+        yield from _action_families(manager.store.action_counts())
         plans = GaugeMetricFamily("sova_plans", "Plans by state", labels=["state"])
         for state, count in sorted(manager.store.plan_counts().items()):
             plans.add_metric([state], count)
         yield plans
         yield GaugeMetricFamily("sova_manager_leader", "1 while this manager leads", 1 if manager.leading else 0)
         yield from _slo_families(manager.slos.board.latest)
+
+
+def _action_families(counts: dict[tuple[str, str], int]):
+    """Actions sent and their outcomes (counters), and those awaiting one (a gauge), per kind."""
+    sent = CounterMetricFamily("sova_actions_sent", "Actions sent to agents", labels=["kind"])
+    outcomes = CounterMetricFamily("sova_action_outcomes", "Outcomes of actions sent", labels=["kind", "outcome"])
+    migrations = CounterMetricFamily("sova_migration_outcomes", "Outcomes of live migrations", labels=["outcome"])
+    awaiting = GaugeMetricFamily("sova_actions_awaiting", "Actions sent with no outcome yet", labels=["kind"])
+    by_kind: dict[str, int] = {}
+    for (kind, status), count in sorted(counts.items()):
+        by_kind[kind] = by_kind.get(kind, 0) + count
+        if not status:
+            awaiting.add_metric([kind], count)
+            continue
+        outcomes.add_metric([kind, status], count)
+        if kind == "migrate":
+            migrations.add_metric([status], count)
+    for kind, count in by_kind.items():
+        sent.add_metric([kind], count)
+    yield from (sent, outcomes, migrations, awaiting)
 
 
 SLO_GAUGES = {  # status field: (metric, help)
