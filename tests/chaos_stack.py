@@ -4,7 +4,7 @@ own, joined to this one by a veth pair, so that the test can cut them off the bu
 
 ``verdict()`` compares what the managers recorded (the state store) with what the agents did (their
 ledgers): an action is *lost* if it was sent and no outcome ever came back, or belongs to a plan still
-executing when everything has settled; *doubled* if the agents applied one of the plan's actions more
+ongoing when everything has settled; *doubled* if the agents applied one of the plan's actions more
 than once (two ids for one action, or one id applied twice); *mismatched* if the manager recorded another
 outcome than the agent's.
 """
@@ -44,7 +44,7 @@ class Verdict:
     lost: int
     doubled: int
     mismatched: int
-    executing: int  # plans not yet done
+    ongoing: int  # plans not yet ended
 
 
 def run(*cmd: str) -> None:
@@ -184,7 +184,7 @@ class ChaosStack:
                 "SELECT count(*) FROM plans WHERE state = 'ongoing' AND id IN"
                 " (SELECT plan FROM actions WHERE sent_at <= :before AND status IS NULL)"
             )
-            executing = connection.execute(sa.text(query), {"before": sent_before}).scalar()
+            ongoing = connection.execute(sa.text(query), {"before": sent_before}).scalar()
         engine.dispose()
         applied: dict[str, tuple[str, bytes | None]] = {}
         doubled = 0
@@ -204,7 +204,7 @@ class ChaosStack:
             if status is not None and action_id in applied and applied[action_id][1] is not None:
                 mismatched += json.loads(applied[action_id][1])["status"] != status
         answered = sum(1 for _, status, _ in sent if status is not None)
-        return Verdict(len(sent), answered, lost, doubled, mismatched, executing)
+        return Verdict(len(sent), answered, lost, doubled, mismatched, ongoing)
 
     # ------------------------------------------------------------------ tear-down
     def stop(self) -> None:
