@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -118,3 +119,23 @@ def serve_io(
     residual = share * (1 + np.square(cv)) / 2 * np.ones(len(server))
     rho, wait = queueing(server, served, share, residual, n_servers)
     return served, service + wait[server], rho
+
+
+def database_at(url: str, revision: str, rows: Iterable[tuple[str, dict]] = ()) -> None:
+    """A state store's database left at an older schema `revision`, holding `rows` (SQL, parameters): what a
+    manager of that revision wrote, for the tests of the upgrades that follow."""
+    import sqlalchemy as sa
+    from alembic import command
+    from alembic.config import Config
+
+    from sova.service.state import MIGRATIONS
+
+    engine = sa.create_engine(url)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+        for sql, parameters in rows:
+            connection.execute(sa.text(sql), parameters)
+    engine.dispose()

@@ -17,7 +17,6 @@ import pytest
 
 from browser_helpers import log_in, rows, wait
 from helpers import ROOT
-from sova.service import natsd
 from sova.service.natsd import free_port
 
 QUICKSTART = ROOT / "scenarios" / "quickstart.toml"
@@ -43,32 +42,37 @@ def wait_until(condition, timeout: float = 90.0) -> None:
         time.sleep(0.1)
 
 
-def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_every_part(tmp_path, browser):
-    if natsd.binary() is None:
-        pytest.skip("needs nats-server (as root, `make` installs it)")
-    port = free_port()
-    directory = tmp_path / "stack"
-    command = [
-        "serve",
-        "--sim",
-        str(QUICKSTART),
-        "--speed",
-        "10",
-        "--api",
-        f"127.0.0.1:{port}",
-        "--dir",
-        str(directory),
-    ]
+def start_serve(directory: Path, port: int, *options: str, preexec_fn=None) -> subprocess.Popen:
+    """`sova serve` of the quickstart at 10x in its own session, once it has written serve.json (a stack
+    that could not start fails the test with its output: `make` installs nats-server)."""
+    command = ["serve", "--sim", str(QUICKSTART), "--speed", "10", "--api", f"127.0.0.1:{port}"]
     serve = subprocess.Popen(
-        [sys.executable, "-m", "sova.cli", *command, "--mode", "approve"],
+        [sys.executable, "-m", "sova.cli", *command, "--dir", str(directory), *options],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        preexec_fn=preexec_fn,
     )
     try:
         wait_until(lambda: (directory / "serve.json").exists() or serve.poll() is not None)
-        assert serve.poll() is None, serve.stdout.read()
+    except AssertionError:
+        serve.kill()  # not up in time: nothing left running
+        raise
+    assert serve.poll() is None, serve.stdout.read()
+    return serve
+
+
+def ignore_sigint() -> None:
+    """In the child before exec: SIGINT ignored, as a shell starts a background job (`sova serve &`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_every_part(tmp_path, browser):
+    port = free_port()
+    directory = tmp_path / "stack"
+    serve = start_serve(directory, port, "--mode", "approve")
+    try:
         record = json.loads((directory / "serve.json").read_text())
         token = (directory / "admin.token").read_text().strip()
         assert oct((directory / "admin.token").stat().st_mode & 0o777) == "0o600"
@@ -162,21 +166,8 @@ def test_the_daemons_name_the_setting_that_keeps_them_from_starting(tmp_path):
 
 
 def test_sova_serve_stops_on_sigint_as_a_background_job_and_sigkill_takes_its_parts_with_it(tmp_path):
-    if natsd.binary() is None:
-        pytest.skip("needs nats-server (as root, `make` installs it)")
-
     def start(directory: Path) -> tuple[subprocess.Popen, dict[str, int]]:
-        command = ["serve", "--sim", str(QUICKSTART), "--speed", "10", "--api", f"127.0.0.1:{free_port()}"]
-        serve = subprocess.Popen(
-            [sys.executable, "-m", "sova.cli", *command, "--dir", str(directory)],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as `sova serve &` starts
-        )
-        wait_until(lambda: (directory / "serve.json").exists() or serve.poll() is not None)
-        assert serve.poll() is None, serve.stdout.read()
+        serve = start_serve(directory, free_port(), preexec_fn=ignore_sigint)
         return serve, json.loads((directory / "serve.json").read_text())["pids"]
 
     background, pids = start(tmp_path / "background")
@@ -191,17 +182,8 @@ def test_sova_serve_stops_on_sigint_as_a_background_job_and_sigkill_takes_its_pa
 
 
 def test_sova_serve_starts_a_part_again_after_it_dies_and_counts_the_crash(tmp_path):
-    if natsd.binary() is None:
-        pytest.skip("needs nats-server (as root, `make` installs it)")
     directory = tmp_path / "stack"
-    command = ["serve", "--sim", str(QUICKSTART), "--speed", "10", "--api", f"127.0.0.1:{free_port()}"]
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "sova.cli", *command, "--dir", str(directory)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+    serve = start_serve(directory, free_port())
 
     def record() -> dict:
         return json.loads((directory / "serve.json").read_text())
@@ -213,8 +195,6 @@ def test_sova_serve_starts_a_part_again_after_it_dies_and_counts_the_crash(tmp_p
             return False
 
     try:
-        wait_until(lambda: (directory / "serve.json").exists() or serve.poll() is not None)
-        assert serve.poll() is None, serve.stdout.read()
         first = record()["pids"]
         for part in ("manager", "nats-server"):
             os.kill(record()["pids"][part], signal.SIGKILL)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
+from helpers import database_at
 from postgres_server import PostgresServer, binaries
 from sova.service.state import StateStore
 
@@ -58,21 +59,8 @@ def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_noth
 
 
 def test_a_store_of_the_first_revision_is_upgraded_in_place_and_keeps_its_actions(database_url):
-    from alembic import command
-    from alembic.config import Config
-
-    from sova.service.state import MIGRATIONS
-
-    engine = sa.create_engine(database_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0001")
-        connection.execute(
-            sa.text("INSERT INTO actions (id, host, kind, action, sent_at) VALUES ('a1', 'h1', 'migrate', '{}', 1)")
-        )
-    engine.dispose()
+    action = "INSERT INTO actions (id, host, kind, action, sent_at) VALUES ('a1', 'h1', 'migrate', '{}', 1)"
+    database_at(database_url, "0001", [(action, {})])
     store = StateStore(database_url)
     assert store.revision() == "0006"
     assert [(s.action_id, s.host, s.plan) for s in store.unanswered()] == [("a1", "h1", None)]
@@ -96,24 +84,16 @@ def test_an_action_awaits_its_outcome_until_one_is_recorded(database_url):
 
 
 def test_plans_of_a_store_before_the_life_cycle_are_named_by_what_their_actions_did(database_url):
-    from alembic import command
-    from alembic.config import Config
-
-    from sova.service.state import MIGRATIONS
-
-    engine = sa.create_engine(database_url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
     plan = "INSERT INTO plans (id, created, nonce, policy, state, actions, findings) VALUES (:id, 1, 'n', 'p', :state, '[]', '[]')"
     action = "INSERT INTO actions (id, host, kind, action, sent_at, status, plan) VALUES (:id, 'h1', 'migrate', '{}', 1, :status, :plan)"
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0005")
-        for plan_id, state in ((1, "done"), (2, "done"), (3, "done"), (4, "executing"), (5, "rejected")):
-            connection.execute(sa.text(plan), {"id": plan_id, "state": state})
-        for action_id, status, plan_id in (("a", "ok", 1), ("b", "ok", 2), ("c", "failed", 2), ("d", "rejected", 3)):
-            connection.execute(sa.text(action), {"id": action_id, "status": status, "plan": plan_id})
-    engine.dispose()
+    plans = ((1, "done"), (2, "done"), (3, "done"), (4, "executing"), (5, "rejected"))
+    actions = (("a", "ok", 1), ("b", "ok", 2), ("c", "failed", 2), ("d", "rejected", 3))
+    database_at(
+        database_url,
+        "0005",
+        [(plan, {"id": i, "state": state}) for i, state in plans]
+        + [(action, {"id": i, "status": status, "plan": plan_id}) for i, status, plan_id in actions],
+    )
     store = StateStore(database_url)
     rows, _ = store.plans(limit=10)
     store.close()

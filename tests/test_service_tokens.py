@@ -4,13 +4,11 @@ them; the CLI that manages them. On SQLite (the store's engines are tested in te
 from __future__ import annotations
 
 import pytest
-import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 
 import sova.service.tokens as tokens_module
+from helpers import database_at
 from sova.cli import main as cli_main
-from sova.service.state import MIGRATIONS, StateStore
+from sova.service.state import StateStore
 from sova.service.tokens import LIFETIME, TokenBook
 
 
@@ -50,16 +48,8 @@ def test_a_token_past_its_lifetime_is_refused_removed_and_its_expiry_audited(tmp
 
 def test_a_token_made_before_tokens_expired_never_expires(tmp_path):
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    engine = sa.create_engine(url)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.upgrade(config, "0004")
-        connection.execute(
-            sa.text("INSERT INTO tokens (name, hash, role, vms, created) VALUES ('old', 'h', 'viewer', '[]', 1)")
-        )
-    engine.dispose()
+    old = "INSERT INTO tokens (name, hash, role, vms, created) VALUES ('old', 'h', 'viewer', '[]', 1)"
+    database_at(url, "0004", [(old, {})])
     store = StateStore(url)
     assert [(t.name, t.expires) for t in TokenBook(store).all()] == [("old", None)]
 

@@ -137,8 +137,8 @@ class LocalStack:
             code = child.process.poll()
             if code is not None and child.restart_at is None:
                 child.crashes += 1
-                child.delay = FIRST_DELAY if now - child.started > STEADY else min(2 * child.delay, MOST_DELAY)
-                child.delay = max(child.delay, FIRST_DELAY)
+                steady = now - child.started > STEADY or child.delay == 0.0  # ran a while, or its first exit
+                child.delay = FIRST_DELAY if steady else min(2 * child.delay, MOST_DELAY)
                 child.restart_at = now + child.delay
                 said.append(
                     f"{child.name} exited ({code}; crash {child.crashes}); starting it again in {child.delay:g} s"

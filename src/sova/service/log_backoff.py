@@ -9,8 +9,20 @@ from __future__ import annotations
 import json
 import logging
 import time
+from dataclasses import dataclass
 
 FIRST, MOST = 1.0, 60.0  # s between two lines of the same warning: at first, at most
+
+
+@dataclass
+class _Repeats:
+    """One warning's back-off: when it may be written next, the interval, how many were left out since the
+    last line, and when it last came."""
+
+    next_at: float
+    interval: float
+    left_out: int
+    last: float
 
 
 class RepeatBackoff(logging.Filter):
@@ -19,25 +31,25 @@ class RepeatBackoff(logging.Filter):
     def __init__(self, clock=time.monotonic):
         super().__init__()
         self.clock = clock
-        self.state: dict[tuple[str, str], list[float]] = {}  # key -> [next allowed, interval, left out, last]
+        self.repeats: dict[tuple[str, str], _Repeats] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.levelno < logging.WARNING:
             return True
         now = self.clock()
         key = (record.name, str(record.msg))
-        state = self.state.get(key)
-        if state is None or now - state[3] > 2 * state[1]:  # new, or quiet for a while: from the start
-            self.state[key] = [now + FIRST, FIRST, 0, now]
+        seen = self.repeats.get(key)
+        if seen is None or now - seen.last > 2 * seen.interval:  # new, or quiet for a while: from the start
+            self.repeats[key] = _Repeats(now + FIRST, FIRST, 0, now)
             return True
-        state[3] = now
-        if now < state[0]:
-            state[2] += 1
+        seen.last = now
+        if now < seen.next_at:
+            seen.left_out += 1
             return False
-        if state[2]:
-            record.msg = f"{record.msg} (and {int(state[2])} more like it left out)"
-        state[1] = min(2 * state[1], MOST)
-        state[0], state[2] = now + state[1], 0
+        if seen.left_out:
+            record.msg = f"{record.msg} (and {seen.left_out} more like it left out)"
+        seen.interval = min(2 * seen.interval, MOST)
+        seen.next_at, seen.left_out = now + seen.interval, 0
         return True
 
 

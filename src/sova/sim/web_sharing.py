@@ -67,8 +67,7 @@ def share_per_connection(
     with np.errstate(divide="ignore"):
         stage = np.where(per_connection > 0, streams.tie_bits / per_connection, np.inf)
     transfer = np.bincount(streams.tie_stream, weights=stage, minlength=len(streams))
-    loop = np.where(np.isfinite(transfer), streams.connections / np.maximum(stream_base + transfer, 1e-9), 0.0)
-    wanted = np.minimum(stream_cap, loop)
+    wanted = np.minimum(stream_cap, closed_loop(streams, stream_base, transfer))
     asked = per_flow(wanted[streams.tie_stream] * streams.tie_bits)
     rate = solve(np.where(web, asked, demand), flow_weight)
     carried = np.minimum(np.divide(rate, asked, out=np.ones(n_flows), where=asked > 0), 1.0)
@@ -78,3 +77,9 @@ def share_per_connection(
     rate[web] = per_flow(got[streams.tie_stream] * streams.tie_bits)[web]
     held = np.where(np.isfinite(stage), wanted[streams.tie_stream] * stage, streams.tie_connections)
     return Shared(rate, got, transfer, np.minimum(held, streams.tie_connections))
+
+
+def closed_loop(streams, base: np.ndarray, transfer: np.ndarray) -> np.ndarray:
+    """Requests/s of each stream's closed loop: its outstanding requests over one request's time, outside
+    transfer (`base`) and in it (0 where a stage cannot send)."""
+    return np.where(np.isfinite(transfer), streams.connections / np.maximum(base + transfer, 1e-9), 0.0)

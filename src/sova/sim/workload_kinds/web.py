@@ -19,6 +19,7 @@ import numpy as np
 from sova.model.name_match import NameMatcher
 from sova.model.scenario import peer_name
 from sova.sim.datapath import VM
+from sova.sim.web_sharing import closed_loop
 from sova.sim.workload_kinds.base import Demand, Granted, Group, WorkloadKind, register_kind
 
 CLIENT_CPU_PER_REQUEST = 20e-6  # the load generator's own CPU per request, as for httperf
@@ -54,7 +55,7 @@ class Web(WorkloadKind):
         np.minimum.at(stop, streams.tie_stream, step.ends_run[streams.tie_flow])
         net.stream_demand, net.stream_base = cap * stop, base
         step.cpu += cpu_demand(group, streams, net.web_rate, sim.n_vms)
-        wanted = np.minimum(net.stream_demand, streams.connections / np.maximum(base + net.web_transfer, 1e-9))
+        wanted = np.minimum(net.stream_demand, closed_loop(streams, base, net.web_transfer))
         carried = wanted[streams.tie_stream] * streams.tie_bits
         np.add.at(step.flow, streams.tie_flow, carried)
 
