@@ -18,12 +18,12 @@ DASHBOARD = ROOT / "deploy" / "grafana" / "sova-dashboard.json"
 SERVICE_DOC = ROOT / "docs" / "service.md"
 
 
-def promtool(*args: str, stdin: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def promtool(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
     """promtool's answer (its output in stdout and stderr); a test fails, naming the package, without it."""
     found = shutil.which("promtool")
     if found is None:
         pytest.fail("needs promtool, from the Debian package `prometheus` (as root, `make` installs it)")
-    return subprocess.run([found, *args], input=stdin, capture_output=True, text=True, cwd=cwd, timeout=120)
+    return subprocess.run([found, *args], input=stdin, capture_output=True, text=True, timeout=120)
 
 
 def metrics_section() -> str:
