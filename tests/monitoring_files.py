@@ -4,6 +4,7 @@ PromQL expression reads."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -40,3 +41,13 @@ def documented_metrics() -> set[str]:
 def read_metrics(expr: str) -> set[str]:
     """The families a PromQL expression reads: its sova_ names, a histogram's series by the histogram's."""
     return {re.sub(r"_(bucket|sum|count)$", "", name) for name in re.findall(r"\bsova_[a-z0-9_]+", expr)}
+
+
+def dashboard() -> dict:
+    """The shipped Grafana dashboard."""
+    return json.loads(DASHBOARD.read_text())
+
+
+def dashboard_queries() -> list[tuple[str, str]]:
+    """Each of the dashboard's targets as (its panel's title, its PromQL expression)."""
+    return [(panel["title"], target["expr"]) for panel in dashboard()["panels"] for target in panel["targets"]]

@@ -4,22 +4,11 @@ every query valid PromQL that reads only metrics the manager exposes."""
 
 from __future__ import annotations
 
-import json
-
 import yaml
 
-from monitoring_files import DASHBOARD, documented_metrics, metrics_section, promtool, read_metrics
+from monitoring_files import dashboard, dashboard_queries, documented_metrics, metrics_section, promtool, read_metrics
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
-
-
-def dashboard() -> dict:
-    return json.loads(DASHBOARD.read_text())
-
-
-def queries() -> list[tuple[str, str]]:
-    """Each target's (panel title, PromQL expression)."""
-    return [(panel["title"], target["expr"]) for panel in dashboard()["panels"] for target in panel["targets"]]
 
 
 def test_the_dashboard_has_panels_on_a_grid_with_targets_on_a_datasource_variable():
@@ -42,12 +31,12 @@ def test_the_dashboard_has_panels_on_a_grid_with_targets_on_a_datasource_variabl
 
 def test_every_query_is_promql_that_reads_only_metrics_the_manager_exposes(tmp_path):
     documented = documented_metrics()
-    for title, expr in queries():
+    for title, expr in dashboard_queries():
         assert read_metrics(expr) and read_metrics(expr) <= documented, (title, expr)
     # promtool parses each query as a recording rule's, Grafana's variables given values
     rules = [
         {"record": f"dashboard:query_{index}", "expr": expr.replace("$__rate_interval", "1m").replace("$host", ".*")}
-        for index, (_, expr) in enumerate(queries())
+        for index, (_, expr) in enumerate(dashboard_queries())
     ]
     path = tmp_path / "queries.yml"
     path.write_text(yaml.safe_dump({"groups": [{"name": "dashboard", "rules": rules}]}))
@@ -56,6 +45,6 @@ def test_every_query_is_promql_that_reads_only_metrics_the_manager_exposes(tmp_p
 
 
 def test_the_dashboard_shows_every_family_the_docs_list():
-    shown = set().union(*(read_metrics(expr) for _, expr in queries()))
+    shown = set().union(*(read_metrics(expr) for _, expr in dashboard_queries()))
     assert shown == documented_metrics()
     assert "deploy/grafana/sova-dashboard.json" in metrics_section()
