@@ -9,9 +9,9 @@ for counters, ``_seconds`` for durations), read from the manager's state when Pr
 - ``sova_vm_io_ops_total{vm,host,op}``, ``sova_vm_io_bytes_total{vm,host,op}`` (op: read, write) and
   ``sova_vm_io_time_seconds_total{vm,host}``: each VM's block IO as its host's latest report counts it
   (libvirt's blockStats, cumulative since the domain started; the simulator's sensors likewise), for the
-  fresh hosts. Exposed as reported, never summed up here: a counter falls only when its source starts
-  again (a domain restarted, migrated in, or a simulated cluster started anew), which ``rate()`` reads as
-  a reset; a late report older than the one taken is ignored (``ReportCollector``)
+  fresh hosts. Exposed as reported, never summed up here: a series falls only when its source starts
+  again (the domain restarted or came back to that host, or a simulated cluster started anew), which
+  ``rate()`` reads as a reset; a late report older than the one taken is ignored (``ReportCollector``)
 - ``sova_actions_sent_total{kind}``, ``sova_action_outcomes_total{kind,outcome}``: actions sent, and
   outcomes come back; ``sova_actions_awaiting{kind}``: sent, no outcome yet (a gauge: it falls as
   outcomes come). A counter only grows: an action's row is kept, and its outcome set once.
@@ -189,5 +189,7 @@ def _compliance_targets(slos: dict[str, dict]) -> GaugeMetricFamily:
         "sova_vm_slo_compliance_target_ratio", "The least SLO compliance rate the VM's SLO accepts (0-1)", labels=["vm"]
     )
     for vm, row in slos.items():
-        family.add_metric([vm], row["settings"]["sc_rate"][0] * 0.01)
+        bounds = row["settings"].get("sc_rate")  # [low, high] per cent; every SLO the API set has one
+        if bounds is not None:
+            family.add_metric([vm], bounds[0] * 0.01)
     return family
