@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Debian packages for the libvirt driver and `sova lab` (no systemd: the lab notes), plus the headers
 # the libvirt Python binding builds against, and nats-server and PostgreSQL for the service mode (its
-# tests start their own), and Chromium with its WebDriver, in which the dashboard's tests run. Run by
-# `make` as root; elsewhere it says what it needs.
+# tests start their own), Chromium with its WebDriver, in which the dashboard's tests run, and Prometheus
+# for its promtool, which checks the metrics, the alerting rules and their unit tests. Run by `make` as
+# root; elsewhere it says what it needs.
 set -euo pipefail
 PKGS=(libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 qemu-utils busybox-static
-      libvirt-dev pkg-config iproute2 nftables nats-server postgresql chromium chromium-driver openssl)
+      libvirt-dev pkg-config iproute2 nftables nats-server postgresql chromium chromium-driver openssl
+      prometheus)
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f '${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -23,10 +25,10 @@ echo "installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-# Debian starts a system-wide nats-server (port 4222) and PostgreSQL cluster (5432); Sova's tests start
-# their own, so a service this script just installed is stopped, and disabled where systemd runs (one
-# that was there before is left alone)
-for service in nats-server postgresql; do
+# Debian starts a system-wide nats-server (port 4222), PostgreSQL cluster (5432) and Prometheus (9090);
+# Sova's tests start their own or need only promtool, so a service this script just installed is
+# stopped, and disabled where systemd runs (one that was there before is left alone)
+for service in nats-server postgresql prometheus; do
     if [[ " ${missing[*]} " == *" $service "* ]]; then
         if [ -d /run/systemd/system ]; then
             systemctl disable --now "$service" >/dev/null 2>&1 || true

@@ -87,8 +87,8 @@ class Stack:
         self.secrets["tenant"] = book.create("tenant", "tenant", ("v1",))
         port = free_port()
         self.runs = RunBook(self.tmp_path / "runs")
-        app = make_app(self.manager, book, BUILTIN_PROFILES, runs=self.runs)
-        self.api = ApiServer(app, "127.0.0.1", port)
+        self.app = make_app(self.manager, book, BUILTIN_PROFILES, runs=self.runs)
+        self.api = ApiServer(self.app, "127.0.0.1", port)
         await self.api.start()
         return f"http://127.0.0.1:{port}"
 

@@ -39,6 +39,7 @@ class ReportCollector(Listener):
         self.stale_after = stale_after
         self.latest: dict[str, tuple[Snapshot, list[str]]] = {}
         self.received: dict[str, float] = {}  # host -> monotonic time its latest report came
+        self.received_at: dict[str, float] = {}  # host -> the same on the wall clock (s since the epoch)
         self.received_count = 0
         self.refused = 0
         self.on_lag: Callable[[float], None] = lambda seconds: None  # each report's send-to-receipt time (s)
@@ -67,6 +68,7 @@ class ReportCollector(Listener):
         if before is None or part.time >= before[0].time:  # an older report arriving late changes nothing
             self.latest[host] = (part, destinations)
             self.received[host] = time.monotonic()
+            self.received_at[host] = time.time()
             self.version += 1
 
     def fresh(self) -> list[str]:
