@@ -13,6 +13,7 @@ import sqlalchemy as sa
 
 from helpers import database_at
 from postgres_server import PostgresServer, binaries
+from sova.control.audit import AuditEntry
 from sova.service.state import StateStore
 
 _databases = itertools.count()
@@ -104,3 +105,15 @@ def test_plans_of_a_store_before_the_life_cycle_are_named_by_what_their_actions_
         4: "ongoing",
         5: "rejected",
     }
+
+
+def test_a_migrations_hold_down_after_a_restart_is_counted_on_the_clusters_clock_not_the_apis(database_url):
+    store = StateStore(database_url)
+    cluster_now = 0.5 * 1.8e9  # a simulated cluster at --speed 0.5 runs behind the wall clock
+    finished = AuditEntry(cluster_now - 20, 1, "finished", "p", "migrate v1 to h2", "v1", "hot", status="ok")
+    token = AuditEntry(1.8e9, 0, "token-created", "tokens", "token vera created", "vera", "by ada")
+    store.append_audit([finished])
+    store.append_audit([token])  # the API's events are on the wall clock
+    recent = store.recent_migrations(60.0)
+    store.close()
+    assert recent == {"v1": cluster_now - 20}

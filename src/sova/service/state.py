@@ -93,6 +93,7 @@ maintenance = sa.Table(
 )
 MIGRATIONS = Path(__file__).with_name("migrations")
 AUDIT_FIELDS = ("time", "plan", "event", "policy", "action", "target", "reason", "status", "message")
+API_EVENTS = ("slo-set", "slo-cleared", "token-created", "token-revoked", "token-expired")  # on the wall clock
 
 
 @dataclass(frozen=True)
@@ -231,9 +232,11 @@ class StateStore:
 
     def recent_migrations(self, seconds: float) -> dict[str, float]:
         """VM -> when (cluster clock) its latest migration ended well, for those within `seconds` of the
-        newest audit entry: the hold-down a successor must keep."""
+        newest audit entry on the cluster's clock (not the API's, on the wall clock, which a simulated
+        cluster's runs apart from): the hold-down a successor must keep."""
         with self.engine.connect() as connection:
-            newest = connection.execute(sa.select(sa.func.max(audit.c.time))).scalar()
+            query = sa.select(sa.func.max(audit.c.time)).where(audit.c.event.not_in(API_EVENTS))
+            newest = connection.execute(query).scalar()
             if newest is None:
                 return {}
             query = (
