@@ -1,5 +1,6 @@
 """Take docs/images/dashboard.png: `sova serve` on the moving-hotspots scenario in approve mode, the
-dashboard in headless Chromium once plans wait for approval, one of them approved from the page.
+dashboard in headless Chromium once plans wait for approval, one of them approved from the page (its
+question answered yes).
 
     .venv/bin/python scripts/dashboard_screenshot.py [--out docs/images/dashboard.png]
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.ui import WebDriverWait
 
 from sova.service.natsd import free_port
@@ -54,6 +56,7 @@ def main() -> None:
             wait = WebDriverWait(browser, 300, poll_frequency=0.5)
             wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#pending tr")) >= 2)
             browser.find_elements(By.CSS_SELECTOR, "#pending button.approve")[-1].click()
+            wait.until(expected_conditions.alert_is_present()).accept()  # the page asks first
             time.sleep(30)  # a minute of simulated load more on the chart, and the approved plan run
             args.out.parent.mkdir(parents=True, exist_ok=True)
             browser.save_screenshot(str(args.out))

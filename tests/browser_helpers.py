@@ -49,3 +49,37 @@ def log_in(browser, secret: str) -> None:
         return True
 
     wait(browser, sent)
+
+
+def answer_dialog(browser, accept: bool) -> str:
+    """Wait for the page's confirm dialog, say yes (`accept`) or no to it; its question."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    dialog = WebDriverWait(browser, 30).until(expected_conditions.alert_is_present())
+    question = dialog.text
+    if accept:
+        dialog.accept()
+    else:
+        dialog.dismiss()
+    return question
+
+
+def record_posts(browser) -> None:
+    """From now on, note on the page every POST it sends (read them with `posts`)."""
+    script = """window.sentPosts = [];
+    const send = window.fetch;
+    window.fetch = (path, options = {}) => {
+      if (options.method === "POST") window.sentPosts.push(String(path));
+      return send(path, options);
+    };"""
+    browser.execute_script(script)
+
+
+def posts(browser) -> list[str]:
+    return browser.execute_script("return window.sentPosts")
+
+
+def texts(browser, css: str) -> list[str]:
+    """The text of every element matching `css`, read in one go."""
+    return browser.execute_script("return [...document.querySelectorAll(arguments[0])].map(e => e.textContent)", css)

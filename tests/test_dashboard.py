@@ -1,12 +1,15 @@
 """The dashboard in a real headless Chromium (Debian's, driven by Selenium through chromedriver), in
-front of a manager and a simulated cluster's agents on a real nats-server: log in with a token, see the
-hosts and the hotspot, approve one plan and reject another from the page."""
+front of a manager and a simulated cluster's agents (at --speed 20) on a real nats-server: log in with a
+token, see the hosts and the hotspot, approve one plan and reject another from the page, each asked for
+first; every plan shown once; times shown as dates, the simulated clock beside them."""
 
 from __future__ import annotations
 
+import re
+from datetime import datetime
 from pathlib import Path
 
-from browser_helpers import attributes, click, log_in, rows, wait
+from browser_helpers import answer_dialog, attributes, click, log_in, posts, record_posts, rows, texts, wait
 from service_stack import StackThread
 
 
@@ -28,11 +31,13 @@ def test_an_operator_logs_in_sees_the_hotspot_and_decides_plans_from_the_page(na
         wait(browser, lambda: len(rows(browser, "pending")) >= 1)
         (second,) = (int(plan) for plan in attributes(browser, "#pending tr", "data-plan"))
         click(browser, f'#pending tr[data-plan="{second}"] button.reject')
+        answer_dialog(browser, accept=True)
         wait(browser, lambda: f"plan {second}: rejected" in browser.find_element(By.ID, "decision").text)
         # the policy recommends again at its next round: a new plan, shown once
         wait(browser, lambda: [int(p) for p in attributes(browser, "#pending tr", "data-plan")] > [second])
         (first,) = (int(plan) for plan in attributes(browser, "#pending tr", "data-plan"))
         click(browser, f'#pending tr[data-plan="{first}"] button.approve')
+        answer_dialog(browser, accept=True)
         wait(browser, lambda: f"plan {first}: ongoing" in browser.find_element(By.ID, "decision").text)
         store = stack.stack.manager.store
         wait(browser, lambda: store.plan(first).state == "succeeded")
@@ -48,3 +53,63 @@ def test_an_operator_logs_in_sees_the_hotspot_and_decides_plans_from_the_page(na
     assert decided[1].decided_by == "otto"
     assert chart_hosts == {"h1", "h2"}
     assert Path(tmp_path / "dashboard.png").stat().st_size > 10_000
+
+
+def shown(browser, plan: int) -> int:
+    """How many rows of the page's two plan tables show `plan`."""
+    return len(attributes(browser, f'#pending tr[data-plan="{plan}"], #plans tr[data-plan="{plan}"]', "data-plan"))
+
+
+def test_a_decision_is_asked_for_first_naming_the_plan_a_no_sends_nothing_and_each_plan_is_shown_once(
+    nats_server, tmp_path, browser
+):
+    from selenium.webdriver.common.by import By
+
+    stack = StackThread(nats_server, tmp_path)
+    base = stack.start()
+    store = stack.stack.manager.store
+    try:
+        browser.get(base + "/")
+        log_in(browser, stack.stack.secrets["operator"])
+        wait(browser, lambda: len(rows(browser, "pending")) >= 1)
+        (plan,) = (int(plan) for plan in attributes(browser, "#pending tr", "data-plan"))
+        shown_waiting = shown(browser, plan)
+        record_posts(browser)
+        click(browser, f'#pending tr[data-plan="{plan}"] button.approve')
+        asked = answer_dialog(browser, accept=False)
+        wait(browser, lambda: "nothing sent" in browser.find_element(By.ID, "decision").text)
+        after_no = posts(browser), store.plan(plan).state
+        click(browser, f'#pending tr[data-plan="{plan}"] button.approve')
+        answer_dialog(browser, accept=True)
+        wait(browser, lambda: f"plan {plan}: ongoing" in browser.find_element(By.ID, "decision").text)
+        after_yes = posts(browser)
+        wait(browser, lambda: attributes(browser, f'#plans tr[data-plan="{plan}"]', "data-plan"))
+        shown_decided = shown(browser, plan)
+    finally:
+        stack.stop()
+    assert asked.startswith(f"Approve plan {plan} (threshold-migration)?") and "migrate vm=v" in asked
+    assert after_no == ([], "pending")
+    assert after_yes == [f"/api/v1/plans/{plan}/approve"]
+    assert shown_waiting == shown_decided == 1
+
+
+def test_times_are_shown_as_local_dates_with_the_simulated_clusters_clock_beside_them(nats_server, tmp_path, browser):
+    stack = StackThread(nats_server, tmp_path)
+    base = stack.start()
+    try:
+        browser.get(base + "/")
+        log_in(browser, stack.stack.secrets["viewer"])
+        wait(browser, lambda: texts(browser, "#pending .sim") and texts(browser, "#audit .sim"))
+        audit, simulated, made = (
+            texts(browser, "#audit .time"),
+            texts(browser, "#audit .sim"),
+            texts(browser, "#pending td"),
+        )
+        chart = texts(browser, "#chart text")[-1]
+    finally:
+        stack.stop()
+    year = str(datetime.now().year)  # the machine's local year, as the page shows it
+    assert audit and all(year in text and not re.search(r"\d{9}", text) for text in audit)  # no epoch numbers
+    assert all(text.startswith("simulated ") for text in simulated)
+    assert year in made[1] and "simulated" in made[1]  # the waiting plan's "made" column
+    assert year in chart and "simulated s" in chart

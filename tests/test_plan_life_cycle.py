@@ -1,9 +1,11 @@
 """Plans as an operator expects them (OpenStack Watcher's life cycle): a recommendation equal to one that
 waits is not added again, a newer one for the same VM supersedes it, and an ongoing plan ends succeeded,
-partially succeeded, failed or cancelled by how its actions went. The executor and the manager's plan
-book, on the real simulator and a SQLite state store."""
+partially succeeded, failed or cancelled by how its actions went; each keeps the wall clock's time beside
+the executor's. The executor and the manager's plan book, on the real simulator and a SQLite state store."""
 
 from __future__ import annotations
+
+import time
 
 from sova.control.executor import Executor
 from sova.model.actions import Migrate
@@ -65,3 +67,20 @@ def test_waiting_plans_end_rejected_cancelled_or_superseded_by_what_became_of_th
     book.cancelled.add(cancelled)  # as the manager marks a plan a person cancels
     rig.ex.reject(cancelled, "cancelled by otto")
     assert states(book) == {rejected: "rejected", cancelled: "cancelled", older: "superseded", newer: "pending"}
+
+
+def test_a_plan_its_decision_and_its_entries_keep_the_wall_clocks_time_beside_the_executors(tmp_path):
+    rig = Rig(mode="approve")
+    book = booked(rig, tmp_path, "approve")
+    rig.run(30)  # the executor's clock (the simulator's) at 30 s, the wall clock's at today
+    before = time.time()
+    plan = rig.ex.submit([Migrate(vm="v1", dst="h2")], rig.k)
+    book.decided_by[plan] = "otto"
+    rig.ex.approve(plan, rig.k, by="otto")
+    book.flush()
+    after = time.time()
+    row = book.store.plan(plan)
+    entries, _ = book.store.audit(plan=plan)
+    assert row.created == row.decided_at == rig.sim.t and before <= row.created_wall <= row.decided_wall <= after
+    assert [e["event"] for e in entries] == ["proposed", "pending", "approved", "applied"]
+    assert all(e["time"] == rig.sim.t and before <= e["wall_time"] <= after for e in entries)

@@ -1,20 +1,22 @@
 """The manager's REST API on a real uvicorn, in front of a manager and a simulated cluster's agents on a
 real nats-server: tokens and roles, the cluster's state, plans approved through the API, the audit
-trail, and Prometheus' exposition."""
+trail, its times (the wall clock's, the simulated cluster's beside them), and Prometheus' exposition."""
 
 from __future__ import annotations
 
 import asyncio
+import time
+from datetime import UTC, datetime
 
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from service_stack import Stack, wait_for
+from service_stack import SPEED, Stack, wait_for
 
 
-def run_with_api(tmp_path, nats_server, body, mode: str = "approve"):
+def run_with_api(tmp_path, nats_server, body, mode: str = "approve", speed: float = SPEED):
     async def run():
-        stack = Stack(nats_server, tmp_path, mode=mode)
+        stack = Stack(nats_server, tmp_path, mode=mode, speed=speed)
         await stack.start_cluster()
         await stack.start_manager()
         base = await stack.start_api()
@@ -107,6 +109,49 @@ def test_a_plan_is_approved_through_the_api_and_its_audit_trail_and_metrics_show
     assert set(utilization) == {"h1", "h2"}
 
 
+def test_at_speed_20_every_time_the_api_shows_is_the_wall_clocks_and_the_sim_fields_the_clusters(nats_server, tmp_path):
+    async def body(stack, client):
+        operator, viewer = stack.headers("operator"), stack.headers("viewer")
+        await wait_for(lambda: stack.manager.store.plans(state="pending")[1] >= 1)
+        plan = (await client.get("/api/v1/plans", params={"state": "pending"}, headers=viewer)).json()["items"][-1]
+        await client.post(f"/api/v1/plans/{plan['id']}/approve", headers=operator)
+        await wait_for(lambda: stack.manager.store.plan(plan["id"]).state == "succeeded")
+        decided = (await client.get(f"/api/v1/plans/{plan['id']}", headers=viewer)).json()
+        trail = (await client.get("/api/v1/audit", params={"limit": 1000}, headers=viewer)).json()["items"]
+        findings = (await client.get("/api/v1/findings", headers=viewer)).json()
+        series = (await client.get("/api/v1/hosts/series", headers=viewer)).json()
+        return decided, trail, findings, series, time.time(), stack.cluster.clock0
+
+    decided, trail, findings, series, now, clock0 = run_with_api(tmp_path, nats_server, body)
+    shown = [(decided["created"], decided["sim_created"]), (decided["decided_at"], decided["sim_decided_at"])]
+    shown += [(row["time"], row["sim_time"]) for row in trail + findings]
+    shown += list(zip(series["times"], series["sim_times"], strict=True))
+    tokens = [row for row in trail if row["event"] == "token-created"]
+    loop = [(wall, sim) for wall, sim in shown if sim is not None]
+    assert len(loop) == len(shown) - len(tokens) and len(tokens) == 4 and findings and series["times"]
+    assert all(now - 60 < wall <= now for wall, _ in shown)  # within a minute of the wall clock
+    assert {datetime.fromtimestamp(wall, UTC).year for wall, _ in shown} == {datetime.now(UTC).year}
+    # the simulated clock starts at the wall clock times 20 and runs 20 times as fast
+    assert all(clock0 <= sim and abs(sim / SPEED - wall) < 60 for wall, sim in loop)
+    assert all(row["sim_time"] is None for row in tokens)  # the API's own events: on the wall clock only
+
+
+def test_on_the_wall_clock_the_api_shows_no_simulated_times(nats_server, tmp_path):
+    async def body(stack, client):
+        viewer = stack.headers("viewer")
+        found = stack.manager.runtime.findings
+        await wait_for(lambda: any(f.notable for policy in list(found.values()) for f in policy))
+        findings = (await client.get("/api/v1/findings", headers=viewer)).json()
+        series = (await client.get("/api/v1/hosts/series", headers=viewer)).json()
+        trail = (await client.get("/api/v1/audit", params={"limit": 1000}, headers=viewer)).json()["items"]
+        return findings, series, trail, time.time()
+
+    findings, series, trail, now = run_with_api(tmp_path, nats_server, body, speed=1.0)
+    rows = findings + trail
+    assert rows and all(now - 60 < row["time"] <= now and row["sim_time"] is None for row in rows)
+    assert series["times"] and series["sim_times"] is None
+
+
 def test_bad_parameters_are_refused_with_the_field_named_and_change_nothing(nats_server, tmp_path):
     async def body(stack, client):
         operator = stack.headers("operator")
@@ -134,6 +179,7 @@ def test_a_host_series_over_any_span_has_at_most_the_points_asked_for():
     from sova.drivers.sim import SimDriver
     from sova.model.knowledge import Knowledge
     from sova.service import views
+    from sova.service.cluster_clock import ClusterClock
     from sova.sim.engine import Simulator
 
     driver = SimDriver(Simulator(make_scenario(vms=[{"name": "a", "host": "h1"}])))
@@ -142,9 +188,9 @@ def test_a_host_series_over_any_span_has_at_most_the_points_asked_for():
         driver.sim.step()
         knowledge.add(driver.observe())
     for seconds in (1e-300, 0.5, 10.0, 1e9):
-        series = views.host_series(knowledge, seconds, points=20)
+        series = views.host_series(knowledge, seconds, ClusterClock(), points=20)
         assert len(series["times"]) <= 20 and all(len(v) == len(series["times"]) for v in series["hosts"].values())
-    assert len(views.host_series(knowledge, 1e9, points=20)["times"]) == 20
+    assert len(views.host_series(knowledge, 1e9, ClusterClock(), points=20)["times"]) == 20
 
 
 def test_the_schema_and_the_reference_want_a_token_and_a_report_on_a_subject_no_host_has_is_refused(

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from dataclasses import asdict
 
 import httpx
@@ -21,6 +22,7 @@ from sova.drivers.sim import SimDriver
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
 from sova.model.storage_slo import StorageSlo
+from sova.service.agent import LocalSide
 from sova.service.local_audit import _entry
 from sova.service.local_loops import LocalLoops, SharedObservation, own_part
 from sova.service.slo_relay import _status
@@ -96,11 +98,25 @@ def test_a_real_hosts_local_loops_see_only_that_host_its_flows_to_peers_leaving_
     assert shared.observe().hosts == ("h1",) and shared.full().hosts == ("h1",)
 
 
+def test_a_real_hosts_local_entries_carry_the_wall_clock_whatever_clock_its_driver_keeps():
+    sim = Simulator(storage_scenario(), seed=1)  # its clock starts at 0, as a libvirt driver's at its agent's start
+    loops = LocalLoops(SimDriver(sim), see_profile(), ControlSpec(), {"db1": "ssd", "db2": "ssd"})
+    slo = StorageSlo(throughput=(400, 600), sc_rate=(80, 90), pf_ratio=(5, 10))  # SEE raises its target at 30 s
+    loops.follow({"db1": slo}, SimDriver(sim).observe())
+    side = LocalSide(bus=None, loops=loops, own="h1")  # nothing is sent here: the entries stay queued
+    while not side.audit.queue and sim.t < 120:
+        sim.step()
+        side.tick(lambda entry: "h1")
+    sent = json.loads(side.audit.queue[0][2])
+    assert sent["policy"] == "see" and abs(sent["time"] - time.time()) < 5 and sent["time"] <= sent["wall_time"]
+
+
 def test_the_manager_takes_no_malformed_audit_entry_or_status_from_an_agent():
     good = AuditEntry(5.0, 0, "applied", "see", "set-io-target db1 iops=420", "db1", "raised")
-    entry = _entry(json.dumps(asdict(good)).encode(), "h1")
-    assert entry.details == {"host": "h1"} and entry.action == good.action
-    for bad in ([], {"time": "noon"} | {k: v for k, v in asdict(good).items() if k != "time"}, {"time": 1.0}):
+    entry, wall_time = _entry(json.dumps(asdict(good) | {"wall_time": 1.7e9}).encode(), "h1")
+    assert entry.details == {"host": "h1"} and entry.action == good.action and wall_time == 1.7e9
+    untimed = {k: v for k, v in asdict(good).items() if k != "time"}
+    for bad in ([], untimed | {"time": "noon"}, {"time": 1.0}, asdict(good) | {"wall_time": "noon"}):
         with pytest.raises((ValueError, TypeError)):
             _entry(json.dumps(bad).encode(), "h1")
     assert _status("db1", {"sc_rate": 90})["pf_ratio"] is None
@@ -200,11 +216,16 @@ def test_the_engines_own_changes_reach_the_managers_audit_trail_with_their_host(
             return [r for r in rows if r["policy"] == "see"]
 
         await wait_for(lambda: len(raised()) >= 2, timeout=120)
-        return raised()
+        query = {"event": "applied", "target": "db1"}
+        shown = (await client.get("/api/v1/audit", params=query, headers=stack.headers("viewer"))).json()["items"]
+        return raised(), shown, time.time(), stack.cluster.clock0
 
-    raised = run_stack(tmp_path, nats_server, body)
+    raised, shown, now, clock0 = run_stack(tmp_path, nats_server, body)
     assert [r["action"].split("iops=")[1].split()[0] for r in raised[:2]] == ["420", "440"]
     assert all(r["details"]["host"] == "h1" and "throughput target raised" in r["reason"] for r in raised)
+    # shown at the wall-clock time the agent made them, beside the simulated cluster's (the manager's own clock)
+    assert all(now - 60 < r["time"] <= now and abs(r["sim_time"] / SPEED - r["time"]) < 60 for r in shown)
+    assert len(shown) >= 2 and all(r["sim_time"] >= clock0 for r in shown)
 
 
 def test_slo_calls_are_checked_whole_and_a_tenant_reaches_only_its_own_vms(nats_server, tmp_path):

@@ -13,6 +13,8 @@ import sqlalchemy as sa
 
 from helpers import database_at
 from postgres_server import PostgresServer, binaries
+from sova.control.audit import AuditEntry
+from sova.service import views
 from sova.service.state import StateStore
 
 _databases = itertools.count()
@@ -47,11 +49,11 @@ def database_url(request, tmp_path):
 
 def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_nothing(database_url):
     store = StateStore(database_url)
-    assert store.revision() == "0006"
+    assert store.revision() == "0007"
     store.record_sent("a1", "h1", "set-cpu", b'{"id": "a1"}')
     store.close()
     again = StateStore(database_url)  # the upgrade finds the schema there and keeps the rows
-    assert again.revision() == "0006" and [s.action_id for s in again.unanswered()] == ["a1"]
+    assert again.revision() == "0007" and [s.action_id for s in again.unanswered()] == ["a1"]
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
     again.close()
@@ -62,7 +64,7 @@ def test_a_store_of_the_first_revision_is_upgraded_in_place_and_keeps_its_action
     action = "INSERT INTO actions (id, host, kind, action, sent_at) VALUES ('a1', 'h1', 'migrate', '{}', 1)"
     database_at(database_url, "0001", [(action, {})])
     store = StateStore(database_url)
-    assert store.revision() == "0006"
+    assert store.revision() == "0007"
     assert [(s.action_id, s.host, s.plan) for s in store.unanswered()] == [("a1", "h1", None)]
     store.close()
 
@@ -104,3 +106,29 @@ def test_plans_of_a_store_before_the_life_cycle_are_named_by_what_their_actions_
         4: "ongoing",
         5: "rejected",
     }
+
+
+def test_plans_and_entries_of_a_store_before_wall_clock_times_are_shown_at_the_times_they_kept(database_url):
+    plan = "INSERT INTO plans (id, created, nonce, policy, state, actions, findings, decided_at, decided_by) VALUES (1, 1.7e9, 'n', 'p', 'rejected', '[]', '[]', 1.7e9 + 30, 'otto')"
+    entry = "INSERT INTO audit (time, plan, event, policy, action, target, reason, status, message, details) VALUES (1.7e9, 1, 'pending', 'p', 'migrate v1 to h2', 'v1', 'hot', '', '', '{}')"
+    database_at(database_url, "0006", [(plan, {}), (entry, {})])
+    store = StateStore(database_url)
+    (row,), _ = store.plans()
+    (audit_row,), _ = store.audit()
+    store.close()
+    assert row.created_wall is None and row.decided_wall is None and audit_row["wall_time"] is None
+    shown = views.plan(row)
+    assert (shown["created"], shown["sim_created"], shown["decided_at"]) == (1.7e9, None, 1.7e9 + 30)
+    assert views.audit_entry(audit_row)["time"] == 1.7e9 and views.audit_entry(audit_row)["sim_time"] is None
+
+
+def test_a_migrations_hold_down_after_a_restart_is_counted_on_the_clusters_clock_not_the_apis(database_url):
+    store = StateStore(database_url)
+    cluster_now = 0.5 * 1.8e9  # a simulated cluster at --speed 0.5 runs behind the wall clock
+    finished = AuditEntry(cluster_now - 20, 1, "finished", "p", "migrate v1 to h2", "v1", "hot", status="ok")
+    token = AuditEntry(1.8e9, 0, "token-created", "tokens", "token vera created", "vera", "by ada")
+    store.append_audit([finished])
+    store.append_audit([token])  # the API's events are on the wall clock
+    recent = store.recent_migrations(60.0)
+    store.close()
+    assert recent == {"v1": cluster_now - 20}

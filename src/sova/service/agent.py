@@ -54,10 +54,12 @@ class LocalSide:
     """The local loops of one or more hosts (a simulated cluster's are one), with what they need of the
     bus: the SLOs in, the SLO status and audit entries out."""
 
-    def __init__(self, bus: Bus, loops: LocalLoops, own: str | None = None):
+    def __init__(self, bus: Bus, loops: LocalLoops, own: str | None = None, offset: Callable[[], float] | None = None):
         """own: the one host these loops are for (None: every host of the observation, a simulated
-        cluster's)."""
+        cluster's); offset: what to add to the loops' driver's clock to have the cluster's, which the host
+        reports and the manager's own audit entries carry (None: the wall clock's lead on the driver's)."""
         self.bus, self.loops, self.own = bus, loops, own
+        self.offset = offset or (lambda: time.time() - loops.driver.now())
         self.slos = SloFollower(bus)
         self.audit = LocalAuditSender(bus)
 
@@ -78,9 +80,12 @@ class LocalSide:
             await publish_status(self.bus, host, {vm: v for vm, v in status.items() if host_of.get(vm) == index})
 
     def tick(self, host_of_entry) -> None:
-        """One tick of the loops; what they did is queued for the manager under `host_of_entry(entry)`."""
-        for entry in self.loops.tick():
-            self.audit.add(host_of_entry(entry), [entry])
+        """One tick of the loops; what they did is queued for the manager under `host_of_entry(entry)`, its
+        time on the cluster's clock."""
+        entries = self.loops.tick()
+        offset = self.offset() if entries else 0.0
+        for entry in entries:
+            self.audit.add(host_of_entry(entry), [replace(entry, time=entry.time + offset)])
 
 
 async def run_host_agent(
@@ -165,7 +170,7 @@ class SimCluster:
         ]
         storage_of = {vm.name: vm.storage for vm in scenario.vms if vm.storage}
         loops = LocalLoops(self.driver, policies or [], scenario.control, storage_of)
-        self.local = LocalSide(bus, loops) if loops.policies else None
+        self.local = LocalSide(bus, loops, offset=lambda: self.clock0) if loops.policies else None
         self.layout: Snapshot | None = None  # the latest observation: which host an audit entry is about
         # reports carry the wall clock times the speed-up plus the simulated time: a cluster started again
         # (a new simulator from 0 s) still reports later times than before, as real hosts would

@@ -3,7 +3,8 @@
 Every path but /healthz wants a bearer token (``Authorization: Bearer sova_...``, or the dashboard's
 cookie): viewers read, operators also decide plans, admins everything, tenants only their VMs' SLOs.
 Handlers run on the manager's event loop (``async def``), between its rounds, so what they read is
-consistent. Bad input is a 4xx whose message names the field (FastAPI's 422 for parameters).
+consistent. Bad input is a 4xx whose message names the field (FastAPI's 422 for parameters). Times are
+wall-clock Unix times, with the cluster's own beside them (``sim_...``) where it runs apart (api_models.py).
 No `from __future__ import annotations` here: FastAPI reads the handlers' annotations, some of them local.
 """
 
@@ -157,8 +158,8 @@ def make_app(
     async def host_series(
         _: Reader, seconds: Annotated[float, Query(gt=0, le=86400, description="how far back")] = 600.0
     ) -> dict:
-        """Each host's CPU utilisation over time (at most 120 points)."""
-        return views.host_series(manager.runtime.knowledge, seconds)
+        """Each host's CPU utilisation over time (at most 120 points), `seconds` back on the cluster's clock."""
+        return views.host_series(manager.runtime.knowledge, seconds, manager.collector.clock)
 
     @app.get("/api/v1/vms", response_model=list[M.Vm], tags=["cluster"])
     async def vms(_: Reader) -> list[dict]:
@@ -171,7 +172,7 @@ def make_app(
     @app.get("/api/v1/findings", response_model=list[M.FindingRow], tags=["cluster"])
     async def findings(_: Reader) -> list[dict]:
         """What each policy found at its latest round (hotspots, slow VMs, ...)."""
-        return views.findings(manager.runtime.findings)
+        return views.findings(manager.runtime.findings, manager.collector.clock)
 
     @app.get("/api/v1/plans", response_model=M.PlanPage, tags=["plans"])
     async def plans(
@@ -182,14 +183,14 @@ def make_app(
     ) -> dict:
         """Plans, newest first."""
         rows, total = manager.store.plans(state, offset, limit)
-        return {"total": total, "items": [_plan(r) for r in rows]}
+        return {"total": total, "items": [views.plan(r) for r in rows]}
 
     @app.get("/api/v1/plans/{plan_id}", response_model=M.Plan, tags=["plans"], responses={404: {"model": M.ErrorBody}})
     async def plan(_: Reader, plan_id: PlanId) -> dict:
         row = manager.store.plan(plan_id)
         if row is None:
             raise HTTPException(404, f"no plan {plan_id}")
-        return _plan(row)
+        return views.plan(row)
 
     @app.post(
         "/api/v1/plans/{plan_id}/{verdict}",
@@ -219,7 +220,7 @@ def make_app(
     ) -> dict:
         """The audit trail, oldest first, filtered by event, target (VM or host) or plan."""
         rows, total = manager.store.audit(offset, limit, event, target, plan)
-        return {"total": total, "items": rows}
+        return {"total": total, "items": [views.audit_entry(row) for row in rows]}
 
     @app.get("/api/v1/profiles", response_model=M.Profiles, tags=["policies"])
     async def profile_list(_: Reader) -> dict:
@@ -287,19 +288,6 @@ def _add_runs(app: FastAPI, runs: RunBook, Reader, Decider) -> None:
         if path is None:
             raise HTTPException(404, f"run {run_id} has no result {name!r}")
         return FileResponse(path)
-
-
-def _plan(row) -> dict:
-    return {
-        "id": row.id,
-        "created": row.created,
-        "policy": row.policy,
-        "state": row.state,
-        "actions": row.actions,
-        "findings": row.findings,
-        "decided_at": row.decided_at,
-        "decided_by": row.decided_by,
-    }
 
 
 def _default(value):

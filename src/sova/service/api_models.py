@@ -1,4 +1,9 @@
-"""The REST API's bodies, as pydantic models: they make its OpenAPI schema (which the fuzz tests read)."""
+"""The REST API's bodies, as pydantic models: they make its OpenAPI schema (which the fuzz tests read).
+
+Every time is a Unix time (seconds since 1970, UTC) on the wall clock; where the cluster's own clock (its
+reports' times, which the control loop computes with) runs apart from it, as a simulated cluster's does,
+a ``sim_`` field beside it holds that clock's time, and is null otherwise (service/cluster_clock.py).
+"""
 
 from __future__ import annotations
 
@@ -93,9 +98,14 @@ class Vfs(BaseModel):
     holders: list[str]
 
 
+WALL = "Unix time (UTC), wall clock"
+SIM = "the cluster's own clock then, where it runs apart from the wall clock (a simulated cluster), else null"
+
+
 class FindingRow(BaseModel):
     policy: str
-    time: float
+    time: float = Field(description=f"the policy's latest round: {WALL}")
+    sim_time: float | None = Field(description=SIM)
     kind: str
     host: str
     notable: bool
@@ -104,18 +114,24 @@ class FindingRow(BaseModel):
 
 
 class Series(BaseModel):
-    times: list[float]
+    times: list[float] = Field(description=f"the end of each point's interval: {WALL}")
+    sim_times: list[float] | None = Field(
+        description="the same on the cluster's own clock, where it runs apart from the wall clock (a simulated "
+        "cluster), else null"
+    )
     hosts: dict[str, list[float | None]]
 
 
 class Plan(BaseModel):
     id: int
-    created: float
+    created: float = Field(description=WALL)
+    sim_created: float | None = Field(description=SIM)
     policy: str
     state: PlanState
     actions: list[dict[str, Any]]
     findings: list[dict[str, Any]]
-    decided_at: float | None
+    decided_at: float | None = Field(description=f"approved, rejected, cancelled or expired: {WALL}")
+    sim_decided_at: float | None = Field(description=SIM)
     decided_by: str | None
 
 
@@ -132,7 +148,8 @@ class Decision(BaseModel):
 
 class AuditRow(BaseModel):
     id: int
-    time: float
+    time: float = Field(description=WALL)
+    sim_time: float | None = Field(description=SIM)
     plan: int
     event: str
     policy: str
@@ -192,10 +209,10 @@ class Run(BaseModel):
     scenario: str
     profiles: list[str]
     by: str
-    submitted: float
+    submitted: float = Field(description=WALL)
     state: Literal["queued", "running", "done", "failed"]
-    started: float | None = None
-    ended: float | None = None
+    started: float | None = Field(None, description=WALL)
+    ended: float | None = Field(None, description=WALL)
     error: str = ""
     progress: RunProgress | None
     report: bool = Field(description="its report.html is there: GET /api/v1/runs/{id}/results/report.html")
@@ -223,12 +240,12 @@ class SloStatus(BaseModel):
     target: float | None = Field(description="the throughput target the SLO engine holds now, IOPS")
     latency: float | None = Field(description="mean IO latency in the last second, seconds")
     host: str
-    received: float = Field(description="when the manager got it (Unix time)")
+    received: float = Field(description=f"when the manager got it: {WALL}")
 
 
 class Slo(BaseModel):
     vm: str
     slo: dict[str, list[float] | float | None]
     set_by: str
-    set_at: float
+    set_at: float = Field(description=WALL)
     status: SloStatus | None = Field(description="what the VM's host measured (null until it reports)")

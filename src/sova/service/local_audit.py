@@ -6,14 +6,18 @@ sent while the manager is down reach it when it returns). Each entry carries an 
 a sequence number), so one sent again is stored once. An entry the bus did not take stays queued in the
 agent (at most QUEUE_MAX; beyond that the oldest are dropped, with a warning) and is sent again at the
 next step. The leading manager reads them through its durable consumer and writes them to its store
-with the host they came from, before it acknowledges them.
+with the host they came from, before it acknowledges them. Each entry carries the wall-clock time the agent
+made it at (``wall_time``, beside the entry's own time on the cluster's clock), so one that waited on the
+bus while the manager was down is not shown as made when it arrived.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import secrets
+import time
 from collections import deque
 from dataclasses import asdict, fields
 
@@ -41,7 +45,7 @@ class LocalAuditSender:
         """Queue what the local loops of `host` did."""
         for entry in entries:
             self.sequence += 1
-            payload = json.dumps(asdict(entry), default=float).encode()
+            payload = json.dumps(asdict(entry) | {"wall_time": time.time()}, default=float).encode()
             self.queue.append((local_subject(host), f"local-{host}-{self.run}-{self.sequence}", payload))
         while len(self.queue) > QUEUE_MAX:
             self.queue.popleft()
@@ -75,25 +79,32 @@ class LocalAuditReader:
             messages = await self.reader.fetch(batch=256, timeout=wait)
         except TimeoutError:
             return 0
-        entries = []
+        entries, wall_times = [], []
         for message in messages:
             try:
-                entries.append(_entry(message.data, message.subject.rsplit(".", 1)[-1]))
+                entry, wall_time = _entry(message.data, message.subject.rsplit(".", 1)[-1])
             except (ValueError, TypeError) as err:
                 log.warning("dropped a malformed local audit entry on %s: %s", message.subject, err)
-        self.store.append_audit(entries)
+            else:
+                entries.append(entry)
+                wall_times.append(wall_time)
+        self.store.append_audit(entries, wall_times)
         for message in messages:
             await message.ack()
         return len(entries)
 
 
-def _entry(payload: bytes, host: str) -> AuditEntry:
-    """An entry as an agent sent it; the host is the subject's (an agent speaks only for its own)."""
+def _entry(payload: bytes, host: str) -> tuple[AuditEntry, float]:
+    """An entry as an agent sent it, and when it made it on the wall clock (an agent of an earlier version
+    says not: when it came); the host is the subject's (an agent speaks only for its own)."""
     raw = json.loads(payload)
     if not isinstance(raw, dict):
         raise ValueError("not a JSON object")
+    wall_time = raw.get("wall_time", time.time())
+    if isinstance(wall_time, bool) or not isinstance(wall_time, int | float) or not math.isfinite(wall_time):
+        raise ValueError(f"wall_time must be a finite number of seconds, got {wall_time!r}")
     entry = AuditEntry(**{key: value for key, value in raw.items() if key in _FIELDS})
     for field in fields(AuditEntry):
         if not isinstance(getattr(entry, field.name), _TYPES[field.type]):
             raise ValueError(f"{field.name} must be {field.type}, got {getattr(entry, field.name)!r}")
-    return AuditEntry(**(asdict(entry) | {"details": entry.details | {"host": host}}))
+    return AuditEntry(**(asdict(entry) | {"details": entry.details | {"host": host}})), float(wall_time)

@@ -10,13 +10,15 @@ when every action succeeded, ``failed`` when none did, ``partially-succeeded`` i
 ``NONCE-PLAN-INDEX`` (the nonce is the plan's, random), so a re-sent action keeps its id and the agent
 applies it at most once. The executor's events arrive through ``record``; ``flush`` writes what they
 changed to the store (plans first, then the actions the executor refused, then the audit entries, which
-then leave memory: the store holds the trail).
+then leave memory: the store holds the trail). Each plan, decision and entry keeps the wall-clock time it
+was made at beside the executor's time (the cluster's clock), for people (state.py).
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+import time as wall_clock
 from dataclasses import dataclass, field
 
 from sova.analyze.findings import Finding
@@ -42,6 +44,7 @@ class _Plan:
     ended: set[int] = field(default_factory=set)  # indices of the actions that ended
     succeeded: set[int] = field(default_factory=set)  # indices of the actions that ended well
     written: bool = False  # the store has its row
+    created_wall: float | None = None  # when it was made, on the wall clock (`created`: the cluster's)
 
 
 def action_id(nonce: str, plan: int, index: int) -> str:
@@ -55,7 +58,9 @@ class PlanBook(AuditLog):
         self.plans: dict[int, _Plan] = {}  # plans not yet ended
         self._ids: dict[int, tuple[str, Action, int, int]] = {}  # id(action) -> (its id, it, plan, index)
         self._findings: dict[int, list[dict]] = {}  # findings of plans whose actions have not come yet
-        self._states: dict[int, tuple[str, float, str | None]] = {}  # plan -> (state, when, by) to write
+        # plan -> (state, when on the cluster's clock, when on the wall clock, by) to write
+        self._states: dict[int, tuple[str, float | None, float | None, str | None]] = {}
+        self._entry_walls: list[float] = []  # the wall-clock time of each entry in `entries`
         self._unsent: list[tuple[str, int, Action, Outcome]] = []
         self.decided_by: dict[int, str] = {}
         self.cancelled: set[int] = set()  # plans a person cancelled
@@ -72,6 +77,7 @@ class PlanBook(AuditLog):
     # ------------------------------------------------------------------ the executor's events
     def record_finding(self, time: float, plan: int, policy: str, finding: Finding) -> None:
         super().record_finding(time, plan, policy, finding)
+        self._entry_walls.append(wall_clock.time())
         self._findings.setdefault(plan, []).append(finding.to_dict())
 
     def record_note(self, time: float, policy: str, target: str, text: str) -> None:
@@ -80,6 +86,7 @@ class PlanBook(AuditLog):
 
     def record(self, time: float, plan: int, event: str, action: Action, outcome: Outcome | None = None) -> None:
         super().record(time, plan, event, action, outcome)
+        self._entry_walls.append(wall_clock.time())
         if event == "proposed":
             self._propose(time, plan, action)
             return
@@ -100,7 +107,9 @@ class PlanBook(AuditLog):
     def _propose(self, time: float, plan: int, action: Action) -> None:
         book = self.plans.get(plan)
         if book is None:
-            book = _Plan(plan, secrets.token_hex(4), time, action.policy, findings=self._findings.pop(plan, []))
+            findings = self._findings.pop(plan, [])
+            book = _Plan(plan, secrets.token_hex(4), time, action.policy, findings=findings)
+            book.created_wall = wall_clock.time()
             self.plans[plan] = book
             self._set_state(book, "ongoing")  # auto mode; approve and dry-run say otherwise next
         index = len(book.actions)
@@ -112,10 +121,12 @@ class PlanBook(AuditLog):
         book.state = state
         before = self._states.get(book.id)
         if decided_at is None and before is not None:  # a decision not yet written stays
-            decided_at, by = before[1], before[2]
+            decided_at, decided_wall, by = before[1], before[2], before[3]
+        elif decided_at is not None:
+            decided_wall, by = wall_clock.time(), self.decided_by.pop(book.id, None)
         else:
-            by = self.decided_by.pop(book.id, None) if decided_at is not None else None
-        self._states[book.id] = (state, decided_at, by)
+            decided_wall = by = None
+        self._states[book.id] = (state, decided_at, decided_wall, by)
 
     def _end(self, book: _Plan, action: Action, outcome: Outcome | None, refused: bool) -> None:
         known = self._ids.pop(id(action), None)
@@ -146,17 +157,20 @@ class PlanBook(AuditLog):
             if not book.written:
                 wire = [_wire(a) for a in book.actions]
                 state = self._states.get(book.id, (book.state,))[0]
-                self.store.record_plan(book.id, book.created, book.nonce, book.policy, state, wire, book.findings)
+                self.store.record_plan(
+                    book.id, book.created, book.nonce, book.policy, state, wire, book.findings, book.created_wall
+                )
                 book.written = True
-        for plan, (state, decided_at, by) in self._states.items():
-            self.store.set_plan_state(plan, state, decided_at, by)
+        for plan, (state, decided_at, decided_wall, by) in self._states.items():
+            self.store.set_plan_state(plan, state, decided_at, by, decided_wall)
         self._states.clear()
         for aid, plan, action, outcome in self._unsent:
             payload = encode_action(aid, action)
             self.store.record_unsent(aid, plan, action.kind, payload, outcome.status, encode_outcome(aid, outcome))
         self._unsent.clear()
-        self.store.append_audit(self.entries)
+        self.store.append_audit(self.entries, self._entry_walls)
         self.entries.clear()
+        self._entry_walls.clear()
         for plan in [p for p, book in self.plans.items() if book.state in TERMINAL]:
             for index, action in enumerate(self.plans[plan].actions):
                 if index not in self.plans[plan].ended:

@@ -3,18 +3,21 @@
 the latest of each host and merges the fresh ones into the Snapshot its global loops observe.
 
 A report carries its wall-clock send time in the ``Sova-Sent`` header, so the manager can tell the bus's
-lag (across machines this relies on their clocks being synchronised, as NTP keeps them).
+lag (across machines this relies on their clocks being synchronised, as NTP keeps them), and how the
+cluster's clock (the reports' times) stands to the wall clock (``ClusterClock``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import time
 from collections.abc import Callable
 
 from sova.model.snapshot import Snapshot
 from sova.service.bus import Bus, BusError, Listener, host_token
+from sova.service.cluster_clock import ClusterClock
 from sova.service.host_report import ReportError, decode, encode, merge
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,7 @@ class ReportCollector(Listener):
         self.refused = 0
         self.on_lag: Callable[[float], None] = lambda seconds: None  # each report's send-to-receipt time (s)
         self.version = 0  # grows with every report taken
+        self.clock = ClusterClock()  # the reports' times against the wall clock they were sent at
         self._merged: tuple[tuple, Snapshot] | None = None
 
     async def _take(self, message) -> None:
@@ -60,16 +64,16 @@ class ReportCollector(Listener):
             log.warning("refused a report on %s: it is %s's", message.subject, part.hosts[0])
             return
         self.received_count += 1
-        sent = (message.headers or {}).get(SENT)
+        sent = _sent_at(message.headers)
         if sent is not None:
-            with contextlib.suppress(ValueError):
-                self.on_lag(max(0.0, time.time() - float(sent)))
+            self.on_lag(max(0.0, time.time() - sent))
         before = self.latest.get(host)
         if before is None or part.time >= before[0].time:  # an older report arriving late changes nothing
             self.latest[host] = (part, destinations)
             self.received[host] = time.monotonic()
             self.received_at[host] = time.time()
             self.version += 1
+            self.clock.note(part.time, time.time() if sent is None else sent)
 
     def fresh(self) -> list[str]:
         """The hosts whose latest report is at most `stale_after` old, in name order."""
@@ -85,3 +89,12 @@ class ReportCollector(Listener):
         if self._merged is None or self._merged[0] != key:
             self._merged = (key, merge([self.latest[host] for host in hosts]))
         return self._merged[1]
+
+
+def _sent_at(headers: dict | None) -> float | None:
+    """The wall-clock time a report says it was sent at (None: it says none, or nothing finite)."""
+    with contextlib.suppress(KeyError, TypeError, ValueError):
+        sent = float((headers or {})[SENT])
+        if math.isfinite(sent):
+            return sent
+    return None

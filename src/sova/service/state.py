@@ -7,6 +7,12 @@ Held: every action the manager sent (recorded before it goes on the bus) with it
 actions await an outcome and sends them again under the same ids (stored once by the bus, applied once
 by the agent); every plan and its state (pending, ongoing, succeeded, failed, ... as plan_book.py says); the
 audit trail; the tenants' storage SLOs; and the API's tokens (hashes only).
+
+Plans and audit entries keep two clocks: the cluster's (``created``, ``decided_at``, ``time``: what the
+control loop computes with, e.g. a migration's hold-down after a restart) and the wall clock
+(``created_wall``, ``decided_wall``, ``wall_time``: what people are shown). On real hosts the two agree;
+a simulated cluster's runs apart (service/cluster_clock.py). Rows written before revision 0007 have only
+the first.
 """
 
 from __future__ import annotations
@@ -47,6 +53,8 @@ plans = sa.Table(
     sa.Column("findings", sa.Text, nullable=False),  # JSON list of the findings it rests on
     sa.Column("decided_at", sa.Float),
     sa.Column("decided_by", sa.String(255)),
+    sa.Column("created_wall", sa.Float),  # the wall clock's `created` (NULL in rows from before 0007)
+    sa.Column("decided_wall", sa.Float),
     sa.Index("plans_state", "state"),
 )
 audit = sa.Table(
@@ -63,6 +71,7 @@ audit = sa.Table(
     sa.Column("status", sa.String(32), nullable=False),
     sa.Column("message", sa.Text, nullable=False),
     sa.Column("details", sa.Text, nullable=False),
+    sa.Column("wall_time", sa.Float),  # the wall clock's `time` (NULL in rows from before 0007)
     sa.Index("audit_plan", "plan"),
     sa.Index("audit_target", "target"),
 )
@@ -93,6 +102,7 @@ maintenance = sa.Table(
 )
 MIGRATIONS = Path(__file__).with_name("migrations")
 AUDIT_FIELDS = ("time", "plan", "event", "policy", "action", "target", "reason", "status", "message")
+API_EVENTS = ("slo-set", "slo-cleared", "token-created", "token-revoked", "token-expired")  # on the wall clock
 
 
 @dataclass(frozen=True)
@@ -114,6 +124,8 @@ class PlanRow:
     findings: list[dict]
     decided_at: float | None
     decided_by: str | None
+    created_wall: float | None = None
+    decided_wall: float | None = None
 
 
 class StateStore:
@@ -196,7 +208,9 @@ class StateStore:
         state: str,
         wire_actions: list[dict],
         findings: list[dict],
+        created_wall: float | None = None,
     ) -> None:
+        """A new plan; `created` on the cluster's clock, `created_wall` on the wall clock (None: now)."""
         row = {
             "id": plan_id,
             "created": created,
@@ -205,6 +219,7 @@ class StateStore:
             "state": state,
             "actions": json.dumps(wire_actions, allow_nan=False),
             "findings": json.dumps(findings, default=float),
+            "created_wall": time.time() if created_wall is None else created_wall,
         }
         with self.engine.begin() as connection:
             before = connection.execute(sa.select(plans.c.nonce).where(plans.c.id == plan_id)).scalar()
@@ -213,9 +228,20 @@ class StateStore:
             elif before != nonce:  # two managers numbered plans at once: the lease should make it impossible
                 raise RuntimeError(f"plan {plan_id} is in the store already, as another manager's plan")
 
-    def set_plan_state(self, plan_id: int, state: str, decided_at: float | None = None, by: str | None = None) -> None:
-        """A plan's new state; `decided_at` (and `by`) when it is an approval, rejection or expiry."""
-        values = {"state": state} | ({"decided_at": decided_at, "decided_by": by} if decided_at is not None else {})
+    def set_plan_state(
+        self,
+        plan_id: int,
+        state: str,
+        decided_at: float | None = None,
+        by: str | None = None,
+        decided_wall: float | None = None,
+    ) -> None:
+        """A plan's new state; `decided_at` (cluster clock), `decided_wall` (wall clock; None: now) and `by`
+        when it is an approval, rejection or expiry."""
+        values: dict = {"state": state}
+        if decided_at is not None:
+            wall = time.time() if decided_wall is None else decided_wall
+            values |= {"decided_at": decided_at, "decided_by": by, "decided_wall": wall}
         with self.engine.begin() as connection:
             connection.execute(plans.update().where(plans.c.id == plan_id).values(**values))
 
@@ -231,9 +257,11 @@ class StateStore:
 
     def recent_migrations(self, seconds: float) -> dict[str, float]:
         """VM -> when (cluster clock) its latest migration ended well, for those within `seconds` of the
-        newest audit entry: the hold-down a successor must keep."""
+        newest audit entry on the cluster's clock (not the API's, on the wall clock, which a simulated
+        cluster's runs apart from): the hold-down a successor must keep."""
         with self.engine.connect() as connection:
-            newest = connection.execute(sa.select(sa.func.max(audit.c.time))).scalar()
+            query = sa.select(sa.func.max(audit.c.time)).where(audit.c.event.not_in(API_EVENTS))
+            newest = connection.execute(query).scalar()
             if newest is None:
                 return {}
             query = (
@@ -254,13 +282,19 @@ class StateStore:
             return connection.execute(sa.select(sa.func.max(plans.c.id))).scalar() or 0
 
     # ------------------------------------------------------------------ audit
-    def append_audit(self, entries: list) -> None:
-        """Append audit entries (control.audit.AuditEntry) in their order."""
+    def append_audit(self, entries: list, wall_times: list[float] | None = None) -> None:
+        """Append audit entries (control.audit.AuditEntry) in their order; `wall_times`: when each was made,
+        on the wall clock (None: now)."""
         if not entries:
             return
+        if wall_times is None:
+            wall_times = [time.time()] * len(entries)
+        if len(wall_times) != len(entries):
+            raise ValueError(f"append_audit: {len(entries)} entries but {len(wall_times)} wall-clock times")
         rows = [
-            {k: getattr(e, k) for k in AUDIT_FIELDS} | {"details": json.dumps(e.details, default=float)}
-            for e in entries
+            {k: getattr(e, k) for k in AUDIT_FIELDS}
+            | {"details": json.dumps(e.details, default=float), "wall_time": wall_time}
+            for e, wall_time in zip(entries, wall_times, strict=True)
         ]
         with self.engine.begin() as connection:
             connection.execute(audit.insert(), rows)
@@ -333,8 +367,15 @@ def _plan_row(row) -> PlanRow:
         json.loads(row.findings),
         row.decided_at,
         row.decided_by,
+        row.created_wall,
+        row.decided_wall,
     )
 
 
 def _audit_row(row) -> dict:
-    return {"id": row.id, **{k: getattr(row, k) for k in AUDIT_FIELDS}, "details": json.loads(row.details)}
+    return {
+        "id": row.id,
+        **{k: getattr(row, k) for k in AUDIT_FIELDS},
+        "details": json.loads(row.details),
+        "wall_time": row.wall_time,
+    }

@@ -1,5 +1,7 @@
 """What the manager knows, as plain rows for the API, the dashboard and /metrics: hosts, VMs, VFs and
-who holds them, findings, and each host's CPU over time, all from the agents' reports (the Knowledge)."""
+who holds them, findings, and each host's CPU over time, all from the agents' reports (the Knowledge);
+and the plans and audit entries of its store. Times are on the wall clock, with the cluster's beside
+them where it runs apart (``cluster_clock``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,8 @@ import numpy as np
 
 from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import hosts_in_maintenance
+from sova.service.cluster_clock import ClusterClock, apart
+from sova.service.state import PlanRow
 
 LOAD_WINDOW = 10.0  # s over which a utilisation is averaged
 
@@ -77,15 +81,17 @@ def vfs(knowledge: Knowledge) -> list[dict]:
     ]
 
 
-def findings(latest: dict) -> list[dict]:
+def findings(latest: dict, clock: ClusterClock) -> list[dict]:
     """The findings each policy planned from at its latest round (``Runtime.findings``)."""
     rows = []
     for policy, found in latest.items():
+        wall_time = clock.to_wall(found.time)
         for finding in found:
             rows.append(
                 {
                     "policy": policy,
-                    "time": found.time,
+                    "time": wall_time,
+                    "sim_time": apart(found.time, wall_time),
                     "kind": finding.kind,
                     "host": finding.host,
                     "notable": finding.notable,
@@ -96,12 +102,39 @@ def findings(latest: dict) -> list[dict]:
     return rows
 
 
-def host_series(knowledge: Knowledge, seconds: float, points: int = 120) -> dict:
-    """Each host's CPU utilisation over the last `seconds` (at most `points` samples, each the mean
-    since the one before), for the dashboard's chart."""
+def plan(row: PlanRow) -> dict:
+    """A plan as the API shows it: its times on the wall clock (the cluster's where a row from before the
+    store kept the wall clock's has only those), the cluster's beside them where it runs apart."""
+    created = row.created if row.created_wall is None else row.created_wall
+    decided_at = row.decided_at if row.decided_wall is None else row.decided_wall
+    return {
+        "id": row.id,
+        "created": created,
+        "sim_created": apart(row.created, created),
+        "policy": row.policy,
+        "state": row.state,
+        "actions": row.actions,
+        "findings": row.findings,
+        "decided_at": decided_at,
+        "sim_decided_at": apart(row.decided_at, decided_at),
+        "decided_by": row.decided_by,
+    }
+
+
+def audit_entry(row: dict) -> dict:
+    """An audit entry as the API shows it: its time as a plan's (``plan``)."""
+    cluster_time = row["time"]
+    wall_time = cluster_time if row["wall_time"] is None else row["wall_time"]
+    shown = {key: value for key, value in row.items() if key != "wall_time"}
+    return shown | {"time": wall_time, "sim_time": apart(cluster_time, wall_time)}
+
+
+def host_series(knowledge: Knowledge, seconds: float, clock: ClusterClock, points: int = 120) -> dict:
+    """Each host's CPU utilisation over the last `seconds` of the cluster's clock (at most `points`
+    samples, each the mean since the one before), for the dashboard's chart."""
     snap = _latest(knowledge)
     if snap is None or len(knowledge) < 2:
-        return {"times": [], "hosts": {}}
+        return {"times": [], "sim_times": None, "hosts": {}}
     first = max(knowledge.snapshots[0].time, snap.time - seconds)
     step = (snap.time - first) / points
     times, series = [], {name: [] for name in snap.hosts}
@@ -115,4 +148,6 @@ def host_series(knowledge: Knowledge, seconds: float, points: int = 120) -> dict
             for name in series:
                 value = values.get(name)
                 series[name].append(None if value is None else round(float(value), 4))
-    return {"times": times, "hosts": series}
+    wall_times = [round(clock.to_wall(end), 3) for end in times]
+    runs_apart = bool(times) and apart(times[-1], wall_times[-1]) is not None
+    return {"times": wall_times, "sim_times": times if runs_apart else None, "hosts": series}
