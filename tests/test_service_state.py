@@ -3,46 +3,10 @@ on a real PostgreSQL server that the tests start."""
 
 from __future__ import annotations
 
-import itertools
-import os
-import tempfile
-from pathlib import Path
-
-import pytest
 import sqlalchemy as sa
 
 from helpers import database_at
-from postgres_server import PostgresServer, binaries
 from sova.service.state import StateStore
-
-_databases = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    if binaries() is None:
-        pytest.skip("needs PostgreSQL (as root, `make` installs it)")
-    # under /tmp itself: the server runs as the postgres user, who cannot enter pytest's root-only dirs
-    server = PostgresServer(Path(tempfile.mkdtemp(prefix="sova-pg-"))).start()
-    yield server
-    server.stop()
-    pid_file = server.data / "postmaster.pid"
-    assert not pid_file.exists()  # the server is gone, by its own account
-    server.remove()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request, tmp_path):
-    """A new, empty database on each engine."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'manager.db'}"
-    server = request.getfixturevalue("postgres")
-    name = f"manager_{os.getpid()}_{next(_databases)}"
-    engine = sa.create_engine(server.url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(sa.text(f"CREATE DATABASE {name}"))
-    engine.dispose()
-    return server.url.rsplit("/", 1)[0] + f"/{name}"
 
 
 def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_nothing(database_url):
