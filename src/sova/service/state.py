@@ -92,6 +92,7 @@ tokens = sa.Table(
     sa.Column("vms", sa.Text, nullable=False),  # JSON list: the VMs a tenant token may see and set
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("expires", sa.Float),  # time after which the token is refused (NULL: never)
+    sa.Column("scopes", sa.Text),  # JSON list: the scopes it was narrowed to (NULL: its role's, tokens.py)
 )
 slos = sa.Table(
     "slos",

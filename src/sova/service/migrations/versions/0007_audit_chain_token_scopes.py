@@ -4,6 +4,8 @@ the last id and hash; and the database refuses UPDATE and DELETE on ``audit`` (a
 function, which refuses TRUNCATE too; SQLite triggers). A later migration that rebuilds ``audit`` on
 SQLite (``batch_alter_table``) drops its triggers, and must create them again (``refuse_changes``).
 
+Tokens get scopes (service/tokens.py): NULL, as every token made before, is its role's scopes.
+
 Revision ID: 0007
 Revises: 0006
 """
@@ -20,6 +22,7 @@ _REFUSAL = "the audit trail is append-only"
 
 
 def upgrade() -> None:
+    op.add_column("tokens", sa.Column("scopes", sa.Text, nullable=True))
     op.add_column("audit", sa.Column("prev_hash", sa.String(64)))
     op.add_column("audit", sa.Column("hash", sa.String(64)))
     op.create_table(
@@ -82,3 +85,5 @@ def downgrade() -> None:
     with op.batch_alter_table("audit") as batch:
         batch.drop_column("hash")
         batch.drop_column("prev_hash")
+    with op.batch_alter_table("tokens") as batch:
+        batch.drop_column("scopes")
