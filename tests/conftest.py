@@ -1,13 +1,18 @@
 """Hypothesis settings (seeded and without deadlines, so runs are deterministic on a busy machine) and the
 fixtures many test files share."""
 
+import itertools
+import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from hypothesis import settings
 
 from helpers import SMALL
+from postgres_server import PostgresServer, binaries
 from sova.service import natsd
 from sova.service.natsd import NatsServer
 
@@ -54,3 +59,34 @@ def browser(tmp_path):
     driver = webdriver.Chrome(service=Service(DRIVER), options=options)
     yield driver
     driver.quit()
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def postgres():
+    """A real PostgreSQL server, one per test module, stopped by its PID at the module's end."""
+    if binaries() is None:
+        pytest.skip("needs PostgreSQL (as root, `make` installs it)")
+    # under /tmp itself: the server runs as the postgres user, who cannot enter pytest's root-only dirs
+    server = PostgresServer(Path(tempfile.mkdtemp(prefix="sova-pg-"))).start()
+    yield server
+    server.stop()
+    pid_file = server.data / "postmaster.pid"
+    assert not pid_file.exists()  # the server is gone, by its own account
+    server.remove()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path):
+    """A new, empty database on each engine."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'manager.db'}"
+    server = request.getfixturevalue("postgres")
+    name = f"manager_{os.getpid()}_{next(_databases)}"
+    engine = sa.create_engine(server.url, isolation_level="AUTOCOMMIT")
+    with engine.connect() as connection:
+        connection.execute(sa.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    return server.url.rsplit("/", 1)[0] + f"/{name}"

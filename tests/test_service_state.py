@@ -3,68 +3,32 @@ on a real PostgreSQL server that the tests start."""
 
 from __future__ import annotations
 
-import itertools
-import os
-import tempfile
-from pathlib import Path
-
-import pytest
 import sqlalchemy as sa
 
 from helpers import database_at
-from postgres_server import PostgresServer, binaries
 from sova.control.audit import AuditEntry
 from sova.service import views
 from sova.service.state import StateStore
 
-_databases = itertools.count()
-
-
-@pytest.fixture(scope="module")
-def postgres():
-    if binaries() is None:
-        pytest.skip("needs PostgreSQL (as root, `make` installs it)")
-    # under /tmp itself: the server runs as the postgres user, who cannot enter pytest's root-only dirs
-    server = PostgresServer(Path(tempfile.mkdtemp(prefix="sova-pg-"))).start()
-    yield server
-    server.stop()
-    pid_file = server.data / "postmaster.pid"
-    assert not pid_file.exists()  # the server is gone, by its own account
-    server.remove()
-
-
-@pytest.fixture(params=["sqlite", "postgresql"])
-def database_url(request, tmp_path):
-    """A new, empty database on each engine."""
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path / 'manager.db'}"
-    server = request.getfixturevalue("postgres")
-    name = f"manager_{os.getpid()}_{next(_databases)}"
-    engine = sa.create_engine(server.url, isolation_level="AUTOCOMMIT")
-    with engine.connect() as connection:
-        connection.execute(sa.text(f"CREATE DATABASE {name}"))
-    engine.dispose()
-    return server.url.rsplit("/", 1)[0] + f"/{name}"
-
 
 def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_nothing(database_url):
     store = StateStore(database_url)
-    assert store.revision() == "0007"
+    assert store.revision() == "0008"
     store.record_sent("a1", "h1", "set-cpu", b'{"id": "a1"}')
     store.close()
     again = StateStore(database_url)  # the upgrade finds the schema there and keeps the rows
-    assert again.revision() == "0007" and [s.action_id for s in again.unanswered()] == ["a1"]
+    assert again.revision() == "0008" and [s.action_id for s in again.unanswered()] == ["a1"]
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
     again.close()
-    assert tables == {"actions", "plans", "audit", "tokens", "slos", "maintenance", "alembic_version"}
+    assert tables == {"actions", "plans", "audit", "audit_head", "tokens", "slos", "maintenance", "alembic_version"}
 
 
 def test_a_store_of_the_first_revision_is_upgraded_in_place_and_keeps_its_actions(database_url):
     action = "INSERT INTO actions (id, host, kind, action, sent_at) VALUES ('a1', 'h1', 'migrate', '{}', 1)"
     database_at(database_url, "0001", [(action, {})])
     store = StateStore(database_url)
-    assert store.revision() == "0007"
+    assert store.revision() == "0008"
     assert [(s.action_id, s.host, s.plan) for s in store.unanswered()] == [("a1", "h1", None)]
     store.close()
 

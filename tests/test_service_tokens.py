@@ -1,5 +1,6 @@
 """API tokens in the state store: their lifetime, and the audit trail of who made, revoked or outlived
-them; the CLI that manages them. On SQLite (the store's engines are tested in test_service_state.py)."""
+them; their scopes; the CLI that manages them. On SQLite (the store's engines are tested in
+test_service_state.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sova.service.tokens as tokens_module
 from helpers import database_at
 from sova.cli import main as cli_main
 from sova.service.state import StateStore
-from sova.service.tokens import LIFETIME, TokenBook
+from sova.service.tokens import LIFETIME, ROLE_SCOPES, TokenBook, TokenError
 
 
 def events(store: StateStore) -> list[tuple[str, str, str]]:
@@ -67,3 +68,50 @@ def test_the_cli_makes_tokens_that_expire_when_told_and_refuses_a_lifetime_it_ca
         assert "--expires" in capsys.readouterr().err
     assert cli_main(["token", "list", "--state", state]) == 0
     assert "fay" not in capsys.readouterr().out
+
+
+def test_a_token_made_with_scopes_keeps_only_those_and_its_making_audits_them(tmp_path):
+    store = StateStore(f"sqlite:///{tmp_path / 'm.db'}")
+    book = TokenBook(store)
+    narrow = book.create("bot", "operator", by="ann", scopes=("plans:approve", "read", "plans:approve"))
+    whole = book.create("olga", "operator", by="ann")
+    assert book.verify(narrow).scopes == ("plans:approve", "read")
+    assert book.verify(whole).scopes == ROLE_SCOPES["operator"]
+    made = {r["target"]: r["details"] for r in store.audit(event="token-created")[0]}
+    assert (made["bot"]["scopes"], made["bot"]["narrowed"]) == (["plans:approve", "read"], True)
+    assert (made["olga"]["scopes"], made["olga"]["narrowed"]) == (list(ROLE_SCOPES["operator"]), False)
+
+
+def test_a_scope_beyond_the_role_or_unknown_is_refused_and_nothing_is_made(tmp_path):
+    store = StateStore(f"sqlite:///{tmp_path / 'm.db'}")
+    book = TokenBook(store)
+    with pytest.raises(TokenError, match="a viewer token cannot have scope hosts:drain: its role allows read"):
+        book.create("vic", "viewer", scopes=("read", "hosts:drain"))
+    with pytest.raises(TokenError, match="scope 'plans:delete' is not one of read, plans:approve"):
+        book.create("vic", "operator", scopes=("plans:delete",))
+    assert book.all() == [] and store.audit()[1] == 0
+
+
+def test_a_token_made_before_scopes_has_its_roles_scopes(tmp_path):
+    url = f"sqlite:///{tmp_path / 'm.db'}"
+    old = "INSERT INTO tokens (name, hash, role, vms, created) VALUES (:name, :name, :role, '[]', 1)"
+    database_at(url, "0006", [(old, {"name": role, "role": role}) for role in ("operator", "viewer")])
+    store = StateStore(url)
+    assert {t.name: t.scopes for t in TokenBook(store).all()} == {
+        "operator": ("read", "plans:approve", "hosts:drain", "slos:write", "runs:submit"),
+        "viewer": ("read",),
+    }
+
+
+def test_the_cli_makes_a_scoped_token_lists_its_scopes_and_names_a_scope_it_refuses(tmp_path, capsys):
+    state = f"sqlite:///{tmp_path / 'm.db'}"
+    add = ["token", "add", "bot", "--role", "operator", "--scope", "plans:approve", "--state", state]
+    assert cli_main(add) == 0
+    assert cli_main(["token", "add", "olga", "--role", "operator", "--state", state]) == 0
+    capsys.readouterr()
+    assert cli_main(["token", "list", "--state", state]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert listed[0].startswith("bot") and listed[0].endswith("scopes: plans:approve")
+    assert listed[1].startswith("olga") and "scopes" not in listed[1]
+    assert cli_main(["token", "add", "vic", "--role", "viewer", "--scope", "slos:write", "--state", state]) == 2
+    assert "a viewer token cannot have scope slos:write" in capsys.readouterr().err

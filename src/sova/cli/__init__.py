@@ -1,8 +1,9 @@
 """The ``sova`` command: run and validate scenarios, list policies.
 
 Exit status: 0 success, 1 the run failed (its results could not be written, or a run raised: what finished is
-kept, with error.txt), 2 bad input (scenario, arguments, an output directory that cannot be used), 3 (validate)
-nothing wrong but absent public traces, 130 interrupted (Ctrl-C), 143 terminated (SIGTERM).
+kept, with error.txt) or, for `audit verify`, the audit trail's hash chain is broken, 2 bad input (scenario,
+arguments, an output directory that cannot be used), 3 (validate) nothing wrong but absent public traces, 130
+interrupted (Ctrl-C), 143 terminated (SIGTERM).
 Errors are printed as one line per problem with its location; never a traceback for bad input. SIGTERM is
 handled as Ctrl-C is: nothing half-written is left behind.
 """
@@ -14,7 +15,7 @@ import signal
 import sys
 
 from sova import __version__
-from sova.cli import check, host, lab, manage, place, predict, run, serve, service, slo
+from sova.cli import audit, check, host, lab, manage, place, predict, run, serve, service, slo
 from sova.cli.common import Terminated, described, err, error, print_problems
 from sova.drivers.libvirt_driver import DriverError
 from sova.experiments.parallel import ClusterError
@@ -59,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     slo.add_parser(sub)
     host.add_parser(sub)
     service.add_parsers(sub)
+    audit.add_parser(sub)
     serve.add_parser(sub)
     return p
 
@@ -76,6 +78,7 @@ COMMANDS = {
     "manager": service.manager_command,
     "agent": service.agent_command,
     "token": service.token_command,
+    "audit": audit.command,
     "serve": serve.command,
 }
 

@@ -249,12 +249,15 @@ def add_parsers(sub) -> None:
         **described(
             "Manage the API's bearer tokens in the manager's state store. A token's secret is printed once, "
             "when it is added; the store keeps only its hash. Roles: admin, operator (decides plans), viewer "
-            "(reads), tenant (its own VMs' SLOs; name them with --vm). A token expires after --expires (90 days "
-            "unless told otherwise); making, revoking and expiry are in the audit trail with who did it.",
+            "(reads), tenant (its own VMs' SLOs; name them with --vm). --scope narrows what a token may do to "
+            "some of its role's scopes: read, plans:approve (approve, reject, cancel), hosts:drain (drain, "
+            "release), slos:write, runs:submit. A token expires after --expires (90 days unless told "
+            "otherwise); making (with its scopes), revoking and expiry are in the audit trail with who did it.",
             [
                 "sova token add alice --role operator",
                 "sova token add grafana --role viewer --state postgresql+psycopg://sova@db/sova",
                 "sova token add acme --role tenant --vm web1 --vm web2 --expires 30d",
+                "sova token add approver --role operator --scope read --scope plans:approve",
                 "sova token list",
                 "sova token revoke alice",
             ],
@@ -264,6 +267,13 @@ def add_parsers(sub) -> None:
     t.add_argument("name", nargs="?", default=None, help="the token's name (add, revoke)")
     t.add_argument("--role", default=None, choices=["admin", "operator", "viewer", "tenant"])
     t.add_argument("--vm", action="append", default=[], metavar="VM", help="a tenant's VM (repeatable)")
+    t.add_argument(
+        "--scope",
+        action="append",
+        default=[],
+        metavar="SCOPE",
+        help="only this of the role's scopes (repeatable; default: all of them)",
+    )
     t.add_argument(
         "--expires",
         default="90d",
@@ -431,7 +441,7 @@ def _utc(when: float) -> str:
 def token_command(args) -> int:
     import getpass
 
-    from sova.service.tokens import TokenBook, TokenError
+    from sova.service.tokens import ROLE_SCOPES, TokenBook, TokenError
 
     store = open_store(args.state or default_state_url())
     book = TokenBook(store)
@@ -439,8 +449,10 @@ def token_command(args) -> int:
         if args.action == "list":
             for token in book.all():
                 vms = f"  vms: {', '.join(token.vms)}" if token.vms else ""
+                narrowed = token.scopes != ROLE_SCOPES[token.role]
+                scopes = f"  scopes: {', '.join(token.scopes)}" if narrowed else ""
                 until = "never expires" if token.expires is None else f"expires {_utc(token.expires)}"
-                out.print(f"{token.name:20} {token.role:9} {until}{vms}", markup=False)
+                out.print(f"{token.name:20} {token.role:9} {until}{vms}{scopes}", markup=False, soft_wrap=True)
             return 0
         if args.name is None:
             raise InputError([Problem("name", f"`sova token {args.action}` needs the token's name")])
@@ -450,7 +462,8 @@ def token_command(args) -> int:
             return 0
         if args.role is None:
             raise InputError([Problem("--role", "expected admin, operator, viewer or tenant")])
-        secret = book.create(args.name, args.role, tuple(args.vm), _lifetime(args.expires), by=getpass.getuser())
+        lifetime, scopes = _lifetime(args.expires), tuple(args.scope)
+        secret = book.create(args.name, args.role, tuple(args.vm), lifetime, by=getpass.getuser(), scopes=scopes)
         out.print(secret, markup=False)
         return 0
     except TokenError as exc:

@@ -1,7 +1,9 @@
 """The manager's REST API (FastAPI; its OpenAPI schema at /openapi.json, the reference at /docs).
 
 Every path but /healthz wants a bearer token (``Authorization: Bearer sova_...``, or the dashboard's
-cookie): viewers read, operators also decide plans, admins everything, tenants only their VMs' SLOs.
+cookie): viewers read, operators also decide plans, admins everything, tenants only their VMs' SLOs; and
+each path wants its scope (service/tokens.py): ``read`` to read, ``plans:approve``, ``hosts:drain``,
+``runs:submit`` (and ``slos:write``, api_slos.py) to change. A 403 names the role or scope missing.
 Handlers run on the manager's event loop (``async def``), between its rounds, so what they read is
 consistent. Bad input is a 4xx whose message names the field (FastAPI's 422 for parameters). Times are
 wall-clock Unix times, with the cluster's own beside them (``sim_...``) where it runs apart (api_models.py).
@@ -86,7 +88,9 @@ def make_app(
     metrics = ManagerMetrics(manager)
     app.state.manager, app.state.tokens, app.state.metrics = manager, tokens, metrics
 
-    def caller(*roles: str):
+    def caller(*roles: str, scope: str = "read"):
+        """The token check of a path that `roles` may call with `scope`."""
+
         async def check(
             request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
         ) -> Token:
@@ -100,12 +104,18 @@ def make_app(
                 raise HTTPException(401, "unknown or revoked token", headers={"WWW-Authenticate": "Bearer"})
             if token.role not in roles:
                 raise HTTPException(403, f"a {token.role} token may not do this (needs {' or '.join(roles)})")
+            if scope not in token.scopes:
+                raise HTTPException(
+                    403, f"token {token.name} lacks the scope {scope} (it has {', '.join(token.scopes)})"
+                )
             return token
 
         return check
 
     Reader = Annotated[Token, Depends(caller(*READERS))]
-    Decider = Annotated[Token, Depends(caller(*DECIDERS))]
+    Approver = Annotated[Token, Depends(caller(*DECIDERS, scope="plans:approve"))]
+    Drainer = Annotated[Token, Depends(caller(*DECIDERS, scope="hosts:drain"))]
+    Submitter = Annotated[Token, Depends(caller(*DECIDERS, scope="runs:submit"))]
 
     @app.get("/openapi.json", include_in_schema=False)
     async def openapi(_: Reader) -> JSONResponse:
@@ -146,7 +156,7 @@ def make_app(
         tags=["cluster"],
         responses={409: {"model": M.ErrorBody}},
     )
-    async def maintain(token: Decider, host: HostName, verb: Literal["drain", "release"]) -> dict:
+    async def maintain(token: Drainer, host: HostName, verb: Literal["drain", "release"]) -> dict:
         """drain: put the host into maintenance (its VMs move away within the placement rules and capacity;
         nothing is placed or migrated onto it); release: it takes VMs again."""
         try:
@@ -198,7 +208,7 @@ def make_app(
         tags=["plans"],
         responses={404: {"model": M.ErrorBody}, 409: {"model": M.ErrorBody}, 503: {"model": M.ErrorBody}},
     )
-    async def decide(token: Decider, plan_id: PlanId, verdict: Literal["approve", "reject", "cancel"]) -> dict:
+    async def decide(token: Approver, plan_id: PlanId, verdict: Literal["approve", "reject", "cancel"]) -> dict:
         """Approve or reject a pending plan, or cancel one (its actions not yet sent are dropped)."""
         if not (manager.leading and manager.is_leader()):
             raise HTTPException(503, "this manager is the standby; send decisions to the leader")
@@ -241,20 +251,20 @@ def make_app(
     add_slo_routes(app, manager, caller)
     add_dashboard(app, tokens, secure_cookie)
     if runs is not None:
-        _add_runs(app, runs, Reader, Decider)
+        _add_runs(app, runs, Reader, Submitter)
     return app
 
 
 RunId = Annotated[str, Path(max_length=63, pattern=r"^[A-Za-z0-9-]+$", description="the run's id")]
 
 
-def _add_runs(app: FastAPI, runs: RunBook, Reader, Decider) -> None:
+def _add_runs(app: FastAPI, runs: RunBook, Reader, Submitter) -> None:
     """Simulation runs: submit a scenario, follow it, fetch its results."""
 
     @app.post(
         "/api/v1/runs", response_model=M.Run, status_code=201, tags=["runs"], responses={422: {"model": M.ErrorBody}}
     )
-    async def submit(token: Decider, request: M.RunRequest) -> dict:
+    async def submit(token: Submitter, request: M.RunRequest) -> dict:
         """Queue a scenario (checked first: a bad one is refused with its problems, nothing queued)."""
         try:  # reading and checking a scenario takes a while: not on the manager's loop
             record = await asyncio.to_thread(runs.submit, request.scenario, request.profiles, token.name)

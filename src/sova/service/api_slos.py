@@ -1,8 +1,9 @@
 """The storage tenant API (SASLO's Table 1) of the manager: each VM's SLO, set, read and cleared.
 
-A tenant token sees and sets only the VMs it names; admins and operators all VMs; viewers read. An SLO
-can be set for a VM some host reports; a set is checked whole and changes nothing when a value is
-wrong (422, naming the VM, the setting and what was expected). Only the leader sets (the standby 503s).
+A tenant token sees and sets only the VMs it names; admins and operators all VMs; viewers read; setting
+and clearing want the scope ``slos:write`` too (service/tokens.py). An SLO can be set for a VM some host
+reports; a set is checked whole and changes nothing when a value is wrong (422, naming the VM, the
+setting and what was expected). Only the leader sets (the standby 503s).
 No `from __future__ import annotations` here: FastAPI reads the handlers' annotations.
 """
 
@@ -20,9 +21,9 @@ ERRORS = {403: {"model": M.ErrorBody}, 404: {"model": M.ErrorBody}}
 
 
 def add_slo_routes(app: FastAPI, manager: Manager, caller) -> None:
-    """`caller(*roles)`: the API's token check for those roles."""
+    """`caller(*roles, scope=...)`: the API's token check for those roles and that scope."""
     Reader = Annotated[Token, Depends(caller("admin", "operator", "viewer", "tenant"))]
-    Setter = Annotated[Token, Depends(caller("admin", "operator", "tenant"))]
+    Setter = Annotated[Token, Depends(caller("admin", "operator", "tenant", scope="slos:write"))]
 
     def may_touch(token: Token, vm: str) -> None:
         if token.role == "tenant" and vm not in token.vms:

@@ -40,7 +40,7 @@ def _login_page(message: str = "") -> HTMLResponse:
 def add_dashboard(app: FastAPI, tokens: TokenBook, secure_cookie: bool) -> None:
     def signed_in(request: Request) -> bool:
         token = tokens.verify(request.cookies.get(COOKIE, ""))
-        return token is not None and token.role in VIEWERS
+        return token is not None and token.role in VIEWERS and "read" in token.scopes
 
     @app.get("/", include_in_schema=False)
     async def index(request: Request) -> Response:
@@ -61,8 +61,10 @@ def add_dashboard(app: FastAPI, tokens: TokenBook, secure_cookie: bool) -> None:
         form = parse_qs((await request.body()).decode("utf-8", "replace"))
         secret = (form.get("token") or [""])[0].strip()
         token = tokens.verify(secret)
-        if token is None or token.role not in VIEWERS:
-            return _login_page("That token is unknown, revoked, or not one for the dashboard (a tenant's).")
+        if token is None or token.role not in VIEWERS or "read" not in token.scopes:
+            return _login_page(
+                "That token is unknown, revoked, or not one for the dashboard (a tenant's, or one without the scope read)."
+            )
         page = RedirectResponse("/", status_code=303)
         page.set_cookie(COOKIE, secret, httponly=True, samesite="strict", secure=secure_cookie)
         return page

@@ -198,6 +198,7 @@ class Manager:
         elif verdict == "cancel" and plan_id in self.executor.open_plans():
             self.book.cancelled.add(plan_id)
             dropped = self.executor.drop_queued(plan_id, f"cancelled by {by}")
+            self.book.record_cancel(self.executor.now(), plan_id, by, dropped)
         else:
             raise ManagerError(self._not_pending(plan_id))
         self.book.flush()

@@ -22,7 +22,7 @@ import time as wall_clock
 from dataclasses import dataclass, field
 
 from sova.analyze.findings import Finding
-from sova.control.audit import AuditLog
+from sova.control.audit import AuditEntry, AuditLog
 from sova.control.executor import Executor, PendingPlan
 from sova.model.actions import OK, REJECTED, RUNNING, Action, Outcome
 from sova.service.state import StateStore
@@ -83,6 +83,17 @@ class PlanBook(AuditLog):
     def record_note(self, time: float, policy: str, target: str, text: str) -> None:
         super().record_note(time, policy, target, text)
         self.store.append_audit([self.entries.pop()])  # now, and only now: flush writes the rest
+
+    def record_cancel(self, time: float, plan: int, by: str, dropped: int) -> None:
+        """A person cancelled an ongoing plan (event "note", naming who): its actions not yet sent were
+        dropped, each recorded as rejected; those sent run to their end, and name nobody."""
+        book = self.plans.get(plan)
+        policy = book.policy if book is not None else ""
+        text = f"{dropped} unsent action(s) dropped"
+        self.entries.append(
+            AuditEntry(time, plan, "note", policy, "cancel", f"plan {plan}", f"cancelled by {by}", message=text)
+        )
+        self._entry_walls.append(wall_clock.time())
 
     def record(self, time: float, plan: int, event: str, action: Action, outcome: Outcome | None = None) -> None:
         super().record(time, plan, event, action, outcome)

@@ -6,13 +6,19 @@ Held: every action the manager sent (recorded before it goes on the bus) with it
 (recorded before the outcome is acknowledged), so a restarted manager, or its standby, knows which
 actions await an outcome and sends them again under the same ids (stored once by the bus, applied once
 by the agent); every plan and its state (pending, ongoing, succeeded, failed, ... as plan_book.py says); the
-audit trail; the tenants' storage SLOs; and the API's tokens (hashes only).
+audit trail, each row chained to the one before by its hash (service/audit_chain.py), and only ever
+appended to; the tenants' storage SLOs; and the API's tokens (hashes only).
 
 Plans and audit entries keep two clocks: the cluster's (``created``, ``decided_at``, ``time``: what the
 control loop computes with, e.g. a migration's hold-down after a restart) and the wall clock
 (``created_wall``, ``decided_wall``, ``wall_time``: what people are shown). On real hosts the two agree;
 a simulated cluster's runs apart (service/cluster_clock.py). Rows written before revision 0007 have only
 the first.
+
+Appending to the trail takes the one-row ``audit_head`` (the last id and hash) under a write lock, then
+inserts the rows that follow it and moves the head, in one transaction: the manager and `sova token`
+may append at once, and each append sees the other's head (PostgreSQL queues the second writer on the
+head's row lock; SQLite lets one writer at a time into the database).
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+
+from sova.service import audit_chain
 
 metadata = sa.MetaData()
 actions = sa.Table(
@@ -72,8 +80,17 @@ audit = sa.Table(
     sa.Column("message", sa.Text, nullable=False),
     sa.Column("details", sa.Text, nullable=False),
     sa.Column("wall_time", sa.Float),  # the wall clock's `time` (NULL in rows from before 0007)
+    sa.Column("prev_hash", sa.String(64), nullable=False),  # the row before it's hash (audit_chain.py)
+    sa.Column("hash", sa.String(64), nullable=False),
     sa.Index("audit_plan", "plan"),
     sa.Index("audit_target", "target"),
+)
+audit_head = sa.Table(  # one row (id 1): the last audit row's id and hash
+    "audit_head",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("last_id", sa.Integer, nullable=False),
+    sa.Column("last_hash", sa.String(64), nullable=False),
 )
 tokens = sa.Table(
     "tokens",
@@ -84,6 +101,7 @@ tokens = sa.Table(
     sa.Column("vms", sa.Text, nullable=False),  # JSON list: the VMs a tenant token may see and set
     sa.Column("created", sa.Float, nullable=False),
     sa.Column("expires", sa.Float),  # time after which the token is refused (NULL: never)
+    sa.Column("scopes", sa.Text),  # JSON list: the scopes it was narrowed to (NULL: its role's, tokens.py)
 )
 slos = sa.Table(
     "slos",
@@ -283,8 +301,8 @@ class StateStore:
 
     # ------------------------------------------------------------------ audit
     def append_audit(self, entries: list, wall_times: list[float] | None = None) -> None:
-        """Append audit entries (control.audit.AuditEntry) in their order; `wall_times`: when each was made,
-        on the wall clock (None: now)."""
+        """Append audit entries (control.audit.AuditEntry) in their order, chained to the trail's head;
+        `wall_times`: when each was made, on the wall clock (None: now)."""
         if not entries:
             return
         if wall_times is None:
@@ -297,7 +315,24 @@ class StateStore:
             for e, wall_time in zip(entries, wall_times, strict=True)
         ]
         with self.engine.begin() as connection:
-            connection.execute(audit.insert(), rows)
+            # a write first, so this transaction holds the database's (SQLite) or the head row's
+            # (PostgreSQL) write lock before it reads the head: no other writer can chain to the same head
+            connection.execute(audit_head.update().where(audit_head.c.id == 1).values(last_id=audit_head.c.last_id))
+            head = connection.execute(sa.select(audit_head).where(audit_head.c.id == 1)).one()
+            chained = audit_chain.chained(rows, head.last_id, head.last_hash)
+            connection.execute(audit.insert(), chained)
+            last = chained[-1]
+            connection.execute(
+                audit_head.update().where(audit_head.c.id == 1).values(last_id=last["id"], last_hash=last["hash"])
+            )
+
+    def verify_audit(self) -> audit_chain.ChainCheck:
+        """Walk the audit trail's hash chain up to its head: how many rows hold, and the first that does not."""
+        with self.engine.connect() as connection:
+            head = connection.execute(sa.select(audit_head).where(audit_head.c.id == 1)).one()
+            query = sa.select(audit).where(audit.c.id <= head.last_id).order_by(audit.c.id)
+            rows = connection.execution_options(yield_per=1000).execute(query).mappings()
+            return audit_chain.verify(rows, head.last_id, head.last_hash)
 
     def audit(
         self,

@@ -6,6 +6,12 @@ database useless for calling the API (a slow password hash guards guessable secr
 
 A token expires (90 days after it is made unless asked otherwise): used after that it is refused and
 removed. Making, revoking and the expiry of a token are each an entry in the audit trail, naming who.
+
+Scopes say what a token may do per kind of resource: ``read`` (every GET), ``plans:approve`` (approve,
+reject, cancel plans), ``hosts:drain`` (drain, release), ``slos:write`` (set, clear SLOs), ``runs:submit``
+(simulation runs). A role implies its scopes (``ROLE_SCOPES``); a token made with scopes has only those,
+which must be among its role's: scopes narrow a role, never widen it. A token made without keeps NULL in
+the store: its role's scopes, whatever this version says they are.
 """
 
 from __future__ import annotations
@@ -23,6 +29,13 @@ from sova.control.audit import AuditEntry
 from sova.service.state import StateStore, tokens
 
 ROLES = ("admin", "operator", "viewer", "tenant")
+SCOPES = ("read", "plans:approve", "hosts:drain", "slos:write", "runs:submit")
+ROLE_SCOPES = {
+    "admin": SCOPES,
+    "operator": SCOPES,
+    "viewer": ("read",),
+    "tenant": ("read", "slos:write"),  # its own VMs' SLOs only (the API checks the VM)
+}
 _NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 PREFIX = "sova_"
 LIFETIME = 90 * 86400.0  # s a token lasts unless its maker says otherwise
@@ -38,6 +51,7 @@ class Token:
     role: str
     vms: tuple[str, ...] = ()  # a tenant's VMs
     expires: float | None = None  # time after which it is refused (None: never)
+    scopes: tuple[str, ...] = ()  # what it may do: those it was made with, else its role's (ROLE_SCOPES)
 
 
 def hash_secret(secret: str) -> str:
@@ -49,10 +63,16 @@ class TokenBook:
         self.store, self.engine = store, store.engine
 
     def create(
-        self, name: str, role: str, vms: tuple[str, ...] = (), lifetime: float | None = LIFETIME, by: str = "admin"
+        self,
+        name: str,
+        role: str,
+        vms: tuple[str, ...] = (),
+        lifetime: float | None = LIFETIME,
+        by: str = "admin",
+        scopes: tuple[str, ...] = (),
     ) -> str:
         """A new token's secret (shown once: only its hash is kept); it lasts `lifetime` s (None: for ever).
-        `by`: who made it, for the audit trail."""
+        `by`: who made it, for the audit trail; `scopes`: only these of its role's (none: all of them)."""
         if not _NAME.match(name):
             raise TokenError(f"token name {name!r}: use 1-64 letters, digits, '_', '.' or '-'")
         if role not in ROLES:
@@ -61,15 +81,25 @@ class TokenBook:
             raise TokenError("a tenant token names its VMs (--vm), and only a tenant token does")
         if lifetime is not None and not 0 < lifetime < float("inf"):
             raise TokenError(f"a token's lifetime must be a positive number of seconds, got {lifetime!r}")
+        for scope in scopes:
+            if scope not in SCOPES:
+                raise TokenError(f"scope {scope!r} is not one of {', '.join(SCOPES)}")
+            if scope not in ROLE_SCOPES[role]:
+                allowed = ", ".join(ROLE_SCOPES[role])
+                raise TokenError(f"a {role} token cannot have scope {scope}: its role allows {allowed}")
+        scopes = tuple(dict.fromkeys(scopes))  # each once, in the order given
         secret = PREFIX + secrets.token_urlsafe(32)
         now = time.time()
         expires = None if lifetime is None else now + lifetime
         row = {"name": name, "hash": hash_secret(secret), "role": role, "vms": json.dumps(list(vms))}
+        row["scopes"] = json.dumps(list(scopes)) if scopes else None
         with self.engine.begin() as connection:
             if connection.execute(sa.select(tokens.c.name).where(tokens.c.name == name)).first() is not None:
                 raise TokenError(f"a token named {name!r} exists; revoke it first")
             connection.execute(tokens.insert().values(**row, created=now, expires=expires))
-        self._audit("token-created", name, f"by {by}", {"role": role, "vms": list(vms), "expires": expires})
+        granted = list(scopes or ROLE_SCOPES[role])
+        details = {"role": role, "vms": list(vms), "expires": expires, "scopes": granted, "narrowed": bool(scopes)}
+        self._audit("token-created", name, f"by {by}", details)
         return secret
 
     def verify(self, secret: str) -> Token | None:
@@ -110,4 +140,5 @@ class TokenBook:
 
 
 def _token(row) -> Token:
-    return Token(row.name, row.role, tuple(json.loads(row.vms)), row.expires)
+    scopes = tuple(json.loads(row.scopes)) if row.scopes is not None else ROLE_SCOPES[row.role]
+    return Token(row.name, row.role, tuple(json.loads(row.vms)), row.expires, scopes)
