@@ -181,6 +181,14 @@ def add_parsers(sub) -> None:
         metavar="SECONDS",
         help="an agent away longer than this after an action was sent refuses to start it (default 120)",
     )
+    m.add_argument(
+        "--fence-wait",
+        type=number("a positive number of seconds", lo=0, lo_open=True),
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a failed host's agent has to answer its fence before an operator must confirm the host "
+        "is off with `sova host fenced` (default 30)",
+    )
 
     m.add_argument(
         "--runs",
@@ -314,6 +322,7 @@ def manager_command(args) -> int:
         name=args.name or f"{socket.gethostname()}-{os.getpid()}",
         lease_ttl=args.lease_ttl,
         action_expiry=args.action_expiry,
+        fence_wait=args.fence_wait,
         runs=args.runs or state_dir() / "runs",
         parallel_runs=args.parallel_runs,
         run_traces=args.run_traces,

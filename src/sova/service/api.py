@@ -140,6 +140,20 @@ def make_app(
         return views.hosts(manager.runtime.knowledge, manager.collector.received)
 
     @app.post(
+        "/api/v1/hosts/{host}/fenced",
+        response_model=M.Fenced,
+        tags=["cluster"],
+        responses={409: {"model": M.ErrorBody}},
+    )
+    async def fenced(token: Decider, host: HostName) -> dict:
+        """Confirm that a failed host is off (its fence failed, or it has none): ha-restart then starts its
+        VMs elsewhere. Only for a host declared failed; the audit trail names who confirmed."""
+        try:
+            return await manager.confirm_fenced(host, by=token.name)
+        except ManagerError as err:
+            raise HTTPException(409, str(err)) from None
+
+    @app.post(
         "/api/v1/hosts/{host}/{verb}",
         response_model=M.Maintenance,
         tags=["cluster"],
