@@ -55,7 +55,7 @@ def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_noth
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
     again.close()
-    assert tables == {"actions", "plans", "audit", "tokens", "slos", "maintenance", "alembic_version"}
+    assert tables == {"actions", "plans", "audit", "tokens", "slos", "maintenance", "fenced", "alembic_version"}
 
 
 def test_a_store_of_the_first_revision_is_upgraded_in_place_and_keeps_its_actions(database_url):
