@@ -842,17 +842,30 @@ def test_sova_host_drain_through_a_running_manages_socket_empties_a_real_host(la
     )
 
 
-def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_from_the_shared_disks(lab):
+def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_once_the_operator_confirms_it_is_off(lab, tmp_path):
     """A host crashes (its daemon and QEMUs killed): `sova manage` sees it stop answering, declares it failed
-    after failure_grace, and ha-restart defines and starts each of its VMs on the other host, where the
-    guest boots and its agent answers."""
+    after failure_grace and tries to fence it, which fails (its daemon does not answer, so whether its guests
+    run is unknown); the operator confirms it is off with `sova host fenced --socket`, and only then does
+    ha-restart define and start each of its VMs on the other host, where the guest boots and its agent
+    answers."""
+    from sova.control.host_control import HostControl
+    from sova.control.slo_service import SloService
+
     lab_, state = lab
     placed = lab_.where(state)
     crashed = max((h.name for h in state.hosts), key=lambda h: sum(1 for host, _ in placed.values() if host == h))
     survivor = next(h.name for h in state.hosts if h.name != crashed)
     lost = sorted(v for v, (h, _) in placed.items() if h == crashed)
     drv = _libvirt_driver(state)
-    entries = []
+    entries, confirmed = [], []
+    control = SloService(None, HostControl())
+    sock = tmp_path / "manage.sock"
+    control.listen(sock)
+
+    def on_entry(entry) -> None:
+        entries.append(entry)
+        if entry.event == "note" and "could not be fenced" in entry.reason and not confirmed:
+            confirmed.append(cli_main(["host", "fenced", crashed, "--socket", str(sock)]))
 
     def all_back() -> bool:
         where = lab_.where(state)
@@ -865,15 +878,22 @@ def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_from_the_shared_
             drv,
             [],
             ControlSpec(failure_grace=5.0),
-            duration=120,
-            on_entry=entries.append,
+            duration=150,
+            on_entry=on_entry,
             should_stop=all_back,
+            slos=control,
         )
+        fences = [e for e in entries if e.event == "applied" and e.action.startswith("fence-host")]
+        assert [e.status for e in fences] == ["failed"] and "does not answer" in fences[0].message, entries
+        assert confirmed == [0]
+        fenced_at = next(e.time for e in entries if e.event == "note" and e.reason.startswith(f"{crashed} fenced"))
         restarted = [e for e in entries if e.event == "applied" and e.action.startswith("restart-vm")]
         assert sorted(e.target for e in restarted) == lost and all(e.status == OK for e in restarted), entries
+        assert all(e.time >= fenced_at for e in restarted)
         assert any(e.event == "note" and f"{crashed} declared failed" in e.reason for e in entries)
         assert ping(lab_, drv, lost[0], "after-restart", timeout=90)  # the guest booted on the survivor
     finally:
+        control.close()
         drv.close()
 
 
