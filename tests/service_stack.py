@@ -72,11 +72,20 @@ class Stack:
         self._spawn("cluster", self.cluster.run)
         return self.cluster
 
-    async def start_manager(self, rules=None) -> Manager:
+    async def start_manager(self, rules=None, fence_wait: float = 30.0) -> Manager:
         self.manager_bus = await connect(self.server, "manager")
         self.store = StateStore(self.url)
         control = ControlSpec(hold_down=60.0)
-        self.manager = Manager(self.manager_bus, self.store, self.policies, control, self.mode, tick=0.1, rules=rules)
+        self.manager = Manager(
+            self.manager_bus,
+            self.store,
+            self.policies,
+            control,
+            self.mode,
+            tick=0.1,
+            rules=rules,
+            fence_wait=fence_wait,
+        )
         self._spawn("manager", self.manager.run)
         return self.manager
 

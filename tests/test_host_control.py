@@ -31,13 +31,21 @@ def test_a_drain_is_queued_for_the_loop_and_answered_with_the_hosts_vms(tmp_path
             "ok": False,
             "error": "host: expected a managed host (none observed yet), got 'h1'",
         }
-        control.publish(observed())
+        control.publish(observed(), failed=["h2"])
         assert cli_main(["host", "drain", "h1", "--socket", str(path)]) == 0
         assert "h1 in maintenance by operator; 3 VM(s) on it" in capsys.readouterr().out
-        assert control.take() == [("h1", True)] and control.take() == []
+        assert control.take() == [("h1", "drain")] and control.take() == []
         assert cli_main(["host", "list", "--socket", str(path), "--json"]) == 0
         listed = json.loads(capsys.readouterr().out)["hosts"]
-        assert listed == [{"name": "h1", "vms": 3, "maintenance": True}, {"name": "h2", "vms": 1, "maintenance": False}]
+        assert listed == [
+            {"name": "h1", "vms": 3, "failed": False, "maintenance": True},
+            {"name": "h2", "vms": 1, "failed": True, "maintenance": False},
+        ]
+        assert cli_main(["host", "fenced", "h1", "--socket", str(path)]) == 2
+        assert "h1 is not declared failed; only a failed host is fenced" in capsys.readouterr().err
+        assert cli_main(["host", "fenced", "h2", "--socket", str(path)]) == 0
+        assert "h2 fenced as operator confirmed; its 1 VM(s) start elsewhere" in capsys.readouterr().out
+        assert control.take() == [("h2", "fenced")]
         assert cli_main(["host", "release", "h2", "--socket", str(path)]) == 2
         assert "h2 is not in maintenance" in capsys.readouterr().err
         assert cli_main(["host", "drain", "h9", "--socket", str(path)]) == 2
@@ -46,7 +54,7 @@ def test_a_drain_is_queued_for_the_loop_and_answered_with_the_hosts_vms(tmp_path
             ask(path, {"op": "get", "vm": "v1"})["error"]
             == "this sova manage holds no storage SLO (its profile is not see)"
         )
-        assert "'drain', 'release', 'hosts'" in ask(path, {"op": "reboot"})["error"]
+        assert "'drain', 'release', 'fenced', 'hosts'" in ask(path, {"op": "reboot"})["error"]
     finally:
         service.close()
 

@@ -842,17 +842,30 @@ def test_sova_host_drain_through_a_running_manages_socket_empties_a_real_host(la
     )
 
 
-def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_from_the_shared_disks(lab):
+def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_once_the_operator_confirms_it_is_off(lab, tmp_path):
     """A host crashes (its daemon and QEMUs killed): `sova manage` sees it stop answering, declares it failed
-    after failure_grace, and ha-restart defines and starts each of its VMs on the other host, where the
-    guest boots and its agent answers."""
+    after failure_grace and tries to fence it, which fails (its daemon does not answer, so whether its guests
+    run is unknown); the operator confirms it is off with `sova host fenced --socket`, and only then does
+    ha-restart define and start each of its VMs on the other host, where the guest boots and its agent
+    answers."""
+    from sova.control.host_control import HostControl
+    from sova.control.slo_service import SloService
+
     lab_, state = lab
     placed = lab_.where(state)
     crashed = max((h.name for h in state.hosts), key=lambda h: sum(1 for host, _ in placed.values() if host == h))
     survivor = next(h.name for h in state.hosts if h.name != crashed)
     lost = sorted(v for v, (h, _) in placed.items() if h == crashed)
     drv = _libvirt_driver(state)
-    entries = []
+    entries, confirmed = [], []
+    control = SloService(None, HostControl())
+    sock = tmp_path / "manage.sock"
+    control.listen(sock)
+
+    def on_entry(entry) -> None:
+        entries.append(entry)
+        if entry.event == "note" and "could not be fenced" in entry.reason and not confirmed:
+            confirmed.append(cli_main(["host", "fenced", crashed, "--socket", str(sock)]))
 
     def all_back() -> bool:
         where = lab_.where(state)
@@ -865,16 +878,119 @@ def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_from_the_shared_
             drv,
             [],
             ControlSpec(failure_grace=5.0),
-            duration=120,
-            on_entry=entries.append,
+            duration=150,
+            on_entry=on_entry,
             should_stop=all_back,
+            slos=control,
         )
+        fences = [e for e in entries if e.event == "applied" and e.action.startswith("fence-host")]
+        assert [e.status for e in fences] == ["failed"] and "does not answer" in fences[0].message, entries
+        assert confirmed == [0]
+        fenced_at = next(e.time for e in entries if e.event == "note" and e.reason.startswith(f"{crashed} fenced"))
         restarted = [e for e in entries if e.event == "applied" and e.action.startswith("restart-vm")]
         assert sorted(e.target for e in restarted) == lost and all(e.status == OK for e in restarted), entries
+        assert all(e.time >= fenced_at for e in restarted)
         assert any(e.event == "note" and f"{crashed} declared failed" in e.reason for e in entries)
         assert ping(lab_, drv, lost[0], "after-restart", timeout=90)  # the guest booted on the survivor
     finally:
+        control.close()
         drv.close()
+
+
+def test_sova_manager_fences_a_crashed_lab_host_through_an_operator_and_its_agent_peer_restarts_its_vm(lab, tmp_path):
+    """Service mode on a lab of its own: nats-server, `sova manager` and one `sova agent` per host, as
+    processes. A host crashes with its agent (the daemon, QEMUs and agent killed): the manager, which keeps
+    the silent host as last heard, declares it failed after the grace, sends its agent a fence that nobody
+    answers, and says so; the operator confirms it is off with `sova host fenced`, and the survivor's agent
+    defines and starts the crashed host's guest (whose definition it read from its peer while that was up)
+    from the shared disk, where it boots and answers."""
+    import httpx
+
+    from sova.service.natsd import NatsServer, free_port
+    from sova.service.state import StateStore
+    from sova.service.tokens import TokenBook
+
+    own = Lab(Path(tempfile.mkdtemp(prefix=f"{LAB_PREFIX}{os.getpid()}-ha-")), say=lambda _: None)
+    state = own.up(n_hosts=2, vms_per_host=1)
+    nats = NatsServer(tmp_path / "nats").start()
+    db = f"sqlite:///{tmp_path / 'manager.db'}"
+    store = StateStore(db)
+    token = TokenBook(store).create("ops", "operator")
+    store.close()
+    port = free_port()
+    bus = ["--nats", nats.url, "--nats-user", nats.user]
+    env = {**os.environ, "SOVA_NATS_PASSWORD": nats.password}
+    procs: dict[str, subprocess.Popen] = {}
+
+    def spawn(name: str, *args: str) -> None:
+        log = (tmp_path / f"{name}.log").open("wb")
+        cmd = [sys.executable, "-m", "sova.cli", *args]
+        procs[name] = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    api = f"http://127.0.0.1:{port}"
+    headers = {"Authorization": f"Bearer {token}"}
+
+    def get(path: str):
+        try:
+            return httpx.get(api + path, headers=headers, timeout=5).json()
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def audit() -> list[dict]:
+        return (get("/api/v1/audit?limit=500") or {}).get("items", [])
+
+    crashed, survivor = "host1", "host2"
+    lost = next(vm for vm, (h, _) in own.where(state).items() if h == crashed)
+    try:
+        manager = ["--state", db, "--api", f"127.0.0.1:{port}", "--fence-wait", "3", "--control", "failure_grace=10"]
+        spawn("manager", "manager", *bus, *manager)
+        for host in state.hosts:
+            spawn(f"agent-{host.name}", "agent", *bus, "--lab", str(own.dir), "--host", host.name, "--period", "1")
+        wait_until(lambda: len(get("/api/v1/vms") or []) == 2, "both agents' reports of both guests", timeout=120)
+        own.crash(crashed)
+        procs[f"agent-{crashed}"].kill()  # a host that loses its power loses its agent too
+        wait_until(
+            lambda: any("could not be fenced" in e["reason"] for e in audit()), "the failed fence's note", timeout=120
+        )
+        before = own.where(state).get(lost)
+        confirmed = subprocess.run(
+            [sys.executable, "-m", "sova.cli", "host", "fenced", crashed, "--api", api, "--token", token],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+        def restart_ended() -> bool:
+            return any(e["action"].startswith("restart-vm") and e["event"] == "finished" for e in audit())
+
+        wait_until(restart_ended, "the restart's outcome in the audit trail", timeout=120)
+        trail = audit()
+        where = own.where(state).get(lost)
+        for process in procs.values():  # the agent reads the guest's channel: one reader at a time
+            process.terminate()
+            process.wait(30)
+        from sova.drivers.libvirt_driver import LibvirtDriver
+
+        up = own.state()
+        drv = LibvirtDriver({survivor: up.host(survivor).uri}, **driver_options(up))
+        try:
+            booted = ping(own, drv, lost, "after-service-restart", timeout=120)  # a TCG boot, on a busy machine
+        finally:
+            drv.close()
+    finally:
+        for process in procs.values():
+            if process.poll() is None:
+                process.terminate()
+                process.wait(30)
+        nats.stop()
+        own.down()
+    fences = [e for e in trail if e["action"].startswith("fence-host") and e["event"] == "finished"]
+    assert [e["status"] for e in fences] == ["failed"] and "did not answer within 3 s" in fences[0]["message"]
+    assert before != (survivor, "running")  # nothing was restarted before the operator said the host was off
+    assert confirmed.returncode == 0 and f"{crashed} fenced as ops confirmed" in confirmed.stdout, confirmed.stderr
+    restarts = [e for e in trail if e["action"].startswith("restart-vm") and e["event"] == "finished"]
+    assert [(e["target"], e["status"]) for e in restarts] == [(lost, "ok")], trail
+    assert where == (survivor, "running") and booted
 
 
 def test_up_after_a_crash_cleans_up_first(lab):

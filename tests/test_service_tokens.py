@@ -98,7 +98,7 @@ def test_a_token_made_before_scopes_has_its_roles_scopes(tmp_path):
     database_at(url, "0006", [(old, {"name": role, "role": role}) for role in ("operator", "viewer")])
     store = StateStore(url)
     assert {t.name: t.scopes for t in TokenBook(store).all()} == {
-        "operator": ("read", "plans:approve", "hosts:drain", "slos:write", "runs:submit"),
+        "operator": ("read", "plans:approve", "hosts:drain", "hosts:fence", "slos:write", "runs:submit"),
         "viewer": ("read",),
     }
 

@@ -1,5 +1,6 @@
-"""``sova host list|drain|release``: the hosts of a running service, and maintenance, through its REST API;
-or, with ``--socket``, those of a running `sova manage`, through its control socket."""
+"""``sova host list|drain|release|fenced``: the hosts of a running service, maintenance, and an operator's
+confirmation that a failed host is off, through its REST API; or, with ``--socket``, those of a running
+`sova manage`, through its control socket."""
 
 from __future__ import annotations
 
@@ -16,26 +17,29 @@ DEFAULT_URL = "http://127.0.0.1:8421"
 def add_parser(sub) -> None:
     h = sub.add_parser(
         "host",
-        help="list the service's hosts; drain one for maintenance, or release it",
+        help="list the service's hosts; drain one for maintenance, or release it; confirm a failed one is off",
         **described(
             "Through the manager's REST API (`sova manager` or `sova serve`): list the hosts with their load "
             "and whether they are in maintenance; drain a host (its VMs move away within the placement rules "
             "and capacity, VFs given back and asked for again on the destinations, and nothing is placed on "
-            "it), or release it. The token is an operator's or admin's (`sova token add`). With --socket, the same "
+            "it), or release it; confirm that a failed host is off (fenced) when its fence failed, so its VMs "
+            "start elsewhere. The token is an operator's or admin's (`sova token add`). With --socket, the same "
             "for a running `sova manage` (its control socket; whoever may open it is its operator).",
             [
                 "sova host list --token sova_...",
                 "sova host drain hv3 --wait          (SOVA_API and SOVA_TOKEN from the environment)",
                 "sova host release hv3 --api https://sova.example:8421 --token sova_...",
+                "sova host fenced hv5          (hv5 failed; you made sure it is powered off)",
                 "sova host drain node3 --wait --socket /run/user/0/sova-manage-0.sock      (a sova manage)",
             ],
         ),
     )
-    verbs = h.add_subparsers(dest="verb", metavar="list|drain|release", required=True)
+    verbs = h.add_subparsers(dest="verb", metavar="list|drain|release|fenced", required=True)
     for verb, text in (
         ("list", "the hosts, their load and maintenance"),
         ("drain", "put a host into maintenance: its VMs move away"),
         ("release", "end a host's maintenance"),
+        ("fenced", "confirm that a failed host is off: its VMs start elsewhere"),
     ):
         v = verbs.add_parser(verb, help=text, description=text)
         if verb != "list":
@@ -82,8 +86,7 @@ def command(args) -> int:
             if args.json and not getattr(args, "wait", False):
                 out.print(json.dumps(answer, indent=2), markup=False)
             else:
-                state = "in maintenance" if answer["maintenance"] else "released"
-                out.print(f"{answer['host']} {state} by {answer['by']}; {answer['vms']} VM(s) on it", markup=False)
+                out.print(_said(answer), markup=False)
             if getattr(args, "wait", False):
                 return _wait(client, args.host, args.timeout)
             return 0
@@ -93,6 +96,14 @@ def command(args) -> int:
     except httpx.HTTPError as exc:
         error(f"cannot reach the API at {args.api}: {exc}")
         return 2
+
+
+def _said(answer: dict) -> str:
+    """A drain's, release's or fence confirmation's answer in a line."""
+    if answer.get("fenced"):
+        return f"{answer['host']} fenced as {answer['by']} confirmed; its {answer['vms']} VM(s) start elsewhere"
+    state = "in maintenance" if answer["maintenance"] else "released"
+    return f"{answer['host']} {state} by {answer['by']}; {answer['vms']} VM(s) on it"
 
 
 class _ApiError(RuntimeError):
@@ -162,8 +173,7 @@ def _through_socket(args) -> int:
             flag = "  maintenance" if row["maintenance"] else ""
             out.print(f"{row['name']:20} {row['vms']:4d} VM(s){flag}", markup=False)
     elif not args.json:
-        state = "in maintenance" if answer["maintenance"] else "released"
-        out.print(f"{answer['host']} {state} by {answer['by']}; {answer['vms']} VM(s) on it", markup=False)
+        out.print(_said(answer), markup=False)
     if not getattr(args, "wait", False):
         return 0
 

@@ -181,6 +181,14 @@ def add_parsers(sub) -> None:
         metavar="SECONDS",
         help="an agent away longer than this after an action was sent refuses to start it (default 120)",
     )
+    m.add_argument(
+        "--fence-wait",
+        type=number("a positive number of seconds", lo=0, lo_open=True),
+        default=30.0,
+        metavar="SECONDS",
+        help="how long a failed host's agent has to answer its fence before an operator must confirm the host "
+        "is off with `sova host fenced` (default 30)",
+    )
 
     m.add_argument(
         "--runs",
@@ -251,7 +259,7 @@ def add_parsers(sub) -> None:
             "when it is added; the store keeps only its hash. Roles: admin, operator (decides plans), viewer "
             "(reads), tenant (its own VMs' SLOs; name them with --vm). --scope narrows what a token may do to "
             "some of its role's scopes: read, plans:approve (approve, reject, cancel), hosts:drain (drain, "
-            "release), slos:write, runs:submit. A token expires after --expires (90 days unless told "
+            "release), hosts:fence (confirm a failed host is off), slos:write, runs:submit. A token expires after --expires (90 days unless told "
             "otherwise); making (with its scopes), revoking and expiry are in the audit trail with who did it.",
             [
                 "sova token add alice --role operator",
@@ -324,6 +332,7 @@ def manager_command(args) -> int:
         name=args.name or f"{socket.gethostname()}-{os.getpid()}",
         lease_ttl=args.lease_ttl,
         action_expiry=args.action_expiry,
+        fence_wait=args.fence_wait,
         runs=args.runs or state_dir() / "runs",
         parallel_runs=args.parallel_runs,
         run_traces=args.run_traces,

@@ -14,8 +14,9 @@ from typing import Protocol
 
 import numpy as np
 
-from sova.model.actions import OK, Action, AttachVF, KindTable, Migrate, Outcome, RestartVM, SetHostPower
+from sova.model.actions import OK, Action, AttachVF, FenceHost, KindTable, Migrate, Outcome, RestartVM, SetHostPower
 from sova.model.knowledge import Knowledge
+from sova.model.placement_rules import hosts_failed
 from sova.model.scenario import ControlSpec
 from sova.model.snapshot import Snapshot
 
@@ -192,6 +193,16 @@ class _RestartRails(KindRails):
     def started(self, action, counts):
         snap = counts.snap
         counts.ledger.incoming[snap.host_position[action.host]] += snap.vm_memory[snap.vm_position[action.vm]]
+
+
+@rails_for(FenceHost)
+class _FenceRails(KindRails):
+    """Only a host declared failed is fenced: fencing destroys whatever still runs there."""
+
+    def check(self, holder, action, counts):
+        if action.host not in hosts_failed(counts.knowledge.rules):
+            return f"{action.host} is not declared failed; only a failed host is fenced"
+        return None
 
 
 @rails_for(SetHostPower)

@@ -325,7 +325,8 @@ class Executor:
         is old. A restart acts on the host it boots the VM on only: its VM's host is the failed one."""
         if snap.host_seen is None:
             return None
-        hosts = [getattr(action, "host", None), action.placed_on]
+        hosts = [] if action.acts_on_silent_host else [getattr(action, "host", None)]
+        hosts.append(action.placed_on)
         if getattr(action, "vm", None) is not None and action.vm_host_acts:
             hosts.append(snap.hosts[snap.vm_host[snap.vm_position[action.vm]]])
         for host in hosts:

@@ -22,7 +22,7 @@ from sova.control.audit import AuditEntry
 from sova.control.runtime import Runtime
 from sova.control.slo_service import SloService
 from sova.drivers.base import Driver
-from sova.model.placement_rules import RuleBook
+from sova.model.placement_rules import RuleBook, hosts_failed
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.model.snapshot import Snapshot
 from sova.model.storage_slo import SloBook
@@ -83,11 +83,15 @@ def manage(
         changed = slos.take_changed() if controllers else set()
         if changed and not all(c.refresh(changed) for c in controllers):  # the VMs under SLO changed
             bind_to_hosts(policies, slos.book, rt.knowledge.latest if len(rt.knowledge) else layout)
-        for host, drain in hosts.take() if hosts is not None else ():
-            (rt.drain if drain else rt.release)(host, by="operator")
+        for host, op in hosts.take() if hosts is not None else ():
+            if op == "fenced":
+                if host in hosts_failed(rt.knowledge.rules):  # not if it reported again meanwhile
+                    rt.fenced(host, "the operator confirmed it is off")
+            else:
+                (rt.drain if op == "drain" else rt.release)(host, by="operator")
         rt.tick()
         if hosts is not None and len(rt.knowledge):
-            hosts.publish(rt.knowledge.latest)
+            hosts.publish(rt.knowledge.latest, hosts_failed(rt.knowledge.rules))
         if mode == "approve" and ask is not None:
             for pid, plan in list(rt.executor.pending.items()):
                 findings = [f"finding: {f.describe()}" for f in plan.findings]

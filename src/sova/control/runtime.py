@@ -11,6 +11,8 @@ the VMs it holds are claims in the arbiter whenever another policy wants to set 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from sova.analyze.base import AnalyzeStage
@@ -21,9 +23,17 @@ from sova.control.arbiter import Claim, IoControl, Verdict, arbitrate
 from sova.control.audit import AuditLog
 from sova.control.executor import Executor
 from sova.drivers.base import Driver
-from sova.model.actions import OK, Outcome
+from sova.model.actions import OK, FenceHost, Outcome
 from sova.model.knowledge import Knowledge
-from sova.model.placement_rules import RuleBook, failure_rule, hosts_failed, hosts_in_maintenance, maintenance_rule
+from sova.model.placement_rules import (
+    RuleBook,
+    failure_rule,
+    fenced_rule,
+    hosts_failed,
+    hosts_fenced,
+    hosts_in_maintenance,
+    maintenance_rule,
+)
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.admission_policies import AdmissionPolicy
 from sova.plan.base import CONTROLLER, PLANNER, Policy, controllers
@@ -81,6 +91,7 @@ class Runtime:
         self._controllers = controllers(policies)
         self._released: dict[str, set[str]] = {}  # per controller, the VMs a higher priority took from it
         self._taking: dict[str, tuple[str, str]] = {}  # VM -> (its controller, why) while another's action runs
+        self.on_fenced: Callable[[str, str | None], None] = lambda host, by: None  # fenced (by whom), or no more
 
     def tick(self) -> bool:
         """One tick; whether a policy planned in it (a decision round)."""
@@ -198,6 +209,8 @@ class Runtime:
         self._settle_takeovers()
         by_name = {pol.name: pol for pol in self.policies}
         for action, outcome in self.executor.settled:
+            if isinstance(action, FenceHost) and outcome.status == OK:
+                self.fenced(action.host, outcome.message)
             pol = by_name.get(action.policy)
             if pol is not None:
                 pol.outcomes.append((action, outcome))
@@ -219,6 +232,29 @@ class Runtime:
             self._maintain(host, False, "", quiet=True)
         for host in hosts:
             self._maintain(host, True, "", quiet=True)
+
+    def fenced(self, host: str, how: str) -> None:
+        """A failed host is fenced (`how`: its fence action's outcome, or the operator who confirmed it is off):
+        ``ha-restart`` starts its VMs elsewhere at the next tick."""
+        if host not in hosts_failed(self.knowledge.rules):
+            raise ValueError(f"{host} is not declared failed; only a failed host is fenced")
+        if host in hosts_fenced(self.knowledge.rules):
+            return
+        self.knowledge.rules = self.knowledge.rules.with_rule(fenced_rule(host))
+        self.audit.record_note(self.driver.now(), "fencing", host, f"{host} fenced: {how}")
+        self.on_fenced(host, how)
+        self._run_now(HaRestart)
+
+    def keep_fenced(self, hosts: list[str]) -> None:
+        """Exactly `hosts` failed and fenced, as a store says they were (a manager taking the lead), unaudited:
+        a host fenced stays so until it reports again."""
+        for host in hosts:
+            rules = self.knowledge.rules
+            if host not in hosts_failed(rules):
+                rules = rules.with_rule(failure_rule(host))
+            if host not in hosts_fenced(rules):
+                rules = rules.with_rule(fenced_rule(host))
+            self.knowledge.rules = rules
 
     def _maintain(self, host: str, drain: bool, by: str, quiet: bool = False) -> None:
         rule = maintenance_rule(host)
@@ -247,6 +283,9 @@ class Runtime:
             self._run_now(HaRestart)
         for host in sorted(failed - silent):
             self.knowledge.rules = self.knowledge.rules.without(failure_rule(host).name)
+            if host in hosts_fenced(self.knowledge.rules):
+                self.knowledge.rules = self.knowledge.rules.without(fenced_rule(host).name)
+                self.on_fenced(host, None)
             self.audit.record_note(snap.time, "failure", host, f"{host} reports again")
 
     def _run_now(self, kind: type) -> None:

@@ -63,7 +63,7 @@ class SloService:
         if op in HOST_OPS and self.hosts is not None:
             return self.hosts.handle(request)
         if op not in ("set", "get"):
-            more = ", 'drain', 'release', 'hosts'" if self.hosts is not None else ""
+            more = "".join(f", '{op}'" for op in HOST_OPS) if self.hosts is not None else ""
             return _refused(f"op: expected 'set' or 'get'{more}, got {op!r}")
         if self.book is None:
             return _refused("this sova manage holds no storage SLO (its profile is not see)")

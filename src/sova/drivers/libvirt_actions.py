@@ -14,7 +14,7 @@ import re
 import threading
 from abc import ABC, abstractmethod
 
-from sova.drivers.libvirt_common import CPU_PERIOD_US, Job, Refused
+from sova.drivers.libvirt_common import CPU_PERIOD_US, Job, Refused, error_text
 from sova.drivers.libvirt_dom0 import is_xen, set_dom0_weight
 from sova.model.actions import (
     FAILED,
@@ -22,6 +22,7 @@ from sova.model.actions import (
     RUNNING,
     AttachVF,
     DetachVF,
+    FenceHost,
     KindTable,
     Migrate,
     Outcome,
@@ -84,6 +85,29 @@ class _SetHostPower(LibvirtHandler):
 
     def apply(self, driver, action, now, host, dom):
         raise Refused("switching a host's power needs IPMI or wake-on-LAN, which this driver does not drive")
+
+
+@handles(FenceHost)
+class _FenceHost(LibvirtHandler):
+    """Destroy every domain still running on the failed host, if its daemon answers; if it does not, whether
+    its guests run is unknown, and an operator must confirm it is off (a power fence is not driven here)."""
+
+    needs_domain = False
+
+    def apply(self, driver, action, now, host, dom):
+        conn = driver.hosts.conn(action.host) if action.host in driver.hosts.names else None
+        if conn is None:
+            why = driver.hosts.unreachable.get(action.host, "unknown host")
+            return Outcome(
+                FAILED, f"{action.host} does not answer ({why}); whether its guests run is unknown", now, now
+            )
+        try:
+            running = conn.listAllDomains(driver.hosts.flag("VIR_CONNECT_LIST_DOMAINS_ACTIVE", 1))
+            for domain in running:
+                domain.destroy()
+        except Exception as e:
+            return Outcome(FAILED, f"{action.host}'s guests could not be destroyed: {error_text(e)}", now, now)
+        return Outcome(OK, f"{len(running)} guest(s) destroyed on {action.host}", now, driver.now())
 
 
 @handles(RestartVM)

@@ -2,9 +2,10 @@
 is silent, and HA restart (``restart-vm``): the VM's persistent definition, read while its host was up,
 defined on another host and started there, from disks on storage both hosts reach.
 
-The driver cannot tell a crashed host from one it cannot reach: a restart is safe only where the VM's
-disks are locked while it runs (libvirt's sanlock or virtlockd) or the silent host is fenced first (not
-done by Sova yet). The old definition stays on the failed host, shut off, for an operator to remove.
+The driver cannot tell a crashed host from one it cannot reach: ha-restart fences the silent host first
+(``fence-host``: its domains destroyed if its daemon answers, else an operator's confirmation), unless
+told that disk locks (sanlock, virtlockd) guard. The old definition stays on the failed host, shut off,
+for an operator to remove.
 
 A part of ``LibvirtDriver`` (drivers/libvirt_driver.py): it reaches hosts and VMs through the driver's
 ``HostConnections``.

@@ -19,6 +19,7 @@ from sova.model.actions import (
     AttachVF,
     CreateVM,
     DetachVF,
+    FenceHost,
     KindTable,
     Migrate,
     Outcome,
@@ -145,6 +146,19 @@ class _RestartVM(SimHandler):
         if state == "running":
             return Outcome(OK, f"running on {action.host}", finished=driver.now())
         return Outcome(FAILED, f"{action.vm} is down", finished=driver.now())
+
+
+@handles(FenceHost)
+class _FenceHost(SimHandler):
+    """A crashed host is off already; one that only went silent is powered off, with its VMs (a fence
+    agent's power-off): they are then down, and may start elsewhere."""
+
+    def apply(self, driver, action):
+        host = driver.host_index(action.host)
+        if driver.sim.faults.failed[host]:
+            return Outcome(OK, f"{action.host} is off (it crashed)", finished=driver.now())
+        driver.sim.crash_host(host)
+        return Outcome(OK, f"{action.host} powered off", finished=driver.now())
 
 
 @handles(CreateVM)

@@ -7,7 +7,8 @@ cost is measured:
 - a NIC down: the VMs cut off, and the VM-seconds they spent on the host while it was (a VM migrated
   away is no longer cut off);
 - failed VFs: the VMs that fell back to their vNICs;
-- a sensor gap: whether the host was declared failed meanwhile.
+- a sensor gap: whether the host was declared failed meanwhile, and fenced (powered off: a host that is
+  silent may still run its VMs), and how many of its VMs were restarted elsewhere after that.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sova.control.runtime import Runtime
-from sova.model.placement_rules import hosts_failed
+from sova.model.placement_rules import hosts_failed, hosts_fenced
 from sova.model.scenario_events import FAULT_ENDS, ScenarioEvent
 from sova.sim.engine import Simulator
 
@@ -36,7 +37,9 @@ class EventRecord:
     down_s: float = 0.0  # a crash: VM-seconds its VMs were down; a NIC down: VM-seconds its VMs were cut off
     ended: float | None = None  # a NIC down or failed VFs: when they worked again
     declared_failed: bool = False  # a sensor gap: the runtime declared the host failed meanwhile
-    restarts_failed: int = 0  # a sensor gap: restarts of its VMs (running still) that failed meanwhile
+    fenced: bool = False  # a sensor gap: the host was fenced (powered off) once declared failed
+    restarts: int = 0  # a sensor gap: restarts of its VMs that ended well
+    restarts_failed: int = 0  # a sensor gap: restarts of its VMs that failed
     _started: int = field(default=0, repr=False)
 
     def to_dict(self) -> dict:
@@ -53,7 +56,7 @@ class EventRecord:
             out |= {"vms_fell_back": len(self.down), "recovered_at": self.ended}
         elif self.event.kind == "sensor-gap":
             out |= {"duration": self.event.duration, "declared_failed": self.declared_failed}
-            out |= {"restarts_failed": self.restarts_failed}
+            out |= {"fenced": self.fenced, "restarts": self.restarts, "restarts_failed": self.restarts_failed}
         return out
 
 
@@ -124,13 +127,17 @@ class EventPlayer:
         kind, sim = record.event.kind, self.sim
         if kind == "nic-down" and record.ended is None:
             record.down_s += seconds * int((sim.vms.host[record.down] == record.host).sum())
-        elif kind == "sensor-gap" and sim.t <= record.applied + record.event.duration + seconds:
-            record.declared_failed |= record.event.host in hosts_failed(self.runtime.knowledge.rules)
-            entries = self.runtime.audit.entries[self._audited :]
-            on_host = {sim.vm_names[v] for v in np.flatnonzero(sim.vms.host == record.host)}
-            record.restarts_failed += sum(
-                1 for e in entries if e.action.startswith("restart-vm") and e.status == "failed" and e.target in on_host
-            )
+        elif kind == "sensor-gap":
+            rules = self.runtime.knowledge.rules
+            if sim.t <= record.applied + record.event.duration + seconds:
+                record.declared_failed |= record.event.host in hosts_failed(rules)
+            record.fenced |= record.declared_failed and record.event.host in hosts_fenced(rules)
+            new = self.runtime.audit.entries[self._audited :] if record.declared_failed else []
+            ends = [e for e in new if e.event == "finished"]
+            because = f"{record.event.host} failed;"
+            for entry in (e for e in ends if e.action.startswith("restart-vm") and e.reason.startswith(because)):
+                record.restarts += entry.status == "ok"
+                record.restarts_failed += entry.status == "failed"
 
     def _empty(self, host: int) -> bool:
         return not self.sim.vms.on_host(host).any()

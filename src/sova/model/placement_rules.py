@@ -53,6 +53,12 @@ def failure_rule(host: str) -> PlacementRule:
     return PlacementRule(f"failure of {host}", "off-hosts", ("*",), (host,))
 
 
+def fenced_rule(host: str) -> PlacementRule:
+    """The rule a failed host is under once fenced (it runs no VM: powered off, or its domains destroyed),
+    until it reports again: no VM runs on it, and its VMs may start elsewhere."""
+    return PlacementRule(f"fencing of {host}", "off-hosts", ("*",), (host,))
+
+
 def hosts_in_maintenance(book: RuleBook) -> list[str]:
     """The hosts under a maintenance rule, in the order they entered it."""
     return _hosts_under(book, maintenance_rule)
@@ -61,6 +67,11 @@ def hosts_in_maintenance(book: RuleBook) -> list[str]:
 def hosts_failed(book: RuleBook) -> list[str]:
     """The hosts declared failed, in the order they failed."""
     return _hosts_under(book, failure_rule)
+
+
+def hosts_fenced(book: RuleBook) -> list[str]:
+    """The failed hosts fenced, in the order they were."""
+    return _hosts_under(book, fenced_rule)
 
 
 def _hosts_under(book: RuleBook, rule_of) -> list[str]:

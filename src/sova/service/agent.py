@@ -148,7 +148,9 @@ def _tick(local: LocalSide, host_of_entry) -> None:
 
 
 class SimCluster:
-    """The simulator on the wall clock, times `speed`, behind one agent per simulated host."""
+    """The simulator on the wall clock, times `speed`, behind one agent per simulated host. A crashed host's
+    agent is down with it (no report, no action taken); a host in a sensor gap reports nothing, but its agent
+    takes actions (a fence among them)."""
 
     def __init__(
         self,
@@ -202,8 +204,9 @@ class SimCluster:
                 snapshot = self.driver.observe()
                 snapshot = replace(snapshot, time=self.clock0 + snapshot.time)
                 self.layout = snapshot
+                reporting = self.sim.faults.reporting(self.sim.t)  # a crashed or silent host sends nothing
                 try:
-                    for agent in self.agents:
+                    for agent in (a for a, sends in zip(self.agents, reporting, strict=True) if sends):
                         await agent.report(snapshot)
                 except Exception as err:
                     log.warning("reports not sent: %s", err or type(err).__name__)
@@ -211,8 +214,10 @@ class SimCluster:
                 next_report = self.sim.t + self.period
             # a long poll until the next report is due (at most 2 s: the simulator steps between polls)
             wait = max(0.01, min(2.0, (next_report - self.sim.t) / self.speed))
+            up = ~self.sim.faults.failed  # a crashed host's agent is down with it; a silent one's takes actions
+            steps = [agent.actions.step(wait=wait) for agent, on in zip(self.agents, up, strict=True) if on]
             try:
-                await asyncio.gather(*(agent.actions.step(wait=wait) for agent in self.agents))
+                await (asyncio.gather(*steps) if steps else _pause(stop, wait))
             except Exception as err:
                 log.warning("action step failed: %s", err or type(err).__name__)
                 await _pause(stop, 0.5)

@@ -3,7 +3,7 @@
 Every path but /healthz wants a bearer token (``Authorization: Bearer sova_...``, or the dashboard's
 cookie): viewers read, operators also decide plans, admins everything, tenants only their VMs' SLOs; and
 each path wants its scope (service/tokens.py): ``read`` to read, ``plans:approve``, ``hosts:drain``,
-``runs:submit`` (and ``slos:write``, api_slos.py) to change. A 403 names the role or scope missing.
+``hosts:fence``, ``runs:submit`` (and ``slos:write``, api_slos.py) to change. A 403 names the role or scope missing.
 Handlers run on the manager's event loop (``async def``), between its rounds, so what they read is
 consistent. Bad input is a 4xx whose message names the field (FastAPI's 422 for parameters). Times are
 wall-clock Unix times, with the cluster's own beside them (``sim_...``) where it runs apart (api_models.py).
@@ -115,6 +115,7 @@ def make_app(
     Reader = Annotated[Token, Depends(caller(*READERS))]
     Approver = Annotated[Token, Depends(caller(*DECIDERS, scope="plans:approve"))]
     Drainer = Annotated[Token, Depends(caller(*DECIDERS, scope="hosts:drain"))]
+    Fencer = Annotated[Token, Depends(caller(*DECIDERS, scope="hosts:fence"))]
     Submitter = Annotated[Token, Depends(caller(*DECIDERS, scope="runs:submit"))]
 
     @app.get("/openapi.json", include_in_schema=False)
@@ -149,6 +150,20 @@ def make_app(
     @app.get("/api/v1/hosts", response_model=list[M.Host], tags=["cluster"])
     async def hosts(_: Reader) -> list[dict]:
         return views.hosts(manager.runtime.knowledge, manager.collector.received)
+
+    @app.post(
+        "/api/v1/hosts/{host}/fenced",
+        response_model=M.Fenced,
+        tags=["cluster"],
+        responses={409: {"model": M.ErrorBody}},
+    )
+    async def fenced(token: Fencer, host: HostName) -> dict:
+        """Confirm that a failed host is off (its fence failed, or it has none): ha-restart then starts its
+        VMs elsewhere. Only for a host declared failed; the audit trail names who confirmed."""
+        try:
+            return await manager.confirm_fenced(host, by=token.name)
+        except ManagerError as err:
+            raise HTTPException(409, str(err)) from None
 
     @app.post(
         "/api/v1/hosts/{host}/{verb}",

@@ -72,6 +72,15 @@ class Host(BaseModel):
     vfs_total: int
     report_age_s: float | None = Field(description="seconds since its agent's latest report")
     maintenance: bool = Field(description="drained: its VMs move away and it takes none until released")
+    failed: bool = Field(description="declared failed: silent for the failure grace")
+    fenced: bool = Field(description="failed and fenced (it runs no VM): its VMs may start elsewhere")
+
+
+class Fenced(BaseModel):
+    host: str
+    fenced: bool
+    vms: int = Field(description="VMs still on the host in the newest observation (ha-restart starts them elsewhere)")
+    by: str
 
 
 class Maintenance(BaseModel):

@@ -6,6 +6,11 @@ sends after each round (recorded in the state store first) and says it is runnin
 ended once the agent's outcome came. A sent action cannot be called back: ``cancel`` leaves it running
 (the executor keeps polling), since only the agent knows whether it was applied. IO control is an agent's
 local loop, so the manager has no IO sample to give.
+
+An action goes to the agent of the host it acts on: its VM's (a migration's source), or the host it names
+(a restart boots its VM where it names; a fence acts on the failed host itself). A fence expires after
+``fence_wait`` s, and ends failed if no outcome came by then: the failed host's agent is most likely down
+with it, and an operator must confirm the host is off.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from sova.model.actions import FAILED, RUNNING, Action, Outcome
+from sova.model.actions import FAILED, RUNNING, Action, FenceHost, Outcome
 from sova.model.io_sample import IoSample, IoThrottle
 from sova.model.snapshot import Snapshot, VmRequest
 from sova.service.dispatch import ActionDispatch
@@ -29,15 +34,27 @@ class Outgoing:
     host: str
     action: Action
     plan: int | None
+    expiry: float  # s after its sending that its agent may still start it
+
+
+ANSWER_MARGIN = 5.0  # s past a fence's expiry for its outcome to cross the bus
 
 
 class BusDriver:
     def __init__(
-        self, collector: ReportCollector, book: PlanBook, dispatch: ActionDispatch, action_expiry: float = 120.0
+        self,
+        collector: ReportCollector,
+        book: PlanBook,
+        dispatch: ActionDispatch,
+        action_expiry: float = 120.0,
+        fence_wait: float = 30.0,
     ):
-        """action_expiry: seconds after its sending that an agent may still start an action."""
+        """action_expiry: seconds after its sending that an agent may still start an action; fence_wait: the
+        same for a fence, after which it ends failed if its agent did not answer."""
         self.collector, self.book, self.dispatch, self.action_expiry = collector, book, dispatch, action_expiry
+        self.fence_wait = fence_wait
         self.outbox: list[Outgoing] = []
+        self._answer_by: dict[str, float] = {}  # a fence's id -> monotonic time by which its outcome must come
         self._sending = asyncio.Lock()
         self._clock = 0.0
 
@@ -64,13 +81,21 @@ class BusDriver:
         known = self.book.action_id(action)
         if known is None:
             return Outcome(FAILED, "an action outside any plan of this manager; not sent", now, now)
-        self.outbox.append(Outgoing(known[0], host, action, known[1]))
+        expiry = self.fence_wait if isinstance(action, FenceHost) else self.action_expiry
+        self.outbox.append(Outgoing(known[0], host, action, known[1], expiry))
         return Outcome(RUNNING, f"sent to {host}'s agent", now)
 
     def poll(self, action: Action) -> Outcome:
         known = self.book.action_id(action)
         outcome = None if known is None else self.dispatch.outcomes.pop(known[0], None)
-        return outcome or Outcome(RUNNING, "waiting for the agent's outcome")
+        if outcome is not None:
+            self._answer_by.pop(known[0], None)
+            return outcome
+        if known is not None and time.monotonic() > self._answer_by.get(known[0], float("inf")):
+            del self._answer_by[known[0]]
+            now = self.now()
+            return Outcome(FAILED, f"{action.target}'s agent did not answer within {self.fence_wait:g} s", now, now)
+        return Outcome(RUNNING, "waiting for the agent's outcome")
 
     def cancel(self, action: Action) -> Outcome:
         return Outcome(RUNNING, "sent to an agent: only its outcome can end it")
@@ -91,11 +116,13 @@ class BusDriver:
                 item = self.outbox.pop(0)
                 try:
                     await self.dispatch.send(
-                        item.host, item.action, item.action_id, item.plan, time.time() + self.action_expiry
+                        item.host, item.action, item.action_id, item.plan, time.time() + item.expiry
                     )
                 except BaseException:
                     self.outbox.insert(0, item)
                     raise
+                if isinstance(item.action, FenceHost):  # its agent's answer, if any, comes within its expiry
+                    self._answer_by[item.action_id] = time.monotonic() + item.expiry + ANSWER_MARGIN
                 sent += 1
         return sent
 
@@ -111,7 +138,7 @@ class BusDriver:
         if snap is None:
             return None
         vm = getattr(action, "vm", None)
-        if vm is not None:
+        if vm is not None and action.vm_host_acts:
             position = snap.vm_position.get(vm)
             return None if position is None else snap.hosts[snap.vm_host[position]]
         host = getattr(action, "host", None)

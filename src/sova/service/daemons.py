@@ -52,6 +52,7 @@ class ManagerSettings:
     name: str = "manager"  # as the lease shows the leader
     lease_ttl: float = 10.0
     action_expiry: float = 120.0
+    fence_wait: float = 30.0  # s a failed host's agent has to answer its fence
     runs: Path | None = None  # where simulation runs submitted through the API go (None: no runs)
     parallel_runs: int = 1
     run_traces: Path | None = None  # where submitted scenarios may read trace files
@@ -89,6 +90,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
         stale_after=settings.stale_after,
         lease=Lease(bus, settings.name, settings.lease_ttl),
         action_expiry=settings.action_expiry,
+        fence_wait=settings.fence_wait,
         rules=settings.rules,
     )
     server = None

@@ -122,6 +122,31 @@ def decode(payload: bytes) -> tuple[Snapshot, list[str]]:
     return part, list(header["flow_dst"])
 
 
+def without_vms(report: tuple[Snapshot, list[str]], gone: set[str]) -> tuple[Snapshot, list[str]]:
+    """A host's report without the VMs `gone` (and the flows they send): those a newer report of another
+    host holds, as when a failed host's VMs were restarted elsewhere."""
+    part, destinations = report
+    keep = np.array([vm not in gone for vm in part.vms], dtype=bool)
+    if keep.all():
+        return report
+    mine = np.flatnonzero(keep)
+    index = np.full(len(part.vms), -1, dtype=np.int64)
+    index[mine] = np.arange(len(mine))
+    sent = np.flatnonzero(keep[part.flow_src])
+    kept = replace(
+        part,
+        vms=tuple(part.vms[i] for i in mine),
+        vm_host=part.vm_host[mine],
+        vm_nic=tuple(part.vm_nic[i] for i in mine),
+        counters=VmCounters(**{name: getattr(part.counters, name)[mine] for name in _COUNTERS}),
+        flow_src=index[part.flow_src[sent]],
+        flow_dst=part.flow_dst[sent],
+        flow_bytes=part.flow_bytes[sent],
+        **{name: _take(getattr(part, name), mine) for name in _VM},
+    )
+    return kept, [destinations[i] for i in sent]
+
+
 def merge(reports: list[tuple[Snapshot, list[str]]]) -> Snapshot:
     """One Snapshot of the hosts whose reports are given, at the latest report's time; a flow to a VM no
     report holds counts as leaving the data center."""

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from sova.control.runtime import Runtime
 from sova.model.knowledge import Knowledge
-from sova.model.placement_rules import RuleBook
+from sova.model.placement_rules import RuleBook, hosts_failed
 from sova.model.scenario import ControlSpec, TopologySpec
 from sova.plan.base import Policy
 from sova.service.bus import Bus
@@ -58,11 +58,12 @@ class Manager:
         lease: Lease | None = None,
         action_expiry: float = 120.0,
         rules: RuleBook | None = None,
+        fence_wait: float = 30.0,
     ):
         """lease: the lease this manager leads under, beside a standby (None: it is the only manager);
         action_expiry: seconds after its sending that an agent may still start an action; rules: the
         operator's placement rules, which every policy and the executor keep (a drained host's rule is
-        added to them)."""
+        added to them); fence_wait: seconds a failed host's agent has to answer its fence."""
         self.rules = rules
         self.bus, self.store, self.tick, self.mode, self.profile = bus, store, tick, mode, profile
         self.policies = [p for p in policies if p.loop == "global"]  # the local ones run in the agents
@@ -72,7 +73,7 @@ class Manager:
         self.slos = SloKeeper(bus, store)
         self.local_audit = LocalAuditReader(bus, store)
         self.lease = lease
-        self.action_expiry = action_expiry
+        self.action_expiry, self.fence_wait = action_expiry, fence_wait
         self.leading = False
         self.on_round: Callable[[float], None] = lambda seconds: None  # each decision round's duration (s)
         self.started = time.time()
@@ -82,7 +83,7 @@ class Manager:
         """A new loop and plan book: what a manager that is to lead starts from (the store has the rest,
         `knowledge` what it observed so far)."""
         self.book = PlanBook(self.store)
-        self.driver = BusDriver(self.collector, self.book, self.dispatch, self.action_expiry)
+        self.driver = BusDriver(self.collector, self.book, self.dispatch, self.action_expiry, self.fence_wait)
         self.runtime = Runtime(
             self.driver,
             self.policies,
@@ -93,6 +94,7 @@ class Manager:
             knowledge=knowledge,
             rules=self.rules if knowledge is None else None,  # a knowledge kept has them, and the drains
         )
+        self.runtime.on_fenced = self.store.set_fenced
 
     @property
     def executor(self):
@@ -120,6 +122,7 @@ class Manager:
         self._fresh(self.runtime.knowledge)
         taken = self.book.resume(self.executor)
         self.runtime.keep_maintenance(list(self.store.maintenance()))
+        self.runtime.keep_fenced(list(self.store.fenced()))
         self.executor.last_migrated.update(self.store.recent_migrations(self.control.hold_down))
         resent = await self.dispatch.send_unanswered()
         slos = await self.slos.take_lead()
@@ -227,6 +230,19 @@ class Manager:
             "vms": int((snap.vm_host == snap.hosts.index(host)).sum()),
             "by": by,
         }
+
+    async def confirm_fenced(self, host: str, by: str) -> dict:
+        """An operator (`by`) confirms that a failed host is off (its fence failed, or it has none): its VMs
+        may start elsewhere, and ha-restart starts them at the next round."""
+        if not (self.leading and self.is_leader()):
+            raise ManagerError("this manager is not the leader; ask the leader")
+        failed = hosts_failed(self.runtime.knowledge.rules)
+        if host not in failed:
+            raise ManagerError(f"{host} is not declared failed (failed: {', '.join(failed) or 'none'})")
+        self.runtime.fenced(host, f"{by} confirmed it is off")
+        self.book.flush()
+        snap = self.runtime.knowledge.latest
+        return {"host": host, "fenced": True, "vms": int((snap.vm_host == snap.hosts.index(host)).sum()), "by": by}
 
     def known_vms(self) -> set[str]:
         """The VMs of every host that has reported (an SLO can be set for these)."""

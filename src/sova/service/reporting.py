@@ -1,6 +1,11 @@
 """Host reports over the bus: each agent publishes its host's report every period on plain NATS
 (``sova.report.HOST``: a lost report is superseded by the next, so none is stored), and the manager keeps
-the latest of each host and merges the fresh ones into the Snapshot its global loops observe.
+the latest of each host and merges them into the Snapshot its global loops observe.
+
+A host that stopped reporting stays in that Snapshot as its last report showed it, with ``host_seen``
+saying when that was (the cluster's clock), so the runtime can declare it failed after ``failure_grace``
+and ha-restart knows its VMs; a VM a newer report of another host holds (restarted there) is left out of
+the silent host's part.
 
 A report carries its wall-clock send time in the ``Sova-Sent`` header, so the manager can tell the bus's
 lag (across machines this relies on their clocks being synchronised, as NTP keeps them), and how the
@@ -14,11 +19,14 @@ import logging
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
 
 from sova.model.snapshot import Snapshot
 from sova.service.bus import Bus, BusError, Listener, host_token
 from sova.service.cluster_clock import ClusterClock
-from sova.service.host_report import ReportError, decode, encode, merge
+from sova.service.host_report import ReportError, decode, encode, merge, without_vms
 
 log = logging.getLogger(__name__)
 SENT = "Sova-Sent"
@@ -81,14 +89,23 @@ class ReportCollector(Listener):
         return sorted(h for h, at in self.received.items() if at >= oldest)
 
     def snapshot(self) -> Snapshot | None:
-        """The merged view of the fresh hosts' latest reports (hosts in name order), or None if none is."""
-        hosts = tuple(self.fresh())
-        if not hosts:
+        """The merged view of every host's latest report (hosts in name order) with when each came
+        (``host_seen``), or None while no host's report is fresh."""
+        if not self.fresh():
             return None
-        key = (self.version, hosts)
-        if self._merged is None or self._merged[0] != key:
-            self._merged = (key, merge([self.latest[host] for host in hosts]))
+        if self._merged is None or self._merged[0] != self.version:
+            self._merged = (self.version, self._merge())
         return self._merged[1]
+
+    def _merge(self) -> Snapshot:
+        hosts = sorted(self.latest)
+        reports: dict[str, tuple[Snapshot, list[str]]] = {}
+        held: set[str] = set()
+        for host in sorted(hosts, key=lambda h: self.latest[h][0].time, reverse=True):  # the newest first
+            reports[host] = without_vms(self.latest[host], held)
+            held.update(reports[host][0].vms)
+        seen = np.array([self.latest[host][0].time for host in hosts])
+        return replace(merge([reports[host] for host in hosts]), host_seen=seen)
 
 
 def _sent_at(headers: dict | None) -> float | None:

@@ -7,7 +7,8 @@ Held: every action the manager sent (recorded before it goes on the bus) with it
 actions await an outcome and sends them again under the same ids (stored once by the bus, applied once
 by the agent); every plan and its state (pending, ongoing, succeeded, failed, ... as plan_book.py says); the
 audit trail, each row chained to the one before by its hash (service/audit_chain.py), and only ever
-appended to; the tenants' storage SLOs; and the API's tokens (hashes only).
+appended to; the tenants' storage SLOs; the hosts in maintenance and the failed hosts fenced; and the
+API's tokens (hashes only).
 
 Plans and audit entries keep two clocks: the cluster's (``created``, ``decided_at``, ``time``: what the
 control loop computes with, e.g. a migration's hold-down after a restart) and the wall clock
@@ -117,6 +118,13 @@ maintenance = sa.Table(
     sa.Column("host", sa.String(255), primary_key=True),
     sa.Column("set_by", sa.String(255), nullable=False),
     sa.Column("set_at", sa.Float, nullable=False),
+)
+fenced = sa.Table(
+    "fenced",
+    metadata,
+    sa.Column("host", sa.String(255), primary_key=True),
+    sa.Column("how", sa.Text, nullable=False),  # its fence's outcome, or the operator who confirmed it is off
+    sa.Column("at", sa.Float, nullable=False),
 )
 MIGRATIONS = Path(__file__).with_name("migrations")
 AUDIT_FIELDS = ("time", "plan", "event", "policy", "action", "target", "reason", "status", "message")
@@ -380,6 +388,20 @@ class StateStore:
             connection.execute(maintenance.delete().where(maintenance.c.host == host))
             if by is not None:
                 connection.execute(maintenance.insert().values(host=host, set_by=by, set_at=time.time()))
+
+    # ------------------------------------------------------------------ fenced hosts
+    def fenced(self) -> dict[str, dict]:
+        """The failed hosts fenced (their VMs may start elsewhere): how, and when, in the order they were."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(sa.select(fenced).order_by(fenced.c.at)).all()
+        return {r.host: {"how": r.how, "at": r.at} for r in rows}
+
+    def set_fenced(self, host: str, how: str | None) -> None:
+        """A failed host fenced, and how (None: it reports again, so it is no longer)."""
+        with self.engine.begin() as connection:
+            connection.execute(fenced.delete().where(fenced.c.host == host))
+            if how is not None:
+                connection.execute(fenced.insert().values(host=host, how=how, at=time.time()))
 
     def _page(self, table, where, order, offset: int, limit: int, row_of) -> tuple[list, int]:
         with self.engine.connect() as connection:

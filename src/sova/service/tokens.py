@@ -8,7 +8,8 @@ A token expires (90 days after it is made unless asked otherwise): used after th
 removed. Making, revoking and the expiry of a token are each an entry in the audit trail, naming who.
 
 Scopes say what a token may do per kind of resource: ``read`` (every GET), ``plans:approve`` (approve,
-reject, cancel plans), ``hosts:drain`` (drain, release), ``slos:write`` (set, clear SLOs), ``runs:submit``
+reject, cancel plans), ``hosts:drain`` (drain, release), ``hosts:fence``
+(confirm a failed host is off), ``slos:write`` (set, clear SLOs), ``runs:submit``
 (simulation runs). A role implies its scopes (``ROLE_SCOPES``); a token made with scopes has only those,
 which must be among its role's: scopes narrow a role, never widen it. A token made without keeps NULL in
 the store: its role's scopes, whatever this version says they are.
@@ -29,7 +30,7 @@ from sova.control.audit import AuditEntry
 from sova.service.state import StateStore, tokens
 
 ROLES = ("admin", "operator", "viewer", "tenant")
-SCOPES = ("read", "plans:approve", "hosts:drain", "slos:write", "runs:submit")
+SCOPES = ("read", "plans:approve", "hosts:drain", "hosts:fence", "slos:write", "runs:submit")
 ROLE_SCOPES = {
     "admin": SCOPES,
     "operator": SCOPES,

@@ -10,7 +10,7 @@ import time
 import numpy as np
 
 from sova.model.knowledge import Knowledge
-from sova.model.placement_rules import hosts_in_maintenance
+from sova.model.placement_rules import hosts_failed, hosts_fenced, hosts_in_maintenance
 from sova.service.cluster_clock import ClusterClock, apart
 from sova.service.state import PlanRow
 
@@ -29,6 +29,7 @@ def hosts(knowledge: Knowledge, received: dict[str, float]) -> list[dict]:
     util = knowledge.host_cpu_util(LOAD_WINDOW)
     counts = np.bincount(snap.vm_host, minlength=len(snap.hosts))
     drained = set(hosts_in_maintenance(knowledge.rules))
+    failed, fenced = set(hosts_failed(knowledge.rules)), set(hosts_fenced(knowledge.rules))
     now = time.monotonic()
     return [
         {
@@ -41,6 +42,8 @@ def hosts(knowledge: Knowledge, received: dict[str, float]) -> list[dict]:
             "vfs_total": int(snap.vfs_total[h]),
             "report_age_s": round(now - received[name], 3) if name in received else None,
             "maintenance": name in drained,
+            "failed": name in failed,
+            "fenced": name in fenced,
         }
         for h, name in enumerate(snap.hosts)
     ]

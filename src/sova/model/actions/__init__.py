@@ -21,7 +21,7 @@ from sova.model.actions.base import (
     KindTable,
     Outcome,
 )
-from sova.model.actions.host_settings import SetDom0Weight, SetHostPower
+from sova.model.actions.host_settings import FenceHost, SetDom0Weight, SetHostPower
 from sova.model.actions.migrate import Migrate
 from sova.model.actions.vf_attachment import AttachVF, DetachVF, SetVFRate
 from sova.model.actions.vm_boot import CreateVM, RestartVM
@@ -42,6 +42,7 @@ __all__ = [
     "AttachVF",
     "CreateVM",
     "DetachVF",
+    "FenceHost",
     "KindTable",
     "Migrate",
     "Outcome",

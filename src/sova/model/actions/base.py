@@ -8,7 +8,9 @@ and the service's wire use). Besides its data, a kind says, for the framework th
 - ``vm_host_acts``: whether it acts on its VM's current host (a restart's VM is on a failed host: it does not);
 - ``moves_vm``: whether it moves a running VM away from its host (what a policy's ``pinned`` forbids);
 - ``holds_vm``: whether it excludes every other policy's action on its VM (the arbiter);
-- ``sets_io``: whether it sets its VM's IO limits, which an IO controller holds (the arbiter).
+- ``sets_io``: whether it sets its VM's IO limits, which an IO controller holds (the arbiter);
+- ``acts_on_silent_host``: whether it is meant for a host that stopped reporting (a fence), which the
+  executor's rails otherwise keep every action off.
 How a driver carries a kind out is that driver's handler for it (``sova.drivers.sim_actions``,
 ``sova.drivers.libvirt_actions``); the executor's rails for kinds that need more than the common ones are
 ``sova.control.action_rails``; each of those is a ``KindTable``.
@@ -35,6 +37,7 @@ class Action:
     moves_vm: ClassVar[bool] = False  # it moves a running VM to another host
     holds_vm: ClassVar[bool] = True  # no other policy's action on its VM may run beside it
     sets_io: ClassVar[bool] = False  # it sets its VM's IO rate or merge limit
+    acts_on_silent_host: ClassVar[bool] = False  # meant for a host that stopped reporting (a fence)
 
     def __init_subclass__(cls, kind: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

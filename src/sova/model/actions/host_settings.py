@@ -25,3 +25,15 @@ class SetHostPower(Action, kind="set-host-power"):
 
     def host_marks(self) -> tuple[tuple[str, str], ...]:
         return (("wake" if self.state == "on" else "sleep", self.host),)
+
+
+@dataclass(frozen=True)
+class FenceHost(Action, kind="fence-host"):
+    """Make sure a host declared failed runs no VM any more (power it off, or destroy its domains) before
+    its VMs start elsewhere: a host that only stopped reporting may still run them, on the same disks."""
+
+    host: str
+    acts_on_silent_host = True  # its host is silent by definition
+
+    def host_marks(self) -> tuple[tuple[str, str], ...]:
+        return (("fence", self.host),)
