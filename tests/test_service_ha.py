@@ -9,18 +9,8 @@ import asyncio
 
 import httpx
 
-from helpers import make_scenario
 from service_stack import Stack, vm_hosts, wait_for
-from test_service_maintenance import sova_host
-
-
-def two_vms_on_h1():
-    return make_scenario(
-        scenario={"duration": 3600},
-        hosts=[{"name": "h{i}", "count": 3, "cores": 4, "memory": "16GiB"}],
-        vms=[{"name": "v{i}", "count": 2, "host": "h1", "memory": "2GiB"}],
-        workloads=[{"vm": "v*", "kind": "lookbusy", "duty": 0.2, "util": 0.2}],
-    )
+from test_service_maintenance import sova_host, three_hosts
 
 
 def restarted_off_h1(stack: Stack) -> bool:
@@ -53,7 +43,7 @@ def restarts_ended(entries: list[dict]) -> bool:
 
 def test_a_silent_host_is_fenced_by_its_agent_before_its_vms_restart_elsewhere(nats_server, tmp_path):
     async def run():
-        stack = Stack(nats_server, tmp_path, scenario=two_vms_on_h1(), policies=[])
+        stack = Stack(nats_server, tmp_path, scenario=three_hosts(), policies=[])
         await stack.start_cluster()
         await stack.start_manager()
         base = await stack.start_api()
@@ -84,7 +74,7 @@ def test_a_silent_host_is_fenced_by_its_agent_before_its_vms_restart_elsewhere(n
 
 def test_a_crashed_hosts_vms_wait_for_an_operator_to_confirm_it_is_off_then_restart(nats_server, tmp_path):
     async def run():
-        stack = Stack(nats_server, tmp_path, scenario=two_vms_on_h1(), policies=[])
+        stack = Stack(nats_server, tmp_path, scenario=three_hosts(), policies=[])
         await stack.start_cluster()
         await stack.start_manager(fence_wait=1.0)
         base = await stack.start_api()
