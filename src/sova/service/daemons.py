@@ -32,8 +32,9 @@ class BusSettings:
     password: str | None = None
     tls: TlsFiles | None = None
 
-    async def connect(self, name: str) -> Bus:
-        return await Bus.connect(self.url, self.user, self.password, name=name, tls=self.tls)
+    async def connect(self, name: str, streams: bool = True) -> Bus:
+        """streams: make the bus's streams if missing (the manager; an agent's user may not)."""
+        return await Bus.connect(self.url, self.user, self.password, name=name, tls=self.tls, streams=streams)
 
 
 @dataclass(frozen=True)
@@ -139,7 +140,7 @@ async def run_agent(
     """One host's agent until a signal."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    bus = await bus_settings.connect(f"sova-agent-{host}")
+    bus = await bus_settings.connect(f"sova-agent-{host}", streams=False)
     book = Ledger(ledger)
     shared = SharedObservation(driver, max_age=min(period, local.control.monitor_period) / 2, host=host)
     loops = LocalLoops(shared, local.policies, local.control)
@@ -163,7 +164,7 @@ async def run_sim_agents(
     """A simulated cluster's agents (one per host), with the local ones among `policies`, until a signal."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    bus = await bus_settings.connect("sova-sim-agents")
+    bus = await bus_settings.connect("sova-sim-agents", streams=False)
     cluster = SimCluster(bus, scenario, ledgers, speed, seed, policies)
     try:
         if ready is not None:
