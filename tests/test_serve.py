@@ -96,6 +96,9 @@ def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_
     assert sorted(h["name"] for h in hosts) == ["hm1", "hm2", "hm3", "hm4"]
     assert "profile threshold (approve)" in summary and "4 host(s) reporting" in summary
     assert set(record["pids"]) == {"nats-server", "manager", "agents"}
+    bus = (directory / "nats" / "nats.conf").read_text()  # a bus user for each part, with its permissions
+    assert 'user: "manager"' in bus and 'user: "agents"' in bus and '"sova.report.hm1"' in bus
+    assert "Violation" not in (directory / "nats" / "nats.log").read_text()  # each part did only what it may
     assert not any(alive(pid) for pid in record["pids"].values())
     with pytest.raises(ConnectionRefusedError):  # nothing listens on the API's port any more
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
