@@ -107,17 +107,18 @@ class Stack:
         self._spawn("manager", self.manager.run)
         return self.manager
 
-    async def start_api(self) -> str:
-        """The manager's API on a free port; its base URL. Tokens of each role are in `self.secrets`."""
+    async def start_api(self, certificate=None, key=None, client_ca=None) -> str:
+        """The manager's API on a free port (over TLS given a certificate and key, requiring client
+        certificates given a client CA); its base URL. Tokens of each role are in `self.secrets`."""
         book = TokenBook(self.store)
         self.secrets = {role: book.create(name, role) for role, name in PEOPLE.items()}
         self.secrets["tenant"] = book.create("tenant", "tenant", ("v1",))
         port = free_port()
         self.runs = RunBook(self.tmp_path / "runs")
         self.app = make_app(self.manager, book, BUILTIN_PROFILES, runs=self.runs)
-        self.api = ApiServer(self.app, "127.0.0.1", port)
+        self.api = ApiServer(self.app, "127.0.0.1", port, certificate, key, client_ca)
         await self.api.start()
-        return f"http://127.0.0.1:{port}"
+        return f"http{'s' if certificate else ''}://127.0.0.1:{port}"
 
     def headers(self, role: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.secrets[role]}"}

@@ -49,6 +49,7 @@ class ManagerSettings:
     stale_after: float = 30.0
     api: tuple[str, int] | None = None
     tls: tuple[Path, Path] | None = None  # the API's certificate and key
+    tls_client_ca: Path | None = None  # with tls: API clients must show a certificate this CA signed
     profiles: dict = field(default_factory=dict)  # the built-in profiles, listed by the API
     name: str = "manager"  # as the lease shows the leader
     lease_ttl: float = 10.0
@@ -102,7 +103,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
             secure = settings.tls is not None
             app = make_app(manager, TokenBook(store), settings.profiles, secure_cookie=secure, runs=runs)
             certificate, key = settings.tls or (None, None)
-            server = ApiServer(app, *settings.api, certificate=certificate, key=key)
+            server = ApiServer(app, *settings.api, certificate, key, settings.tls_client_ca)
             await server.start()
         if ready is not None:
             ready()

@@ -53,6 +53,7 @@ class NatsServer:
     host: str = "127.0.0.1"  # where it listens
     monitor_port: int | None = None  # nats-server's HTTP monitoring (/varz ...) on 127.0.0.1, if given
     tls: tuple[Path, Path] | None = None  # the server's certificate and key: clients must then use TLS
+    client_ca: Path | None = None  # with tls: clients must show a certificate this CA signed (mutual TLS)
     user: str = "sova"
     password: str = field(default_factory=lambda: secrets.token_hex(16))
     users: tuple[BusUser, ...] = ()  # each with its permissions; when given, the only users (not `user`)
@@ -75,7 +76,8 @@ class NatsServer:
             f"{self._authorization()}"
         )
         if self.tls is not None:
-            text += f'tls {{ cert_file: "{self.tls[0]}", key_file: "{self.tls[1]}" }}\n'
+            verify = f', ca_file: "{self.client_ca}", verify: true' if self.client_ca is not None else ""
+            text += f'tls {{ cert_file: "{self.tls[0]}", key_file: "{self.tls[1]}"{verify} }}\n'
         if self.monitor_port is not None:
             text += f'http: "127.0.0.1:{self.monitor_port}"\n'
         # owner-only from its creation: it holds the password
