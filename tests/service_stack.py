@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from bus_helpers import connect
+from bus_helpers import connect, connect_as
 from helpers import make_scenario
 from sova.control.manage import BUILTIN_PROFILES
 from sova.control.profiles import check_profile
 from sova.model.scenario import ControlSpec, ProfileSpec
 from sova.model.schema import Reader
-from sova.service.agent import SimCluster
+from sova.service.agent import HostAgent, SimCluster
 from sova.service.api import make_app
 from sova.service.api_server import ApiServer
 from sova.service.manager import Manager
@@ -56,24 +56,42 @@ PEOPLE = {"admin": "ada", "operator": "otto", "viewer": "vera"}  # each role's t
 class Stack:
     """A simulated cluster's agents and one manager, each on its own bus connection, as tasks."""
 
-    def __init__(self, server, tmp_path, mode: str = "auto", scenario=None, policies=None, speed: float = SPEED):
+    def __init__(
+        self, server, tmp_path, mode: str = "auto", scenario=None, policies=None, speed: float = SPEED, users=None
+    ):
         """scenario, policies: the simulated cluster's and the profile's (default: a hotspot, threshold
-        migration); the local policies among them run in the agents."""
-        self.server, self.tmp_path, self.mode, self.speed = server, tmp_path, mode, speed
+        migration); the local policies among them run in the agents. users: the bus users (bus_users.py)
+        of the manager (under "manager") and of each host's agent (under its host), each agent then on a
+        connection of its own; None: every part as the server's one user."""
+        self.server, self.tmp_path, self.mode, self.speed, self.users = server, tmp_path, mode, speed, users
+        self.agent_buses = []
         self.scenario = scenario or hotspot_scenario()
         self.policies = policies if policies is not None else threshold_policies()
         self.url = f"sqlite:///{tmp_path / 'manager.db'}"
         self.tasks: dict[str, tuple[asyncio.Event, asyncio.Task]] = {}
 
     async def start_cluster(self) -> SimCluster:
-        self.cluster_bus = await connect(self.server, "agents")
+        if self.users is None:
+            self.cluster_bus = await connect(self.server, "agents")
+        else:  # the cluster's own connection (its local loops') is its first host's agent's
+            self.cluster_bus = await connect_as(self.server, self.users[self.scenario.hosts[0].name])
         ledgers = self.tmp_path / "ledgers"
         self.cluster = SimCluster(self.cluster_bus, self.scenario, ledgers, self.speed, policies=self.policies)
+        if self.users is not None:  # each host's agent as its own user
+            for agent in self.cluster.agents:
+                self.agent_buses.append(await connect_as(self.server, self.users[agent.host]))
+            self.cluster.agents = [
+                HostAgent(bus, agent.host, self.cluster.driver, agent.actions.ledger)
+                for bus, agent in zip(self.agent_buses, self.cluster.agents, strict=True)
+            ]
         self._spawn("cluster", self.cluster.run)
         return self.cluster
 
     async def start_manager(self, rules=None, fence_wait: float = 30.0) -> Manager:
-        self.manager_bus = await connect(self.server, "manager")
+        if self.users is None:
+            self.manager_bus = await connect(self.server, "manager")
+        else:
+            self.manager_bus = await connect_as(self.server, self.users["manager"], streams=True)
         self.store = StateStore(self.url)
         control = ControlSpec(hold_down=60.0)
         self.manager = Manager(
@@ -89,17 +107,18 @@ class Stack:
         self._spawn("manager", self.manager.run)
         return self.manager
 
-    async def start_api(self) -> str:
-        """The manager's API on a free port; its base URL. Tokens of each role are in `self.secrets`."""
+    async def start_api(self, certificate=None, key=None, client_ca=None) -> str:
+        """The manager's API on a free port (over TLS given a certificate and key, requiring client
+        certificates given a client CA); its base URL. Tokens of each role are in `self.secrets`."""
         book = TokenBook(self.store)
         self.secrets = {role: book.create(name, role) for role, name in PEOPLE.items()}
         self.secrets["tenant"] = book.create("tenant", "tenant", ("v1",))
         port = free_port()
         self.runs = RunBook(self.tmp_path / "runs")
         self.app = make_app(self.manager, book, BUILTIN_PROFILES, runs=self.runs)
-        self.api = ApiServer(self.app, "127.0.0.1", port)
+        self.api = ApiServer(self.app, "127.0.0.1", port, certificate, key, client_ca)
         await self.api.start()
-        return f"http://127.0.0.1:{port}"
+        return f"http{'s' if certificate else ''}://127.0.0.1:{port}"
 
     def headers(self, role: str) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.secrets[role]}"}
@@ -120,7 +139,8 @@ class Stack:
             await self.manager_bus.close()
             self.store.close()
         else:
-            await self.cluster_bus.close()
+            for bus in [self.cluster_bus, *self.agent_buses]:
+                await bus.close()
             self.cluster.close()
         if not crash and isinstance(ended, Exception):  # a part that died on its own fails the test
             raise RuntimeError(f"the {name} task ended with an error") from ended

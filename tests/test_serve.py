@@ -96,6 +96,9 @@ def test_sova_serve_brings_up_the_stack_the_dashboard_shows_it_and_ctrl_c_stops_
     assert sorted(h["name"] for h in hosts) == ["hm1", "hm2", "hm3", "hm4"]
     assert "profile threshold (approve)" in summary and "4 host(s) reporting" in summary
     assert set(record["pids"]) == {"nats-server", "manager", "agents"}
+    bus = (directory / "nats" / "nats.conf").read_text()  # a bus user for each part, with its permissions
+    assert 'user: "manager"' in bus and 'user: "agents"' in bus and '"sova.report.hm1"' in bus
+    assert "Violation" not in (directory / "nats" / "nats.log").read_text()  # each part did only what it may
     assert not any(alive(pid) for pid in record["pids"].values())
     with pytest.raises(ConnectionRefusedError):  # nothing listens on the API's port any more
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
@@ -157,11 +160,13 @@ def test_the_daemons_name_the_setting_that_keeps_them_from_starting(tmp_path):
     bad_profile = sova("manager", "--profile", "nonsense", "--state", state, timeout=60)
     agent_no_host = sova("agent", "--nats", unreachable, timeout=60)
     agent_bad_scheme = sova("agent", "--nats", "http://127.0.0.1:1", "--sim", str(QUICKSTART), timeout=60)
+    client_ca_alone = sova("manager", "--tls-client-ca", str(QUICKSTART), "--state", state, timeout=60)
     assert no_bus.returncode == 2 and "--nats" in no_bus.stderr and "cannot connect" in no_bus.stderr
     assert bad_state.returncode == 2 and "--state nosuchdb://x" in bad_state.stderr
     assert bad_profile.returncode == 2 and "unknown profile 'nonsense'" in bad_profile.stderr
     assert agent_no_host.returncode == 2 and "--host" in agent_no_host.stderr
     assert agent_bad_scheme.returncode == 2 and "expected nats://" in agent_bad_scheme.stderr
+    assert client_ca_alone.returncode == 2 and "--tls-client-ca: client certificates need TLS" in client_ca_alone.stderr
     assert not Path(tmp_path / "nosuchdb").exists()
 
 

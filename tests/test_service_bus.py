@@ -5,8 +5,6 @@ the bus itself."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -17,9 +15,8 @@ from bus_helpers import connect, until
 from helpers import make_scenario
 from sova.drivers.sim import SimDriver
 from sova.model.actions import FAILED, OK, REJECTED, Migrate, SetCpu, SetIoLimit
-from sova.service import natsd
 from sova.service.agent_actions import INTERRUPTED, ActionAgent
-from sova.service.bus import Bus, BusError, TlsFiles, action_subject
+from sova.service.bus import Bus, BusError, action_subject
 from sova.service.dispatch import ActionDispatch
 from sova.service.ledger import Ledger
 from sova.service.natsd import NatsServer
@@ -341,48 +338,6 @@ def test_a_restarted_manager_knows_what_awaits_an_outcome_and_sends_it_again_onc
     assert applied == 2  # each once, though `reached` was sent twice
     assert second.store.outcome(reached)[0] == OK and second.store.outcome("lost1")[0] == OK
     assert driver.sim.storage.controls.limit[1] == 77
-
-
-def make_certificates(directory: Path, name: str) -> tuple[Path, Path, Path]:
-    """A CA of our own and a server certificate it signed for 127.0.0.1 (openssl): (ca, certificate, key)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ca_key, ca, key, request, cert, extensions = (
-        directory / f"{name}-{part}" for part in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem", "ext")
-    )
-    extensions.write_text("subjectAltName = IP:127.0.0.1\n")
-    for command in (
-        f"req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN={name}-CA -keyout {ca_key} -out {ca}",
-        f"req -newkey rsa:2048 -nodes -subj /CN=127.0.0.1 -keyout {key} -out {request}",
-        f"x509 -req -days 2 -in {request} -CA {ca} -CAkey {ca_key} -CAcreateserial -out {cert} -extfile {extensions}",
-    ):
-        subprocess.run(["openssl", *command.split()], check=True, capture_output=True)
-    return ca, cert, key
-
-
-def test_a_bus_that_wants_tls_takes_only_clients_that_check_its_certificate(tmp_path):
-    if natsd.binary() is None or shutil.which("openssl") is None:
-        pytest.skip("needs nats-server and openssl (as root, `make` installs them)")
-    ca, cert, key = make_certificates(tmp_path / "tls", "bus")
-    other_ca, _, _ = make_certificates(tmp_path / "other", "other")
-    server = NatsServer(tmp_path / "nats", tls=(cert, key)).start()
-
-    async def attempt(tls):
-        try:
-            bus = await Bus.connect(server.url, server.user, server.password, name="t", timeout=3, tls=tls)
-        except BusError as err:
-            return str(err)
-        stored = await bus.publish(action_subject("h1"), "tls-1", b"{}")
-        await bus.close()
-        return stored
-
-    try:
-        trusted = asyncio.run(attempt(TlsFiles(ca)))
-        plain = asyncio.run(attempt(None))
-        stranger = asyncio.run(attempt(TlsFiles(other_ca)))
-    finally:
-        server.stop()
-    assert trusted is True
-    assert "cannot connect to the bus" in plain and "cannot connect to the bus" in stranger
 
 
 def test_an_action_that_reaches_its_agent_after_its_expiry_is_refused_and_never_applied(nats_server, tmp_path):

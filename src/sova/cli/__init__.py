@@ -15,7 +15,7 @@ import signal
 import sys
 
 from sova import __version__
-from sova.cli import audit, check, host, lab, manage, place, predict, run, serve, service, slo
+from sova.cli import audit, bus, check, host, lab, manage, place, predict, run, serve, service, slo
 from sova.cli.common import Terminated, described, err, error, print_problems
 from sova.drivers.libvirt_driver import DriverError
 from sova.experiments.parallel import ClusterError
@@ -61,6 +61,7 @@ def _parser() -> argparse.ArgumentParser:
     host.add_parser(sub)
     service.add_parsers(sub)
     audit.add_parser(sub)
+    bus.add_parser(sub)
     serve.add_parser(sub)
     return p
 
@@ -79,6 +80,7 @@ COMMANDS = {
     "agent": service.agent_command,
     "token": service.token_command,
     "audit": audit.command,
+    "bus": bus.command,
     "serve": serve.command,
 }
 

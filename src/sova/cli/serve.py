@@ -78,7 +78,7 @@ def command(args) -> int:
             profile_args += [flag, value]
     manager_args += [*profile_args, "--mode", args.mode]
     _make_directory(directory)  # last of the checks: a refused input leaves no directory behind
-    agents = [(name, agent_args + profile_args) for name, agent_args in agents]
+    agents = [(name, agent_args + profile_args, hosts) for name, agent_args, hosts in agents]
     stack = LocalStack(directory, api, manager_args, agents, hosts)
     out.print(f"starting nats-server, the manager and the agents of {what} in {directory} ...", markup=False)
     try:
@@ -111,23 +111,33 @@ def _check_profile(args, profile: str) -> None:
 
 def _sim_parts(args, directory: Path):
     from sova.model.sweep import load_scenario
+    from sova.service.bus import BusError, host_token
 
     scenario = load_scenario(args.sim)  # a bad scenario fails here, before anything starts
+    try:  # one bus user speaks for all the hosts: their agents are one process
+        hosts = [host_token(host.name) for host in scenario.hosts]
+    except BusError as exc:
+        raise InputError([Problem(f"--sim {args.sim}", str(exc))]) from None
     profile = args.profile or next((n for n, p in scenario.profiles.items() if p.policies), "sova")
     agent_args = ["--sim", str(args.sim), "--speed", repr(args.speed), "--ledger", str(directory / "ledgers")]
     if args.seed is not None:
         agent_args += ["--seed", str(args.seed)]
     what = f"{scenario.name} ({len(scenario.hosts)} simulated hosts at {args.speed:g}x, profile {profile})"
-    return profile, [("agents", agent_args)], len(scenario.hosts), what
+    return profile, [("agents", agent_args, hosts)], len(scenario.hosts), what
 
 
 def _lab_parts(args, directory: Path):
     from sova.lab.lab import Lab
+    from sova.service.bus_users import agent_user_name
 
     state = Lab(args.lab).state()
     profile = args.profile or "sova"
     agents = [
-        (f"agent-{h.name}", ["--lab", str(args.lab), "--host", h.name, "--ledger", str(directory / f"{h.name}.db")])
+        (
+            agent_user_name(h.name),  # the agent's process and its bus user, which speaks for its host alone
+            ["--lab", str(args.lab), "--host", h.name, "--ledger", str(directory / f"{h.name}.db")],
+            [h.name],
+        )
         for h in state.hosts
     ]
     return profile, agents, len(state.hosts), f"the lab's {len(state.hosts)} host(s)"

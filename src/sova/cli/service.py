@@ -142,6 +142,7 @@ def add_parsers(sub) -> None:
                 "sova manager --nats nats://10.0.0.5:4222 --nats-user sova --nats-password-file /etc/sova/nats.pw",
                 "sova manager --state postgresql+psycopg://sova@db/sova --profile sova --mode approve",
                 "sova manager --api 0.0.0.0:8421 --tls-cert /etc/sova/api.crt --tls-key /etc/sova/api.key",
+                "sova manager --tls-cert api.crt --tls-key api.key --tls-client-ca /etc/sova/clients-ca.pem",
             ],
             "docs/service.md: deployment, tokens, TLS, the API",
         ),
@@ -154,6 +155,13 @@ def add_parsers(sub) -> None:
     m.add_argument("--no-api", action="store_true", help="serve no API")
     m.add_argument("--tls-cert", type=Path, default=None, metavar="FILE", help="the API's TLS certificate (PEM)")
     m.add_argument("--tls-key", type=Path, default=None, metavar="FILE", help="the API's TLS private key (PEM)")
+    m.add_argument(
+        "--tls-client-ca",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="with --tls-cert: serve only clients showing a certificate this CA signed (mutual TLS)",
+    )
     m.add_argument(
         "--stale-after",
         type=number("a positive number of seconds", lo=0, lo_open=True),
@@ -313,7 +321,13 @@ def manager_command(args) -> int:
     api = None if args.no_api else host_port(args.api, "--api")
     if (args.tls_cert is None) != (args.tls_key is None):
         raise InputError([Problem("--tls-cert/--tls-key", "give both the certificate and its key, or neither")])
-    for flag, path in (("--tls-cert", args.tls_cert), ("--tls-key", args.tls_key)):
+    if args.tls_client_ca is not None and args.tls_cert is None:
+        raise InputError([Problem("--tls-client-ca", "client certificates need TLS: give --tls-cert and --tls-key")])
+    for flag, path in (
+        ("--tls-cert", args.tls_cert),
+        ("--tls-key", args.tls_key),
+        ("--tls-client-ca", args.tls_client_ca),
+    ):
         if path is not None and not path.is_file():
             raise InputError([Problem(f"{flag} {path}", "no such file")])
     url = args.state or default_state_url()
@@ -328,6 +342,7 @@ def manager_command(args) -> int:
         stale_after=args.stale_after,
         api=api,
         tls=(args.tls_cert, args.tls_key) if args.tls_cert else None,
+        tls_client_ca=args.tls_client_ca,
         profiles=BUILTIN_PROFILES,
         name=args.name or f"{socket.gethostname()}-{os.getpid()}",
         lease_ttl=args.lease_ttl,

@@ -97,7 +97,8 @@ async def run_host_agent(
 ) -> None:
     """Report every `period` wall seconds, take actions in between and run the local loops at theirs, until
     `stop`; a bus fault costs a report or a step, never the agent (the connection comes back by itself)."""
-    await agent.start()
+    if not await _attach([agent], stop):
+        return
     next_report = next_local = time.monotonic()
     local_period = local.loops.period if local is not None else math.inf
     while not stop.is_set():
@@ -120,6 +121,24 @@ async def run_host_agent(
         except Exception as err:
             log.warning("action step failed: %s", err or type(err).__name__)
             await _pause(stop, 0.5)
+
+
+async def _attach(agents: list[HostAgent], stop: asyncio.Event, retry: float = 2.0) -> bool:
+    """Attach each agent to its actions, trying again every `retry` s while it cannot (the streams are not
+    there until a manager makes them, and an agent's user may not); False if `stop` came first."""
+    for agent in agents:
+        while not stop.is_set():
+            try:
+                await agent.start()
+                break
+            except Exception as err:
+                log.warning(
+                    "%s cannot read its actions yet (%s); a manager makes the bus's streams; trying again",
+                    agent.host,
+                    err or type(err).__name__,
+                )
+                await _pause(stop, retry)
+    return not stop.is_set()
 
 
 async def _each_report(local: LocalSide | None, snapshot: Snapshot) -> None:
@@ -180,8 +199,8 @@ class SimCluster:
 
     async def run(self, stop: asyncio.Event, max_steps: int = 100) -> None:
         """Step the simulator with the wall clock, report every period, take actions, until `stop`."""
-        for agent in self.agents:
-            await agent.start()
+        if not await _attach(self.agents, stop):
+            return
         began = time.monotonic()
         next_report = self.sim.t
         warned = -60.0

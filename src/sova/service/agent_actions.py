@@ -17,7 +17,7 @@ import time
 from sova.drivers.base import Driver
 from sova.model.actions import FAILED, REJECTED, Action, Outcome
 from sova.model.actions import RUNNING as ACTION_RUNNING
-from sova.service.bus import Bus, action_subject, outcome_subject
+from sova.service.bus import Bus, action_consumer, action_subject, outcome_subject
 from sova.service.ledger import FINISHED, RUNNING, STARTED, Ledger
 from sova.service.wire import WireError, decode_action, decode_envelope, encode_outcome
 
@@ -39,7 +39,7 @@ class ActionAgent:
         """Attach to this host's actions, settle what an earlier run of the agent left unfinished, and
         forget what finished more than a week ago (`KEEP`)."""
         self.ledger.prune(KEEP)
-        self.reader = await self.bus.reader(action_subject(self.host), f"agent-{self.host}", self.ack_wait)
+        self.reader = await self.bus.reader(action_subject(self.host), action_consumer(self.host), self.ack_wait)
         for entry in self.ledger.unfinished(STARTED):
             self._finish(entry.action_id, Outcome(FAILED, INTERRUPTED))
         for entry in self.ledger.unfinished(RUNNING):

@@ -1,8 +1,10 @@
-"""The API served by uvicorn on the manager's own event loop, over TLS when given a certificate."""
+"""The API served by uvicorn on the manager's own event loop, over TLS when given a certificate, and then,
+when given a client CA, only to clients that show a certificate that CA signed (mutual TLS)."""
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from pathlib import Path
 
 import uvicorn
@@ -16,7 +18,17 @@ class ApiServerError(OSError):
 
 
 class ApiServer:
-    def __init__(self, app: FastAPI, host: str, port: int, certificate: Path | None = None, key: Path | None = None):
+    def __init__(
+        self,
+        app: FastAPI,
+        host: str,
+        port: int,
+        certificate: Path | None = None,
+        key: Path | None = None,
+        client_ca: Path | None = None,
+    ):
+        if client_ca is not None and certificate is None:
+            raise ApiServerError("client certificates need TLS: give the API's certificate and key too")
         config = uvicorn.Config(
             app,
             host=host,
@@ -27,6 +39,8 @@ class ApiServer:
             h11_max_incomplete_event_size=HEAD_BYTES,
             ssl_certfile=str(certificate) if certificate else None,
             ssl_keyfile=str(key) if key else None,
+            ssl_ca_certs=str(client_ca) if client_ca else None,
+            ssl_cert_reqs=ssl.CERT_REQUIRED if client_ca else ssl.CERT_NONE,
         )
         self.server = uvicorn.Server(config)
         self.task: asyncio.Task | None = None

@@ -6,7 +6,8 @@ agents' own loops did, for the manager's audit trail). Every message carries its
 JetStream's message id, so a message sent twice within the duplicate window (a sender that restarted and
 sent again) is stored once. Each agent reads its host's actions through a durable consumer of its own,
 the manager all outcomes through one: what a reader has not acknowledged is delivered again after it,
-or the bus, restarts.
+or the bus, restarts. The manager makes the streams; an agent only uses them (its bus user may do no more,
+service/bus_users.py), and each connection's inbox is its user's own (``inbox_prefix``).
 """
 
 from __future__ import annotations
@@ -42,6 +43,22 @@ def host_token(host: str) -> str:
     if not _HOST_TOKEN.match(host):
         raise BusError(f"host name {host!r} cannot be a bus subject: use letters, digits, '-' and '_'")
     return host
+
+
+def inbox_prefix(user: str | None) -> str:
+    """Where replies to a user's requests and its consumers' messages come: ``_INBOX.USER``, so a user
+    allowed to subscribe only to its own inbox sees no other's (``_INBOX`` for no user, or one whose name
+    cannot be a subject token)."""
+    return f"_INBOX.{user}" if user and _HOST_TOKEN.match(user) else "_INBOX"
+
+
+def action_consumer(host: str) -> str:
+    """The durable consumer through which a host's agent reads its actions."""
+    return f"agent-{host_token(host)}"
+
+
+def report_subject(host: str) -> str:
+    return f"sova.report.{host_token(host)}"
 
 
 def action_subject(host: str) -> str:
@@ -112,9 +129,11 @@ class Bus:
         name: str = "sova",
         timeout: float = 10.0,
         tls: TlsFiles | None = None,
+        streams: bool = True,
     ) -> Bus:
-        """Connect (reconnecting for ever after a bus restart) and create the streams if missing; over TLS
-        when `tls` is given (or the URL is tls://), the server checked against `tls.ca`."""
+        """Connect (reconnecting for ever after a bus restart) and, with `streams`, create the streams if
+        missing (the manager does; an agent leaves it to the manager, as its user may not); over TLS when
+        `tls` is given (or the URL is tls://), the server checked against `tls.ca`."""
 
         async def error(err: Exception) -> None:  # one line, not nats-py's default traceback
             log.warning("bus (%s): %s", name, err or type(err).__name__)
@@ -138,6 +157,7 @@ class Bus:
             user=user,
             password=password,
             name=name,
+            inbox_prefix=inbox_prefix(user),
             connect_timeout=5,
             reconnect_time_wait=0.2,
             ping_interval=5,  # a silent network (a partition) is found in about 15 s, not nats-py's 4 min
@@ -150,7 +170,8 @@ class Bus:
         except Exception as err:  # nats-py raises several unrelated types for one cause
             raise BusError(f"cannot connect to the bus at {url}: {err or type(err).__name__}") from None
         bus = cls(client, client.jetstream(), closing)
-        await bus._ensure_streams()
+        if streams:
+            await bus._ensure_streams()
         return bus
 
     async def _ensure_streams(self) -> None:

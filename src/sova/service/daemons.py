@@ -32,8 +32,9 @@ class BusSettings:
     password: str | None = None
     tls: TlsFiles | None = None
 
-    async def connect(self, name: str) -> Bus:
-        return await Bus.connect(self.url, self.user, self.password, name=name, tls=self.tls)
+    async def connect(self, name: str, streams: bool = True) -> Bus:
+        """streams: make the bus's streams if missing (the manager; an agent's user may not)."""
+        return await Bus.connect(self.url, self.user, self.password, name=name, tls=self.tls, streams=streams)
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class ManagerSettings:
     stale_after: float = 30.0
     api: tuple[str, int] | None = None
     tls: tuple[Path, Path] | None = None  # the API's certificate and key
+    tls_client_ca: Path | None = None  # with tls: API clients must show a certificate this CA signed
     profiles: dict = field(default_factory=dict)  # the built-in profiles, listed by the API
     name: str = "manager"  # as the lease shows the leader
     lease_ttl: float = 10.0
@@ -101,7 +103,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
             secure = settings.tls is not None
             app = make_app(manager, TokenBook(store), settings.profiles, secure_cookie=secure, runs=runs)
             certificate, key = settings.tls or (None, None)
-            server = ApiServer(app, *settings.api, certificate=certificate, key=key)
+            server = ApiServer(app, *settings.api, certificate, key, settings.tls_client_ca)
             await server.start()
         if ready is not None:
             ready()
@@ -139,7 +141,7 @@ async def run_agent(
     """One host's agent until a signal."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    bus = await bus_settings.connect(f"sova-agent-{host}")
+    bus = await bus_settings.connect(f"sova-agent-{host}", streams=False)
     book = Ledger(ledger)
     shared = SharedObservation(driver, max_age=min(period, local.control.monitor_period) / 2, host=host)
     loops = LocalLoops(shared, local.policies, local.control)
@@ -163,7 +165,7 @@ async def run_sim_agents(
     """A simulated cluster's agents (one per host), with the local ones among `policies`, until a signal."""
     stop = asyncio.Event()
     _stop_on_signals(stop)
-    bus = await bus_settings.connect("sova-sim-agents")
+    bus = await bus_settings.connect("sova-sim-agents", streams=False)
     cluster = SimCluster(bus, scenario, ledgers, speed, seed, policies)
     try:
         if ready is not None:

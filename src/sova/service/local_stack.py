@@ -20,6 +20,7 @@ from pathlib import Path
 
 import httpx
 
+from sova.service.bus_users import BusUser, agent_user, manager_user, new_password
 from sova.service.natsd import NatsServer, NatsServerError, stop_with_parent
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
@@ -50,12 +51,14 @@ class LocalStack:
     directory: Path
     api: tuple[str, int]
     manager_args: list[str]  # profile, mode, params, rails
-    agents: list[tuple[str, list[str]]]  # (name, the `sova agent` arguments) for each agent process
+    # (name, the `sova agent` arguments, the hosts it speaks for) for each agent process; its name is its bus user's
+    agents: list[tuple[str, list[str], list[str]]]
     hosts: int  # how many hosts report once all is up
     children: list[Child] = field(default_factory=list)
     nats: NatsServer | None = None
     nats_crashes: int = 0
     token: str = ""
+    passwords: dict[str, str] = field(default_factory=dict)  # each part's bus password, by its name
 
     @property
     def url(self) -> str:
@@ -71,28 +74,38 @@ class LocalStack:
 
     def _start(self, timeout: float) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.nats = NatsServer(self.directory / "nats", with_parent=True).start()
+        self.nats = NatsServer(self.directory / "nats", users=self._bus_users(), with_parent=True).start()
         state = f"sqlite:///{self.directory / 'manager.db'}"
         store = StateStore(state)
         self.token = TokenBook(store).create("admin", "admin", by="sova serve")
         store.close()
         _write_private(self.directory / "admin.token", self.token + "\n")
-        bus = ["--nats", self.nats.url, "--nats-user", self.nats.user]
         api = f"{self.api[0]}:{self.api[1]}"
         runs = ["--runs", str(self.directory / "runs")]
-        self._spawn("manager", ["manager", *bus, "--state", state, "--api", api, *runs, *self.manager_args])
+        manager = ["manager", *self._bus("manager"), "--state", state, "--api", api, *runs, *self.manager_args]
+        self._spawn("manager", manager)
         self._wait(lambda health: True, timeout, "the manager's API")
-        for name, args in self.agents:
-            self._spawn(name, ["agent", *bus, *args])
+        for name, args, _ in self.agents:
+            self._spawn(name, ["agent", *self._bus(name), *args])
         self._wait(lambda health: health["hosts_reporting"] >= self.hosts, timeout, f"{self.hosts} host report(s)")
         self._write_record()
 
+    def _bus_users(self) -> tuple[BusUser, ...]:
+        """The manager's bus user and each agent process's, allowed only its hosts' subjects (bus_users.py)."""
+        self.passwords = {name: new_password() for name in ["manager", *(name for name, _, _ in self.agents)]}
+        users = [manager_user("manager", self.passwords["manager"])]
+        users += [agent_user(name, hosts, self.passwords[name]) for name, _, hosts in self.agents]
+        return tuple(users)
+
+    def _bus(self, name: str) -> list[str]:
+        return ["--nats", self.nats.url, "--nats-user", name]
+
     def _spawn(self, name: str, args: list[str]) -> None:
         log = self.directory / f"{name}.log"
-        self.children.append(Child(name, self._launch(args, log), log, args))
+        self.children.append(Child(name, self._launch(name, args, log), log, args))
 
-    def _launch(self, args: list[str], log: Path) -> subprocess.Popen:
-        env = {**os.environ, "SOVA_NATS_PASSWORD": self.nats.password, "PYTHONUNBUFFERED": "1"}
+    def _launch(self, name: str, args: list[str], log: Path) -> subprocess.Popen:
+        env = {**os.environ, "SOVA_NATS_PASSWORD": self.passwords[name], "PYTHONUNBUFFERED": "1"}
         with log.open("ab") as out:
             return subprocess.Popen(
                 [sys.executable, "-m", "sova.cli", *args],
@@ -144,7 +157,8 @@ class LocalStack:
                     f"{child.name} exited ({code}; crash {child.crashes}); starting it again in {child.delay:g} s"
                 )
             elif child.restart_at is not None and now >= child.restart_at:
-                child.process, child.restart_at, child.started = self._launch(child.args, child.log), None, now
+                child.process = self._launch(child.name, child.args, child.log)
+                child.restart_at, child.started = None, now
                 said.append(f"{child.name} started again (pid {child.process.pid}); see {child.log}")
         if self.nats.process.poll() is not None:
             self.nats_crashes += 1

@@ -1,7 +1,8 @@
 """A nats-server with JetStream, started and stopped by PID: for the tests and `sova serve`.
 
 Its configuration and JetStream store live in a directory of its own; clients authenticate with a user
-and password written there. A restart on the same directory keeps what JetStream stored.
+and password written there (or, given ``users``, each with its own and the subjects it may use). A restart
+on the same directory keeps what JetStream stored.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from sova.service.bus_users import BusUser, authorization_block
 
 
 class NatsServerError(RuntimeError):
@@ -50,8 +53,10 @@ class NatsServer:
     host: str = "127.0.0.1"  # where it listens
     monitor_port: int | None = None  # nats-server's HTTP monitoring (/varz ...) on 127.0.0.1, if given
     tls: tuple[Path, Path] | None = None  # the server's certificate and key: clients must then use TLS
+    client_ca: Path | None = None  # with tls: clients must show a certificate this CA signed (mutual TLS)
     user: str = "sova"
     password: str = field(default_factory=lambda: secrets.token_hex(16))
+    users: tuple[BusUser, ...] = ()  # each with its permissions; when given, the only users (not `user`)
     process: subprocess.Popen | None = None
     with_parent: bool = False  # it stops when the thread that started it dies, even by SIGKILL (Linux)
 
@@ -68,10 +73,11 @@ class NatsServer:
         text = (
             f'listen: "{self.host}:{self.port}"\n'
             f'jetstream {{ store_dir: "{self.directory / "jetstream"}" }}\n'
-            f'authorization {{ user: "{self.user}", password: "{self.password}" }}\n'
+            f"{self._authorization()}"
         )
         if self.tls is not None:
-            text += f'tls {{ cert_file: "{self.tls[0]}", key_file: "{self.tls[1]}" }}\n'
+            verify = f', ca_file: "{self.client_ca}", verify: true' if self.client_ca is not None else ""
+            text += f'tls {{ cert_file: "{self.tls[0]}", key_file: "{self.tls[1]}"{verify} }}\n'
         if self.monitor_port is not None:
             text += f'http: "127.0.0.1:{self.monitor_port}"\n'
         # owner-only from its creation: it holds the password
@@ -97,6 +103,11 @@ class NatsServer:
             time.sleep(0.05)  # polling for the port, not waiting a fixed time
         self.stop()
         raise NatsServerError(f"nats-server did not listen on {self.port} within {timeout:g} s")
+
+    def _authorization(self) -> str:
+        if self.users:
+            return authorization_block(list(self.users))
+        return f'authorization {{ user: "{self.user}", password: "{self.password}" }}\n'
 
     def stop(self, kill: bool = False, timeout: float = 10.0) -> None:
         """Stop it (SIGTERM, or SIGKILL with `kill`: a crash) and wait until its process is gone."""

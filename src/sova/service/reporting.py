@@ -24,7 +24,7 @@ from dataclasses import replace
 import numpy as np
 
 from sova.model.snapshot import Snapshot
-from sova.service.bus import Bus, BusError, Listener, host_token
+from sova.service.bus import Bus, BusError, Listener, host_token, report_subject
 from sova.service.cluster_clock import ClusterClock
 from sova.service.host_report import ReportError, decode, encode, merge, without_vms
 
@@ -35,7 +35,7 @@ SENT = "Sova-Sent"
 async def publish_report(bus: Bus, snapshot: Snapshot, host: str) -> int:
     """Publish a host's report, from a snapshot that holds it; the report's size in bytes."""
     payload = encode(snapshot, host)
-    await bus.client.publish(f"sova.report.{host_token(host)}", payload, headers={SENT: repr(time.time())})
+    await bus.client.publish(report_subject(host), payload, headers={SENT: repr(time.time())})
     return len(payload)
 
 

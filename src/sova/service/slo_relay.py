@@ -2,9 +2,9 @@
 
 The manager keeps each VM's SLO in its state store and puts it in JetStream's key-value bucket
 ``sova_slos`` (one key per VM); a manager that becomes leader puts them all again, so the bucket follows
-the store. An agent checks the bucket's last sequence every report period and reads the whole bucket
-when it changed (``SloFollower``), so an SLO set through the API reaches the VM's host within one period,
-and an agent that was away, or a bus that restarted, costs no update. Each agent sends what its storage
+the store (only a manager makes the bucket). An agent checks the bucket's last sequence every report
+period and reads the whole bucket when it changed (``SloFollower``), so an SLO set through the API reaches
+the VM's host within one period, and an agent that was away, or a bus that restarted, costs no update. Each agent sends what its storage
 SLO engine measured on ``sova.slo_status.HOST`` (plain NATS: a lost status is superseded by the next),
 and every manager keeps the latest of each VM (``SloStatusBoard``).
 """
@@ -59,9 +59,13 @@ class SloFollower:
         self.seen = -1  # the bucket's last sequence when it was last read
 
     async def poll(self) -> dict[str, StorageSlo] | None:
-        """Every VM's SLO if the bucket changed since the last call, else None."""
+        """Every VM's SLO if the bucket changed since the last call, else None (also while there is no
+        bucket: the leading manager makes it, and an agent's user may not)."""
         if self.kv is None:
-            self.kv = await slo_bucket(self.bus)
+            try:
+                self.kv = await self.bus.js.key_value(BUCKET)
+            except nats.js.errors.BucketNotFoundError:  # no manager has led yet: no SLO to follow
+                return None
         last = (await self.bus.js.stream_info(f"KV_{BUCKET}")).state.last_seq
         if last == self.seen:
             return None
@@ -84,10 +88,14 @@ class SloFollower:
         return slos
 
 
+def status_subject(host: str) -> str:
+    return f"{STATUS}.{host_token(host)}"
+
+
 async def publish_status(bus: Bus, host: str, status: dict[str, dict]) -> None:
     """What the host's SLO engine measured for each of its VMs (STATUS_FIELDS; None: not measured)."""
     if status:
-        await bus.client.publish(f"{STATUS}.{host_token(host)}", json.dumps(status).encode())
+        await bus.client.publish(status_subject(host), json.dumps(status).encode())
 
 
 class SloStatusBoard(Listener):
