@@ -829,8 +829,10 @@ def test_sova_host_drain_through_a_running_manages_socket_empties_a_real_host(la
         loop.join(timeout=60)
         control.close()
         drv.close()
-    trail = [(e.time, e.event, e.policy, e.action, e.status, e.message or e.reason) for e in entries]
-    assert code == 0 and released == 0, (placed, trail)
+    trail = "\n".join(
+        f"{e.time:.1f} {e.event} {e.policy} {e.action} {e.status} {e.message or e.reason}" for e in entries
+    )
+    assert code == 0 and released == 0, f"placed before: {placed}\n{trail}"  # whole: what kept a VM there
     moved = [e for e in entries if e.event == "finished" and e.policy == "keep-rules"]
     assert sorted(e.target for e in moved) == leaving and all(e.status == OK for e in moved), entries
     assert not [e for e in entries if e.event == "rejected"]  # the cap made them wait, not fail
