@@ -19,6 +19,7 @@ message when one server dies, and goes on once the others have elected new strea
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import ssl
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nats
+import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -226,10 +228,21 @@ class Bus:
                 await self._update(replace(there, num_replicas=self.replicas), there.num_replicas or 1)
             return await self.js.key_value(config.bucket)
 
-    async def _update(self, config: StreamConfig, replicas_before: int) -> None:
+    async def _update(self, config: StreamConfig, replicas_before: int, timeout: float = 10.0) -> None:
+        """Update a stream; one given more replicas is waited for until it has a leader again (it has none
+        while its new group forms), so that what comes next finds it."""
         await self.js.update_stream(config)
-        if config.num_replicas > replicas_before:
-            log.info("stream %s had %d replica(s); now %d", config.name, replicas_before, config.num_replicas)
+        if config.num_replicas <= replicas_before:
+            return
+        log.info("stream %s had %d replica(s); now %d", config.name, replicas_before, config.num_replicas)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            with contextlib.suppress(nats.errors.Error, TimeoutError):
+                info = await self.js.stream_info(config.name)
+                if info.cluster is not None and info.cluster.leader:
+                    return
+            await asyncio.sleep(0.05)  # polling the stream, not waiting a fixed time
+        raise BusError(f"stream {config.name} had no leader within {timeout:g} s of getting more replicas")
 
     async def publish(self, subject: str, message_id: str, payload: bytes) -> bool:
         """Store a message once per id; False when the bus had it already (a duplicate)."""
