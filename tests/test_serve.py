@@ -207,3 +207,39 @@ def test_sova_serve_starts_a_part_again_after_it_dies_and_counts_the_crash(tmp_p
     assert serve.returncode == 0, output
     assert "manager exited (-9; crash 1); starting it again in 1 s" in output
     assert "nats-server exited (crash 1); started it again" in output
+
+
+def test_sova_serve_with_a_nats_cluster_of_three_goes_on_when_one_server_dies_and_starts_it_again(tmp_path):
+    directory = tmp_path / "stack"
+    serve = start_serve(directory, free_port(), "--nats-cluster", "3")
+
+    def record() -> dict:
+        return json.loads((directory / "serve.json").read_text())
+
+    token = (directory / "admin.token").read_text().strip()
+
+    def reported_since(moment: float) -> bool:
+        """Every host's latest report came after `moment` (time.monotonic())."""
+        answer = httpx.get(f"{record()['url']}/api/v1/hosts", headers={"Authorization": f"Bearer {token}"})
+        ages = [host["report_age_s"] for host in answer.json()]
+        return len(ages) == 4 and all(age is not None and age < time.monotonic() - moment for age in ages)
+
+    try:
+        first = record()
+        servers = {f"nats-server-{index}" for index in (1, 2, 3)}
+        assert set(first["pids"]) == servers | {"manager", "agents"}
+        assert len(first["nats"].split(",")) == 3
+        killed_at = time.monotonic()
+        os.kill(first["pids"]["nats-server-1"], signal.SIGKILL)
+        wait_until(lambda: record()["crashes"]["nats-server-1"] == 1 and alive(record()["pids"]["nats-server-1"]))
+        wait_until(lambda: reported_since(killed_at))
+        after = record()
+        assert after["pids"]["manager"] == first["pids"]["manager"] and after["crashes"]["manager"] == 0
+        assert after["pids"]["agents"] == first["pids"]["agents"] and after["crashes"]["agents"] == 0
+    finally:
+        serve.send_signal(signal.SIGINT)
+        output = serve.communicate(timeout=60)[0]
+    assert serve.returncode == 0, output
+    assert "starting a cluster of 3 nats-servers" in output
+    assert "nats-server-1 exited (crash 1); started it again" in output
+    assert not any(alive(pid) for pid in record()["pids"].values())
