@@ -1,12 +1,14 @@
 """The bus's streams and key-value buckets on a JetStream cluster: as many replicas as URLs given (at most
 three), one on a single server; a stream made with fewer is raised and none is lowered; replicas asked of a
-server that is no cluster are refused, naming the cause. Real nats-servers."""
+server that is no cluster are refused, naming the cause; with one server of three left the bus refuses
+messages, and has lost none once a second is back. Real nats-servers."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
 
+import nats.errors
 import pytest
 
 from bus_helpers import connect
@@ -93,3 +95,29 @@ def test_a_nats_value_is_one_url_or_several_comma_separated():
     for bad in ("nats://a:4222,", "a:4222", "nats://a:4222,,nats://b:4222", "http://a:80"):
         with pytest.raises(BusError, match="expected nats://HOST:PORT or tls://HOST:PORT"):
             server_urls(bad)
+
+
+def test_with_two_of_three_servers_down_the_bus_refuses_and_loses_nothing_until_a_second_is_back(nats_cluster):
+    async def scenario():
+        bus = await connect(nats_cluster, "manager")
+        try:
+            for index in range(5):
+                assert await bus.publish("sova.action.h1", f"a{index}", b"{}")
+            for server in nats_cluster.servers[1:]:
+                server.stop(kill=True)
+            with pytest.raises((nats.errors.Error, TimeoutError)):  # no quorum: not stored, and said so
+                await bus.publish("sova.action.h1", "a5", b"{}")
+            nats_cluster.servers[1].start()
+            deadline = asyncio.get_running_loop().time() + 60
+            while True:  # the stream elects a leader among the two, then takes messages again
+                try:
+                    await bus.publish("sova.action.h1", "a5", b"{}")  # sent again under its id, stored once
+                    break
+                except (nats.errors.Error, TimeoutError):
+                    assert asyncio.get_running_loop().time() < deadline, "no quorum again within 60 s"
+                    await asyncio.sleep(0.1)
+            return (await bus.js.stream_info(STREAMS["sova.action."])).state.messages
+        finally:
+            await bus.close()
+
+    assert asyncio.run(scenario()) == 6  # the five from before and the one refused, once

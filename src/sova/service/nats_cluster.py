@@ -3,9 +3,10 @@
 Each server has a directory of its own (configuration, log, JetStream store), a client port, a cluster
 port with routes to every other server, and a monitoring port on 127.0.0.1. All share one user and
 password, which the routes use too, so a process on this machine cannot join the cluster without it.
-`start` returns once every server names the same JetStream meta leader: from then on streams with up
-to `size` replicas can be made. Streams and buckets are replicated by the clients that make them
-(bus.py: one replica per URL given, at most three), not by the servers.
+`start` returns once every server names the same JetStream meta leader and that leader counts every
+other server as a current peer: from then on streams with up to `size` replicas can be made. Streams
+and buckets are replicated by the clients that make them (bus.py: one replica per URL given, at most
+three), not by the servers.
 """
 
 from __future__ import annotations
@@ -34,8 +35,8 @@ class NatsCluster:
     servers: list[NatsServer] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if not 1 <= self.size <= 7:
-            raise NatsServerError(f"a NATS cluster of {self.size}: expected 1 to 7 servers (3 or 5 for a quorum)")
+        if not 2 <= self.size <= 7:
+            raise NatsServerError(f"a NATS cluster of {self.size}: expected 2 to 7 servers (3 or 5 for a quorum)")
         routes = [free_port() for _ in range(self.size)]
         for index, port in enumerate(routes):
             peers = ", ".join(
@@ -78,22 +79,27 @@ class NatsCluster:
             raise
         return self
 
-    def meta_leader(self, server: NatsServer) -> str | None:
-        """The JetStream meta leader `server` knows of (its monitoring endpoint /jsz), or None."""
+    def meta(self, server: NatsServer) -> dict:
+        """The JetStream meta group as `server` sees it (its monitoring endpoint /jsz), or {}."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{server.monitor_port}/jsz", timeout=2) as answer:
-                return (json.load(answer).get("meta_cluster") or {}).get("leader") or None
+                return json.load(answer).get("meta_cluster") or {}
         except (OSError, ValueError):  # not up yet, or shutting down
-            return None
+            return {}
 
     def wait_for_leader(self, timeout: float = 30.0) -> str:
-        """Wait until every running server names the same meta leader; its server name."""
+        """Wait until every running server names the same meta leader and the leader counts every other
+        server as a current peer (a stream with `size` replicas can then be placed); its server name."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             running = [s for s in self.servers if s.process is not None and s.process.poll() is None]
-            leaders = {self.meta_leader(server) for server in running}
-            if running and len(leaders) == 1 and None not in leaders:
-                return leaders.pop()
+            metas = {s.server_name: self.meta(s) for s in running}
+            leaders = {meta.get("leader") for meta in metas.values()}
+            leader = leaders.pop() if len(leaders) == 1 else None
+            if leader in metas:
+                peers = metas[leader].get("replicas") or []
+                if len(peers) == self.size - 1 and all(p.get("current") and not p.get("offline") for p in peers):
+                    return leader
             time.sleep(0.05)  # polling the servers, not waiting a fixed time
         logs = ", ".join(str(s.directory / "nats.log") for s in self.servers)
         raise NatsServerError(f"the NATS cluster had no JetStream leader within {timeout:g} s; see {logs}")
