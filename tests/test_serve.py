@@ -120,6 +120,7 @@ def test_sova_serve_refuses_bad_input_before_starting_anything(tmp_path):
         bad_profile = sova(*sim, "--profile", "nope")
         bad_param = sova(*sim, "--param", "threshold-migration.nope=1")
         bad_control = sova(*sim, "--control", "hold_down=-5s")
+        bad_cluster = sova(*sim, "--nats-cluster", "9")
     finally:
         taken.close()
     assert neither.returncode == 2 and "give --sim SCENARIO or --lab DIR" in neither.stderr
@@ -127,7 +128,8 @@ def test_sova_serve_refuses_bad_input_before_starting_anything(tmp_path):
     assert not_empty.returncode == 2 and "exists and is not empty" in not_empty.stderr
     assert (full / "keep.txt").read_text() == "a user's file" and len(list(full.iterdir())) == 1
     assert bad_api.returncode == 2 and "expected HOST:PORT" in bad_api.stderr
-    for refused, named in ((bad_profile, "nope"), (bad_param, "nope"), (bad_control, "hold_down")):
+    refusals = ((bad_profile, "nope"), (bad_param, "nope"), (bad_control, "hold_down"), (bad_cluster, "from 1 to 7"))
+    for refused, named in refusals:
         assert refused.returncode == 2 and named in refused.stderr, refused.stderr
     assert not fresh.exists()  # nothing made, nothing started
 
@@ -157,11 +159,13 @@ def test_the_daemons_name_the_setting_that_keeps_them_from_starting(tmp_path):
     bad_profile = sova("manager", "--profile", "nonsense", "--state", state, timeout=60)
     agent_no_host = sova("agent", "--nats", unreachable, timeout=60)
     agent_bad_scheme = sova("agent", "--nats", "http://127.0.0.1:1", "--sim", str(QUICKSTART), timeout=60)
+    agent_bad_list = sova("agent", "--nats", f"{unreachable},,{unreachable}", "--sim", str(QUICKSTART), timeout=60)
     assert no_bus.returncode == 2 and "--nats" in no_bus.stderr and "cannot connect" in no_bus.stderr
     assert bad_state.returncode == 2 and "--state nosuchdb://x" in bad_state.stderr
     assert bad_profile.returncode == 2 and "unknown profile 'nonsense'" in bad_profile.stderr
     assert agent_no_host.returncode == 2 and "--host" in agent_no_host.stderr
     assert agent_bad_scheme.returncode == 2 and "expected nats://" in agent_bad_scheme.stderr
+    assert agent_bad_list.returncode == 2 and "several separated by commas" in agent_bad_list.stderr
     assert not Path(tmp_path / "nosuchdb").exists()
 
 
