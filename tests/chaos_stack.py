@@ -1,6 +1,7 @@
-"""The service as real processes, for fault injection: nats-server, PostgreSQL, two managers (a leader
-and a standby on the same PostgreSQL), and a simulated cluster's agents in a network namespace of their
-own, joined to this one by a veth pair, so that the test can cut them off the bus.
+"""The service as real processes, for fault injection: nats-server (or a JetStream cluster of several),
+PostgreSQL, two managers (a leader and a standby on the same PostgreSQL), and a simulated cluster's agents
+in a network namespace of their own, joined to this one by a veth pair, so that the test can cut them off
+the bus (or, with `namespace=False`, beside the rest on loopback: no root needed).
 
 ``verdict()`` compares what the managers recorded (the state store) with what the agents did (their
 ledgers): an action is *lost* if it was sent and no outcome ever came back, or belongs to a plan still
@@ -28,6 +29,7 @@ import sqlalchemy as sa
 
 from helpers import ROOT
 from postgres_server import PostgresServer
+from sova.service.nats_cluster import NatsCluster
 from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
@@ -52,22 +54,30 @@ def run(*cmd: str) -> None:
 
 
 class ChaosStack:
-    def __init__(self, directory: Path, speed: float = 8.0):
-        self.directory, self.speed = directory, speed
+    def __init__(self, directory: Path, speed: float = 8.0, bus_size: int = 1, namespace: bool = True):
+        """bus_size: nats-servers (more than one: a JetStream cluster on loopback, `nats-1` ... to kill)."""
+        self.directory, self.speed, self.bus_size, self.namespace = directory, speed, bus_size, namespace
         tag = f"{os.getpid() % 10000}"
         self.netns, self.veth_out, self.veth_in = f"sova-chaos-{tag}", f"sovac{tag}o", f"sovac{tag}i"
         subnet = 1 + os.getpid() % 250
         self.bus_ip, self.agent_ip = f"10.231.{subnet}.1", f"10.231.{subnet}.2"
+        if not namespace:
+            self.bus_ip = self.agent_ip = "127.0.0.1"
         self.procs: dict[str, subprocess.Popen] = {}
         self.ports = {"m1": free_port(), "m2": free_port()}
-        self.nats: NatsServer | None = None
+        self.nats: NatsServer | NatsCluster | None = None
         self.pg: PostgresServer | None = None
         self.state = ""
 
     # ------------------------------------------------------------------ bring-up
     def start(self) -> None:
-        self._network()
-        self.nats = NatsServer(self.directory / "nats", host=self.bus_ip).start()
+        if self.namespace:
+            self._network()
+        if self.bus_size > 1:
+            assert not self.namespace, "a cluster listens on loopback: give namespace=False"
+            self.nats = NatsCluster(self.directory / "nats", self.bus_size).start()
+        else:
+            self.nats = NatsServer(self.directory / "nats", host=self.bus_ip).start()
         # under /tmp itself: the server runs as the postgres user, who cannot enter pytest's root-only dirs
         self.pg = PostgresServer(Path(tempfile.mkdtemp(prefix="sova-pg-"))).start()
         self.state = self.pg.url
@@ -113,13 +123,14 @@ class ChaosStack:
 
     def start_agents(self) -> None:
         args = ["agent", *self.bus_args(), "--sim", str(SCENARIO), "--speed", str(self.speed)]
-        self._spawn("agents", [*args, "--ledger", str(self.directory / "ledgers")], netns=self.netns)
+        netns = self.netns if self.namespace else None
+        self._spawn("agents", [*args, "--ledger", str(self.directory / "ledgers")], netns=netns)
 
     # ------------------------------------------------------------------ faults
     def kill(self, name: str) -> None:
         """SIGKILL a part: a crash, with no chance to tidy up."""
-        if name == "nats":
-            self.nats.stop(kill=True)
+        if name.startswith("nats"):
+            self._nats_server(name).stop(kill=True)
         elif name == "postgres":
             self.pg.crash()
         else:
@@ -127,14 +138,18 @@ class ChaosStack:
             self.procs[name].wait(30)
 
     def restart(self, name: str) -> None:
-        if name == "nats":
-            self.nats.start()
+        if name.startswith("nats"):
+            self._nats_server(name).start()
         elif name == "postgres":
             self.pg.start()
         elif name == "agents":
             self.start_agents()
         else:
             self.start_manager(name)
+
+    def _nats_server(self, name: str) -> NatsServer:
+        """`nats`: the one server; `nats-N`: the cluster's Nth."""
+        return self.nats if name == "nats" else self.nats.servers[int(name.removeprefix("nats-")) - 1]
 
     def partition(self, cut: bool) -> None:
         """Cut the agents' namespace off the bus (its link down), or join it again."""
@@ -222,5 +237,6 @@ class ChaosStack:
         if self.pg is not None:
             self.pg.stop()
             self.pg.remove()
-        subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
-        subprocess.run(["ip", "link", "del", self.veth_out], capture_output=True)
+        if self.namespace:
+            subprocess.run(["ip", "netns", "del", self.netns], capture_output=True)
+            subprocess.run(["ip", "link", "del", self.veth_out], capture_output=True)

@@ -14,6 +14,7 @@ from hypothesis import settings
 from helpers import SMALL
 from postgres_server import PostgresServer, binaries
 from sova.service import natsd
+from sova.service.nats_cluster import NatsCluster
 from sova.service.natsd import NatsServer
 
 settings.register_profile("sova", deadline=None, derandomize=True, max_examples=60)
@@ -37,6 +38,16 @@ def nats_server(tmp_path):
     yield server
     server.stop()
     assert server.process.poll() is not None  # stopped by its PID, nothing left running
+
+
+@pytest.fixture
+def nats_cluster(tmp_path):
+    """Three real nats-servers as one JetStream cluster on loopback (a meta leader elected), stopped by
+    their PIDs after the test (`make` installs nats-server: without it the cluster fails to start)."""
+    cluster = NatsCluster(tmp_path / "nats-cluster", 3).start()
+    yield cluster
+    cluster.stop()
+    assert all(server.process.poll() is not None for server in cluster.servers)
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

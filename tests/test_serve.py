@@ -123,6 +123,7 @@ def test_sova_serve_refuses_bad_input_before_starting_anything(tmp_path):
         bad_profile = sova(*sim, "--profile", "nope")
         bad_param = sova(*sim, "--param", "threshold-migration.nope=1")
         bad_control = sova(*sim, "--control", "hold_down=-5s")
+        bad_cluster = sova(*sim, "--nats-cluster", "9")
     finally:
         taken.close()
     assert neither.returncode == 2 and "give --sim SCENARIO or --lab DIR" in neither.stderr
@@ -130,7 +131,8 @@ def test_sova_serve_refuses_bad_input_before_starting_anything(tmp_path):
     assert not_empty.returncode == 2 and "exists and is not empty" in not_empty.stderr
     assert (full / "keep.txt").read_text() == "a user's file" and len(list(full.iterdir())) == 1
     assert bad_api.returncode == 2 and "expected HOST:PORT" in bad_api.stderr
-    for refused, named in ((bad_profile, "nope"), (bad_param, "nope"), (bad_control, "hold_down")):
+    refusals = ((bad_profile, "nope"), (bad_param, "nope"), (bad_control, "hold_down"), (bad_cluster, "from 1 to 7"))
+    for refused, named in refusals:
         assert refused.returncode == 2 and named in refused.stderr, refused.stderr
     assert not fresh.exists()  # nothing made, nothing started
 
@@ -161,12 +163,14 @@ def test_the_daemons_name_the_setting_that_keeps_them_from_starting(tmp_path):
     agent_no_host = sova("agent", "--nats", unreachable, timeout=60)
     agent_bad_scheme = sova("agent", "--nats", "http://127.0.0.1:1", "--sim", str(QUICKSTART), timeout=60)
     client_ca_alone = sova("manager", "--tls-client-ca", str(QUICKSTART), "--state", state, timeout=60)
+    agent_bad_list = sova("agent", "--nats", f"{unreachable},,{unreachable}", "--sim", str(QUICKSTART), timeout=60)
     assert no_bus.returncode == 2 and "--nats" in no_bus.stderr and "cannot connect" in no_bus.stderr
     assert bad_state.returncode == 2 and "--state nosuchdb://x" in bad_state.stderr
     assert bad_profile.returncode == 2 and "unknown profile 'nonsense'" in bad_profile.stderr
     assert agent_no_host.returncode == 2 and "--host" in agent_no_host.stderr
     assert agent_bad_scheme.returncode == 2 and "expected nats://" in agent_bad_scheme.stderr
     assert client_ca_alone.returncode == 2 and "--tls-client-ca: client certificates need TLS" in client_ca_alone.stderr
+    assert agent_bad_list.returncode == 2 and "several separated by commas" in agent_bad_list.stderr
     assert not Path(tmp_path / "nosuchdb").exists()
 
 
@@ -212,3 +216,39 @@ def test_sova_serve_starts_a_part_again_after_it_dies_and_counts_the_crash(tmp_p
     assert serve.returncode == 0, output
     assert "manager exited (-9; crash 1); starting it again in 1 s" in output
     assert "nats-server exited (crash 1); started it again" in output
+
+
+def test_sova_serve_with_a_nats_cluster_of_three_goes_on_when_one_server_dies_and_starts_it_again(tmp_path):
+    directory = tmp_path / "stack"
+    serve = start_serve(directory, free_port(), "--nats-cluster", "3")
+
+    def record() -> dict:
+        return json.loads((directory / "serve.json").read_text())
+
+    token = (directory / "admin.token").read_text().strip()
+
+    def reported_since(moment: float) -> bool:
+        """Every host's latest report came after `moment` (time.monotonic())."""
+        answer = httpx.get(f"{record()['url']}/api/v1/hosts", headers={"Authorization": f"Bearer {token}"})
+        ages = [host["report_age_s"] for host in answer.json()]
+        return len(ages) == 4 and all(age is not None and age < time.monotonic() - moment for age in ages)
+
+    try:
+        first = record()
+        servers = {f"nats-server-{index}" for index in (1, 2, 3)}
+        assert set(first["pids"]) == servers | {"manager", "agents"}
+        assert len(first["nats"].split(",")) == 3
+        killed_at = time.monotonic()
+        os.kill(first["pids"]["nats-server-1"], signal.SIGKILL)
+        wait_until(lambda: record()["crashes"]["nats-server-1"] == 1 and alive(record()["pids"]["nats-server-1"]))
+        wait_until(lambda: reported_since(killed_at))
+        after = record()
+        assert after["pids"]["manager"] == first["pids"]["manager"] and after["crashes"]["manager"] == 0
+        assert after["pids"]["agents"] == first["pids"]["agents"] and after["crashes"]["agents"] == 0
+    finally:
+        serve.send_signal(signal.SIGINT)
+        output = serve.communicate(timeout=60)[0]
+    assert serve.returncode == 0, output
+    assert "starting a cluster of 3 nats-servers" in output
+    assert "nats-server-1 exited (crash 1); started it again" in output
+    assert not any(alive(pid) for pid in record()["pids"].values())

@@ -7,7 +7,7 @@ import socket
 import time
 from pathlib import Path
 
-from sova.cli.common import a_path, described, out
+from sova.cli.common import a_path, described, number, out
 from sova.cli.service import DEFAULT_API, add_sim_arguments, host_port, keep_private, state_dir
 from sova.model.schema import InputError, Problem
 
@@ -24,6 +24,7 @@ def add_parser(sub) -> None:
             [
                 "sova serve --sim scenarios/quickstart.toml",
                 "sova serve --sim scenarios/quickstart.toml --speed 10 --profile threshold --mode approve",
+                "sova serve --sim scenarios/quickstart.toml --nats-cluster 3",
                 "sudo sova serve --lab /var/lib/sova-lab --profile sova --api 127.0.0.1:8421",
             ],
             "docs/service.md: what each part does; sova manager and sova agent run them on a real cluster",
@@ -34,6 +35,13 @@ def add_parser(sub) -> None:
     s.add_argument("--api", default=DEFAULT_API, metavar="HOST:PORT", help="where the API listens (%(default)s)")
     add_sim_arguments(s)
     s.add_argument("--dir", type=a_path, default=None, metavar="DIR", help="where the stack keeps its files (new)")
+    s.add_argument(
+        "--nats-cluster",
+        type=number("a whole number of servers from 1 to 7", 1, 7, integer=True),
+        default=1,
+        metavar="N",
+        help="run the bus as a JetStream cluster of N nats-servers on loopback, streams replicated (3: one may die)",
+    )
     _profile_arguments(s)
 
 
@@ -79,8 +87,9 @@ def command(args) -> int:
     manager_args += [*profile_args, "--mode", args.mode]
     _make_directory(directory)  # last of the checks: a refused input leaves no directory behind
     agents = [(name, agent_args + profile_args, hosts) for name, agent_args, hosts in agents]
-    stack = LocalStack(directory, api, manager_args, agents, hosts)
-    out.print(f"starting nats-server, the manager and the agents of {what} in {directory} ...", markup=False)
+    stack = LocalStack(directory, api, manager_args, agents, hosts, nats_cluster=args.nats_cluster)
+    bus = "nats-server" if args.nats_cluster == 1 else f"a cluster of {args.nats_cluster} nats-servers"
+    out.print(f"starting {bus}, the manager and the agents of {what} in {directory} ...", markup=False)
     try:
         stack.start()
     except StackError as exc:

@@ -44,7 +44,10 @@ def add_log_argument(parser) -> None:
 
 def add_bus_arguments(parser) -> None:
     parser.add_argument(
-        "--nats", default="nats://127.0.0.1:4222", metavar="URL", help="the NATS server (default %(default)s)"
+        "--nats",
+        default="nats://127.0.0.1:4222",
+        metavar="URL[,URL...]",
+        help="the NATS server, or every server of a cluster, comma-separated (default %(default)s)",
     )
     parser.add_argument("--nats-user", default=None, metavar="USER", help="the bus user")
     parser.add_argument(
@@ -78,7 +81,7 @@ def add_sim_arguments(parser) -> None:
 
 
 def bus_settings(args):
-    from sova.service.bus import TlsFiles
+    from sova.service.bus import BusError, TlsFiles, server_urls
     from sova.service.daemons import BusSettings
 
     password = os.environ.get(PASSWORD_ENV)
@@ -87,15 +90,17 @@ def bus_settings(args):
             password = args.nats_password_file.read_text().strip()
         except OSError as exc:
             raise InputError([Problem(f"--nats-password-file {args.nats_password_file}", str(exc))]) from None
-    if not args.nats.startswith(("nats://", "tls://")):
-        raise InputError([Problem("--nats", f"{args.nats!r}: expected nats://HOST:PORT or tls://HOST:PORT")])
+    try:
+        urls = server_urls(args.nats)
+    except BusError as exc:
+        raise InputError([Problem("--nats", str(exc))]) from None
     tls = None
     if args.nats_tls_ca is not None:
         for flag, path in (("--nats-tls-ca", args.nats_tls_ca), ("--nats-tls-cert", args.nats_tls_cert)):
             if path is not None and not path.is_file():
                 raise InputError([Problem(f"{flag} {path}", "no such file")])
         tls = TlsFiles(args.nats_tls_ca, args.nats_tls_cert, args.nats_tls_key)
-    elif args.nats_tls_cert is not None or args.nats_tls_key is not None or args.nats.startswith("tls://"):
+    elif args.nats_tls_cert is not None or args.nats_tls_key is not None or any(u.startswith("tls://") for u in urls):
         raise InputError([Problem("--nats-tls-ca", "TLS to the bus needs the CA that signed its certificate")])
     return BusSettings(args.nats, args.nats_user, password, tls)
 

@@ -8,34 +8,59 @@ sent again) is stored once. Each agent reads its host's actions through a durabl
 the manager all outcomes through one: what a reader has not acknowledged is delivered again after it,
 or the bus, restarts. The manager makes the streams; an agent only uses them (its bus user may do no more,
 service/bus_users.py), and each connection's inbox is its user's own (``inbox_prefix``).
+
+The bus may be one nats-server or a JetStream cluster: `connect` takes every server's URL, and the
+client moves to another server when the one it uses goes. The streams and the key-value buckets get as
+many replicas as URLs were given, at most three (``replicas_for``): every Sova process is given the
+same list, so all agree without asking the servers, and a stream made with fewer (before the bus became
+a cluster) is raised to that number; none is ever lowered. A three-server cluster then loses no stored
+message when one server dies, and goes on once the others have elected new stream leaders.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import ssl
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import nats
+import nats.errors
 import nats.js.errors
 from nats.aio.client import Client
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StorageType, StreamConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, KeyValueConfig, StorageType, StreamConfig
+from nats.js.kv import KeyValue
 
 log = logging.getLogger(__name__)
 ACTIONS, OUTCOMES, LOCAL = "SOVA_ACTIONS", "SOVA_OUTCOMES", "SOVA_LOCAL"
 STREAMS = {"sova.action.": ACTIONS, "sova.outcome.": OUTCOMES, "sova.local.": LOCAL}  # subject prefix: stream
 DUPLICATE_WINDOW = 3600.0  # s: a re-sent action or outcome within an hour is stored once
 MAX_AGE = 7 * 86400.0  # s the streams keep a message: a week, as an agent's ledger remembers an action
+MOST_REPLICAS = 3  # a stream's copies: three survive the loss of one server and keep a quorum of two
 _HOST_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 
 
 class BusError(RuntimeError):
     """The bus cannot be reached, or a name cannot be a subject."""
+
+
+def server_urls(text: str) -> list[str]:
+    """The servers of a `--nats` value: one URL, or a cluster's URLs separated by commas."""
+    urls = [url.strip() for url in text.split(",")]
+    for url in urls:
+        if not url.startswith(("nats://", "tls://")) or len(url) <= len("nats://"):
+            raise BusError(f"{text!r}: expected nats://HOST:PORT or tls://HOST:PORT, several separated by commas")
+    return urls
+
+
+def replicas_for(urls: list[str]) -> int:
+    """How many replicas the streams and buckets get on a bus reached through `urls`."""
+    return min(MOST_REPLICAS, len(urls))
 
 
 def host_token(host: str) -> str:
@@ -119,6 +144,7 @@ class Bus:
     client: Client
     js: JetStreamContext
     closing: list = field(default_factory=list)  # non-empty once close() began
+    replicas: int = 1  # of each stream and bucket this side makes or finds with fewer
 
     @classmethod
     async def connect(
@@ -131,9 +157,11 @@ class Bus:
         tls: TlsFiles | None = None,
         streams: bool = True,
     ) -> Bus:
-        """Connect (reconnecting for ever after a bus restart) and, with `streams`, create the streams if
-        missing (the manager does; an agent leaves it to the manager, as its user may not); over TLS when
-        `tls` is given (or the URL is tls://), the server checked against `tls.ca`."""
+        """Connect (reconnecting for ever after a bus restart, to any of a cluster's servers) and, with
+        `streams`, create the streams if missing (the manager does; an agent leaves it to the manager, as its
+        user may not); over TLS when `tls` is given (or the URL is tls://), the server checked against
+        `tls.ca`. `url`: one server's, or a cluster's, separated by commas."""
+        urls = server_urls(url)
 
         async def error(err: Exception) -> None:  # one line, not nats-py's default traceback
             log.warning("bus (%s): %s", name, err or type(err).__name__)
@@ -149,7 +177,7 @@ class Bus:
 
         context = tls.context() if tls is not None else None
         connecting = nats.connect(
-            url,
+            servers=urls,
             tls=context,
             error_cb=error,
             disconnected_cb=disconnected,
@@ -169,9 +197,23 @@ class Bus:
             client = await asyncio.wait_for(connecting, timeout)
         except Exception as err:  # nats-py raises several unrelated types for one cause
             raise BusError(f"cannot connect to the bus at {url}: {err or type(err).__name__}") from None
-        bus = cls(client, client.jetstream(), closing)
+        bus = cls(client, client.jetstream(), closing, replicas_for(urls))
+        if bus.replicas < MOST_REPLICAS and client.discovered_servers:
+            log.warning(
+                "bus (%s): the NATS server is one of a cluster (it names %d other(s)) but --nats gave %d URL(s): "
+                "the streams get %d replica(s); give every server's URL for %d",
+                name,
+                len(client.discovered_servers),
+                len(urls),
+                bus.replicas,
+                MOST_REPLICAS,
+            )
         if streams:
-            await bus._ensure_streams()
+            try:
+                await bus._ensure_streams()
+            except BaseException:
+                await bus.close()
+                raise
         return bus
 
     async def _ensure_streams(self) -> None:
@@ -182,11 +224,46 @@ class Bus:
                 storage=StorageType.FILE,
                 duplicate_window=DUPLICATE_WINDOW,
                 max_age=MAX_AGE,
+                num_replicas=self.replicas,
             )
             try:
-                await self.js.add_stream(config)  # the same configuration again is accepted as is
-            except nats.js.errors.BadRequestError:  # there, with an earlier version's settings
-                await self.js.update_stream(config)
+                try:
+                    await self.js.add_stream(config)  # the same configuration again is accepted as is
+                except nats.js.errors.BadRequestError:  # there, with an earlier version's settings or replicas
+                    there = (await self.js.stream_info(name)).config.num_replicas or 1
+                    await self._update(replace(config, num_replicas=max(there, self.replicas)), there)
+            except nats.js.errors.APIError as err:  # e.g. replicas asked of a server that is no cluster
+                raise BusError(
+                    f"the bus refused stream {name} with {self.replicas} replica(s) (one per URL given, at most "
+                    f"{MOST_REPLICAS}): {err.description}"
+                ) from None
+
+    async def bucket(self, config: KeyValueConfig) -> KeyValue:
+        """A key-value bucket, made with this bus's replicas if missing; one already there is used with
+        its own settings, its replicas raised to this bus's if it has fewer."""
+        try:
+            return await self.js.create_key_value(config, replicas=self.replicas)
+        except nats.js.errors.BadRequestError:  # there, with other settings
+            there = (await self.js.stream_info(f"KV_{config.bucket}")).config
+            if (there.num_replicas or 1) < self.replicas:
+                await self._update(replace(there, num_replicas=self.replicas), there.num_replicas or 1)
+            return await self.js.key_value(config.bucket)
+
+    async def _update(self, config: StreamConfig, replicas_before: int, timeout: float = 10.0) -> None:
+        """Update a stream; one given more replicas is waited for until it has a leader again (it has none
+        while its new group forms), so that what comes next finds it."""
+        await self.js.update_stream(config)
+        if config.num_replicas <= replicas_before:
+            return
+        log.info("stream %s had %d replica(s); now %d", config.name, replicas_before, config.num_replicas)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            with contextlib.suppress(nats.errors.Error, TimeoutError):
+                info = await self.js.stream_info(config.name)
+                if info.cluster is not None and info.cluster.leader:
+                    return
+            await asyncio.sleep(0.05)  # polling the stream, not waiting a fixed time
+        raise BusError(f"stream {config.name} had no leader within {timeout:g} s of getting more replicas")
 
     async def publish(self, subject: str, message_id: str, payload: bytes) -> bool:
         """Store a message once per id; False when the bus had it already (a duplicate)."""

@@ -80,7 +80,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
     stop = asyncio.Event()
     _stop_on_signals(stop)
     store = StateStore(settings.state)
-    bus = await settings.bus.connect("sova-manager")
+    bus = await settings.bus.connect(f"sova-manager-{settings.name}")  # as the servers list it
     manager = Manager(
         bus,
         store,

@@ -65,20 +65,15 @@ class Lease:
         return self.held()
 
     async def _bucket(self) -> KeyValue:
-        """The lease's bucket, made if missing. One made by a manager with another --lease-ttl is used as
-        it is, with its TTL: the entries expire by the bucket's, so this manager must count on no more."""
-        config = KeyValueConfig(bucket=BUCKET, ttl=self.ttl, history=1, storage=StorageType.FILE)
-        try:
-            return await self.bus.js.create_key_value(config)
-        except nats.js.errors.BadRequestError:
-            kv = await self.bus.js.key_value(BUCKET)
-            ttl = (await kv.status()).ttl
-            if ttl and ttl != self.ttl:
-                log.warning(
-                    "the lease's bucket has a TTL of %g s (this manager was given %g s); using it", ttl, self.ttl
-                )
-                self.ttl, self.margin = ttl, min(1.0, ttl / 4)
-            return kv
+        """The lease's bucket, made if missing (with the bus's replicas). One made by a manager with another
+        --lease-ttl is used as it is, with its TTL: the entries expire by the bucket's, so this manager
+        must count on no more."""
+        kv = await self.bus.bucket(KeyValueConfig(bucket=BUCKET, ttl=self.ttl, history=1, storage=StorageType.FILE))
+        ttl = (await kv.status()).ttl
+        if ttl and ttl != self.ttl:
+            log.warning("the lease's bucket has a TTL of %g s (this manager was given %g s); using it", ttl, self.ttl)
+            self.ttl, self.margin = ttl, min(1.0, ttl / 4)
+        return kv
 
     async def holder(self) -> str | None:
         """The name of the manager holding the lease, or None."""

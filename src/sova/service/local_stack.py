@@ -1,6 +1,7 @@
 """`sova serve`: the whole service on this machine, each part a process started and stopped by its PID:
-nats-server, the manager (with its API and dashboard) and the agents (a simulated cluster's, or one per
-lab host). Everything lives in one directory of its own: the bus's store, the manager's state, the
+nats-server (or a JetStream cluster of several on loopback, `--nats-cluster`, every part given all their
+URLs), the manager (with its API and dashboard) and the agents (a simulated cluster's, or one per lab
+host). Everything lives in one directory of its own: the bus's store, the manager's state, the
 agents' ledgers, each process's log, the admin token (owner-only) and ``serve.json`` (the PIDs, the URL
 and each part's crashes). A part that exits is started again after a back-off (1 s, doubling to a
 minute while it keeps failing; a part that ran a minute starts over at 1 s); the stack stops only when
@@ -21,6 +22,7 @@ from pathlib import Path
 import httpx
 
 from sova.service.bus_users import BusUser, agent_user, manager_user, new_password
+from sova.service.nats_cluster import NatsCluster
 from sova.service.natsd import NatsServer, NatsServerError, stop_with_parent
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
@@ -54,9 +56,10 @@ class LocalStack:
     # (name, the `sova agent` arguments, the hosts it speaks for) for each agent process; its name is its bus user's
     agents: list[tuple[str, list[str], list[str]]]
     hosts: int  # how many hosts report once all is up
+    nats_cluster: int = 1  # nats-servers: one, or a JetStream cluster of this many
     children: list[Child] = field(default_factory=list)
-    nats: NatsServer | None = None
-    nats_crashes: int = 0
+    nats: NatsServer | NatsCluster | None = None
+    nats_crashes: dict[str, int] = field(default_factory=dict)  # by the server's name in serve.json
     token: str = ""
     passwords: dict[str, str] = field(default_factory=dict)  # each part's bus password, by its name
 
@@ -74,7 +77,11 @@ class LocalStack:
 
     def _start(self, timeout: float) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.nats = NatsServer(self.directory / "nats", users=self._bus_users(), with_parent=True).start()
+        users = self._bus_users()
+        if self.nats_cluster > 1:
+            self.nats = NatsCluster(self.directory / "nats", self.nats_cluster, users, with_parent=True).start()
+        else:
+            self.nats = NatsServer(self.directory / "nats", users=users, with_parent=True).start()
         state = f"sqlite:///{self.directory / 'manager.db'}"
         store = StateStore(state)
         self.token = TokenBook(store).create("admin", "admin", by="sova serve")
@@ -132,12 +139,21 @@ class LocalStack:
             time.sleep(0.1)  # polling a condition, not waiting a fixed time
         raise StackError(f"no {what} within {timeout:g} s; see the logs in {self.directory}")
 
+    def nats_servers(self) -> dict[str, NatsServer]:
+        """Each nats-server by its name in serve.json: `nats-server`, or `nats-server-1` ... of a cluster."""
+        if isinstance(self.nats, NatsCluster):
+            return {f"nats-server-{index}": server for index, server in enumerate(self.nats.servers, 1)}
+        return {"nats-server": self.nats} if self.nats is not None else {}
+
     def _write_record(self) -> None:
+        servers = self.nats_servers()
         record = {
             "url": self.url,
-            "nats": self.nats.url,
-            "pids": {"nats-server": self.nats.process.pid} | {c.name: c.process.pid for c in self.children},
-            "crashes": {"nats-server": self.nats_crashes} | {c.name: c.crashes for c in self.children},
+            "nats": self.nats.url,  # as --nats takes it: a cluster's URLs separated by commas
+            "pids": {name: s.process.pid for name, s in servers.items()}
+            | {c.name: c.process.pid for c in self.children},
+            "crashes": {name: self.nats_crashes.get(name, 0) for name in servers}
+            | {c.name: c.crashes for c in self.children},
             "token_file": str(self.directory / "admin.token"),
         }
         _write_private(self.directory / "serve.json", json.dumps(record, indent=2) + "\n")
@@ -160,13 +176,15 @@ class LocalStack:
                 child.process = self._launch(child.name, child.args, child.log)
                 child.restart_at, child.started = None, now
                 said.append(f"{child.name} started again (pid {child.process.pid}); see {child.log}")
-        if self.nats.process.poll() is not None:
-            self.nats_crashes += 1
-            try:
-                self.nats.start()  # the same port and store: the parts reconnect by themselves
-                said.append(f"nats-server exited (crash {self.nats_crashes}); started it again")
+        for name, server in self.nats_servers().items():
+            if server.process.poll() is None:
+                continue
+            crashes = self.nats_crashes[name] = self.nats_crashes.get(name, 0) + 1
+            try:  # the same ports and store: the parts reconnect by themselves; a cluster's member catches up
+                server.start()
+                said.append(f"{name} exited (crash {crashes}); started it again")
             except NatsServerError as err:  # tried again at the next watch
-                said.append(f"nats-server exited (crash {self.nats_crashes}) and did not start again: {err}")
+                said.append(f"{name} exited (crash {crashes}) and did not start again: {err}")
         if said:
             self._write_record()
         return said

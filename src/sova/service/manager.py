@@ -144,6 +144,8 @@ class Manager:
             await self._take_lead()
         await self.dispatch.collect(wait=0.01)
         await self.local_audit.collect(wait=0.01)
+        if not self.is_leader():  # the lease ran out meanwhile (a bus failing over is slow): plan nothing
+            return  # the next round stands by, or renews
         if self.collector.snapshot() is not None:
             began = time.perf_counter()
             if self.runtime.tick():  # a decision round: a policy planned (the others only poll)

@@ -59,6 +59,8 @@ class NatsServer:
     users: tuple[BusUser, ...] = ()  # each with its permissions; when given, the only users (not `user`)
     process: subprocess.Popen | None = None
     with_parent: bool = False  # it stops when the thread that started it dies, even by SIGKILL (Linux)
+    server_name: str | None = None  # unique among a cluster's servers
+    cluster: str = ""  # its `cluster { ... }` block, when it is one of a cluster's servers (nats_cluster.py)
 
     @property
     def url(self) -> str:
@@ -80,6 +82,9 @@ class NatsServer:
             text += f'tls {{ cert_file: "{self.tls[0]}", key_file: "{self.tls[1]}"{verify} }}\n'
         if self.monitor_port is not None:
             text += f'http: "127.0.0.1:{self.monitor_port}"\n'
+        if self.server_name is not None:
+            text += f'server_name: "{self.server_name}"\n'
+        text += self.cluster
         # owner-only from its creation: it holds the password
         with os.fdopen(os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
             out.write(text)

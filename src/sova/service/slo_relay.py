@@ -35,11 +35,8 @@ def slo_key(vm: str) -> str:
 
 
 async def slo_bucket(bus: Bus) -> KeyValue:
-    """The SLOs' bucket, made if missing."""
-    try:
-        return await bus.js.create_key_value(KeyValueConfig(bucket=BUCKET, history=1, storage=StorageType.FILE))
-    except nats.js.errors.BadRequestError:  # there already
-        return await bus.js.key_value(BUCKET)
+    """The SLOs' bucket, made if missing (with the bus's replicas)."""
+    return await bus.bucket(KeyValueConfig(bucket=BUCKET, history=1, storage=StorageType.FILE))
 
 
 async def put_slo(kv: KeyValue, vm: str, slo: StorageSlo | None) -> None:
