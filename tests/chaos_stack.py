@@ -162,6 +162,20 @@ class ChaosStack:
         except (httpx.HTTPError, ValueError):
             return {}
 
+    def reported_since(self, name: str, since: float) -> int:
+        """How many hosts manager `name` took a report from at or after `since` (a Unix time), from its
+        /metrics (0 while it cannot tell: down, or its store away)."""
+        headers = {"Authorization": f"Bearer {self.token}"}
+        try:
+            response = httpx.get(f"http://127.0.0.1:{self.ports[name]}/metrics", headers=headers, timeout=2)
+        except httpx.HTTPError:
+            return 0
+        if response.status_code != 200:
+            return 0
+        prefix = "sova_host_last_report_timestamp_seconds{"
+        times = [float(line.rsplit(" ", 1)[1]) for line in response.text.splitlines() if line.startswith(prefix)]
+        return sum(1 for at in times if at >= since)
+
     def leader(self) -> str | None:
         return next((m for m in ("m1", "m2") if self.health(m).get("leader")), None)
 
@@ -220,6 +234,47 @@ class ChaosStack:
                 mismatched += json.loads(applied[action_id][1])["status"] != status
         answered = sum(1 for _, status, _ in sent if status is not None)
         return Verdict(len(sent), answered, lost, doubled, mismatched, ongoing)
+
+    def plans_by_state(self, sent_before: float, action_ids: set[str] | None = None) -> dict[str, int]:
+        """How many plans are in each state, of those with an action sent before `sent_before` (a Unix
+        time), or only of those holding one of `action_ids` if given."""
+        query = "SELECT p.state, count(DISTINCT p.id) FROM plans p JOIN actions a ON a.plan = p.id"
+        query += " WHERE a.sent_at <= :before AND a.host <> ''"
+        engine = sa.create_engine(self.state)
+        try:
+            with engine.connect() as connection:
+                if action_ids is not None:
+                    statement = sa.text(query + " AND a.id IN :ids GROUP BY p.state")
+                    statement = statement.bindparams(sa.bindparam("ids", expanding=True))
+                    rows = connection.execute(statement, {"before": sent_before, "ids": sorted(action_ids)})
+                else:
+                    rows = connection.execute(sa.text(query + " GROUP BY p.state"), {"before": sent_before})
+                return dict(sorted(rows.all()))
+        finally:
+            engine.dispose()
+
+    def plan_actions(self, sent_before: float) -> dict[str, int]:
+        """The actions of the plans with an action sent before `sent_before` (a Unix time), counted by
+        whether they went to an agent and their status ("sent ok", "not sent rejected", ...), and for
+        those never sent, by the reason their outcome gives ("not sent: REASON")."""
+        query = (
+            "SELECT host, status, outcome FROM actions WHERE plan IN"
+            " (SELECT plan FROM actions WHERE sent_at <= :before AND host <> '')"
+        )
+        engine = sa.create_engine(self.state)
+        try:
+            with engine.connect() as connection:
+                rows = connection.execute(sa.text(query), {"before": sent_before}).all()
+        finally:
+            engine.dispose()
+        counts: dict[str, int] = {}
+        for host, status, outcome in rows:
+            keys = [f"{'sent' if host else 'not sent'} {status or 'unanswered'}"]
+            if not host and outcome:
+                keys.append(f"not sent: {json.loads(outcome).get('message', '')[:80]}")
+            for key in keys:
+                counts[key] = counts.get(key, 0) + 1
+        return dict(sorted(counts.items()))
 
     # ------------------------------------------------------------------ tear-down
     def stop(self) -> None:

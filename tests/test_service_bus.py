@@ -5,11 +5,13 @@ the bus itself."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
+import sqlalchemy as sa
 
 from bus_helpers import connect, until
 from helpers import make_scenario
@@ -168,6 +170,44 @@ def test_an_outcome_sent_while_the_manager_was_down_reaches_it_when_it_returns(n
         return returned.outcomes[action_id]
 
     assert asyncio.run(scenario()).status == OK
+
+
+def test_an_outcome_the_store_could_not_record_comes_again_within_seconds_not_after_the_ack_wait(nats_server, tmp_path):
+    driver = sim_driver()
+    store = StateStore(f"sqlite:///{tmp_path / 'manager.db'}")
+    record = store.record_outcome
+    failures = []
+
+    def record_once_failing(*args):
+        if not failures:  # the database restarting when the first outcome comes
+            failures.append(time.monotonic())
+            raise sa.exc.OperationalError("UPDATE actions", {}, ConnectionRefusedError("restarting"))
+        return record(*args)
+
+    store.record_outcome = record_once_failing
+
+    async def scenario():
+        manager_bus = await connect(nats_server, "manager")
+        dispatch = ActionDispatch(manager_bus, store)
+        await dispatch.start()
+        action_id = await dispatch.send("h1", SetCpu(vm="vm1", weight=256, cap=0.0))
+        agent_bus, agent = await agent_on(nats_server, driver, tmp_path / "ledger.db")
+
+        async def answered():
+            await agent.step(0.2)
+            with contextlib.suppress(sa.exc.OperationalError):
+                await dispatch.collect(0.2)
+            return action_id in dispatch.outcomes
+
+        await until(answered, timeout=10)  # the consumer's acknowledgement wait is 30 s
+        await agent_bus.close()
+        await manager_bus.close()
+        return action_id, time.monotonic() - failures[0]
+
+    action_id, after_failure = asyncio.run(scenario())
+    assert after_failure < 10
+    assert store.action_states([action_id]) == {action_id: OK}
+    store.close()
 
 
 def test_an_action_stored_before_the_bus_crashed_is_applied_after_it_restarts(nats_server, tmp_path):

@@ -43,6 +43,17 @@ DUPLICATE_WINDOW = 3600.0  # s: a re-sent action or outcome within an hour is st
 MAX_AGE = 7 * 86400.0  # s the streams keep a message: a week, as an agent's ledger remembers an action
 MOST_REPLICAS = 3  # a stream's copies: three survive the loss of one server and keep a quorum of two
 _HOST_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+RETRY = 1.0  # s after which the bus offers again a message the store could not take
+
+
+async def hand_back(messages: list) -> None:
+    """Give messages not yet taken back to the bus, to be delivered again after `RETRY` s (a bus that
+    does not hear it delivers them after its acknowledgement wait, as before)."""
+    for message in messages:
+        try:
+            await message.nak(delay=RETRY)
+        except Exception as err:
+            log.warning("could not hand a message back to the bus: %s", err or type(err).__name__)
 
 
 class BusError(RuntimeError):

@@ -1,7 +1,9 @@
 """The manager's side of actions: send each with an id to its host's agent, and collect every outcome.
 
 Outcomes are read through the manager's durable consumer and acknowledged once recorded, so an outcome
-sent while the manager was down reaches it when it returns. With a state store, each action is recorded
+sent while the manager was down reaches it when it returns; one the store could not record (the database
+restarting) is handed back to the bus at once, to come again within a second (``bus.hand_back``) rather
+than after the consumer's 30 s acknowledgement wait. With a state store, each action is recorded
 before it is sent, so a restarted manager knows which await an outcome and sends those again: an id sent
 again is stored once by the bus and applied once by the agent.
 """
@@ -12,7 +14,7 @@ import logging
 import uuid
 
 from sova.model.actions import Action, Outcome
-from sova.service.bus import Bus, action_subject
+from sova.service.bus import Bus, action_subject, hand_back
 from sova.service.state import StateStore
 from sova.service.wire import WireError, decode_outcome, encode_action
 
@@ -62,14 +64,19 @@ class ActionDispatch:
         except TimeoutError:
             return []
         arrived = []
-        for message in messages:
+        for index, message in enumerate(messages):
             try:
                 action_id, outcome = decode_outcome(message.data)
             except WireError as err:
                 log.warning("dropped a malformed outcome on %s: %s", message.subject, err)
                 await message.term()
                 continue
-            if self.store is not None and not self.store.record_outcome(action_id, outcome.status, message.data):
+            try:
+                recorded = self.store is None or self.store.record_outcome(action_id, outcome.status, message.data)
+            except Exception:  # the store away: this outcome and the rest come again shortly
+                await hand_back(messages[index:])
+                raise
+            if not recorded:
                 log.warning("an outcome for %s, which this manager did not send, on %s", action_id, message.subject)
             self.outcomes[action_id] = outcome
             arrived.append((action_id, outcome))

@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import asdict, fields
 
 from sova.control.audit import AuditEntry
-from sova.service.bus import Bus, local_subject
+from sova.service.bus import Bus, hand_back, local_subject
 from sova.service.state import StateStore
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,11 @@ class LocalAuditReader:
             else:
                 entries.append(entry)
                 wall_times.append(wall_time)
-        self.store.append_audit(entries, wall_times)
+        try:
+            self.store.append_audit(entries, wall_times)
+        except Exception:  # the store away: they come again within a second (bus.hand_back)
+            await hand_back(messages)
+            raise
         for message in messages:
             await message.ack()
         return len(entries)
