@@ -199,8 +199,7 @@ def add_parsers(sub) -> None:
         type=number("a positive number of seconds", lo=0, lo_open=True),
         default=30.0,
         metavar="SECONDS",
-        help="how long a failed host's agent has to answer its fence before an operator must confirm the host "
-        "is off with `sova host fenced` (default 30)",
+        help="how long a failed host's agent has to answer its fence, else `sova host fenced` is needed (30)",
     )
 
     m.add_argument(
