@@ -287,12 +287,11 @@ def latency_row(samples: list[tuple[float, float, int, float]]) -> dict:
 
 
 def run(args: argparse.Namespace, workdir: Path) -> dict:
+    conditions = RunConditions(every=2.0).start()
     stack = ManagedStack(workdir, args.manager_nice)
     near, far = args.manager_nice, args.client_nice  # the probe's priority is the manager's
-    conditions = RunConditions(every=2.0)
     try:
         stack.wait_reporting(4)
-        conditions.start()
         manager = stack.processes["manager"].pid
         with ProcessPoolExecutor(max_workers=2 + args.processes, mp_context=get_context("spawn")) as pool:
             baseline = pool.submit(at_priority, near, probe, stack.url, time.time() + 3.0, args.baseline).result()
@@ -316,9 +315,9 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
             gets = [h.result() for h in hammers]
             if profiler is not None:
                 profiler.wait(60)
-        conditions.stop()
     finally:
         stack.stop()
+        conditions.stop()
     statuses: Counter[str] = Counter()
     latencies: list[float] = []
     for part in gets:

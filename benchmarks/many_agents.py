@@ -147,6 +147,7 @@ async def run_part(scenario_path: Path, ledgers: Path, url: str, user: str) -> N
 
 # ---------------------------------------------------------------------- the whole run
 def run(args: argparse.Namespace, workdir: Path) -> dict:
+    conditions = RunConditions().start()
     monitor = free_port()
     nats = NatsServer(workdir / "nats", monitor_port=monitor).start()
     state = f"sqlite:///{workdir / 'manager.db'}"
@@ -163,7 +164,6 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
     manager_args += ["--scenario", str(workdir / "part-0.toml"), "--profile", "threshold"]
     manager_args += ["--rules", str(workdir / "rules.toml"), "--stale-after", str(STALE_AFTER)]
     processes: dict[str, subprocess.Popen] = {}
-    conditions = RunConditions()
     hosts = args.processes * args.per_process
     try:
         processes["manager"] = _spawn(manager_args, env, workdir / "manager.log", args.manager_nice)
@@ -176,7 +176,6 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
         up_s = time.monotonic() - began
         print(f"every host reporting after {up_s:.0f} s; warming up {args.warmup:g} s", flush=True)
         time.sleep(args.warmup)
-        conditions.start()
         headers = {"Authorization": f"Bearer {token}"}
 
         def reading() -> dict:
@@ -215,10 +214,10 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
         memory["agents_rss_mib"] = sum(rss_mib(p.pid) for n, p in processes.items() if n.startswith("agents"))
         memory["manager_rss_over_window"] = manager_rss
         memory["manager_rss_growth_mib_per_s"] = (manager_rss[-1][1] - manager_rss[0][1]) / manager_rss[-1][0]
-        conditions.stop()
     finally:
         _stop(processes)
         nats.stop()
+        conditions.stop()
     return summarise(args, first, last, reporting, memory, up_s, conditions)
 
 

@@ -2,9 +2,10 @@
 and the machine's load average during the run (sampled every few seconds: the machine may be shared
 with other work, and a figure measured under a load of 4 on 2 cores is not one measured on an idle one).
 
-CPU time is this process's and its waited-for children's (``resource``), plus that of the processes
-given to ``note_process`` (read from /proc while they live, for those started in a session of their own
-or not waited for): the benchmark's whole cost, not its share of the machine.
+CPU time is this process's and that of the processes it started and waited for, with theirs
+(``resource``): a benchmark starts its conditions first and takes their summary once everything it
+started has ended, so the figures are the whole run's (its wall time, its CPU time: its cost, not its
+share of the machine).
 """
 
 from __future__ import annotations
@@ -50,7 +51,6 @@ class RunConditions:
         self.ended: float | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
-        self._noted: dict[int, float] = {}  # pid -> its CPU seconds at the latest look
 
     def start(self) -> RunConditions:
         self.began_wall = datetime.now(UTC)
@@ -59,21 +59,12 @@ class RunConditions:
         self._thread.start()
         return self
 
-    def note_process(self, pid: int) -> None:
-        """Count a process's CPU time too (one not waited for by this one, e.g. a server in its own session)."""
-        self._noted.setdefault(pid, cpu_seconds(pid))
-        self._noted[pid] = max(self._noted[pid], cpu_seconds(pid))
-
     def _sample(self) -> None:
         while not self._stop.is_set():
             self.loads.append(os.getloadavg()[0])
-            for pid in list(self._noted):
-                self._noted[pid] = max(self._noted[pid], cpu_seconds(pid))
             self._stop.wait(self.every)
 
     def stop(self) -> None:
-        for pid in list(self._noted):
-            self._noted[pid] = max(self._noted[pid], cpu_seconds(pid))
         self._stop.set()
         self._thread.join()
         self.ended = time.monotonic()
@@ -91,7 +82,7 @@ class RunConditions:
         return {
             "date": self.began_wall.strftime("%Y-%m-%d %H:%M UTC"),
             "wall_s": round(ended - self.began, 1),
-            "cpu_s": round(self._own_cpu() - self._cpu0 + sum(self._noted.values()), 1),
+            "cpu_s": round(self._own_cpu() - self._cpu0, 1),
             "cores": os.cpu_count(),
             "load_mean": round(sum(loads) / len(loads), 2),
             "load_min": round(min(loads), 2),

@@ -5,7 +5,8 @@ Everything runs on this machine as real processes: nats-server (with its monitor
 burners at random duty cycles, so hotspots come and go and the manager plans and migrates). After a
 warm-up, over a measuring window: the manager's decision round (its /metrics histogram: mean and p95),
 the bus's messages per second (nats-server's /varz), and the manager's CPU (share of one core) and
-resident memory (/proc). Usage:
+resident memory (/proc); and the run's wall and CPU time and the machine's load average (run_conditions.py).
+Usage:
 
     python benchmarks/service_load.py                      # 100, 300 and 1000 hosts
     python benchmarks/service_load.py --hosts 1000 --measure 120
@@ -26,6 +27,7 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from run_conditions import RunConditions
 from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
@@ -111,6 +113,7 @@ def quantile(before, after, q: float) -> float:
 
 
 def run(hosts: int, warmup: float, measure: float, workdir: Path) -> dict:
+    conditions = RunConditions().start()
     workdir.mkdir(parents=True)
     scenario = workdir / "load.toml"
     scenario.write_text(scenario_text(hosts))
@@ -173,7 +176,7 @@ def run(hosts: int, warmup: float, measure: float, workdir: Path) -> dict:
         health = httpx.get(f"http://127.0.0.1:{api}/healthz", timeout=5).json()
         elapsed = t1 - t0
         n_rounds = rounds1[1] - rounds0[1]
-        return {
+        row = {
             "hosts": hosts,
             "vms": hosts * 10,
             "hosts_reporting": health["hosts_reporting"],
@@ -198,6 +201,8 @@ def run(hosts: int, warmup: float, measure: float, workdir: Path) -> dict:
         nats.stop()
         for log in logs:
             log.close()
+        conditions.stop()
+    return row | {"conditions": conditions.summary()}
 
 
 def main() -> None:
@@ -219,6 +224,12 @@ def main() -> None:
         print(
             f"| {r['hosts']} | {r['vms']} | {r['round_mean_ms']:.1f} | {r['round_p95_ms']:.0f} | "
             f"{r['bus_msgs_in_per_s']:.0f} | {r['manager_cpu_share']:.0%} | {r['manager_rss_mib']:.0f} |"
+        )
+    for r in rows:
+        c = r["conditions"]
+        print(
+            f"{r['hosts']} hosts, {c['date']}: {c['wall_s']:.0f} s wall, {c['cpu_s']:.0f} s CPU, "
+            f"load average {c['load_mean']:.2f} ({c['load_min']}-{c['load_max']})"
         )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2) + "\n")
