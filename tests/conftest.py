@@ -33,7 +33,7 @@ def small(tmp_path: Path) -> Path:
 def nats_server(tmp_path):
     """A real nats-server with JetStream, on a free port, stopped by its PID after the test."""
     if natsd.binary() is None:
-        pytest.skip("needs nats-server (as root, `make` installs it)")
+        pytest.fail("needs nats-server, which `make` installs (as root): run make test")
     server = NatsServer(tmp_path / "nats").start()
     yield server
     server.stop()
@@ -58,7 +58,7 @@ DRIVER = shutil.which("chromedriver")
 def browser(tmp_path):
     """Debian's Chromium, headless, driven by Selenium through chromedriver (never a downloaded one)."""
     if CHROMIUM is None or DRIVER is None:
-        pytest.skip("needs Chromium and chromedriver (as root, `make` installs them)")
+        pytest.fail("needs Chromium and chromedriver, which `make` installs (as root): run make test")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -79,7 +79,7 @@ _databases = itertools.count()
 def postgres():
     """A real PostgreSQL server, one per test module, stopped by its PID at the module's end."""
     if binaries() is None:
-        pytest.skip("needs PostgreSQL (as root, `make` installs it)")
+        pytest.fail("needs PostgreSQL's server binaries, which `make` installs (as root): run make test")
     # under /tmp itself: the server runs as the postgres user, who cannot enter pytest's root-only dirs
     server = PostgresServer(Path(tempfile.mkdtemp(prefix="sova-pg-"))).start()
     yield server

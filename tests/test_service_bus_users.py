@@ -57,17 +57,23 @@ def violations(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if "permissions violation" in r.getMessage()]
 
 
+async def manager_and_h1_agent(server, driver, tmp_path):
+    """The manager's bus (its report collector and action dispatch started) and h1's agent on its own user."""
+    manager = await connect_as(server, USERS["manager"], streams=True)
+    collector, dispatch = ReportCollector(manager), ActionDispatch(manager)
+    await collector.start()
+    await dispatch.start()
+    h1 = await connect_as(server, USERS["h1"])
+    agent = ActionAgent(h1, "h1", driver, Ledger(tmp_path / "h1.db"))
+    await agent.start()
+    return manager, collector, dispatch, h1, agent
+
+
 def test_an_agents_user_reports_for_its_host_and_takes_its_hosts_actions(bus_with_users, tmp_path, caplog):
     driver = two_host_driver()
 
     async def scenario():
-        manager = await connect_as(bus_with_users, USERS["manager"], streams=True)
-        collector, dispatch = ReportCollector(manager), ActionDispatch(manager)
-        await collector.start()
-        await dispatch.start()
-        h1 = await connect_as(bus_with_users, USERS["h1"])
-        agent = ActionAgent(h1, "h1", driver, Ledger(tmp_path / "h1.db"))
-        await agent.start()
+        manager, collector, dispatch, h1, agent = await manager_and_h1_agent(bus_with_users, driver, tmp_path)
         await publish_report(h1, driver.observe(), "h1")
         action_id = await dispatch.send("h1", SetCpu(vm="vm1", weight=512, cap=1.0, reason="test"))
 
@@ -91,13 +97,7 @@ def test_an_agents_user_cannot_report_or_answer_for_another_host(bus_with_users,
     driver = two_host_driver()
 
     async def scenario():
-        manager = await connect_as(bus_with_users, USERS["manager"], streams=True)
-        collector, dispatch = ReportCollector(manager), ActionDispatch(manager)
-        await collector.start()
-        await dispatch.start()
-        h1 = await connect_as(bus_with_users, USERS["h1"])
-        agent = ActionAgent(h1, "h1", driver, Ledger(tmp_path / "h1.db"))
-        await agent.start()
+        manager, collector, dispatch, h1, agent = await manager_and_h1_agent(bus_with_users, driver, tmp_path)
         for_h2 = await dispatch.send("h2", SetCpu(vm="vm2", weight=512, cap=1.0, reason="test"))
         for_h1 = await dispatch.send("h1", SetCpu(vm="vm1", weight=512, cap=1.0, reason="test"))
         # h1 speaks as h2: a report, and a forged outcome of h2's action, stored by JetStream if let through
