@@ -15,7 +15,7 @@ import signal
 import sys
 
 from sova import __version__
-from sova.cli import audit, bus, check, host, lab, manage, place, predict, run, serve, service, slo
+from sova.cli import audit, bus, check, host, lab, manage, place, predict, run, serve, service, slo, token
 from sova.cli.common import Terminated, described, err, error, print_problems
 from sova.drivers.libvirt_driver import DriverError
 from sova.experiments.parallel import ClusterError
@@ -60,6 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     slo.add_parser(sub)
     host.add_parser(sub)
     service.add_parsers(sub)
+    token.add_parser(sub)
     audit.add_parser(sub)
     bus.add_parser(sub)
     serve.add_parser(sub)
@@ -78,7 +79,7 @@ COMMANDS = {
     "host": host.command,
     "manager": service.manager_command,
     "agent": service.agent_command,
-    "token": service.token_command,
+    "token": token.command,
     "audit": audit.command,
     "bus": bus.command,
     "serve": serve.command,
