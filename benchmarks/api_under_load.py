@@ -13,9 +13,10 @@ alone for `--baseline` s; then, for `--seconds` s, at once and each from process
   is read up to the bound). Raw sockets: the client reads the answer while it still sends, and the time
   is from the request's first byte to the answer's status line;
 - the probe goes on starting a /healthz call every 10 ms, answered or not (raw keep-alive connections,
-  a new one when none is idle; 5 s timeout).
+  a new one when none is idle; 5 s timeout); a second probe does the same on the manager's health
+  listener (`sova manager --health`, service/health_server.py), which threads answer off the API's loop.
 
-Reported: /healthz latency p50/p99/max (alone, and under load), the big bodies' status and time, the GETs'
+Reported: /healthz latency p50/p99/max on each port (alone, and under load), the big bodies' status and time, the GETs'
 answers per second and latency, the manager's CPU share; and the run's conditions (run_conditions.py).
 Usage:
 
@@ -222,12 +223,13 @@ class ManagedStack:
         book = TokenBook(store)
         self.viewer, self.admin = book.create("bench", "viewer"), book.create("bench-admin", "admin")
         store.close()
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.port, health = free_port(), free_port()
+        self.url, self.health_url = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{health}"
         env = {**os.environ, "SOVA_NATS_PASSWORD": self.nats.password}
         sova = [sys.executable, "-m", "sova.cli"]
         bus = ["--nats", self.nats.url, "--nats-user", self.nats.user]
         manager = [*sova, "manager", *bus, "--state", state, "--api", f"127.0.0.1:{self.port}"]
+        manager += ["--health", f"127.0.0.1:{health}"]
         manager += ["--scenario", str(SCENARIO), "--profile", "threshold", "--runs", str(workdir / "runs")]
         agents = [*sova, "agent", *bus, "--sim", str(SCENARIO), "--ledger", str(workdir / "ledgers")]
         self.processes = {}
@@ -293,10 +295,17 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
     try:
         stack.wait_reporting(4)
         manager = stack.processes["manager"].pid
-        with ProcessPoolExecutor(max_workers=2 + args.processes, mp_context=get_context("spawn")) as pool:
-            baseline = pool.submit(at_priority, near, probe, stack.url, time.time() + 3.0, args.baseline).result()
+        ports = {"API": stack.url, "health listener": stack.health_url}
+        with ProcessPoolExecutor(max_workers=3 + args.processes, mp_context=get_context("spawn")) as pool:
+            first = time.time() + 3.0
+            alone = {
+                port: pool.submit(at_priority, near, probe, url, first, args.baseline) for port, url in ports.items()
+            }
+            baseline = {port: future.result() for port, future in alone.items()}
             start_at = time.time() + 5.0  # every process started and connected by then
-            probing = pool.submit(at_priority, near, probe, stack.url, start_at, args.seconds)
+            probing = {
+                port: pool.submit(at_priority, near, probe, url, start_at, args.seconds) for port, url in ports.items()
+            }
             share = _shares(args.clients, args.processes)
             hammers = [
                 pool.submit(at_priority, far, hammer, stack.url, stack.viewer, args.path, n, start_at, args.seconds)
@@ -311,7 +320,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
             _sleep_until(start_at + args.seconds)
             cpu1, t1 = cpu_seconds(manager), time.monotonic()
             rss = rss_mib(manager)
-            loaded, body_rows = probing.result(), bodies.result()
+            loaded, body_rows = {port: future.result() for port, future in probing.items()}, bodies.result()
             gets = [h.result() for h in hammers]
             if profiler is not None:
                 profiler.wait(60)
@@ -324,8 +333,9 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
         statuses.update(part["statuses"])
         latencies += part["latencies"]
     return {
-        "healthz_alone": latency_row(baseline),
-        "healthz_loaded": latency_row(loaded),
+        "healthz": {
+            port: {"alone": latency_row(baseline[port]), "loaded": latency_row(loaded[port])} for port in baseline
+        },
         "gets": {
             "clients": args.clients,
             "path": args.path,
@@ -356,14 +366,14 @@ def _shares(clients: int, processes: int) -> list[int]:
 
 
 def report(result: dict) -> None:
-    print("\n| /healthz | probes | p50 (ms) | p99 (ms) | max (ms) | over 100 ms | failed | probe late p99 (ms) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for name in ("alone", "loaded"):
-        r = result[f"healthz_{name}"]
-        print(
-            f"| {name} | {r['probes']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['max_ms']:.1f} | "
-            f"{r['over_100ms']} | {r['failed']} | {r['started_late_p99_ms']:.1f} |"
-        )
+    print("\n| /healthz on | | probes | p50 (ms) | p99 (ms) | max (ms) | over 100 ms | failed | probe late p99 (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for port, rows in result["healthz"].items():
+        for name, r in rows.items():
+            print(
+                f"| {port} | {name} | {r['probes']} | {r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['max_ms']:.1f} | "
+                f"{r['over_100ms']} | {r['failed']} | {r['started_late_p99_ms']:.1f} |"
+            )
     gets = result["gets"]
     print(
         f"\n{gets['clients']} clients GET {gets['path']}: {gets['per_s']:.0f} answers/s, p50 {gets['p50_ms']:.0f} ms, "

@@ -146,6 +146,7 @@ def add_parsers(sub) -> None:
                 "sova manager --state postgresql+psycopg://sova@db/sova --profile sova --mode approve",
                 "sova manager --api 0.0.0.0:8421 --tls-cert /etc/sova/api.crt --tls-key /etc/sova/api.key",
                 "sova manager --tls-cert api.crt --tls-key api.key --tls-client-ca /etc/sova/clients-ca.pem",
+                "sova manager --health 0.0.0.0:8422  (health checks for a load balancer, off the API's loop)",
             ],
             "docs/service.md: deployment, tokens, TLS, the API",
         ),
@@ -156,6 +157,12 @@ def add_parsers(sub) -> None:
     add_profile_arguments(m, scenario=True)
     m.add_argument("--api", default=DEFAULT_API, metavar="HOST:PORT", help="where the API listens (%(default)s)")
     m.add_argument("--no-api", action="store_true", help="serve no API")
+    m.add_argument(
+        "--health",
+        default=None,
+        metavar="HOST:PORT",
+        help="also answer /healthz and /readyz here, from a thread: quick while the API is busy (plain HTTP)",
+    )
     m.add_argument("--tls-cert", type=Path, default=None, metavar="FILE", help="the API's TLS certificate (PEM)")
     m.add_argument("--tls-key", type=Path, default=None, metavar="FILE", help="the API's TLS private key (PEM)")
     m.add_argument(
@@ -277,11 +284,13 @@ def manager_command(args) -> int:
     from sova.service.api_server import ApiServerError
     from sova.service.bus import BusError
     from sova.service.daemons import ManagerSettings, run_manager
+    from sova.service.health_server import HealthServerError
 
     policies, control = profile_and_rails(args, "sova manager")
     log_to_stderr(args.log_format)
     keep_private()
     api = None if args.no_api else host_port(args.api, "--api")
+    health = None if args.health is None else host_port(args.health, "--health")
     if (args.tls_cert is None) != (args.tls_key is None):
         raise InputError([Problem("--tls-cert/--tls-key", "give both the certificate and its key, or neither")])
     if args.tls_client_ca is not None and args.tls_cert is None:
@@ -306,6 +315,7 @@ def manager_command(args) -> int:
         api=api,
         tls=(args.tls_cert, args.tls_key) if args.tls_cert else None,
         tls_client_ca=args.tls_client_ca,
+        health=health,
         profiles=BUILTIN_PROFILES,
         name=args.name or f"{socket.gethostname()}-{os.getpid()}",
         lease_ttl=args.lease_ttl,
@@ -317,6 +327,7 @@ def manager_command(args) -> int:
         rules=load_rules_file(args.rules, None) if args.rules else None,
     )
     where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
+    where += f"; health checks on http://{args.health}" if health else ""
     loops = f"global loops: {', '.join(p.name for p in policies if p.loop == 'global') or 'none'}; "
     loops += f"local loops (in the agents): {', '.join(p.name for p in policies if p.loop == 'local') or 'none'}"
     ready = lambda: out.print(  # noqa: E731
@@ -326,6 +337,8 @@ def manager_command(args) -> int:
         asyncio.run(run_manager(settings, ready))
     except ApiServerError as exc:
         raise InputError([Problem("--api", str(exc))]) from None
+    except HealthServerError as exc:
+        raise InputError([Problem("--health", str(exc))]) from None
     except BusError as exc:
         raise InputError([Problem("--nats", str(exc))]) from None
     return 0

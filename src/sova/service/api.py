@@ -13,7 +13,6 @@ No `from __future__ import annotations` here: FastAPI reads the handlers' annota
 import asyncio
 import json
 import math
-import time
 from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Path, Query, Request, Response
@@ -129,9 +128,7 @@ def make_app(
     @app.get("/healthz", response_model=M.Health, tags=["service"])
     async def healthz() -> dict:
         """Alive, whether it leads (false as soon as its lease lapsed), how many hosts report (no token)."""
-        hosts = len(manager.collector.fresh())
-        leader = manager.leading and manager.is_leader()
-        return {"status": "ok", "leader": leader, "hosts_reporting": hosts, "uptime_s": _uptime(manager)}
+        return readiness.health(manager)
 
     @app.get("/readyz", response_model=M.Readiness, tags=["service"], responses={503: {"model": M.Readiness}})
     async def readyz(response: Response) -> dict:
@@ -342,7 +339,3 @@ def _json_safe(value):
     if isinstance(value, dict):
         return {k: _json_safe(v) for k, v in value.items()}
     return value
-
-
-def _uptime(manager: Manager) -> float:
-    return round(time.time() - manager.started, 3)

@@ -50,6 +50,7 @@ class ManagerSettings:
     api: tuple[str, int] | None = None
     tls: tuple[Path, Path] | None = None  # the API's certificate and key
     tls_client_ca: Path | None = None  # with tls: API clients must show a certificate this CA signed
+    health: tuple[str, int] | None = None  # where /healthz and /readyz are also answered, off the event loop
     profiles: dict = field(default_factory=dict)  # the built-in profiles, listed by the API
     name: str = "manager"  # as the lease shows the leader
     lease_ttl: float = 10.0
@@ -71,6 +72,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
     """The manager until a signal: its loop, and its API if asked (`ready` is called once it serves)."""
     from sova.service.api import make_app
     from sova.service.api_server import ApiServer
+    from sova.service.health_server import HealthServer
     from sova.service.lease import Lease
     from sova.service.manager import Manager
     from sova.service.runs import RunBook
@@ -95,7 +97,7 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
         fence_wait=settings.fence_wait,
         rules=settings.rules,
     )
-    server = None
+    server = health = None
     runs = RunBook(settings.runs, settings.parallel_runs, settings.run_traces) if settings.runs is not None else None
     watcher = asyncio.create_task(_watch_runs(runs, stop)) if runs is not None else None
     try:
@@ -105,11 +107,16 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
             certificate, key = settings.tls or (None, None)
             server = ApiServer(app, *settings.api, certificate, key, settings.tls_client_ca)
             await server.start()
+        if settings.health is not None:
+            health = HealthServer(manager, *settings.health)
+            health.start()
         if ready is not None:
             ready()
         await manager.run(stop)
     finally:
         stop.set()  # also when the start-up failed: the runs' watcher ends
+        if health is not None:
+            await asyncio.to_thread(health.stop)
         if server is not None:
             await server.stop()
         if runs is not None:

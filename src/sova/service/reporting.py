@@ -84,9 +84,10 @@ class ReportCollector(Listener):
             self.clock.note(part.time, time.time() if sent is None else sent)
 
     def fresh(self) -> list[str]:
-        """The hosts whose latest report is at most `stale_after` old, in name order."""
+        """The hosts whose latest report is at most `stale_after` old, in name order (the health listener's
+        thread asks too: the dict is copied whole, in one step, before it is read)."""
         oldest = time.monotonic() - self.stale_after
-        return sorted(h for h, at in self.received.items() if at >= oldest)
+        return sorted(h for h, at in self.received.copy().items() if at >= oldest)
 
     def snapshot(self) -> Snapshot | None:
         """The merged view of every host's latest report (hosts in name order) with when each came
