@@ -38,7 +38,9 @@ def test_an_operator_logs_in_sees_the_hotspot_and_decides_plans_from_the_page(na
         (first,) = (int(plan) for plan in attributes(browser, "#pending tr", "data-plan"))
         click(browser, f'#pending tr[data-plan="{first}"] button.approve')
         answer_dialog(browser, accept=True)
-        wait(browser, lambda: f"plan {first}: ongoing" in browser.find_element(By.ID, "decision").text)
+        wait(browser, lambda: f"plan {first}: " in browser.find_element(By.ID, "decision").text)
+        decision = browser.find_element(By.ID, "decision").text  # the API's answer, or why it refused
+        assert f"plan {first}: ongoing" in decision, decision
         store = stack.stack.manager.store
         wait(browser, lambda: store.plan(first).state == "succeeded")
         wait(
