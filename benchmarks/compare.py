@@ -130,11 +130,8 @@ def run_once(tree: Tree, measure: Measure, quick: bool, options: dict) -> dict:
 
 
 def number_text(value: float) -> str:
-    if value >= 100:
-        return f"{value:,.0f}"
-    if value >= 10:
-        return f"{value:.1f}"
-    return f"{value:.2f}" if value >= 1 else f"{value:.3f}"
+    """Thousands grouped, else three significant digits (as the scripts print them: 0.3, 0.047, 2.72)."""
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def cpu_text(seconds: float) -> str:

@@ -132,3 +132,4 @@ def test_ratios_read_as_faster_or_slower_for_speeds_and_as_the_time_otherwise(co
     assert compare.ratio_text(0.9, "memory") == "0.90x the memory"
     assert compare.range_text([0.019, 0.048, 0.02]) == "0.019-0.048"
     assert compare.range_text([1072.0, 1072.4]) == "1,072"
+    assert compare.range_text([0.3, 0.3]) == "0.3"
