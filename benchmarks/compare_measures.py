@@ -150,7 +150,7 @@ MEASURES = (
         "loop-1k",
         "sim_speed.py",
         Sizes("loop at 1,000 VMs (100 hosts)", _loop(100, "seconds")),
-        Sizes("loop at 100 VMs (10 hosts), 20 s", _loop(10, 20)),
+        Sizes("loop at 100 VMs (10 hosts), 200 s", _loop(10, 200)),
         (Figure("sim_s_per_wall_s", "simulated s / wall s", "speed"),),
         parse_sim_speed,
     ),
@@ -158,7 +158,7 @@ MEASURES = (
         "loop-10k",
         "sim_speed.py",
         Sizes("loop at 10,000 VMs (1,000 hosts)", _loop(1000, "seconds_10k")),
-        Sizes("loop at 300 VMs (30 hosts), 10 s", _loop(30, 10)),
+        Sizes("loop at 300 VMs (30 hosts), 100 s", _loop(30, 100)),
         (Figure("sim_s_per_wall_s", "simulated s / wall s", "speed"),),
         parse_sim_speed,
     ),
@@ -187,7 +187,7 @@ MEASURES = (
             lambda tree, options: ["--sizes", "100", "--seconds", str(options["seconds"])],
         ),
         Sizes(
-            "simulator alone at 100 VMs (10 hosts), 20 s", lambda tree, options: ["--sizes", "10", "--seconds", "20"]
+            "simulator alone at 100 VMs (10 hosts), 200 s", lambda tree, options: ["--sizes", "10", "--seconds", "200"]
         ),
         (Figure("sim_s_per_wall_s", "simulated s / wall s", "speed"),),
         parse_sim_speed,
@@ -197,7 +197,7 @@ MEASURES = (
         "storage-see",
         "sim_speed.py",
         Sizes("storage epochs (25 ms) and SEE on every VM, 1,000 VMs", _loop(100, "seconds", *SEE_EVERYWHERE)),
-        Sizes("storage epochs (25 ms) and SEE on every VM, 100 VMs, 10 s", _loop(10, 10, *SEE_EVERYWHERE)),
+        Sizes("storage epochs (25 ms) and SEE on every VM, 100 VMs, 20 s", _loop(10, 20, *SEE_EVERYWHERE)),
         (Figure("sim_s_per_wall_s", "simulated s / wall s", "speed"),),
         parse_sim_speed,
         default=False,
