@@ -181,9 +181,8 @@ def summarise(measures: list[Measure], base: Tree, tree: Tree, quick: bool) -> t
     return lines, results
 
 
-def add_base_tree(commit: str, label: str) -> tuple[Path, Tree]:
-    """A temporary directory holding BASE's worktree and a link to ../shared, as the scripts expect."""
-    holder = Path(tempfile.mkdtemp(prefix="sova-compare-"))
+def add_base_tree(holder: Path, commit: str, label: str) -> Tree:
+    """BASE's worktree in the temporary directory `holder`, beside a link to ../shared, as the scripts expect."""
     shared = ROOT.parent / "shared"
     if shared.exists():
         (holder / "shared").symlink_to(shared)
@@ -192,9 +191,8 @@ def add_base_tree(commit: str, label: str) -> tuple[Path, Tree]:
         ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base), commit], capture_output=True, text=True
     )
     if added.returncode != 0:
-        shutil.rmtree(holder, ignore_errors=True)
         raise CompareError(f"git worktree add of {label} failed: {added.stderr.strip()}")
-    return holder, Tree("base", label, base)
+    return Tree("base", label, base)
 
 
 def remove_base_tree(holder: Path) -> None:
@@ -210,9 +208,11 @@ def compare(args: argparse.Namespace, commit: str) -> dict:
     measures = [m for m in MEASURES if (m.name in args.only if args.only else m.default)]
     options = {"seconds": args.seconds, "seconds_10k": args.seconds_10k}
     tree = Tree("tree", tree_label(ROOT), ROOT)
-    holder, base = add_base_tree(commit, commit[:7] if commit.startswith(args.base) else f"{args.base} ({commit[:7]})")
+    label = commit[:7] if commit.startswith(args.base) else f"{args.base} ({commit[:7]})"
     conditions = RunConditions().start()
-    try:
+    holder = Path(tempfile.mkdtemp(prefix="sova-compare-"))
+    try:  # from here on, the base worktree goes whatever happens
+        base = add_base_tree(holder, commit, label)
         for measure in measures:
             for repeat in range(1, args.repeats + 1):
                 for side in (base, tree):
