@@ -68,6 +68,8 @@ def synthetic_knowledge(n_hosts: int, seconds: int = 60, seed: int = 1) -> Knowl
             blk_rd_bytes=np.zeros(V),
             blk_wr_bytes=np.zeros(V),
             blk_time=np.zeros(V),
+            guest_tx_wanted=cum["bytes"].copy(),  # what the guests sent is what they wanted: no limit bound
+            guest_rx_wanted=np.zeros(V),
         )
         k.add(
             Snapshot(

@@ -110,3 +110,33 @@ def test_tiers_do_not_flap_between_close_demands():
 def test_no_two_vms_can_take_each_others_vf(net_a, net_b, io_a, io_b):
     a, b = c("a", net_a, io_a), c("b", net_b, io_b)
     assert not (clearly_exceeds(a, b, 0.2, 2.0) and clearly_exceeds(b, a, 0.2, 2.0))
+
+
+def _tiers_in_numpy(slots, bandwidth, vf0, delta, demands):
+    """Eq. 7 as arrays, operation by operation (the reference the plain-float rate_tiers must equal bit for
+    bit, so that decisions do not move when the code gets faster); the covering step by brute force."""
+    d = np.sort(np.asarray(demands, dtype=float))
+    n = np.arange(slots)
+    if delta <= 0 and vf0 <= 0:
+        steps = [0.0] + [max((d[j] - d[i]) / (j - i), 0.0) for i in range(slots) for j in range(i + 1, slots)]
+        costs = [slots * float((d - n * step).max()) + step * slots * (slots - 1) / 2 for step in steps]
+        delta = min(step for step, cost in zip(steps, costs, strict=True) if cost <= min(costs))
+    elif delta <= 0:
+        delta = max(float(((d - vf0) / np.maximum(n, 1)).max()), 0.0)
+    if vf0 <= 0:
+        vf0 = float((d - n * delta).max(initial=0.0))
+        vf0 += max(bandwidth - (slots * vf0 + delta * slots * (slots - 1) / 2), 0.0) / slots
+    tiers = vf0 + n * delta
+    total = tiers.sum()
+    return tiers * (bandwidth / total) if total > bandwidth else tiers
+
+
+@given(
+    st.lists(st.floats(0, 5e9), min_size=1, max_size=12),
+    st.floats(1e8, 1e11),
+    st.sampled_from([0.0, 1e8, 1e9]),
+    st.sampled_from([0.0, 2.5e8]),
+)
+def test_rate_tiers_equal_the_array_formulation_bit_for_bit(demands, bandwidth, vf0, delta):
+    expected = _tiers_in_numpy(len(demands), bandwidth, vf0, delta, demands)
+    assert rate_tiers(len(demands), bandwidth, vf0, delta, demands).tolist() == expected.tolist()

@@ -29,11 +29,13 @@ def rule_conflicts(
     """Why the must rules cannot all hold for these VMs on these hosts (empty: no conflict found)."""
     bound = book.bind(vms, hosts)
     musts = [index for index, rule in enumerate(bound.rules) if rule.must]
-    host_ok = _host_masks(bound, musts)
+    if not musts:
+        return []
+    host_ok = _HostMasks(bound, musts)
     problems = [
-        f"{vms[vm_index]} has no host left by {_names(bound, _host_rules(bound, musts, vm_index))}"
-        for vm_index in range(len(vms))
-        if not host_ok[vm_index].any()
+        f"{vms[vm_index]} has no host left by {_names(bound, _host_rules(bound, musts, int(vm_index)))}"
+        for vm_index, allowed in zip(host_ok.vms, host_ok.rows, strict=True)
+        if not allowed.any()
     ]
     group_of, chain = _affinity_groups(bound, musts, len(vms))
     for group in np.unique(group_of[list(chain)]) if chain else ():
@@ -56,15 +58,24 @@ def rule_conflicts(
     return problems
 
 
-def _host_masks(bound: BoundRules, musts: list[int]) -> np.ndarray:
-    """VMs x hosts: the hosts each VM's must host rules allow."""
-    ok = np.ones((len(bound.vms), len(bound.hosts)), dtype=bool)
-    for rule_index in musts:
-        kind = bound.rules[rule_index].kind
-        if kind in HOST_KINDS:
-            members = bound.members[rule_index]
-            ok[members] &= bound.group[rule_index] if kind == "on-hosts" else ~bound.group[rule_index]
-    return ok
+class _HostMasks:
+    """The hosts each VM's must host rules allow: a row of hosts for each VM a must rule names (`vms`),
+    every host for the others (a VMs x hosts matrix for 100,000 VMs would take a GiB for nothing)."""
+
+    def __init__(self, bound: BoundRules, musts: list[int]):
+        self.vms = np.unique(np.concatenate([bound.members[rule_index] for rule_index in musts]))
+        self.row = np.full(len(bound.vms), -1, dtype=np.int64)
+        self.row[self.vms] = np.arange(len(self.vms))
+        self.rows = np.ones((len(self.vms), len(bound.hosts)), dtype=bool)
+        for rule_index in musts:
+            kind = bound.rules[rule_index].kind
+            if kind in HOST_KINDS:
+                rows = self.row[bound.members[rule_index]]
+                self.rows[rows] &= bound.group[rule_index] if kind == "on-hosts" else ~bound.group[rule_index]
+
+    def __getitem__(self, vm_indices: np.ndarray) -> np.ndarray:
+        """The rows of these VMs, each named by a must rule."""
+        return self.rows[self.row[vm_indices]]
 
 
 def _host_rules(bound: BoundRules, musts: list[int], v: int) -> list[int]:
@@ -93,7 +104,10 @@ def _affinity_groups(bound: BoundRules, musts: list[int], vms: int) -> tuple[np.
         for member in members:
             parent[root(int(member))] = root(int(members[0]))
             chain.setdefault(int(member), []).append(rule_index)
-    return np.array([root(vm_index) for vm_index in range(vms)], dtype=np.int64), chain
+    group_of = np.arange(vms, dtype=np.int64)  # a VM no affinity rule names is a group of its own
+    for member in chain:
+        group_of[member] = root(member)
+    return group_of, chain
 
 
 def chain_rules(chain: dict[int, list[int]], members: np.ndarray) -> list[int]:
@@ -101,7 +115,7 @@ def chain_rules(chain: dict[int, list[int]], members: np.ndarray) -> list[int]:
 
 
 def _apart_problems(
-    bound: BoundRules, r: int, group_of: np.ndarray, host_ok: np.ndarray, chain: dict[int, list[int]]
+    bound: BoundRules, r: int, group_of: np.ndarray, host_ok: _HostMasks, chain: dict[int, list[int]]
 ) -> list[str]:
     members = bound.members[r]
     rule = bound.rules[r]
@@ -116,7 +130,7 @@ def _apart_problems(
             )
     if problems:
         return problems
-    allowed = np.array([host_ok[group_of == group_root].all(axis=0) for group_root in groups])
+    allowed = np.array([host_ok[np.flatnonzero(group_of == group_root)].all(axis=0) for group_root in groups])
     matched = maximum_bipartite_matching(csr_matrix(allowed.astype(np.int8)), perm_type="column")
     apart = int((matched >= 0).sum())
     if apart < len(groups):

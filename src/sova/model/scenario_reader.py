@@ -202,9 +202,13 @@ def _counted_entries(reader: Reader, raw: Any, defaults: Any, fields: dict[str, 
         yield where, values, _expand_names(reader, values["name"], values["count"], where, values["start"])
 
 
+COUNTING = frozenset(("name", "count", "start", "files", "block"))  # how an entry names its VMs, not their specs
+
+
 def _spec_fields(t: dict[str, Any], *skip: str) -> dict[str, Any]:
-    counting = ("name", "count", "start", "files", "block")
-    return {key: value for key, value in t.items() if key not in (*counting, *skip) and value is not None}
+    """An entry's values that every VM (host) it names takes; computed once per entry, not per VM."""
+    left_out = COUNTING.union(skip)
+    return {key: value for key, value in t.items() if key not in left_out and value is not None}
 
 
 def _power_curve(reader: Reader, t: dict[str, Any], where: str) -> tuple[float, ...]:
@@ -224,10 +228,8 @@ def _read_hosts(reader: Reader, raw: Any, defaults: Any) -> list[HostSpec]:
     for where, values, names in _counted_entries(reader, raw, defaults, HOST_FIELDS, "[[hosts]]"):
         nic = NicSpec(**reader.table(values["nic"], NIC_FIELDS, f"{where}.nic"))
         curve = _power_curve(reader, values, where)
-        out += [
-            HostSpec(name=name, nic=nic, power_curve=curve, **_spec_fields(values, "nic", "power_curve"))
-            for name in names
-        ]
+        fields = _spec_fields(values, "nic", "power_curve")
+        out += [HostSpec(name=name, nic=nic, power_curve=curve, **fields) for name in names]
         if (
             values["power_idle"] is not None
             and values["power_max"] is not None
@@ -311,7 +313,8 @@ def _read_vms(
             reader.error(
                 f"{where}.block", f"{values['block']!r} is read only with files (one VM per trace file); expected files"
             )
-        out += [VmSpec(name=name, **_spec_fields(values)) for name in names]
+        fields = _spec_fields(values)
+        out += [VmSpec(name=name, **fields) for name in names]
     _unique(reader, [vm.name for vm in out], "[[vms]]", "VM")
     return out
 

@@ -15,11 +15,12 @@ free only after its device-removed event).
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from sova.analyze.findings import Findings, IntensityClass
 from sova.analyze.intensity_class import IntensityScores, scores_of, vf_eligible
-from sova.analyze.load import vms_by_host
 from sova.model.actions import Action, AttachVF, DetachVF, SetVFRate
 from sova.model.knowledge import Knowledge
 from sova.model.schema import Field
@@ -77,24 +78,46 @@ def vf_plan(snap: Snapshot, scores: IntensityScores, eligible: np.ndarray, p: di
     outgrown = (demand * (1 + p["headroom"]) > tier * 1.001) | (scores.peak >= 0.9 * tier)
     short = np.bincount(h[holder], weights=outgrown[holder], minlength=H) > 0
     busy = (slots > 0) & (lost | fills | may_swap | short)
-    members = vms_by_host(h, H)
+    busy_hosts = np.flatnonzero(busy)
+    on_busy = eligible & busy[h]
+    order = np.flatnonzero(on_busy)[np.argsort(h[on_busy], kind="stable")]  # their eligible VMs, by host
+    bounds = np.searchsorted(h[order], busy_hosts, side="right").tolist()
+    columns = _Columns(
+        snap.vms, snap.vm_nic, net.tolist(), io.tolist(), demand.tolist(), cand.tolist(), snap.vm_vf_rate.tolist()
+    )
+    order_list, start = order.tolist(), 0
     out: list[Action] = []
-    for host in np.flatnonzero(busy):
-        on = members[host][eligible[members[host]]]
-        out += host_actions(
-            snap, int(host), on, net, io, cand, demand, int(slots[host]), int(plugging[host]), p, policy
-        )
+    for host, end in zip(busy_hosts.tolist(), bounds, strict=True):
+        on, start = order_list[start:end], end
+        out += host_actions(snap, host, on, columns, int(slots[host]), int(plugging[host]), p, policy)
     return out
 
 
-def host_actions(snap, host, on, net, io, cand, demand, slots, plugging, p, policy) -> list[Action]:
-    """Unplug losers, plug newcomers into free VFs, retier holders: the hand-over for one host."""
-    holders = {snap.vms[v] for v in on if snap.vm_nic[v] == "vf"}
-    cands = [Candidate(snap.vms[v], float(net[v]), float(io[v]), float(demand[v])) for v in on if cand[v]]
+class _Columns(NamedTuple):
+    """What the hand-over reads of each VM, as plain Python values: a round visits every busy host's
+    VMs one by one, and a numpy scalar costs several times a list item."""
+
+    names: tuple[str, ...]
+    nic: tuple[str, ...]
+    net: list[float]
+    io: list[float]
+    demand: list[float]
+    candidate: list[bool]
+    vf_rate: list[float]
+
+
+def host_actions(snap, host, on, columns: _Columns, slots, plugging, p, policy) -> list[Action]:
+    """Unplug losers, plug newcomers into free VFs, retier holders: the hand-over for one host (`on`: its
+    eligible VMs' indices)."""
+    names, nic = columns.names, columns.nic
+    holding = [v for v in on if nic[v] == "vf"]
+    holders = {names[v] for v in holding}
+    cands = [Candidate(names[v], columns.net[v], columns.io[v], columns.demand[v]) for v in on if columns.candidate[v]]
     chosen = choose_holders(cands, holders, slots, p["margin"], p["io_ratio"])
     keep = {c.vm for c in chosen}
-    current = {snap.vms[v]: float(snap.vm_vf_rate[v]) for v in on if snap.vm_nic[v] == "vf"}
-    demands = np.array([c.demand for c in chosen]) * (1 + p["headroom"])
+    current = {names[v]: columns.vf_rate[v] for v in holding}
+    headroom = 1 + p["headroom"]
+    demands = [c.demand * headroom for c in chosen]
     bandwidth = float(snap.nic_bandwidth[host])
     tiers = assign_tiers(
         chosen, rate_tiers(len(chosen), bandwidth, p["vf0"], p["delta"], demands), current, p["margin"]

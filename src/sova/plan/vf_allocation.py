@@ -13,13 +13,12 @@ highest tiers go to the holders with the highest bandwidth demand (the Transmit 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):  # a tuple: a decision round makes one per VM with traffic, 100,000 at scale
     vm: str
     net: float  # network score: NF or net_degree
     io: float  # I/O score: IF or io_degree
@@ -43,15 +42,20 @@ def choose_holders(
     ranked = sorted(intensive, key=lambda c: (-c.net, -c.io, c.vm))
     keep = [c for c in ranked if c.vm in holders][:slots]
     others = [c for c in ranked if c.vm not in holders]
-    while others and len(keep) < slots:  # free VFs go to the most intensive newcomers
-        keep.append(others.pop(0))
-    for new in list(others):  # best newcomer first; each may displace the weakest holder
-        weakest = min(keep, key=lambda c: (c.net, c.io), default=None)
+    taken = max(0, min(slots - len(keep), len(others)))  # free VFs go to the most intensive newcomers
+    keep += others[:taken]
+    weakest = min(keep, key=_strength, default=None)
+    for new in others[taken:]:  # best newcomer first; each may displace the weakest holder
         if weakest is None or not clearly_exceeds(new, weakest, margin, io_ratio):
             continue
         keep.remove(weakest)
         keep.append(new)
+        weakest = min(keep, key=_strength)
     return sorted(keep, key=lambda c: (-c.net, -c.io, c.vm))
+
+
+def _strength(candidate: Candidate) -> tuple[float, float]:
+    return candidate.net, candidate.io
 
 
 def rate_tiers(slots: int, bandwidth: float, vf0: float, delta: float, demands: np.ndarray | None = None) -> np.ndarray:
@@ -65,31 +69,32 @@ def rate_tiers(slots: int, bandwidth: float, vf0: float, delta: float, demands: 
     """
     if slots <= 0:
         return np.zeros(0)
-    d = np.sort(np.asarray(demands, dtype=float)) if demands is not None and len(demands) == slots else np.zeros(slots)
-    n = np.arange(slots)
+    # plain floats: a round computes this for every host, on a handful of values (numpy's call overhead
+    # was most of the time); the arithmetic is numpy's, operation by operation, so the tiers are the same
+    d = sorted(float(x) for x in demands) if demands is not None and len(demands) == slots else [0.0] * slots
     if delta <= 0:
-        delta = _covering_step(d) if vf0 <= 0 else max(float(((d - vf0) / np.maximum(n, 1)).max()), 0.0)
+        delta = _covering_step(d) if vf0 <= 0 else max(max((d[n] - vf0) / max(n, 1) for n in range(slots)), 0.0)
     if vf0 <= 0:
-        vf0 = float((d - n * delta).max(initial=0.0))
+        vf0 = max(0.0, *(d[n] - n * delta for n in range(slots)))
         vf0 += max(bandwidth - (slots * vf0 + delta * slots * (slots - 1) / 2), 0.0) / slots
-    tiers = vf0 + n * delta
-    total = tiers.sum()
-    return tiers * (bandwidth / total) if total > bandwidth else tiers
+    tiers = [vf0 + n * delta for n in range(slots)]
+    total = sum(tiers) if slots < 8 else float(np.sum(tiers))  # numpy sums 8 or more values pairwise
+    return np.array([tier * (bandwidth / total) for tier in tiers] if total > bandwidth else tiers)
 
 
-def _covering_step(d: np.ndarray) -> float:
+def _covering_step(d: list[float]) -> float:
     """The delta >= 0 minimising p * max_n(d_n - n delta) + delta p (p - 1) / 2 (convex, piecewise linear:
-    the optimum is 0 or a slope between two demands). Plain Python: p is a handful of VFs."""
+    the optimum is 0 or a slope between two demands; of equal costs, the smallest delta). Plain Python:
+    p is a handful of VFs."""
     p = len(d)
     if p < 2:
         return 0.0
-    dl = [float(x) for x in d]
+    slopes = {(d[j] - d[i]) / (j - i) for i in range(p) for j in range(i + 1, p)}
     best, best_cost = 0.0, float("inf")
-    candidates = {0.0} | {max((dl[j] - dl[i]) / (j - i), 0.0) for i in range(p) for j in range(i + 1, p)}
-    for c in candidates:
-        cost = p * max(dl[n] - n * c for n in range(p)) + c * p * (p - 1) / 2
-        if cost < best_cost - 1e-9 or (abs(cost - best_cost) <= 1e-9 and c < best):
-            best, best_cost = c, cost
+    for step in sorted({0.0} | {slope for slope in slopes if slope > 0}):  # ascending: ties keep the smaller
+        cost = p * max([demand - n * step for n, demand in enumerate(d)]) + step * p * (p - 1) / 2
+        if cost < best_cost - 1e-9:
+            best, best_cost = step, cost
     return best
 
 

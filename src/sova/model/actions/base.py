@@ -63,6 +63,12 @@ class Action:
         return (("into", self.placed_on),) if self.placed_on else ()
 
     def describe(self) -> str:
+        return self._description
+
+    @functools.cached_property
+    def _description(self) -> str:
+        """Its kind and fields as the audit log shows them; made once (an action is audited when proposed
+        and again when applied, and it is frozen)."""
         args = ((k, getattr(self, k)) for k in _described_fields(type(self)))
         text = " ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in args)
         return f"{self.kind} {text}"
