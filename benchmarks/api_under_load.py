@@ -31,8 +31,6 @@ import contextlib
 import json
 import math
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +42,7 @@ from pathlib import Path
 import httpx
 
 from run_conditions import RunConditions, cpu_seconds, rss_mib
+from service_processes import py_spy, spawn, stop, wait_reporting
 from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
@@ -232,37 +231,16 @@ class ManagedStack:
         manager += ["--health", f"127.0.0.1:{health}"]
         manager += ["--scenario", str(SCENARIO), "--profile", "threshold", "--runs", str(workdir / "runs")]
         agents = [*sova, "agent", *bus, "--sim", str(SCENARIO), "--ledger", str(workdir / "ledgers")]
-        self.processes = {}
-        for name, command in (("manager", manager), ("agents", agents)):
-            with (workdir / f"{name}.log").open("wb") as log:
-                nice = manager_nice if name == "manager" else 0
-                self.processes[name] = subprocess.Popen(
-                    command,
-                    env=env,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    preexec_fn=lambda nice=nice: os.setpriority(os.PRIO_PROCESS, 0, nice),
-                )
+        self.processes = {
+            "manager": spawn(manager, env, workdir / "manager.log", manager_nice),
+            "agents": spawn(agents, env, workdir / "agents.log"),
+        }
 
     def wait_reporting(self, hosts: int, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
-                if httpx.get(f"{self.url}/healthz", timeout=5).json()["hosts_reporting"] >= hosts:
-                    return
-            if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes.values()):
-                raise RuntimeError(f"the stack did not come up; see {self.workdir}")
-            time.sleep(0.5)
+        wait_reporting(self.url, hosts, self.processes, self.workdir, timeout)
 
     def stop(self) -> None:
-        for process in self.processes.values():
-            process.send_signal(signal.SIGTERM)
-        for process in self.processes.values():
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(self.processes)
         self.nats.stop()
 
 
@@ -315,7 +293,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
             every = args.body_every if args.body_every > 0 else math.inf
             bodies = pool.submit(at_priority, far, big_bodies, stack.url, stack.admin, start_at, args.seconds, every)
             _sleep_until(start_at)
-            profiler = _py_spy(manager, args.seconds, args.py_spy)
+            profiler = py_spy(manager, args.seconds, args.py_spy)
             cpu0, t0 = cpu_seconds(manager), time.monotonic()
             _sleep_until(start_at + args.seconds)
             cpu1, t1 = cpu_seconds(manager), time.monotonic()
@@ -350,15 +328,6 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
         "conditions": conditions.summary(),
         "condition_line": conditions.line(),
     }
-
-
-def _py_spy(pid: int, seconds: float, out: Path | None) -> subprocess.Popen | None:
-    """py-spy sampling the manager for `seconds` into `out` (collapsed stacks), if asked."""
-    if out is None:
-        return None
-    binary = Path(sys.executable).with_name("py-spy")
-    command = [str(binary) if binary.exists() else "py-spy", "record", "-p", str(pid), "-d", str(int(seconds))]
-    return subprocess.Popen([*command, "-r", "100", "--format", "raw", "-o", str(out)], stdout=subprocess.DEVNULL)
 
 
 def _shares(clients: int, processes: int) -> list[int]:

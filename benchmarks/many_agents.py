@@ -38,7 +38,8 @@ from pathlib import Path
 import httpx
 
 from run_conditions import RunConditions, cpu_seconds, rss_mib
-from service_load import histogram, quantile
+from service_load import histogram, quantile, scenario_text
+from service_processes import py_spy, spawn, stop, wait_reporting
 from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
@@ -48,41 +49,7 @@ STALE_AFTER = 10.0  # s without a report before the manager leaves a host out
 
 def part_scenario(part: int, hosts: int) -> str:
     """One agents' process's part of the cluster: `hosts` hosts with 10 VMs each, reporting every second."""
-    return f"""
-[scenario]
-name = "agents-p{part}"
-duration = "24h"
-seed = {5 + part}
-
-[[hosts]]
-name = "p{part}-h{{i}}"
-count = {hosts}
-cores = 8
-memory = "64GiB"
-
-[[vms]]
-name = "p{part}-vm{{i}}"
-count = {hosts * 10}
-host = "auto"
-vcpus = 1
-memory = "2GiB"
-
-[[workloads]]
-vm = "p{part}-vm*"
-kind = "lookbusy"
-duty = 0.5
-period = 600
-
-[control]
-monitor_period = 1
-hold_down = 300
-
-[profiles.threshold]
-policies = ["threshold-migration"]
-
-[profiles.threshold.params.threshold-migration]
-period = 10
-"""
+    return scenario_text(hosts, name=f"agents-p{part}", prefix=f"p{part}-", seed=5 + part, monitor_period=1)
 
 
 def rules_text(parts: int) -> str:
@@ -166,13 +133,13 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
     processes: dict[str, subprocess.Popen] = {}
     hosts = args.processes * args.per_process
     try:
-        processes["manager"] = _spawn(manager_args, env, workdir / "manager.log", args.manager_nice)
+        processes["manager"] = spawn(manager_args, env, workdir / "manager.log", args.manager_nice)
         for part in range(args.processes):
             command = [sys.executable, __file__, "--part", str(workdir / f"part-{part}.toml")]
             command += ["--ledgers", str(workdir / "ledgers"), "--nats", nats.url, "--nats-user", nats.user]
-            processes[f"agents-{part}"] = _spawn(command, env, workdir / f"agents-{part}.log")
+            processes[f"agents-{part}"] = spawn(command, env, workdir / f"agents-{part}.log")
         began = time.monotonic()
-        _wait_reporting(f"http://127.0.0.1:{api}", hosts, processes, workdir, args.startup)
+        wait_reporting(f"http://127.0.0.1:{api}", hosts, processes, workdir, args.startup)
         up_s = time.monotonic() - began
         print(f"every host reporting after {up_s:.0f} s; warming up {args.warmup:g} s", flush=True)
         time.sleep(args.warmup)
@@ -193,12 +160,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
             }
 
         first = reading()
-        profiler = None
-        if args.py_spy is not None:  # the manager sampled through the window, as collapsed stacks
-            py_spy = Path(sys.executable).with_name("py-spy")
-            command = [str(py_spy) if py_spy.exists() else "py-spy", "record", "-p", str(processes["manager"].pid)]
-            command += ["-d", str(int(args.measure)), "-r", "50", "--format", "raw", "-o", str(args.py_spy)]
-            profiler = subprocess.Popen(command, stdout=subprocess.DEVNULL)
+        profiler = py_spy(processes["manager"].pid, args.measure, args.py_spy, rate=50)  # through the window
         reporting = [first["hosts_reporting"]]
         manager_rss = [(0.0, rss_mib(processes["manager"].pid))]
         deadline = time.monotonic() + args.measure
@@ -215,7 +177,7 @@ def run(args: argparse.Namespace, workdir: Path) -> dict:
         memory["manager_rss_over_window"] = manager_rss
         memory["manager_rss_growth_mib_per_s"] = (manager_rss[-1][1] - manager_rss[0][1]) / manager_rss[-1][0]
     finally:
-        _stop(processes)
+        stop(processes)
         nats.stop()
         conditions.stop()
     return summarise(args, first, last, reporting, memory, up_s, conditions)
@@ -257,29 +219,6 @@ def summarise(args, first: dict, last: dict, reporting: list[int], memory: dict,
     }
 
 
-def _spawn(command: list[str], env: dict, log: Path, nice: int = 0) -> subprocess.Popen:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            command,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            preexec_fn=lambda: os.setpriority(os.PRIO_PROCESS, 0, nice),
-        )
-
-
-def _wait_reporting(url: str, hosts: int, processes: dict, workdir: Path, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError):
-            if httpx.get(f"{url}/healthz", timeout=10).json()["hosts_reporting"] >= hosts:
-                return
-        ended = [name for name, p in processes.items() if p.poll() is not None]
-        if ended or time.monotonic() > deadline:
-            raise RuntimeError(f"not every host reported ({', '.join(ended) or 'timeout'}); see {workdir}")
-        time.sleep(1)
-
-
 def _nats_cpu(nats: NatsServer) -> float:
     return cpu_seconds(nats.process.pid)
 
@@ -289,18 +228,6 @@ def _counter(metrics: str, name: str) -> float:
         if line.startswith(name + " "):
             return float(line.split()[1])
     return 0.0
-
-
-def _stop(processes: dict[str, subprocess.Popen]) -> None:
-    for process in processes.values():
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-    for process in processes.values():
-        try:
-            process.wait(60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def report(row: dict) -> None:

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,42 +25,44 @@ from pathlib import Path
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
-from run_conditions import RunConditions
+from run_conditions import RunConditions, cpu_seconds, rss_mib
+from service_processes import spawn, stop, wait_reporting
 from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
 
-TICKS = os.sysconf("SC_CLK_TCK")
 
-
-def scenario_text(hosts: int) -> str:
+def scenario_text(hosts: int, name: str = "", prefix: str = "", seed: int = 5, monitor_period: int = 10) -> str:
+    """A cluster of `hosts` hosts (names `prefix`h1 ...) with 10 CPU-burning VMs each, observed every
+    `monitor_period` s, under the threshold profile (many_agents.py takes one per agents' process)."""
+    name = name or f"load-{hosts}"
     return f"""
 [scenario]
-name = "load-{hosts}"
+name = "{name}"
 duration = "24h"
-seed = 5
+seed = {seed}
 
 [[hosts]]
-name = "h{{i}}"
+name = "{prefix}h{{i}}"
 count = {hosts}
 cores = 8
 memory = "64GiB"
 
 [[vms]]
-name = "vm{{i}}"
+name = "{prefix}vm{{i}}"
 count = {hosts * 10}
 host = "auto"
 vcpus = 1
 memory = "2GiB"
 
 [[workloads]]
-vm = "vm*"
+vm = "{prefix}vm*"
 kind = "lookbusy"
 duty = 0.5
 period = 600
 
 [control]
-monitor_period = 10
+monitor_period = {monitor_period}
 hold_down = 300
 
 [profiles.threshold]
@@ -71,18 +71,6 @@ policies = ["threshold-migration"]
 [profiles.threshold.params.threshold-migration]
 period = 10
 """
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS  # utime + stime
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def histogram(metrics: str, name: str) -> tuple[float, float, list[tuple[float, float]]]:
@@ -127,42 +115,17 @@ def run(hosts: int, warmup: float, measure: float, workdir: Path) -> dict:
     env = {**os.environ, "SOVA_NATS_PASSWORD": nats.password}
     bus = ["--nats", nats.url, "--nats-user", nats.user]
     sova = [sys.executable, "-m", "sova.cli"]
-    logs = [(workdir / name).open("wb") for name in ("manager.log", "agents.log")]
-    options = [
-        "--api",
-        f"127.0.0.1:{api}",
-        "--scenario",
-        str(scenario),
-        "--profile",
-        "threshold",
-        "--stale-after",
-        "60",
-    ]
-    manager = subprocess.Popen(
-        [*sova, "manager", *bus, "--state", state, *options],
-        env=env,
-        stdout=logs[0],
-        stderr=subprocess.STDOUT,
-    )
-    agents = subprocess.Popen(
-        [*sova, "agent", *bus, "--sim", str(scenario), "--ledger", str(workdir / "ledgers")],
-        env=env,
-        stdout=logs[1],
-        stderr=subprocess.STDOUT,
-    )
+    options = ["--api", f"127.0.0.1:{api}", "--scenario", str(scenario), "--profile", "threshold"]
+    manager_command = [*sova, "manager", *bus, "--state", state, *options, "--stale-after", "60"]
+    agents_command = [*sova, "agent", *bus, "--sim", str(scenario), "--ledger", str(workdir / "ledgers")]
+    processes = {
+        "manager": spawn(manager_command, env, workdir / "manager.log"),
+        "agents": spawn(agents_command, env, workdir / "agents.log"),
+    }
+    manager = processes["manager"]
     headers = {"Authorization": f"Bearer {token}"}
     try:
-        deadline = time.monotonic() + 600
-        while True:  # every host reporting
-            try:
-                health = httpx.get(f"http://127.0.0.1:{api}/healthz", timeout=5).json()
-                if health["hosts_reporting"] >= hosts:
-                    break
-            except (httpx.HTTPError, ValueError, KeyError):
-                pass
-            if time.monotonic() > deadline or manager.poll() is not None or agents.poll() is not None:
-                raise RuntimeError(f"the stack did not come up; see {workdir}")
-            time.sleep(1)
+        wait_reporting(f"http://127.0.0.1:{api}", hosts, processes, workdir, 600)
         time.sleep(warmup)
 
         def reading():
@@ -191,16 +154,8 @@ def run(hosts: int, warmup: float, measure: float, workdir: Path) -> dict:
             "nats_rss_mib": rss_mib(nats.process.pid),
         }
     finally:
-        for process in (agents, manager):
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(60)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop(processes)
         nats.stop()
-        for log in logs:
-            log.close()
         conditions.stop()
     return row | {"conditions": conditions.summary()}
 
