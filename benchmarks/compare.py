@@ -38,6 +38,7 @@ from pathlib import Path
 
 from compare_measures import MEASURES, Measure, OutputError
 from run_conditions import RunConditions
+from sova.report.fidelity.document import write_atomically as write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 STDERR_TAIL = 20  # lines of a failed child's stderr to show
@@ -88,18 +89,8 @@ def check_writable(path: Path) -> None:
 
 
 def write_atomically(path: Path, data: dict) -> None:
-    """`data` as JSON at `path`, whole or not at all: written to a temporary file beside it, then renamed."""
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "w") as handle:
-            json.dump(data, handle, indent=2)
-            handle.write("\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    """`data` as JSON at `path`, whole or not at all (the project's atomic write: a temporary file, renamed)."""
+    write_text_atomically(path, json.dumps(data, indent=2) + "\n")
 
 
 def _cpu_children() -> float:

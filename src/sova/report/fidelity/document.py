@@ -45,11 +45,18 @@ def save_result(root: Path, result: Result) -> None:
 
 
 def write_atomically(path: Path, text: str) -> None:
-    """A temporary file beside `path`, readable as any other (0644), then renamed over it."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False) as tmp:
-        tmp.write(text)
-    os.chmod(tmp.name, 0o644)
-    os.replace(tmp.name, path)
+    """A temporary file beside `path`, readable as any other (0644), then renamed over it; on a failure
+    the temporary file is removed and `path` is as it was."""
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(descriptor)
+    temporary = Path(name)
+    try:
+        temporary.write_text(text)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def load_result(root: Path, name: str) -> Result | None:
