@@ -5,6 +5,7 @@ holds, 1 when it is broken, 2 when the store cannot be opened."""
 from __future__ import annotations
 
 from sova.cli.common import described, error, out
+from sova.cli.service import add_state_argument
 
 
 def add_parser(sub) -> None:
@@ -24,13 +25,13 @@ def add_parser(sub) -> None:
         ),
     )
     a.add_argument("action", choices=["verify"])
-    a.add_argument("--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)")
+    add_state_argument(a)
 
 
 def command(args) -> int:
-    from sova.cli.service import default_state_url, open_store
+    from sova.cli.service import open_store
 
-    store = open_store(args.state or default_state_url())
+    store = open_store(args.state)
     try:
         check = store.verify_audit()
     finally:

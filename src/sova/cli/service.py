@@ -110,12 +110,19 @@ def host_port(text: str, flag: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def open_store(url: str):
-    """The state store at `url`, or an input error naming --state."""
+def add_state_argument(parser) -> None:
+    parser.add_argument(
+        "--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)"
+    )
+
+
+def open_store(url: str | None):
+    """The state store at `url` (None: the default), or an input error naming --state."""
     import sqlalchemy as sa
 
     from sova.service.state import StateStore
 
+    url = url or default_state_url()
     if url.startswith("sqlite:///"):
         path = Path(url.removeprefix("sqlite:///"))
         try:
@@ -153,7 +160,7 @@ def add_parsers(sub) -> None:
     )
     add_bus_arguments(m)
     add_log_argument(m)
-    m.add_argument("--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)")
+    add_state_argument(m)
     add_profile_arguments(m, scenario=True)
     m.add_argument("--api", default=DEFAULT_API, metavar="HOST:PORT", help="where the API listens (%(default)s)")
     m.add_argument("--no-api", action="store_true", help="serve no API")

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from sova.cli.common import described, out
+from sova.cli.service import add_state_argument
 from sova.model.schema import InputError, Problem
 from sova.model.units import UnitError, duration
 
@@ -48,7 +49,7 @@ def add_parser(sub) -> None:
         metavar="DURATION",
         help="how long the token lasts: '12h', '30d', or 'never' (default: 90d)",
     )
-    t.add_argument("--state", default=None, metavar="URL", help="SQLAlchemy URL (default: SQLite in ~/.local/state)")
+    add_state_argument(t)
 
 
 def _lifetime(text: str) -> float | None:
@@ -71,10 +72,10 @@ def _utc(when: float) -> str:
 def command(args) -> int:
     import getpass
 
-    from sova.cli.service import default_state_url, open_store
+    from sova.cli.service import open_store
     from sova.service.tokens import ROLE_SCOPES, TokenBook, TokenError
 
-    store = open_store(args.state or default_state_url())
+    store = open_store(args.state)
     book = TokenBook(store)
     try:
         if args.action == "list":
