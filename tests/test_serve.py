@@ -190,6 +190,38 @@ def test_sova_serve_stops_on_sigint_as_a_background_job_and_sigkill_takes_its_pa
     wait_until(lambda: not any(alive(pid) for pid in pids.values()), timeout=60)
 
 
+def test_ctrl_c_while_sova_serve_is_still_starting_stops_every_part_started_so_far(tmp_path):
+    directory = tmp_path / "starting"
+    command = ["serve", "--sim", str(QUICKSTART), "--api", f"127.0.0.1:{free_port()}", "--dir", str(directory)]
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "sova.cli", *command],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:  # the manager is spawned, the agents not yet reporting: serve.json is not written
+        wait_until(lambda: (directory / "manager.log").exists() or serve.poll() is not None)
+    finally:
+        serve.send_signal(signal.SIGINT)
+    output = serve.communicate(timeout=60)[0]
+    assert serve.returncode == 0 and "stopped; its state and logs stay in" in output, output
+    assert "Traceback" not in output
+    wait_until(lambda: not _processes_naming(directory), timeout=30)
+
+
+def _processes_naming(directory: Path) -> list[int]:
+    """The PIDs of processes whose command line names `directory` (the stack's parts all do)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and str(directory).encode() in (proc / "cmdline").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            continue  # ended meanwhile
+    return found
+
+
 def test_sova_serve_starts_a_part_again_after_it_dies_and_counts_the_crash(tmp_path):
     directory = tmp_path / "stack"
     serve = start_serve(directory, free_port())

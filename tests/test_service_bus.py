@@ -418,3 +418,36 @@ def test_the_ledger_forgets_only_actions_finished_and_published_long_ago(tmp_pat
     kept = {row[0] for row in ledger.db.execute("SELECT id FROM actions")}
     ledger.close()
     assert kept == {"recent", "unpublished", "running"}
+
+
+class _Stubborn:
+    """A client whose first connection swallows a cancellation and retries until its retries are switched
+    off, as nats-py's can (its flush and reconnect waits catch CancelledError)."""
+
+    def __init__(self) -> None:
+        self.options = {"allow_reconnect": True, "max_reconnect_attempts": -1}
+        self.is_connected = False
+        self.attempts = 0
+
+    async def connect(self) -> None:
+        while self.options["allow_reconnect"]:
+            self.attempts += 1
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.sleep(0.05)
+        raise ConnectionRefusedError("no server")
+
+
+def test_the_first_connection_times_out_even_when_the_client_swallows_its_cancellation():
+    from sova.service.bus import _first_connection
+
+    client = _Stubborn()
+
+    async def attempt() -> tuple[float, asyncio.Future]:
+        started = time.monotonic()
+        connecting = asyncio.ensure_future(client.connect())
+        with pytest.raises(TimeoutError, match=r"no connection within 0\.3 s"):
+            await asyncio.wait_for(_first_connection(client, connecting, 0.3), 10)  # the guard: not for ever
+        return time.monotonic() - started, connecting
+
+    took, connecting = asyncio.run(attempt())
+    assert took < 5 and client.attempts > 1 and connecting.done()  # the retries ended with the attempt

@@ -90,13 +90,13 @@ def command(args) -> int:
     stack = LocalStack(directory, api, manager_args, agents, hosts, nats_cluster=args.nats_cluster)
     bus = "nats-server" if args.nats_cluster == 1 else f"a cluster of {args.nats_cluster} nats-servers"
     out.print(f"starting {bus}, the manager and the agents of {what} in {directory} ...", markup=False)
-    try:
-        stack.start()
-    except StackError as exc:
-        raise InputError([Problem("sova serve", str(exc))]) from None
-    out.print(f"dashboard and API: {stack.url}/  (the admin token is in {directory / 'admin.token'})", markup=False)
-    out.print(f"API reference: {stack.url}/docs; metrics: {stack.url}/metrics; Ctrl-C stops it all", markup=False)
-    try:
+    try:  # from the first start on: a Ctrl-C at any moment stops every part started so far
+        try:
+            stack.start()
+        except StackError as exc:
+            raise InputError([Problem("sova serve", str(exc))]) from None
+        out.print(f"dashboard and API: {stack.url}/  (the admin token is in {directory / 'admin.token'})", markup=False)
+        out.print(f"API reference: {stack.url}/docs; metrics: {stack.url}/metrics; Ctrl-C stops it all", markup=False)
         while True:  # watching the parts, each started again if it exits; Ctrl-C or SIGTERM ends the watch
             for line in stack.supervise():
                 out.print(line, markup=False)

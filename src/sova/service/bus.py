@@ -148,6 +148,30 @@ class TlsFiles:
         return context
 
 
+async def _first_connection(client: Client, connecting: asyncio.Future, timeout: float) -> None:
+    """Wait at most `timeout` s for `client`'s first connection. Not asyncio.wait_for: it waits for the
+    cancelled attempt to end, and nats-py swallows a cancellation in some of its waits (its flush, its
+    reconnect task) and then retries for ever; so at the deadline its retries are switched off, the attempt
+    is cancelled and given a moment to end, and the caller hears of the timeout whatever it does."""
+    done, _ = await asyncio.wait({connecting}, timeout=timeout)
+    if done:
+        connecting.result()  # its error, if it failed
+        return
+    client.options["allow_reconnect"] = False
+    client.options["max_reconnect_attempts"] = 0
+    connecting.add_done_callback(_retrieved)  # its error is the timeout's cause, not to be logged at exit
+    connecting.cancel()
+    await asyncio.wait({connecting}, timeout=1.0)
+    if client.is_connected:  # it connected as it was cancelled: nobody will use it
+        await client.close()
+    raise TimeoutError(f"no connection within {timeout:g} s")
+
+
+def _retrieved(attempt: asyncio.Future) -> None:
+    if not attempt.cancelled():
+        attempt.exception()
+
+
 @dataclass
 class Bus:
     """A connection to NATS with the JetStream streams in place."""
@@ -187,7 +211,8 @@ class Bus:
             log.info("bus (%s): reconnected", name)
 
         context = tls.context() if tls is not None else None
-        connecting = nats.connect(
+        client = Client()
+        connecting = client.connect(
             servers=urls,
             tls=context,
             error_cb=error,
@@ -205,7 +230,7 @@ class Bus:
             allow_reconnect=True,
         )
         try:  # the first connection has a deadline: with reconnects for ever nats-py would retry it for ever
-            client = await asyncio.wait_for(connecting, timeout)
+            await _first_connection(client, asyncio.ensure_future(connecting), timeout)
         except Exception as err:  # nats-py raises several unrelated types for one cause
             raise BusError(f"cannot connect to the bus at {url}: {err or type(err).__name__}") from None
         bus = cls(client, client.jetstream(), closing, replicas_for(urls))
