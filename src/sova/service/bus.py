@@ -43,6 +43,7 @@ DUPLICATE_WINDOW = 3600.0  # s: a re-sent action or outcome within an hour is st
 MAX_AGE = 7 * 86400.0  # s the streams keep a message: a week, as an agent's ledger remembers an action
 MOST_REPLICAS = 3  # a stream's copies: three survive the loss of one server and keep a quorum of two
 _HOST_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+CLOSE_SECONDS = 5.0  # s a closing connection is waited for
 RETRY = 1.0  # s after which the bus offers again a message the store could not take
 
 
@@ -319,7 +320,12 @@ class Bus:
         return await self.js.pull_subscribe(subject, durable=durable, stream=stream, config=config)
 
     async def close(self) -> None:
-        """Close the connection; every publish was acknowledged by JetStream already, so nothing is lost."""
+        """Close the connection; every publish was acknowledged by JetStream already, so nothing is lost.
+        At most CLOSE_SECONDS: nats-py can wait for ever on a socket a dead server left half-open."""
         self.closing.append(True)
         if not self.client.is_closed:
-            await self.client.close()
+            closing = asyncio.ensure_future(self.client.close())
+            done, _ = await asyncio.wait({closing}, timeout=CLOSE_SECONDS)
+            if not done:
+                log.warning("bus: the connection did not close within %g s; left behind", CLOSE_SECONDS)
+                closing.add_done_callback(_retrieved)
