@@ -206,3 +206,33 @@ def test_a_vm_missing_from_a_report_mid_migration_counts_as_moved_when_it_comes_
     vm = first.vms[0]
     assert tracker.vm_arrived[vm] == first.time + 2
     assert tracker.host_sent[first.hosts[first.vm_host[0]]] == first.time + 2
+
+
+def test_the_history_keeps_each_unchanged_column_once_and_read_only():
+    k = observed(
+        seconds=5,
+        hosts=[{"name": "h1", "cores": 8}],
+        vms=[{"name": "a", "host": "h1", "vcpus": 4}, {"name": "b", "host": "h1", "vcpus": 2}],
+        workloads=[{"vm": "a", "kind": "lookbusy", "util": 0.5}],
+    )
+    older, newer = k.snapshots[-2:]
+    assert newer.vms is older.vms and newer.vm_vcpus is older.vm_vcpus and newer.host_cores is older.host_cores
+    assert newer.counters.cpu_time is not older.counters.cpu_time  # a's CPU time moved on
+    assert not np.array_equal(newer.counters.cpu_time, older.counters.cpu_time)
+    with pytest.raises(ValueError, match="read-only"):
+        newer.vm_vcpus[0] = 8  # it would change every snapshot that shares it
+    assert k.vm_cpu_cores(4) == pytest.approx([2.005, 0.005], rel=1e-3)
+
+
+def test_a_shared_snapshot_equals_the_one_observed_field_by_field():
+    from sova.model.snapshot_sharing import share_unchanged
+
+    k = observed(seconds=1, hosts=[{"name": "h1", "cores": 8}], vms=[{"name": "a", "host": "h1", "vcpus": 4}])
+    previous = k.latest
+    moved = dataclasses.replace(previous, time=previous.time + 1, vm_vcpus=previous.vm_vcpus.astype(np.int64))
+    shared = share_unchanged(moved, previous)
+    assert shared.vm_vcpus is moved.vm_vcpus  # equal values of another dtype are not the same column
+    for field in dataclasses.fields(shared):
+        if field.name != "counters":
+            assert np.array_equal(getattr(shared, field.name), getattr(moved, field.name)), field.name
+    assert shared.time == previous.time + 1 and shared.vm_position == previous.vm_position

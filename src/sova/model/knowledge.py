@@ -18,6 +18,7 @@ from sova.model.placement_tracker import PlacementTracker
 from sova.model.scenario import TopologySpec
 from sova.model.snapshot import Snapshot, counter_rate
 from sova.model.snapshot_align import aligned
+from sova.model.snapshot_sharing import share_unchanged
 
 
 class Knowledge:
@@ -43,6 +44,8 @@ class Knowledge:
     def add(self, snap: Snapshot) -> None:
         if self._snaps and snap.time <= self._times[-1]:
             raise ValueError(f"snapshot at {snap.time:g} s is not newer than the last one ({self._times[-1]:g} s)")
+        if self._snaps:
+            snap = share_unchanged(snap, self._snaps[-1])
         self._snaps.append(snap)
         self._times.append(snap.time)
         self.placement.observe(snap)
