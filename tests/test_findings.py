@@ -211,3 +211,20 @@ def test_every_policy_gives_its_analyzers_every_setting():
         for name, settings in defaults(cls).analyses():
             assert set(settings) == set(registry()[name].reads)
             assert all(np.ndim(v) == 0 for v in settings.values())
+
+
+
+def test_findings_held_as_columns_read_as_the_same_findings_as_objects():
+    from sova.analyze.findings import HostColumns, per_host
+    from sova.analyze.overload import Overload
+
+    objects = (Overload("h1", True, "thr", 0.9, 0.8, 12), Overload("h2", False, "thr", 0.2, 0.7, 12))
+    fields = ("host", "overloaded", "detector", "utilisation", "limit", "samples")
+    table = HostColumns(Overload, {name: [getattr(f, name) for f in objects] for name in fields})
+    hot = Hotspot("h1", True, "cpu", 0.9, 3, 3, 3, 0.8, None, 0.9, 0.0, 0.1)
+    held, made = Findings.collect(60.0, [table, hot]), Findings.collect(60.0, [*objects, hot])
+    assert held.of(Overload) is table and held == made and tuple(table) == objects and table[1:] == objects[1:]
+    assert held.for_host("h1") == made.for_host("h1") == (hot, objects[0]) and held.for_host("h3") == ()
+    assert held.to_dict() == made.to_dict() and held.describe() == made.describe()
+    assert per_host(table, ["h2", "h1"], "limit") == [0.7, 0.8] == per_host(objects, ["h2", "h1"], "limit")
+    assert Findings.collect(60.0, [table, objects[0]]).of(Overload) == (*objects, objects[0])  # joined: a tuple

@@ -11,7 +11,7 @@ than its absence (a hot host, not a cool one); every VM finding is.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from typing import Any, ClassVar, TypeVar
@@ -50,6 +50,43 @@ class Finding(ABC):
 def vm_of(finding: Finding) -> str | None:
     """The VM a finding is about (None: it is about its host)."""
     return getattr(finding, "vm", None)
+
+
+class HostColumns(Sequence[Finding]):
+    """The findings of one kind about every host, held as a list per field: made into finding objects only
+    when one is read. An analyzer that judges each host every round (``overload``: 800 hosts, 288 rounds
+    a day) need not build objects that nobody reads; a policy reads the columns it needs."""
+
+    def __init__(self, kind: type[Finding], columns: Mapping[str, list]):
+        self.kind = kind.kind
+        self.kind_type = kind
+        self.columns = dict(columns)
+        self.hosts: list[str] = self.columns["host"]
+
+    def __len__(self) -> int:
+        return len(self.hosts)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self[row] for row in range(*index.indices(len(self))))
+        return self.kind_type(**{name: values[index] for name, values in self.columns.items()})
+
+    def __eq__(self, other: object) -> bool:  # equal to the same findings held any other way
+        return isinstance(other, Sequence) and tuple(self) == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def column(self, name: str) -> list:
+        return self.columns[name]
+
+    @cached_property
+    def _row(self) -> dict[str, int]:
+        return {host: row for row, host in enumerate(self.hosts)}
+
+    def about(self, host: str) -> tuple[Finding, ...]:
+        """The finding about `host`, if any (one at most: a finding per host)."""
+        row = self._row.get(host)
+        return () if row is None else (self[row],)
 
 
 @dataclass(frozen=True)
@@ -112,6 +149,15 @@ class IntensityClass(Finding, kind="intensity"):
         )
 
 
+def per_host(found: Sequence[Finding], hosts: Sequence[str], name: str) -> list:
+    """Field `name` of the finding about each of `hosts`, in their order (read from the column itself when
+    `found` is a HostColumns of those hosts in that order)."""
+    if isinstance(found, HostColumns) and found.hosts == list(hosts):
+        return found.column(name)
+    by_host = {f.host: f for f in found}
+    return [getattr(by_host[host], name) for host in hosts]
+
+
 F = TypeVar("F", bound=Finding)
 
 
@@ -120,16 +166,17 @@ class Findings:
     """The findings one policy run plans from, a tuple per kind (kinds in the order they were defined)."""
 
     time: float
-    by_kind: dict[str, tuple[Finding, ...]] = field(default_factory=dict)
+    by_kind: dict[str, Sequence[Finding]] = field(default_factory=dict)  # a tuple or a HostColumns
 
     @classmethod
-    def collect(cls, time: float, found: Iterable[Finding]) -> Findings:
-        groups: dict[str, list[Finding]] = {}
+    def collect(cls, time: float, found: Iterable[Finding | HostColumns]) -> Findings:
+        """Grouped by kind; a HostColumns stays as it is when no other finding is of its kind."""
+        groups: dict[str, list[Finding | HostColumns]] = {}
         for f in found:
             groups.setdefault(f.kind, []).append(f)
-        return cls(time, {kind: tuple(groups[kind]) for kind in _KINDS if kind in groups})
+        return cls(time, {kind: _joined(groups[kind]) for kind in _KINDS if kind in groups})
 
-    def of(self, kind: type[F]) -> tuple[F, ...]:
+    def of(self, kind: type[F]) -> Sequence[F]:
         return self.by_kind.get(kind.kind, ())  # type: ignore[return-value]
 
     def __iter__(self) -> Iterator[Finding]:
@@ -139,25 +186,35 @@ class Findings:
     def __len__(self) -> int:
         return sum(len(found) for found in self.by_kind.values())
 
+    def _objects(self) -> Iterator[Finding]:
+        """The findings held as objects (not in HostColumns)."""
+        for found in self.by_kind.values():
+            if not isinstance(found, HostColumns):
+                yield from found
+
     @cached_property
     def _by_host(self) -> dict[str, list[Finding]]:
         out: dict[str, list[Finding]] = {}
-        for f in self:
+        for f in self._objects():
             out.setdefault(f.host, []).append(f)
         return out
 
     @cached_property
     def _by_vm(self) -> dict[str, list[Finding]]:
         out: dict[str, list[Finding]] = {}
-        for f in self:
+        for f in self._objects():  # HostColumns are about hosts alone
             vm = vm_of(f)
             if vm is not None:
                 out.setdefault(vm, []).append(f)
         return out
 
     def for_host(self, host: str) -> tuple[Finding, ...]:
-        """The findings about the host and about the VMs on it."""
-        return tuple(self._by_host.get(host, ()))
+        """The findings about the host and about the VMs on it, kinds in order."""
+        out: list[Finding] = []
+        objects = self._by_host.get(host, ())
+        for kind, found in self.by_kind.items():
+            out += found.about(host) if isinstance(found, HostColumns) else [f for f in objects if f.kind == kind]
+        return tuple(out)
 
     def for_vm(self, vm: str) -> tuple[Finding, ...]:
         return tuple(self._by_vm.get(vm, ()))
@@ -187,3 +244,13 @@ class Findings:
         if unknown:
             raise ValueError(f"unknown finding kind(s) {', '.join(sorted(unknown))}; known: {', '.join(_KINDS)}")
         return cls.collect(data["time"], (_KINDS[kind](**f) for kind in _KINDS for f in data.get(kind, ())))
+
+
+def _joined(parts: list[Finding | HostColumns]) -> Sequence[Finding]:
+    """One kind's findings: a HostColumns alone as it is, anything else as one tuple."""
+    if len(parts) == 1 and isinstance(parts[0], HostColumns):
+        return parts[0]
+    out: list[Finding] = []
+    for part in parts:
+        out += part if isinstance(part, HostColumns) else [part]
+    return tuple(out)

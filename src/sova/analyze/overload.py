@@ -21,7 +21,7 @@ gives one ``Overload`` finding per host, which ``power-aware`` plans from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,7 +29,7 @@ import numpy as np
 
 from sova.analyze.base import Analyzer, register
 from sova.analyze.cpu_asked import CpuAsked, core_speed, cpu_asked
-from sova.analyze.findings import Finding
+from sova.analyze.findings import Finding, HostColumns
 from sova.model.knowledge import Knowledge
 from sova.model.snapshot import Snapshot
 
@@ -199,7 +199,7 @@ class HostOverload(Analyzer):
     def span(self, settings: Mapping[str, Any]) -> float:
         return settings["period"] * settings["history"]
 
-    def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> tuple[Overload, ...]:
+    def analyze(self, knowledge: Knowledge, settings: Mapping[str, Any]) -> Sequence[Overload]:
         if len(knowledge) < 2:
             return ()
         found = cpu_asked(knowledge, settings["period"], settings["history"])
@@ -213,12 +213,16 @@ class HostOverload(Analyzer):
             np.bincount(snap.vm_host, minlength=len(snap.hosts)) > 0
         )
         tolerated = limits(history, detector, threshold, safety, estimators)
-        return tuple(
-            Overload(host, hot_now, detector, now, limit, history.shape[1])
-            for host, hot_now, now, limit in zip(
-                snap.hosts, hot.tolist(), history[:, -1].tolist(), tolerated.tolist(), strict=True
-            )
-        )
+        hosts = len(snap.hosts)
+        columns = {
+            "host": list(snap.hosts),
+            "overloaded": hot.tolist(),
+            "detector": [detector] * hosts,
+            "utilisation": history[:, -1].tolist(),
+            "limit": tolerated.tolist(),
+            "samples": [history.shape[1]] * hosts,
+        }
+        return HostColumns(Overload, columns)  # a finding per host every round: objects only if read
 
 
 def estimators_of(settings: Mapping[str, Any]) -> Estimators:

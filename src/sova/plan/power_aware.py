@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from sova.analyze.cpu_asked import CpuAsked, asked_in, core_speed, cpu_asked
-from sova.analyze.findings import Findings
+from sova.analyze.findings import Findings, per_host
 from sova.analyze.overload import FITS, QUARTILES, Overload, estimators_of, summed_by_host, vm_histories
 from sova.analyze.overload import overloaded as judged_overloaded
 from sova.model.actions import Action, Migrate
@@ -94,12 +94,12 @@ class PowerAware(Policy):
         self.rng = np.random.default_rng(self.settings["seed"])
 
     def plan(self, knowledge: Knowledge, findings: Findings) -> list[Action]:
-        verdicts = {f.host: f for f in findings.of(Overload)}
+        verdicts = findings.of(Overload)
         found = asked_in(knowledge, self.period)
         if not verdicts or found is None:
             return []
         snap, asked = found
-        overloaded = np.array([verdicts[host].overloaded for host in snap.hosts])
+        overloaded = np.array(per_host(verdicts, snap.hosts, "overloaded"), dtype=bool)
         settled = ~snap.vm_migrating
         cluster = Cluster(
             capacity=snap.host_cores * core_speed(snap),
@@ -107,7 +107,7 @@ class PowerAware(Policy):
             memory_free=snap.host_memory - snap.committed_memory(),
             curves=_curves(snap),
             on=snap.hosts_on(),
-            limit=np.array([verdicts[host].limit for host in snap.hosts]),
+            limit=np.array(per_host(verdicts, snap.hosts, "limit"), dtype=float),
             vm_host=snap.vm_host.copy(),
             vm_demand=asked,
             vm_memory=snap.memory_held().astype(float),  # what a move needs where it goes
