@@ -213,7 +213,6 @@ def test_every_policy_gives_its_analyzers_every_setting():
             assert all(np.ndim(v) == 0 for v in settings.values())
 
 
-
 def test_findings_held_as_columns_read_as_the_same_findings_as_objects():
     from sova.analyze.findings import HostColumns, per_host
     from sova.analyze.overload import Overload
