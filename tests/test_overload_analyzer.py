@@ -126,3 +126,31 @@ def test_power_aware_migrations_rest_on_overload_findings_in_the_audit_log():
     evidence = [e for e in entries if e.event == "finding" and e.plan == proposed[0].plan]
     assert [(e.action, e.target) for e in evidence] == [("overload", "h1")]
     assert evidence[0].details["overloaded"] and "h1 overloaded by THR" in evidence[0].reason
+
+
+def test_the_history_shifted_one_period_on_is_the_history_read_again_as_vms_come_go_and_vanish():
+    import numpy as np
+
+    from sova.analyze.cpu_asked import _history
+
+    churn = {  # VMs come and go at times off the periods' edges, and one is missing from two reports
+        **BUSY,
+        "vms": BUSY["vms"]
+        + [
+            {"name": "early", "host": "h2", "arrive": 3, "depart": 23},
+            {"name": "late", "host": "h2", "arrive": 17},
+        ],
+        "workloads": [*BUSY["workloads"], {"vm": "early", "kind": "lookbusy"}, {"vm": "late", "kind": "lookbusy"}],
+    }
+    sim = Simulator(make_scenario(scenario={"duration": 60}, **churn))
+    driver = SimDriver(sim)
+    knowledge, period, length, checked = Knowledge(float("inf")), 4.0, 5, 0
+    for second in range(41):
+        snap = driver.observe()
+        knowledge.add(_without(snap, "v2") if second in (9, 10) else snap)
+        if second % 4 == 0 and second:
+            shifted, again = cpu_asked(knowledge, period, length), _history(knowledge, period, length)
+            assert np.array_equal(shifted.history, again.history) and np.array_equal(shifted.samples, again.samples)
+            checked += 1
+        sim.step()
+    assert checked == 10 and len(knowledge.latest.vms) == 6  # early is gone, late came
