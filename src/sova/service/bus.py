@@ -164,8 +164,18 @@ async def _first_connection(client: Client, connecting: asyncio.Future, timeout:
     connecting.cancel()
     await asyncio.wait({connecting}, timeout=1.0)
     if client.is_connected:  # it connected as it was cancelled: nobody will use it
-        await client.close()
+        await _close(client)
     raise TimeoutError(f"no connection within {timeout:g} s")
+
+
+async def _close(client: Client) -> None:
+    """Close `client`, waiting at most CLOSE_SECONDS: nats-py can wait for ever on a socket a dead server
+    left half-open."""
+    closing = asyncio.ensure_future(client.close())
+    done, _ = await asyncio.wait({closing}, timeout=CLOSE_SECONDS)
+    if not done:
+        log.warning("bus: the connection did not close within %g s; left behind", CLOSE_SECONDS)
+        closing.add_done_callback(_retrieved)
 
 
 def _retrieved(attempt: asyncio.Future) -> None:
@@ -320,12 +330,8 @@ class Bus:
         return await self.js.pull_subscribe(subject, durable=durable, stream=stream, config=config)
 
     async def close(self) -> None:
-        """Close the connection; every publish was acknowledged by JetStream already, so nothing is lost.
-        At most CLOSE_SECONDS: nats-py can wait for ever on a socket a dead server left half-open."""
+        """Close the connection (within CLOSE_SECONDS); every publish was acknowledged by JetStream already,
+        so nothing is lost."""
         self.closing.append(True)
         if not self.client.is_closed:
-            closing = asyncio.ensure_future(self.client.close())
-            done, _ = await asyncio.wait({closing}, timeout=CLOSE_SECONDS)
-            if not done:
-                log.warning("bus: the connection did not close within %g s; left behind", CLOSE_SECONDS)
-                closing.add_done_callback(_retrieved)
+            await _close(self.client)
