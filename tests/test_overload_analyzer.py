@@ -142,15 +142,17 @@ def test_the_history_shifted_one_period_on_is_the_history_read_again_as_vms_come
         ],
         "workloads": [*BUSY["workloads"], {"vm": "early", "kind": "lookbusy"}, {"vm": "late", "kind": "lookbusy"}],
     }
-    sim = Simulator(make_scenario(scenario={"duration": 60}, **churn))
-    driver = SimDriver(sim)
-    knowledge, period, length, checked = Knowledge(float("inf")), 4.0, 5, 0
-    for second in range(41):
-        snap = driver.observe()
-        knowledge.add(_without(snap, "v2") if second in (9, 10) else snap)
-        if second % 4 == 0 and second:
-            shifted, again = cpu_asked(knowledge, period, length), _history(knowledge, period, length)
-            assert np.array_equal(shifted.history, again.history) and np.array_equal(shifted.samples, again.samples)
-            checked += 1
-        sim.step()
-    assert checked == 10 and len(knowledge.latest.vms) == 6  # early is gone, late came
+    for kept in (float("inf"), 6.0):  # a Knowledge that keeps less than the history reads: read again
+        sim = Simulator(make_scenario(scenario={"duration": 60}, **churn))
+        driver = SimDriver(sim)
+        knowledge, period, length, checked = Knowledge(kept), 4.0, 5, 0
+        for second in range(41):
+            snap = driver.observe()
+            knowledge.add(_without(snap, "v2") if second in (9, 10) else snap)
+            if second % 4 == 0 and second:
+                shifted, again = cpu_asked(knowledge, period, length), _history(knowledge, period, length)
+                assert np.array_equal(shifted.history, again.history), (kept, second)
+                assert np.array_equal(shifted.samples, again.samples), (kept, second)
+                checked += 1
+            sim.step()
+        assert checked == 10 and len(knowledge.latest.vms) == 6  # early is gone, late came

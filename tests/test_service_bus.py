@@ -430,7 +430,7 @@ class _Stubborn:
         self.attempts = 0
 
     async def connect(self) -> None:
-        while self.options["allow_reconnect"]:
+        while self.options["allow_reconnect"] and self.attempts < 200:  # 10 s at most: a test fails, not hangs
             self.attempts += 1
             with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.sleep(0.05)
@@ -451,3 +451,22 @@ def test_the_first_connection_times_out_even_when_the_client_swallows_its_cancel
 
     took, connecting = asyncio.run(attempt())
     assert took < 5 and client.attempts > 1 and connecting.done()  # the retries ended with the attempt
+
+
+def test_a_caller_cancelled_while_connecting_takes_the_connection_attempt_down_with_it():
+    from sova.service.bus import _first_connection
+
+    client = _Stubborn()
+
+    async def attempt() -> asyncio.Future:
+        connecting = asyncio.ensure_future(client.connect())
+        waiting = asyncio.ensure_future(_first_connection(client, connecting, 60.0))
+        await asyncio.sleep(0.2)  # the attempt retries meanwhile
+        waiting.cancel()  # a daemon told to stop while it connects
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        await asyncio.wait({connecting}, timeout=5)
+        return connecting
+
+    connecting = asyncio.run(attempt())
+    assert connecting.done() and not client.options["allow_reconnect"] and client.options["max_reconnect_attempts"] > 0

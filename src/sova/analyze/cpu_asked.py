@@ -82,7 +82,9 @@ def cpu_asked(knowledge: Knowledge, period: float, length: int) -> CpuAsked | No
     key = (period, length, latest.time)
     kept = _LATEST.get(knowledge)
     if kept is None or kept[0] != key:
-        before = kept if kept is not None and _one_period_on(kept[0], key) and kept[1] is not None else None
+        # shifted only where every window the history holds is still kept (the runtime keeps them all)
+        shift = kept is not None and kept[1] is not None and _one_period_on(kept[0], key)
+        before = kept if shift and knowledge.history >= period * length else None
         asked = _shifted(knowledge, before[1], before[2], period) if before else _history(knowledge, period, length)
         kept = _LATEST[knowledge] = key, asked, latest
     return kept[1]

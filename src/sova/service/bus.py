@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import re
 import ssl
@@ -44,6 +45,7 @@ MAX_AGE = 7 * 86400.0  # s the streams keep a message: a week, as an agent's led
 MOST_REPLICAS = 3  # a stream's copies: three survive the loss of one server and keep a quorum of two
 _HOST_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
 CLOSE_SECONDS = 5.0  # s a closing connection is waited for
+_CLOSING: set[asyncio.Future] = set()  # closes of abandoned connections under way
 RETRY = 1.0  # s after which the bus offers again a message the store could not take
 
 
@@ -152,20 +154,40 @@ class TlsFiles:
 async def _first_connection(client: Client, connecting: asyncio.Future, timeout: float) -> None:
     """Wait at most `timeout` s for `client`'s first connection. Not asyncio.wait_for: it waits for the
     cancelled attempt to end, and nats-py swallows a cancellation in some of its waits (its flush, its
-    reconnect task) and then retries for ever; so at the deadline its retries are switched off, the attempt
-    is cancelled and given a moment to end, and the caller hears of the timeout whatever it does."""
-    done, _ = await asyncio.wait({connecting}, timeout=timeout)
+    reconnect task) and then retries for ever; so at the deadline, or when the caller is cancelled, the
+    attempt is given up (`_abandon`) and the caller hears of it whatever the attempt does."""
+    try:
+        done, _ = await asyncio.wait({connecting}, timeout=timeout)
+    except asyncio.CancelledError:  # the caller gave up (a daemon told to stop): so does the attempt
+        _abandon(client, connecting)
+        raise
     if done:
         connecting.result()  # its error, if it failed
         return
-    client.options["allow_reconnect"] = False
-    client.options["max_reconnect_attempts"] = 0
-    connecting.add_done_callback(_retrieved)  # its error is the timeout's cause, not to be logged at exit
-    connecting.cancel()
+    _abandon(client, connecting)
     await asyncio.wait({connecting}, timeout=1.0)
-    if client.is_connected:  # it connected as it was cancelled: nobody will use it
-        await _close(client)
     raise TimeoutError(f"no connection within {timeout:g} s")
+
+
+def _abandon(client: Client, connecting: asyncio.Future) -> None:
+    """Give up a connection attempt for good: its retries bounded (nats-py drops a server from its pool
+    after max_reconnect_attempts failures only when that is above 0, and gives up once the pool is empty),
+    the attempt cancelled, and the connection closed should it come up all the same."""
+    client.options["allow_reconnect"] = False
+    client.options["max_reconnect_attempts"] = 1
+    connecting.add_done_callback(functools.partial(_ended, client))
+    connecting.cancel()
+
+
+def _ended(client: Client, attempt: asyncio.Future) -> None:
+    """An abandoned attempt's end: its error retrieved (it is the caller's timeout's cause, not to be
+    logged at exit), its connection closed if it made one."""
+    if attempt.cancelled():
+        return
+    if attempt.exception() is None and client.is_connected:
+        closing = asyncio.ensure_future(_close(client))
+        _CLOSING.add(closing)  # held until done: the loop keeps only a weak reference to a task
+        closing.add_done_callback(_CLOSING.discard)
 
 
 async def _close(client: Client) -> None:
