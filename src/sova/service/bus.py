@@ -165,7 +165,6 @@ async def _first_connection(client: Client, connecting: asyncio.Future, timeout:
         connecting.result()  # its error, if it failed
         return
     _abandon(client, connecting)
-    await asyncio.wait({connecting}, timeout=1.0)
     raise TimeoutError(f"no connection within {timeout:g} s")
 
 
@@ -182,9 +181,7 @@ def _abandon(client: Client, connecting: asyncio.Future) -> None:
 def _ended(client: Client, attempt: asyncio.Future) -> None:
     """An abandoned attempt's end: its error retrieved (it is the caller's timeout's cause, not to be
     logged at exit), its connection closed if it made one."""
-    if attempt.cancelled():
-        return
-    if attempt.exception() is None and client.is_connected:
+    if not attempt.cancelled() and attempt.exception() is None and client.is_connected:
         closing = asyncio.ensure_future(_close(client))
         _CLOSING.add(closing)  # held until done: the loop keeps only a weak reference to a task
         closing.add_done_callback(_CLOSING.discard)
