@@ -204,6 +204,15 @@ def ping(lab, driver, vm: str, token: str, timeout=30.0) -> bool:
         if f"pong {token}" in driver.guest_answers(vm):
             return True
         time.sleep(0.5)
+    vm_state = driver.hosts.vms.get(vm)
+    channel = vm_state.channel if vm_state is not None else None
+    if channel is not None:  # what the failure needs to be understood: is the channel up, does anything come?
+        latest = channel.latest
+        print(
+            f"no pong {token} from {vm} in {timeout:g} s; its channel {channel.path} on {vm_state.channel_host}: "
+            f"connected {channel.sock is not None}, given up as stale {channel.reconnects} times, last report "
+            f"{latest.seq if latest else None} (uptime {latest.uptime if latest else None})"
+        )
     return False
 
 

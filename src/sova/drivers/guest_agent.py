@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import time
 from dataclasses import dataclass, field
 
 
@@ -82,15 +83,26 @@ def parse_sendq(line: str) -> SendQueues | None:
 
 
 class GuestChannel:
-    """A connection to one guest's agent socket (QEMU listens; we connect)."""
+    """A connection to one guest's agent socket (QEMU listens; we connect).
 
-    def __init__(self, path: str):
+    A connection that has carried nothing for STALE_SECONDS while the agent reports every second is closed and
+    made again: a new connection is a new "host connected" event for the guest's virtio-serial port, which
+    a port whose state a live migration left wrong needs (seen in the lab: after a migration, a guest whose
+    reports never came through the destination's socket).
+    """
+
+    STALE_SECONDS = 10.0
+
+    def __init__(self, path: str, clock=time.monotonic):
         self.path = path
         self.sock: socket.socket | None = None
         self._buf = b""
         self._lines: list[str] = []
         self.latest: GuestReport | None = None
         self.answers: list[str] = []
+        self.reconnects = 0  # connections given up as stale
+        self._clock = clock
+        self._heard = 0.0  # when the connection was made or last carried bytes
 
     def _connect(self) -> bool:
         if self.sock is not None:
@@ -103,6 +115,7 @@ class GuestChannel:
             s.close()
             return False
         self.sock = s
+        self._heard = self._clock()
         return True
 
     def close(self) -> None:
@@ -120,6 +133,10 @@ class GuestChannel:
             try:
                 chunk = self.sock.recv(65536)
             except BlockingIOError:
+                if self._clock() - self._heard > self.STALE_SECONDS:
+                    self.close()  # made again at the next poll
+                    self._lines, self._buf = [], b""
+                    self.reconnects += 1
                 break
             except OSError:
                 self.close()
@@ -128,6 +145,7 @@ class GuestChannel:
                 self.close()
                 break
             self._buf += chunk
+            self._heard = self._clock()
         *complete, self._buf = self._buf.split(b"\n")
         for raw in complete:
             line = raw.decode(errors="replace").rstrip("\r")
