@@ -18,4 +18,5 @@ def test_web_states_its_demand_after_every_kind_that_asks_for_cpu():
 
 
 def test_only_the_kinds_that_offer_storage_io_get_io_flows():
-    assert {name for name, kind in kinds().items() if kind.does_io} == {"fio", "filebench", "bitbrains", "block-trace"}
+    does_io = {"fio", "filebench", "bitbrains", "block-trace", "observed"}
+    assert {name for name, kind in kinds().items() if kind.does_io} == does_io

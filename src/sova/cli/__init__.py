@@ -15,7 +15,23 @@ import signal
 import sys
 
 from sova import __version__
-from sova.cli import audit, bus, check, host, lab, manage, place, predict, run, serve, service, slo, token
+from sova.cli import (
+    audit,
+    bus,
+    check,
+    host,
+    lab,
+    manage,
+    place,
+    predict,
+    run,
+    serve,
+    service,
+    slo,
+    snapshot,
+    token,
+    what_if,
+)
 from sova.cli.common import Terminated, described, err, error, print_problems
 from sova.drivers.libvirt_driver import DriverError
 from sova.experiments.parallel import ClusterError
@@ -64,6 +80,8 @@ def _parser() -> argparse.ArgumentParser:
     audit.add_parser(sub)
     bus.add_parser(sub)
     serve.add_parser(sub)
+    snapshot.add_parser(sub)
+    what_if.add_parser(sub)
     return p
 
 
@@ -83,6 +101,8 @@ COMMANDS = {
     "audit": audit.command,
     "bus": bus.command,
     "serve": serve.command,
+    "snapshot": snapshot.command,
+    "what-if": what_if.command,
 }
 
 

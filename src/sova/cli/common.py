@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 from rich.console import Console
+from rich.markup import escape
 
 from sova.model.schema import InputError, Problem
 
@@ -143,31 +145,35 @@ def add_window_argument(parser) -> None:
     """--window DURATION: how long a scenario is measured with no policy before a command works on it;
     seconds or a duration as a scenario writes one ('90', '10min'). The command checks it against the
     scenario's duration (window_within)."""
+    take_negative_values(parser)
+    parser.add_argument(
+        "--window",
+        type=duration(),
+        default=60.0,
+        metavar="DURATION",
+        help="measurement window: seconds or a duration like 10min (default 60)",
+    )
+
+
+def duration(expected: str = "a positive number of seconds", zero: bool = False):
+    """An argparse type for seconds or a duration as a scenario writes one ('90', '10min'): finite, above 0
+    (or at least 0 with `zero`)."""
     import argparse
     import math
 
     from sova.model import units
 
-    expected = "a positive number of seconds"
-
-    def window(text: str) -> float:
+    def parse(text: str) -> float:
         try:
             seconds = units.duration(text)
         except ValueError:
             seconds = math.nan
-        if not (math.isfinite(seconds) and seconds > 0):
+        if not (math.isfinite(seconds) and (seconds >= 0 if zero else seconds > 0)):
             raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r} (or a duration, like '10min')")
         return seconds
 
-    window.__name__ = expected  # argparse names the type in some messages
-    take_negative_values(parser)
-    parser.add_argument(
-        "--window",
-        type=window,
-        default=60.0,
-        metavar="DURATION",
-        help="measurement window: seconds or a duration like 10min (default 60)",
-    )
+    parse.__name__ = expected  # argparse names the type in some messages
+    return parse
 
 
 def take_negative_values(parser) -> None:
@@ -231,3 +237,14 @@ def a_path(text: str):
 
 
 a_path.__name__ = "a path"
+
+
+@contextlib.contextmanager
+def progress_bar(description: str, total: float, quiet: bool = False):
+    """A bar on stderr for work of `total` units, gone when it ends; yields update(done)."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+    columns = (TextColumn(f"[bold]{escape(description)}"), BarColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err, transient=True, disable=quiet) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda done: bar.update(task, completed=done)

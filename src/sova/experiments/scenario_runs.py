@@ -8,6 +8,7 @@ table documented in docs/outputs.md.
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from sova.experiments.measure_window import MeasureWindow
 from sova.experiments.parallel import run_all
 from sova.experiments.rule_watch import RuleWatch
 from sova.experiments.vm_groups import vm_groups
+from sova.model.actions import Action
 from sova.model.knowledge import Knowledge
 from sova.model.scenario import Scenario
 from sova.model.slo_reader import slo_book
@@ -129,30 +131,77 @@ def _run_item(item: tuple[Scenario, str]) -> ProfileResult:
     return run_profile(*item)
 
 
-def run_profile(
-    scenario: Scenario, name: str, seed: int | None = None, progress: ProgressCallback | None = None
-) -> ProfileResult:
+@dataclass
+class ProfileStart:
+    """A profile's run set up and not yet stepped: the simulator, its driver and the MAPE-K loop over it."""
+
+    scenario: Scenario  # as the profile runs it (its own [simulator] keys)
+    policies: list
+    controllers: list[IoController]
+    sim: Simulator
+    driver: SimDriver
+    runtime: Runtime
+    events: EventPlayer
+
+
+def start_profile(scenario: Scenario, name: str, seed: int | None = None) -> ProfileStart:
+    """Profile `name`'s run set up; `run_profile` steps it to the end, `run_until` to a time."""
     scenario = scenario.for_profile(name)  # its clock too: a profile's own storage_step ticks finer
     prof = scenario.profiles[name]
     policies = build_policies(scenario, prof)
     controllers = bind_controllers(policies, scenario)
     sim = Simulator(scenario, seed)
-    initial_vfs = frozenset(sim.vm_names[vm_index] for vm_index in np.flatnonzero(sim.vms.on_vf & sim.vms.present))
     driver = SimDriver(sim)
     runtime = Runtime(
         driver, policies, scenario.control, prof.mode, scenario.topology, build_admission(prof), rules=scenario.rules
     )
+    return ProfileStart(
+        scenario, policies, controllers, sim, driver, runtime, EventPlayer(scenario.events, runtime, sim)
+    )
+
+
+def run_until(
+    scenario: Scenario, name: str, at: float, seed: int | None = None, progress: ProgressCallback | None = None
+) -> ProfileStart:
+    """Profile `name` run on the simulator to time `at` (the tick at or after it), as `run_profile` runs it."""
+    run = start_profile(scenario, name, seed)
+    run.runtime.tick()
+    ticks = math.ceil(at / run.scenario.tick - 1e-9)
+    for tick_index in range(ticks):
+        run.sim.step()
+        run.events.tick(run.scenario.tick)
+        run.runtime.tick()
+        if progress is not None:
+            progress(name, (tick_index + 1) * run.scenario.tick, ticks * run.scenario.tick)
+    return run
+
+
+def run_profile(
+    scenario: Scenario,
+    name: str,
+    seed: int | None = None,
+    progress: ProgressCallback | None = None,
+    plan: tuple[Action, ...] = (),
+) -> ProfileResult:
+    """Profile `name` run to the scenario's end; `plan`: actions an operator approved at the start (what-if),
+    submitted as a plan once the loop has its first observation."""
+    run = start_profile(scenario, name, seed)
+    scenario, sim, runtime, events = run.scenario, run.sim, run.runtime, run.events
+    policies, controllers, driver = run.policies, run.controllers, run.driver
+    prof = scenario.profiles[name]
+    initial_vfs = frozenset(sim.vm_names[vm_index] for vm_index in np.flatnonzero(sim.vms.on_vf & sim.vms.present))
     per_host = scenario.outputs.per_vm or len(sim.host_names) <= PER_HOST_MAX
     vm_names = sim.vm_names if scenario.outputs.per_vm else None
     rec = Recorder(sim.host_names, per_host, scenario.outputs.sample_every, vm_names)
     ticks = round(scenario.duration / scenario.tick)
     sensor = [driver.observe()] if scenario.outputs.intensity else None
-    events = EventPlayer(scenario.events, runtime, sim)
     watch = RuleWatch(scenario.rules, sim)
     window = MeasureWindow(scenario.outputs.measure_from, scenario.outputs.measure_to)
     window.observe(sim)
     wall0 = time.perf_counter()
     runtime.tick()
+    if plan:
+        runtime.executor.submit(list(plan), runtime.knowledge)
     for tick_index in range(ticks):
         sim.step()
         events.tick(scenario.tick)

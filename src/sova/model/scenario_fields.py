@@ -28,6 +28,7 @@ WORKLOAD_KINDS = (
     "bitbrains",
     "azure",
     "opendc",
+    "observed",
 )
 LIFETIME_KINDS = ("azure", "opendc", "bitbrains")  # traces that size VMs (azure, opendc: and say when they lived)
 MODES = ("auto", "approve", "dry-run")

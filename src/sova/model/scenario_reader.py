@@ -14,6 +14,7 @@ import numpy as np
 
 from sova.model.initial_placement import place_at_load, span
 from sova.model.name_match import NameMatcher
+from sova.model.observed_demand import check_observed
 from sova.model.power_models import curve_problem
 from sova.model.profile_reader import read_profiles
 from sova.model.rule_reader import read_scenario_rules
@@ -383,7 +384,7 @@ def _read_workloads(
             head = reader.table(entry, WORKLOAD_FIELDS, where, extra_ok=tuple(entry))
         if head["kind"] is None:
             continue
-        if head["kind"] in ("fio", "filebench", "bitbrains", "block-trace") and not has_storage:
+        if head["kind"] in ("fio", "filebench", "bitbrains", "block-trace", "observed") and not has_storage:
             reader.error(f"{where}.kind", f"{head['kind']} does disk IO; expected a [[storage]] server in the scenario")
         params = reader.table({name: value for name, value in entry.items() if name in params_spec}, params_spec, where)
         vm = head["vm"]
@@ -410,6 +411,8 @@ def _read_workloads(
             _check_tiers(reader, where, params, matching(vm or ""), matching)
         if params.get("file"):
             params["file"] = _resolve_trace(reader, params["file"], base_dir, f"{where}.file")
+            if head["kind"] == "observed":
+                check_observed(reader, where, params, matching(vm or ""))
         phases = []
         raw_phases = entry.get("phases", [])
         for phase_number, raw_phase in enumerate(reader.entries(raw_phases, f"{where}.phases"), start=1):

@@ -218,6 +218,21 @@ WORKLOAD_PARAMS["opendc"] = {
     ),
     **_LIFETIME_TRACE,
 }
+WORKLOAD_PARAMS["observed"] = {
+    "file": Field(
+        "str", REQUIRED, "an observed-demand Parquet file (`sova snapshot export` writes it beside the scenario)"
+    ),
+    "series": Field("str", "", "the VM's series in the file ('' : the one named as the VM itself)"),
+    "replay": Field("bool", False, "start at the window's start (replay what was seen); false: where it ends"),
+    "after": Field(
+        "str",
+        "ar",
+        "past the observed window: the last sample held, the window's mean, or the AR(1) model's expected value "
+        "(mu + phi^k (last - mu), k samples on; the analyzers' forecast)",
+        choices=("last", "mean", "ar"),
+    ),
+    "scale": Field("float", 1.0, "multiplier on CPU, disk and network (1.2: what if demand grew by a fifth)", lo=0),
+}
 
 STRUCTURAL_PARAMS = {
     "mappers",  # a job's tasks are dealt to its VMs once
@@ -228,6 +243,9 @@ STRUCTURAL_PARAMS = {
     "direction",
     "client",
     "file",
+    "series",
+    "replay",
+    "after",
     "interval",
     "offset",
     "start",

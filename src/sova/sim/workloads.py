@@ -27,7 +27,7 @@ class Workloads:
         rows: dict[str, list[tuple[int, int, dict]]] = {}
         for s, spec in enumerate(scenario.workloads):
             names_here = matching(spec.vm)
-            own = self.kinds[spec.kind].split_entry(spec, len(names_here))
+            own = self.kinds[spec.kind].split_entry(spec, names_here)
             for k, name in enumerate(names_here):
                 self.memory_used[vm_index[name]] += spec.memory_used
                 params = {k: peer_name(v, name) if k in ("peer", "client") else v for k, v in spec.params.items()}

@@ -90,9 +90,9 @@ class WorkloadKind:
     order: ClassVar[int] = 0  # place in the step: kinds that read others' demand (web) come last
     does_io: ClassVar[bool] = False  # offers storage IO: the simulator gives its VMs IO flows
 
-    def split_entry(self, spec: Any, vms: int) -> list[dict] | None:
-        """Per-VM parameters of one scenario entry over `vms` VMs (a trace set gives each its own file);
-        None: every VM takes the entry's parameters."""
+    def split_entry(self, spec: Any, vms: list[str]) -> list[dict] | None:
+        """Per-VM parameters of one scenario entry over the VMs it names, `vms` (a trace set gives each its own
+        file); None: every VM takes the entry's parameters."""
         return None
 
     def prepare(self, group: Group, specs: tuple, step: float) -> None:

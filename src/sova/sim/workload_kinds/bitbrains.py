@@ -23,7 +23,7 @@ class Bitbrains(WorkloadKind):
     does_io = True
 
     def split_entry(self, spec, vms):
-        return trace_files(spec, vms)
+        return trace_files(spec, len(vms))
 
     def prepare(self, group, specs, step) -> None:
         loaded = read_group_traces(group, specs)

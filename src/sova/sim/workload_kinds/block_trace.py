@@ -185,7 +185,8 @@ class BlockTraceReplay(WorkloadKind):
     order = 67
     does_io = True
 
-    def split_entry(self, spec, vms):
+    def split_entry(self, spec, names):
+        vms = len(names)
         if vms < 2 or not spec.stagger:
             return None
         p = spec.params

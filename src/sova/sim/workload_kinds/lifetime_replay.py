@@ -22,7 +22,8 @@ class LifetimeReplay(WorkloadKind):
 
     read: Callable[[str], list[VMLifetimeTrace]]
 
-    def split_entry(self, spec, vms):
+    def split_entry(self, spec, names):
+        vms = len(names)
         traces = self._traces(spec.params["file"], spec.where)
         if len(traces) < vms:
             raise TraceError(

@@ -20,7 +20,7 @@ class Planetlab(WorkloadKind):
     order = 70
 
     def split_entry(self, spec, vms):
-        return trace_files(spec, vms)
+        return trace_files(spec, len(vms))
 
     def prepare(self, group, specs, step) -> None:
         group.series["cpu"] = stacked(read_group_traces(group, specs))

@@ -1,0 +1,188 @@
+"""``sova what-if``: what the simulator forecasts for a cluster snapshot over a horizon, for doing nothing, the
+current profile, a drain, another profile or an added VM, each against doing nothing."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+from sova.cli.common import described, duration, error, number, out, progress_bar, take_negative_values
+from sova.model.schema import InputError, Problem
+
+
+def add_parser(sub) -> None:
+    what_if = sub.add_parser(
+        "what-if",
+        help="forecast alternatives (nothing, as-is, a drain, a profile, a VM added) from a cluster snapshot",
+        **described(
+            "Run alternatives over --horizon from one cluster snapshot, each on the same demand and seed: "
+            "doing nothing, the current profile (--as-is), and each change asked for (--drain, --profile, "
+            "--add-vm). Prints per alternative the hot-host time, the hottest host's CPU, storage SLO "
+            "compliance, web response time where it is known, migrations and energy, and the trade-off "
+            "against doing nothing. SNAPSHOT is a scenario `sova snapshot export` wrote (or any scenario); "
+            "--run takes the snapshot from a simulated run instead.",
+            [
+                "sova what-if cluster.toml --drain hm2 --profile sova",
+                "sova what-if --run scenarios/quickstart.toml --at 12min --as-is threshold --add-vm web9:2:4GiB:1.5",
+                "sova what-if cluster.toml --json",
+            ],
+            "docs/service.md (What-if) says what a snapshot holds and how the forecasts were checked.",
+        ),
+    )
+    take_negative_values(what_if)
+    what_if.add_argument("snapshot", nargs="?", type=Path, metavar="SNAPSHOT.toml", help="the cluster snapshot")
+    what_if.add_argument("--run", type=Path, metavar="SCENARIO.toml", help="take the snapshot from this scenario")
+    what_if.add_argument("--at", type=duration(), metavar="DURATION", help="with --run: when to take it")
+    what_if.add_argument(
+        "--as-is", metavar="PROFILE", help="the profile running now (default: the snapshot's first but 'nothing')"
+    )
+    what_if.add_argument(
+        "--horizon", type=duration(), default=1800.0, metavar="DURATION", help="how far ahead (default 30 min)"
+    )
+    what_if.add_argument("--drain", action="append", default=[], metavar="HOST", help="an alternative: drain HOST")
+    what_if.add_argument(
+        "--profile", action="append", default=[], metavar="NAME", help="an alternative: profile NAME's policies"
+    )
+    what_if.add_argument(
+        "--add-vm",
+        action="append",
+        default=[],
+        metavar="NAME:VCPUS:MEMORY[:CPU]",
+        help="an alternative: a VM of that size (CPU: cores it keeps busy, default all its vCPUs) placed now",
+    )
+    what_if.add_argument("--seed", type=int, metavar="N", help="the runs' seed (default: the snapshot's)")
+    what_if.add_argument(
+        "--workers",
+        type=number("a whole number >= 1", lo=1, integer=True),
+        default=1,
+        metavar="N",
+        help="alternatives run in N processes (default 1)",
+    )
+    what_if.add_argument("--json", action="store_true", help="print the answer as JSON")
+
+
+def command(args) -> int:
+    if (args.snapshot is None) == (args.run is None):
+        error("expected a SNAPSHOT file or --run SCENARIO (one of them)")
+        return 2
+    if (args.run is None) != (args.at is None):
+        error("--run and --at go together: --run SCENARIO --at DURATION")
+        return 2
+    if args.run is not None:
+        with tempfile.TemporaryDirectory(prefix="sova-what-if-") as place:
+            snapshot = Path(place) / "snapshot.toml"
+            _export(args, snapshot)
+            return _what_if(args, snapshot)
+    return _what_if(args, args.snapshot)
+
+
+def _export(args, snapshot: Path) -> None:
+    from sova.cli.snapshot import export
+
+    export(args.run, args.as_is, args.at, snapshot, seed=args.seed, duration=args.horizon, quiet=args.json)
+
+
+def _what_if(args, snapshot: Path) -> int:
+    from sova.cli.run import load
+    from sova.experiments.what_if import alternatives, run_alternatives
+    from sova.report.what_if_answer import answer
+
+    sweep, runs = load(snapshot)
+    if sweep is not None:
+        error(f"{snapshot} is a sweep; expected one cluster snapshot")
+        return 2
+    base = runs[0]
+    current = _current(base, args.as_is)
+    chosen = alternatives(
+        base,
+        current,
+        drains=_hosts(base, args.drain),
+        profiles=[_profile(base, name) for name in args.profile],
+        added=[_added_vm(base, text) for text in args.add_vm],
+    )
+    with progress_bar(f"{len(chosen)} alternatives", len(chosen), args.json) as done:
+        results = run_alternatives(base, chosen, args.horizon, args.seed, args.workers, done)
+    reply = answer(results, args.horizon, str(snapshot if args.run is None else f"{args.run} at {args.at:g} s"))
+    if args.json:
+        print(json.dumps(reply, indent=2))
+    else:
+        print_answer(reply)
+    return 0
+
+
+def _current(base, name: str | None):
+    if name is None:
+        return next((profile for profile in base.profiles.values() if profile.name != "nothing"), None)
+    return _profile(base, name, "--as-is")
+
+
+def _profile(base, name: str, flag: str = "--profile"):
+    from sova.control.manage import BUILTIN_PROFILES
+    from sova.model.scenario import ProfileSpec
+
+    if name in base.profiles:
+        return base.profiles[name]
+    if name in BUILTIN_PROFILES:
+        return ProfileSpec(name, BUILTIN_PROFILES[name])
+    known = sorted({*base.profiles, *BUILTIN_PROFILES})
+    raise InputError([Problem(flag, f"{name!r} is no profile of the snapshot nor a built-in one ({', '.join(known)})")])
+
+
+def _hosts(base, names: list[str]) -> list[str]:
+    known = {host.name for host in base.hosts}
+    problems = [Problem("--drain", f"{name!r} is no host of the snapshot") for name in names if name not in known]
+    if problems:
+        raise InputError(problems)
+    return names
+
+
+def _added_vm(base, text: str):
+    """NAME:VCPUS:MEMORY[:CPU] as a VM placed by the admission policy once the run starts, busy CPU cores of
+    its vCPUs (a lookbusy load)."""
+    from sova.model import units
+    from sova.model.scenario import VmSpec, WorkloadSpec
+
+    parts = text.split(":")
+    expected = "NAME:VCPUS:MEMORY[:CPU], e.g. web9:2:4GiB:1.5"
+    try:
+        name, vcpus, memory = parts[0], int(parts[1]), units.memory_mib(parts[2])
+        cpu = float(parts[3]) if len(parts) > 3 else float(vcpus)
+    except (IndexError, ValueError):
+        raise InputError([Problem("--add-vm", f"{text!r}; expected {expected}")]) from None
+    problems = []
+    if not name or name in {vm.name for vm in base.vms}:
+        problems.append(Problem("--add-vm", f"{name!r} is empty or a VM of the snapshot already; expected a new name"))
+    if len(parts) > 4 or vcpus < 1 or not 0 < memory < float("inf") or not 0 <= cpu <= vcpus:
+        problems.append(Problem("--add-vm", f"{text!r}; expected {expected} (VCPUS >= 1, 0 <= CPU <= VCPUS)"))
+    if problems:
+        raise InputError(problems)
+    vm = VmSpec(
+        name, "", vcpus=vcpus, memory=memory, arrive=base.step, storage=base.storage[0].name if base.storage else ""
+    )
+    load = WorkloadSpec("lookbusy", name, {"duty": 1.0, "util": cpu / vcpus, "period": 10.0}, stagger=False)
+    return vm, load
+
+
+def print_answer(reply: dict) -> None:
+    from rich.table import Table
+
+    from sova.report.what_if_answer import QUANTITIES
+
+    rows = reply["alternatives"]
+    shown = [key for key in QUANTITIES if any(row["forecast"][key] is not None for row in rows)]
+    table = Table(title=f"what-if over {reply['horizon']:g} s from {reply['source']}")
+    table.add_column("alternative")
+    for key in shown:
+        table.add_column(key.replace("_", " "), justify="right")
+    for row in rows:
+        cells = []
+        for key in shown:
+            value = row["forecast"][key]
+            change = (row.get("difference") or {}).get(key)
+            text = "n/a" if value is None else f"{value:,.3g}"
+            cells.append(text if not change else f"{text} ({change:+,.3g})")
+        table.add_row(row["name"], *cells)
+    out.print(table)
+    for row in rows[1:]:
+        out.print(row["tradeoff"], markup=False)

@@ -1,0 +1,70 @@
+"""A what-if's answer: per alternative, what the simulator forecasts over the horizon (hot-host time, storage SLO
+compliance, web response time, migrations, energy), its difference from doing nothing, and the trade-off in the
+words the report uses. The same dictionary is `sova what-if --json`'s output and the API's answer."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sova.report.metrics import metric_value, present_metrics
+from sova.report.tradeoff import tradeoff_sentence
+
+# forecast quantity: (its meaning, lower is better; None: neither way)
+QUANTITIES = {
+    "hot_host_seconds": ("seconds some host's CPU was above 90 %", True),
+    "hottest_host_p95": ("the hottest host's CPU utilisation, 95th percentile", True),
+    "sc_rate": ("storage SLO compliance rate, mean over VMs under an SLO (%)", False),
+    "pf_ratio": ("storage performance fluctuation ratio, mean over VMs under an SLO (%)", True),
+    "response_p99": ("web response time, 99th percentile (s)", True),
+    "migrations": ("migrations started", None),
+    "migration_seconds": ("seconds of migration, summed over those that completed", True),
+    "energy_kwh": ("energy of all hosts (kWh)", True),
+}
+
+
+def forecast(summary: dict) -> dict[str, float | None]:
+    """The quantities of one alternative's run (None: the run has nothing to say, e.g. no SLO)."""
+    slos = [vm_slo for vm_slo in (summary.get("slo") or {}).values() if "sc_rate" in vm_slo]
+    migrations = summary.get("migrations", {})
+    return {
+        "hot_host_seconds": summary["cpu"]["hot_host_fraction"] * summary["simulated_seconds"],
+        "hottest_host_p95": summary["cpu"]["host_util_max_p95"],
+        "sc_rate": float(np.mean([vm_slo["sc_rate"] for vm_slo in slos])) if slos else None,
+        "pf_ratio": float(np.mean([vm_slo["pf_ratio"] for vm_slo in slos])) if slos else None,
+        "response_p99": _finite(metric_value(summary, "services.response_p99")),
+        "migrations": migrations.get("count", 0),
+        "migration_seconds": migrations.get("time_total", 0.0),
+        "energy_kwh": summary["energy_kwh"],
+    }
+
+
+def answer(results: list, horizon: float, source: str = "") -> dict:
+    """Per alternative (the first is the baseline, doing nothing): its forecast, the difference from the
+    baseline's, and the trade-off sentence."""
+    base = results[0]
+    metrics = present_metrics([result.summary for result in results])
+    base_forecast = forecast(base.summary)
+    out = []
+    for result in results:
+        own = forecast(result.summary)
+        entry = {"name": result.profile, "policies": result.summary.get("policies", []), "forecast": own}
+        if result is not base:
+            entry["difference"] = {
+                key: None if value is None or base_forecast[key] is None else value - base_forecast[key]
+                for key, value in own.items()
+            }
+            entry["tradeoff"] = tradeoff_sentence(base.profile, base.summary, result.profile, result.summary, metrics)
+        out.append(entry)
+    return {
+        "source": source,
+        "horizon": horizon,
+        "baseline": base.profile,
+        "quantities": {key: meaning for key, (meaning, _) in QUANTITIES.items()},
+        "alternatives": out,
+    }
+
+
+def _finite(value) -> float | None:
+    return float(value) if isinstance(value, int | float) and math.isfinite(value) else None

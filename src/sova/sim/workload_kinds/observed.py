@@ -1,0 +1,151 @@
+"""observed: a VM's demand as a cluster snapshot saw it (``model/observed_demand``), replayed, and past the
+observed window a stated forecast of it: ``last`` (the last sample held), ``mean`` (the window's mean) or ``ar``
+(the analyzers' AR(1) model, analyze/forecast.py: mu + phi^k (x_last - mu), k samples past the end, its
+expected value). By default the run starts where the window ends (the run is the forecast); with ``replay`` it
+starts at the window's start. CPU is cores wanted; disk IO an open-loop stream of the observed mean size;
+network a flow to and from outside and one to each VM it was seen sending to."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sova.analyze.forecast import ar1_parameters
+from sova.model.observed_demand import VM_COLUMNS, DemandFileError, read_demand
+from sova.sim.datapath import NODE, VM
+from sova.sim.workload_kinds.base import Demand, IOStreams, WorkloadKind, register_kind
+
+FORECASTS = ("last", "mean", "ar")  # past the window, as the `after` parameter names them
+MIN_IO_SIZE = 512.0  # bytes: the smallest IO a disk takes, where a sample has bytes but no whole operation
+
+
+@register_kind
+class Observed(WorkloadKind):
+    name = "observed"
+    order = 85
+    does_io = True
+
+    def split_entry(self, spec, vms):
+        if spec.params.get("series"):
+            return None
+        return [{"series": name} for name in vms]
+
+    def prepare(self, group, specs, step) -> None:
+        """Each row's series. A VM that an entry without `series` names by a pattern and the file has no
+        series of was not observed: it asks for nothing (the scenario reader warns of it); a `series` named
+        must be in the file."""
+        files = {file: read_demand(file) for file in set(group.params["file"])}
+        rows = []
+        for file, series, spec_index in zip(
+            group.params["file"], group.params["series"], group.spec_index, strict=True
+        ):
+            demand = files[file]
+            if series not in demand.vms and specs[spec_index].params.get("series"):
+                raise DemandFileError(f"{specs[spec_index].where}.series: {file} holds no series {series!r}")
+            rows.append((demand, demand.row(series) if series in demand.vms else -1))
+        group.model = rows
+        for column in VM_COLUMNS:
+            group.series[column] = _stacked(
+                [demand.series[column][row] if row >= 0 else np.zeros(demand.samples) for demand, row in rows]
+            )
+        group.params["interval"] = np.array([demand.interval for demand, _ in rows])
+        group.params["length"] = np.array([demand.samples for demand, _ in rows], dtype=float)
+        group.params["offset"] = np.where(
+            group.params["replay"] > 0, 0.0, group.params["length"] * group.params["interval"]
+        )
+        group.state["forecast"] = np.array([FORECASTS.index(after) for after in group.params["after"]])
+
+    def register(self, group, sim) -> None:
+        outside = (NODE, sim.topology.external)
+        group.flows["tx"] = np.array([sim.network.add_flow((VM, int(v)), outside, "observed") for v in group.vm])
+        group.flows["rx"] = np.array([sim.network.add_flow(outside, (VM, int(v)), "observed") for v in group.vm])
+        position = {name: k for k, name in enumerate(sim.vm_names)}
+        ids, rows, series = [], [], []
+        for k, (vm, name) in enumerate(zip(group.vm, group.params["series"], strict=True)):
+            demand, _ = group.model[k]
+            for flow in np.flatnonzero(np.asarray(demand.flow_src) == name):
+                peer = demand.flow_dst[flow]
+                if peer not in position:
+                    raise DemandFileError(f"observed flows of {name}: the peer {peer!r} is no VM of the scenario")
+                ids.append(sim.network.add_flow((VM, int(vm)), (VM, position[peer]), "observed"))
+                rows.append(k)
+                series.append(demand.flow_bits[flow])
+        group.flows["peer"] = np.array(ids, dtype=np.int64)
+        group.state["peer_row"] = np.array(rows, dtype=np.int64)
+        group.series["peer"] = _stacked(series) if series else np.zeros((0, group.series["cpu"].shape[1]))
+        group.series["cpu"] = self._without_network_cpu(group, sim)
+        lengths = group.params["length"]
+        for column in (*VM_COLUMNS, "peer"):
+            on = lengths if column != "peer" else lengths[group.state["peer_row"]]
+            group.state[f"mu:{column}"], group.state[f"phi:{column}"] = _ar1(group.series[column], on)
+
+    @staticmethod
+    def _without_network_cpu(group, sim) -> np.ndarray:
+        """The CPU a VM was seen using included its network stack's, which the simulator adds to whatever a
+        workload asks for (network.guest_net_cpu: guest_cost_bit per bit sent or received): taken out here
+        at the rates observed, so it is not counted twice."""
+        traffic = group.series["tx_bits"] + group.series["rx_bits"]
+        rows, peers = group.state["peer_row"], group.series["peer"]
+        if len(rows):
+            width = traffic.shape[1]
+            np.add.at(traffic, rows, peers[:, :width])
+            row_of = {int(vm): k for k, vm in enumerate(group.vm)}
+            dst_vm = sim.network.flow_vm_ends()[1][group.flows["peer"]]
+            receiver = np.array([row_of.get(int(vm), -1) for vm in dst_vm], dtype=np.int64)
+            inside = receiver >= 0
+            np.add.at(traffic, receiver[inside], peers[inside, :width])
+        return np.maximum(group.series["cpu"] - traffic * sim.network.guest_cost_bit, 0.0)
+
+    def demand(self, group, sim, step: Demand) -> None:
+        scale, vm = group.params["scale"], group.vm
+        np.add.at(step.cpu, vm, self._at(group, "cpu", step.t) * scale)
+        step.flow[group.flows["tx"]] = self._at(group, "tx_bits", step.t) * scale
+        step.flow[group.flows["rx"]] = self._at(group, "rx_bits", step.t) * scale
+        if len(group.flows["peer"]):
+            rows = group.state["peer_row"]
+            step.flow[group.flows["peer"]] = self._at(group, "peer", step.t, rows) * scale[rows]
+        sim.vms.memory_used[vm] = np.minimum(self._at(group, "memory_used", step.t), sim.vms.memory[vm])
+
+    def io(self, group, sim, t, dt) -> IOStreams:
+        scale = group.params["scale"]
+        reads, writes = self._at(group, "read_iops", t), self._at(group, "write_iops", t)
+        size = (self._at(group, "read_bps", t) + self._at(group, "write_bps", t)) / np.maximum(reads + writes, 1e-300)
+        total = (reads + writes) * scale
+        return IOStreams(
+            group.vm,
+            total,
+            np.maximum(size, MIN_IO_SIZE),
+            np.where(total > 0, reads / np.maximum(reads + writes, 1e-300), 0.5),
+            np.zeros(len(group)),  # what the VM was seen doing: open loop
+        )
+
+    @staticmethod
+    def _at(group, column: str, t: float, rows: np.ndarray | None = None) -> np.ndarray:
+        """The value of `column` (one row per instance, or per flow of `rows`) at t: the observed sample, or
+        past the window the instance's forecast."""
+        rows = np.arange(len(group)) if rows is None else rows
+        params = group.params
+        sample = ((t + params["offset"][rows]) // params["interval"][rows]).astype(np.int64)
+        length = params["length"][rows].astype(np.int64)
+        observed = group.series[column][np.arange(len(rows)), np.minimum(sample, length - 1)]
+        past = sample >= length
+        if not past.any():
+            return observed
+        mu, phi = group.state[f"mu:{column}"], group.state[f"phi:{column}"]
+        ar = mu + np.power(phi, (sample - length + 1).astype(float)) * (observed - mu)
+        forecast = np.choose(group.state["forecast"][rows], [observed, mu, np.maximum(ar, 0.0)])
+        return np.where(past, forecast, observed)
+
+
+def _stacked(rows: list[np.ndarray]) -> np.ndarray:
+    """Rows of unequal length, padded with their last value (each row reads only its own length)."""
+    width = max(len(row) for row in rows)
+    return np.stack([np.pad(row, (0, width - len(row)), mode="edge") for row in rows])
+
+
+def _ar1(series: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """AR(1) mean and lag-1 coefficient of each row over its own samples (its first `lengths`)."""
+    mu, phi = np.zeros(len(series)), np.zeros(len(series))
+    for length in np.unique(lengths).astype(np.int64):
+        rows = lengths == length
+        mu[rows], phi[rows], _ = ar1_parameters(series[rows, :length].T)
+    return mu, phi
