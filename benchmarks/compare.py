@@ -38,7 +38,7 @@ from pathlib import Path
 
 from compare_measures import MEASURES, Measure, OutputError
 from run_conditions import RunConditions
-from sova.report.fidelity.document import write_atomically as write_text_atomically
+from sova.model.atomic_file import write_atomically as write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 STDERR_TAIL = 20  # lines of a failed child's stderr to show

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from sova.model.atomic_file import write_atomically
 from sova.report.fidelity.document import (
     DOCUMENT,
     RESULTS,
@@ -24,7 +25,6 @@ from sova.report.fidelity.document import (
     load_results,
     render,
     save_result,
-    write_atomically,
 )
 from sova.report.fidelity.paper_runs import cpu_seconds, take_times
 from sova.report.fidelity.registry import CLAIMS, EXPERIMENTS, experiment

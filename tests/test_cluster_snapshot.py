@@ -3,6 +3,7 @@ and `sova snapshot export` from a simulated run (the replay checked against the 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,7 +16,11 @@ from hypothesis import given, settings
 from helpers import ROOT, make_scenario
 from sova.cli import main as cli_main
 from sova.cli.run import load
+from sova.drivers.sim import SimDriver
 from sova.experiments.scenario_runs import run_profile
+from sova.experiments.what_if import alternatives, run_alternatives
+from sova.model.actions import Migrate
+from sova.model.cluster_snapshot import _rates
 from sova.model.observed_demand import VM_COLUMNS, DemandFileError, ObservedDemand, read_demand, write_demand
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator
@@ -82,6 +87,7 @@ def _observed_sim(tmp_path, cpu: list[float], after: str, replay: bool = False) 
         storage=[{"name": "s"}],
         vms=[{"name": "v1", "host": "h1", "vcpus": 4}],
         workloads=[{"vm": "v*", "kind": "observed", "file": str(path), "after": after, "replay": replay}],
+        simulator={"idle_guest_cpu": 0.0},  # else taken out of the observed CPU (test below)
     )
     return Simulator(scenario)
 
@@ -113,7 +119,7 @@ def test_a_replayed_snapshot_gives_each_host_the_cpu_the_run_it_came_from_had(tm
     out = tmp_path / "c.toml"
     assert cli_main(["snapshot", "export", "--run", str(QUICKSTART), "--profile", "default", "--at", str(at),
                      "--window", str(window), "--out", str(out)]) == 0  # fmt: skip
-    text = out.read_text().replace('after = "ar"', 'after = "ar", replay = true')
+    text = out.read_text().replace('after = "last"', 'after = "last", replay = true')
     out.write_text(text.replace("duration = 1800.0", f"duration = {window}.0"))
     _, (original,) = load(QUICKSTART)
     _, (replay,) = load(out)
@@ -205,7 +211,7 @@ def test_what_if_refuses_an_alternative_it_cannot_run_and_says_why(snapshot, cap
 
 def test_what_if_needs_one_source(capsys):
     assert cli_main(["what-if"]) == 2
-    assert "expected a SNAPSHOT file or --run SCENARIO" in capsys.readouterr().err
+    assert "expected a SNAPSHOT file, --socket PATH or --run SCENARIO" in capsys.readouterr().err
     assert cli_main(["what-if", "--run", str(QUICKSTART)]) == 2
     assert "--run and --at go together" in capsys.readouterr().err
 
@@ -221,3 +227,65 @@ def test_the_reader_warns_of_a_vm_without_series_and_refuses_a_series_the_file_l
     assert any("v2 have no series in d.parquet: not observed" in warning.message for warning in scenario.warnings)
     with pytest.raises(InputError, match="'zz' is no series of"):
         make_scenario(**base, workloads=[{"vm": "v1", "kind": "observed", "file": str(path), "series": "zz"}])
+
+
+def test_flows_between_observed_vms_are_replayed_and_their_stack_cpu_is_not_counted_twice(tmp_path):
+    path = tmp_path / "d.parquet"
+    bits = np.array([[1e9, 2e9, 3e9]])
+    write_demand(path, _demand(np.array([[1.0, 1.0, 1.0], [0.5, 0.5, 0.5]]), flows=bits))
+    scenario = make_scenario(
+        hosts=[{"name": "h1", "cores": 8}, {"name": "h2", "cores": 8}],
+        storage=[{"name": "s"}],
+        vms=[{"name": "v1", "host": "h1", "vcpus": 4}, {"name": "v2", "host": "h2", "vcpus": 4}],
+        workloads=[{"vm": "v*", "kind": "observed", "file": str(path)}],
+    )
+    sim = Simulator(scenario)
+    group = sim.workloads.groups["observed"]
+    (flow,) = group.flows["peer"]
+    src, dst = sim.network.flow_vm_ends()
+    assert (src[flow], dst[flow]) == (0, 1)  # v1 -> v2
+    assert Observed._at(group, "peer", 0.0, group.state["peer_row"])[0] == 3e9  # the last sample, held
+    stack = sim.network.guest_cost_bit * bits[0]  # each end's network stack, at the observed rate
+    idle = sim.params["idle_guest_cpu"]  # the timer ticks the simulator gives every guest
+    assert group.series["cpu"][0] == pytest.approx(1.0 - stack - idle)
+    assert group.series["cpu"][1] == pytest.approx(0.5 - stack - idle)
+
+
+def _two_snapshots(tx: list[float], tx_wanted: list[float], flow_bytes: list[float]):
+    """Snapshots 10 s apart of two idle VMs, the second with these byte counts (per VM; per flow v1 -> v2)."""
+    scenario = make_scenario(
+        hosts=[{"name": "h1"}, {"name": "h2"}], vms=[{"name": "v1", "host": "h1"}, {"name": "v2", "host": "h2"}]
+    )
+    old = SimDriver(Simulator(scenario)).observe()
+    flows = {"flow_src": np.array([0]), "flow_dst": np.array([1])}
+    old = dataclasses.replace(old, flow_bytes=np.zeros(1), **flows)
+    counters = dataclasses.replace(
+        old.counters, guest_tx_bytes=np.array(tx) * 10, guest_tx_wanted=np.array(tx_wanted) * 10
+    )
+    new = dataclasses.replace(old, time=old.time + 10, counters=counters, flow_bytes=np.array(flow_bytes) * 10, **flows)
+    return old, new
+
+
+def test_a_vms_traffic_to_outside_is_what_it_sent_less_what_went_to_other_vms():
+    """libvirt's flow counters list only VM-to-VM pairs: what else a VM sent left the cluster."""
+    old, new = _two_snapshots([10_000.0, 0.0], [10_000.0, 0.0], [1_000.0])
+    rates = _rates(old, new)
+    assert rates["tx_bits"][0] == pytest.approx(9_000 * 8) and rates["flows"][0] == pytest.approx(1_000 * 8)
+
+
+def test_a_sender_held_back_asks_for_what_it_wanted_even_when_it_carried_nothing():
+    old, new = _two_snapshots([0.0, 5_000.0], [1e8, 10_000.0], [0.0])
+    rates = _rates(old, new)
+    assert rates["tx_bits"][0] == pytest.approx(8e8)  # all of it to outside: no flow says where else
+    assert rates["tx_bits"][1] == pytest.approx(10_000 * 8) and rates["tx_scale"][1] == pytest.approx(2.0)
+
+
+def test_a_pending_plan_applied_at_the_start_runs_in_its_alternative(snapshot):
+    _, (base,) = load(snapshot)
+    home = next(vm.host for vm in base.vms if vm.name == "web1")
+    elsewhere = next(host.name for host in base.hosts if host.name not in (home, "hm1"))  # hm1: the hot one
+    chosen = alternatives(base, base.profiles["threshold"], plan=(Migrate(vm="web1", dst=elsewhere, reason="test"),))
+    assert [alternative.name for alternative in chosen] == ["nothing", "as-is", "plan"]
+    results = run_alternatives(base, chosen, 120.0)
+    moved = [m.vm for m in results[2].migrations]
+    assert "web1" in moved and "web1" not in [m.vm for m in results[0].migrations]

@@ -183,7 +183,9 @@ def load_seen(lab, driver, vm: str, settings: list[str], timeout: float = 60.0) 
         if report is not None and wanted is not None and (report.loads or "idle") == wanted:
             return
         time.sleep(0.5)
-    pytest.fail(f"{vm} never reported running {wanted!r} in {timeout:g} s; its last report: {report}")
+    pytest.fail(
+        f"{vm} never reported running {wanted!r} in {timeout:g} s; its last report: {report}; {channel_state(driver, vm)}"
+    )
 
 
 def ping(lab, driver, vm: str, token: str, timeout=30.0) -> bool:
@@ -204,16 +206,22 @@ def ping(lab, driver, vm: str, token: str, timeout=30.0) -> bool:
         if f"pong {token}" in driver.guest_answers(vm):
             return True
         time.sleep(0.5)
+    print(f"no pong {token} from {vm} in {timeout:g} s; {channel_state(driver, vm)}")
+    return False
+
+
+def channel_state(driver, vm: str) -> str:
+    """What a failure needs to be understood: the guest's channel, is it up, does anything come?"""
     vm_state = driver.hosts.vms.get(vm)
     channel = vm_state.channel if vm_state is not None else None
-    if channel is not None:  # what the failure needs to be understood: is the channel up, does anything come?
-        latest = channel.latest
-        print(
-            f"no pong {token} from {vm} in {timeout:g} s; its channel {channel.path} on {vm_state.channel_host}: "
-            f"connected {channel.sock is not None}, given up as stale {channel.reconnects} times, last report "
-            f"{latest.seq if latest else None} (uptime {latest.uptime if latest else None})"
-        )
-    return False
+    if channel is None:
+        return f"the driver has no channel to {vm}"
+    latest = channel.latest
+    return (
+        f"its channel {channel.path} on {vm_state.channel_host}: connected {channel.sock is not None}, given up "
+        f"as stale {channel.reconnects} times, last report {latest.seq if latest else None} "
+        f"(uptime {latest.uptime if latest else None})"
+    )
 
 
 def test_lab_hosts_are_separate_daemons_with_their_vms(lab):
@@ -851,6 +859,58 @@ def test_sova_host_drain_through_a_running_manages_socket_empties_a_real_host(la
         f"{drained} put into maintenance by operator" in notes
         and f"{drained} released from maintenance by operator" in notes
     )
+
+
+def test_snapshot_export_and_what_if_through_a_running_manages_socket_on_real_hosts(lab, driver, tmp_path, capsys):
+    """The real cluster as a scenario: a running `sova manage` exports its hosts, where the VMs run and what
+    each asked for (vm1 keeps a core half busy), and `sova what-if --socket` forecasts draining host1."""
+    import json
+
+    from sova.control.host_control import HostControl
+    from sova.control.slo_service import SloService
+    from sova.control.snapshot_service import SnapshotService
+    from sova.model.observed_demand import read_demand
+    from sova.model.sweep import load_scenario
+
+    lab_, state = lab
+    placed = lab_.where(state)
+    lab_.load("vm1", ["cpu=60"])  # its CPU time, which libvirt counts, shows it: no guest report needed
+    drv = _libvirt_driver(state)
+    control = SloService(None, HostControl(), SnapshotService({"name": "default", "policies": []}, {}))
+    path = tmp_path / "manage.sock"
+    control.listen(path)
+    stop = threading.Event()
+    kwargs = {"duration": 300, "should_stop": stop.is_set, "slos": control}
+    loop = threading.Thread(target=manage, args=(drv, [], ControlSpec()), kwargs=kwargs)
+    loop.start()
+    out = tmp_path / "cluster.toml"
+    export = ["snapshot", "export", "--socket", str(path), "--window", "20", "--interval", "2", "--out", str(out)]
+    try:
+        wait_until(
+            lambda: (
+                cli_main([*export, "--force"]) == 0 and read_demand(tmp_path / "cluster.demand.parquet").samples == 10
+            ),
+            "20 s of the manage's observations",
+            timeout=120,
+        )
+        capsys.readouterr()
+        asked = cli_main(["what-if", "--socket", str(path), "--drain", "host1", "--horizon", "2min", "--json"])
+        reply = capsys.readouterr().out
+    finally:
+        stop.set()
+        loop.join(timeout=60)
+        control.close()
+        drv.close()
+    snapshot = load_scenario(out)
+    assert {vm.name: vm.host for vm in snapshot.vms} == {vm: host for vm, (host, _) in placed.items()}
+    assert {host.name for host in snapshot.hosts} == {"host1", "host2"}
+    demand = read_demand(tmp_path / "cluster.demand.parquet")
+    cpu = {vm: float(demand.series["cpu"][demand.row(vm)].mean()) for vm in demand.vms}
+    assert cpu["vm1"] > 0.3 and cpu["vm1"] > 2 * cpu["vm2"], cpu  # a TCG guest's cpu=60 keeps its vCPU about half busy
+    assert asked == 0
+    drain = json.loads(reply)["alternatives"][1]
+    on_host1 = sum(1 for host, _ in placed.values() if host == "host1")
+    assert drain["name"] == "drain-host1" and drain["forecast"]["migrations"] == on_host1
 
 
 def test_ha_restart_boots_a_crashed_hosts_vms_on_the_other_host_once_the_operator_confirms_it_is_off(lab, tmp_path):

@@ -96,7 +96,7 @@ def command(args) -> int:
             options["flows"] = FlowCounters(cfg.flows)
         topology = cfg.topology or topology
     hosts.update(pairs(args.host, "--host", "NAME=URI, e.g. node1=qemu+ssh://root@node1/system"))
-    policies, control = profile_and_rails(args, "sova manage")
+    policies, control, profile = profile_and_rails(args, "sova manage")
     controlled = bool(controllers(policies))
     if args.slos is not None and not controlled:
         raise InputError([Problem("--slos", f"profile {args.profile} holds no storage SLO; expected --profile see")])
@@ -107,7 +107,7 @@ def command(args) -> int:
     service = None
     try:
         driver.connect()
-        service = _control_service(driver, controlled, slo_entries, args.slos, args.control_socket)
+        service = _control_service(driver, controlled, slo_entries, args.slos, args.control_socket, profile, control)
     except BaseException:
         driver.close()
         if audit is not None:
@@ -195,8 +195,9 @@ def add_profile_arguments(parser, scenario: bool = False, default: str = "sova",
 
 
 def profile_and_rails(args, where: str):
-    """The profile's policies with their --param values, and the executor's rails from --control, each
-    checked as a scenario's [profiles] and [control] tables are (the same keys, units, ranges, errors)."""
+    """The profile's policies with their --param values, the executor's rails from --control, and the profile
+    itself (as a snapshot exports it), each checked as a scenario's [profiles] and [control] tables are (the
+    same keys, units, ranges, errors)."""
     import dataclasses
 
     from sova.control.manage import BUILTIN_PROFILES
@@ -235,7 +236,7 @@ def profile_and_rails(args, where: str):
     if reader.problems:
         raise InputError(reader.problems)
     control = dataclasses.replace(base_rails, **{k: v for k, v in given.items() if k in rails})
-    return policies, control
+    return policies, control, profile
 
 
 def _read_slo_file(path: Path) -> list:
@@ -250,12 +251,19 @@ def _read_slo_file(path: Path) -> list:
     return entries
 
 
-def _control_service(driver, controlled: bool, entries: list | None, path_given: Path | None, socket_path):
-    """The control socket: drains (`sova host ... --socket`) always, and with profile see the tenants' SLO
-    book over the hosts' VMs, filled from --slos. Without see and without --control-socket, a default
-    socket another manage holds only means this one serves none (said once)."""
+def _control_service(
+    driver, controlled: bool, entries: list | None, path_given: Path | None, socket_path, profile, control
+):
+    """The control socket: drains (`sova host ... --socket`) and cluster snapshots (`sova snapshot export
+    --socket`, of `profile` under the rails `control`) always, and with profile see the tenants' SLO book over
+    the hosts' VMs, filled from --slos. Without see and without --control-socket, a default socket another
+    manage holds only means this one serves none (said once)."""
+    import dataclasses
+
+    from sova.cli.snapshot import profile_table
     from sova.control.host_control import HostControl
     from sova.control.slo_service import SloService, default_socket
+    from sova.control.snapshot_service import SnapshotService
     from sova.model.schema import Reader
     from sova.model.slo_reader import read_slos, slo_book
     from sova.model.storage_slo import SloError
@@ -270,7 +278,8 @@ def _control_service(driver, controlled: bool, entries: list | None, path_given:
             if reader.problems:
                 raise InputError(reader.problems)
         book = slo_book(vms, slos)
-    service = SloService(book, HostControl())
+    snapshots = SnapshotService({"name": profile.name, **profile_table(profile)}, dataclasses.asdict(control), book)
+    service = SloService(book, HostControl(), snapshots)
     where = socket_path or default_socket()
     try:
         service.listen(where)
@@ -279,7 +288,8 @@ def _control_service(driver, controlled: bool, entries: list | None, path_given:
             raise InputError([Problem(f"--control-socket {where}", str(exc))]) from None
         out.print(f"no control socket ({exc}): `sova host drain --socket` cannot reach this manage", markup=False)
         return None
-    words = "`sova slo set|get VM`, `sova host drain|release HOST`" if controlled else "`sova host drain|release HOST`"
+    words = "`sova host drain|release HOST`, `sova snapshot export`, `sova what-if`"
+    words = f"`sova slo set|get VM`, {words}" if controlled else words
     out.print(f"control: {words} --socket {where}", markup=False)
     return service
 

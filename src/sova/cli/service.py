@@ -293,7 +293,7 @@ def manager_command(args) -> int:
     from sova.service.daemons import ManagerSettings, run_manager
     from sova.service.health_server import HealthServerError
 
-    policies, control = profile_and_rails(args, "sova manager")
+    policies, control, _ = profile_and_rails(args, "sova manager")
     log_to_stderr(args.log_format)
     keep_private()
     api = None if args.no_api else host_port(args.api, "--api")
@@ -376,7 +376,7 @@ def _run_agent(args, settings) -> int:
 
         scenario = load_scenario(args.sim)
         args.scenario = args.scenario or args.sim  # the simulated cluster's profiles
-        policies, _ = profile_and_rails(args, "sova agent")
+        policies, _, _ = profile_and_rails(args, "sova agent")
         ledgers = args.ledger or state_dir() / f"sim-agents-{scenario.name}"
         ready = lambda: out.print(  # noqa: E731
             f"agents up: {scenario.name}'s {len(scenario.hosts)} host(s) at {args.speed:g}x; "
@@ -387,7 +387,7 @@ def _run_agent(args, settings) -> int:
         return 0
     if args.host is None:
         raise InputError([Problem("--host", "name this host (or give --sim SCENARIO)")])
-    policies, control = profile_and_rails(args, "sova agent")
+    policies, control, _ = profile_and_rails(args, "sova agent")
     driver = _libvirt_driver(args)
     try:
         driver.connect()

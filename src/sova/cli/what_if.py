@@ -7,7 +7,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from sova.cli.common import described, duration, error, number, out, progress_bar, take_negative_values
+from sova.cli.common import described, duration, error, number, out, progress_bar
+from sova.cli.snapshot import add_source_arguments
 from sova.model.schema import InputError, Problem
 
 
@@ -21,24 +22,26 @@ def add_parser(sub) -> None:
             "--add-vm). Prints per alternative the hot-host time, the hottest host's CPU, storage SLO "
             "compliance, web response time where it is known, migrations and energy, and the trade-off "
             "against doing nothing. SNAPSHOT is a scenario `sova snapshot export` wrote (or any scenario); "
-            "--run takes the snapshot from a simulated run instead.",
+            "--socket takes the snapshot from a running `sova manage`, --run from a simulated run.",
             [
                 "sova what-if cluster.toml --drain hm2 --profile sova",
+                "sova what-if --socket /run/user/0/sova-manage-0.sock --drain node3",
                 "sova what-if --run scenarios/quickstart.toml --at 12min --as-is threshold --add-vm web9:2:4GiB:1.5",
                 "sova what-if cluster.toml --json",
             ],
             "docs/service.md (What-if) says what a snapshot holds and how the forecasts were checked.",
         ),
     )
-    take_negative_values(what_if)
     what_if.add_argument("snapshot", nargs="?", type=Path, metavar="SNAPSHOT.toml", help="the cluster snapshot")
-    what_if.add_argument("--run", type=Path, metavar="SCENARIO.toml", help="take the snapshot from this scenario")
-    what_if.add_argument("--at", type=duration(), metavar="DURATION", help="with --run: when to take it")
-    what_if.add_argument(
-        "--as-is", metavar="PROFILE", help="the profile running now (default: the snapshot's first but 'nothing')"
-    )
+    add_source_arguments(what_if, "--as-is")
     what_if.add_argument(
         "--horizon", type=duration(), default=1800.0, metavar="DURATION", help="how far ahead (default 30 min)"
+    )
+    what_if.add_argument(
+        "--step",
+        type=duration(),
+        metavar="DURATION",
+        help="the simulator's step (default: the snapshot's sample interval; 1 s steps are slower, docs/service.md)",
     )
     what_if.add_argument("--drain", action="append", default=[], metavar="HOST", help="an alternative: drain HOST")
     what_if.add_argument(
@@ -51,7 +54,6 @@ def add_parser(sub) -> None:
         metavar="NAME:VCPUS:MEMORY[:CPU]",
         help="an alternative: a VM of that size (CPU: cores it keeps busy, default all its vCPUs) placed now",
     )
-    what_if.add_argument("--seed", type=int, metavar="N", help="the runs' seed (default: the snapshot's)")
     what_if.add_argument(
         "--workers",
         type=number("a whole number >= 1", lo=1, integer=True),
@@ -63,29 +65,25 @@ def add_parser(sub) -> None:
 
 
 def command(args) -> int:
-    if (args.snapshot is None) == (args.run is None):
-        error("expected a SNAPSHOT file or --run SCENARIO (one of them)")
-        return 2
-    if (args.run is None) != (args.at is None):
-        error("--run and --at go together: --run SCENARIO --at DURATION")
-        return 2
-    if args.run is not None:
-        with tempfile.TemporaryDirectory(prefix="sova-what-if-") as place:
-            snapshot = Path(place) / "snapshot.toml"
-            _export(args, snapshot)
-            return _what_if(args, snapshot)
-    return _what_if(args, args.snapshot)
-
-
-def _export(args, snapshot: Path) -> None:
     from sova.cli.snapshot import export
+    from sova.model.cluster_snapshot import ExportSettings
 
-    export(args.run, args.as_is, args.at, snapshot, seed=args.seed, duration=args.horizon, quiet=args.json)
+    if (args.snapshot is None) == (args.run is None and args.socket is None):
+        error("expected a SNAPSHOT file, --socket PATH or --run SCENARIO (one of them)")
+        return 2
+    if args.snapshot is not None:
+        return _what_if(args, args.snapshot, str(args.snapshot))
+    with tempfile.TemporaryDirectory(prefix="sova-what-if-") as place:  # the snapshot, only for this answer
+        snapshot = Path(place) / "snapshot.toml"
+        settings = ExportSettings(args.window, args.interval, args.after, args.horizon)
+        export(args, snapshot, settings, quiet=args.json)
+        source = f"sova manage at {args.socket}" if args.socket else f"{args.run} at {args.at:g} s"
+        return _what_if(args, snapshot, source)
 
 
-def _what_if(args, snapshot: Path) -> int:
+def _what_if(args, snapshot: Path, source: str) -> int:
     from sova.cli.run import load
-    from sova.experiments.what_if import alternatives, run_alternatives
+    from sova.experiments.what_if import alternatives, run_alternatives, sample_interval, step_problem
     from sova.report.what_if_answer import answer
 
     sweep, runs = load(snapshot)
@@ -93,7 +91,7 @@ def _what_if(args, snapshot: Path) -> int:
         error(f"{snapshot} is a sweep; expected one cluster snapshot")
         return 2
     base = runs[0]
-    current = _current(base, args.as_is)
+    current = _current(base, args.run_profile)
     chosen = alternatives(
         base,
         current,
@@ -101,9 +99,12 @@ def _what_if(args, snapshot: Path) -> int:
         profiles=[_profile(base, name) for name in args.profile],
         added=[_added_vm(base, text) for text in args.add_vm],
     )
+    step = args.step or sample_interval(base)
+    if step is not None and (problem := step_problem(base, step)):
+        raise InputError([Problem("--step", problem)])
     with progress_bar(f"{len(chosen)} alternatives", len(chosen), args.json) as done:
-        results = run_alternatives(base, chosen, args.horizon, args.seed, args.workers, done)
-    reply = answer(results, args.horizon, str(snapshot if args.run is None else f"{args.run} at {args.at:g} s"))
+        results = run_alternatives(base, chosen, args.horizon, args.seed, args.workers, done, step)
+    reply = answer(results, args.horizon, source)
     if args.json:
         print(json.dumps(reply, indent=2))
     else:

@@ -92,6 +92,8 @@ def manage(
         rt.tick()
         if hosts is not None and len(rt.knowledge):
             hosts.publish(rt.knowledge.latest, hosts_failed(rt.knowledge.rules))
+        if slos is not None and slos.snapshots is not None:
+            slos.snapshots.serve(rt.knowledge)
         if mode == "approve" and ask is not None:
             for pid, plan in list(rt.executor.pending.items()):
                 findings = [f"finding: {f.describe()}" for f in plan.findings]

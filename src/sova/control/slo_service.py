@@ -1,6 +1,7 @@
 """The storage tenant API of a running `sova manage`: Table 1's calls (set_Throughput, set_IOsize, set_SC,
 set_PF, get_Status; and the latency SLO) over a Unix socket, which `sova slo set|get` speaks; the same
-socket takes `sova host drain|release|list --socket` (control/host_control.py).
+socket takes `sova host drain|release|list --socket` (control/host_control.py) and `sova snapshot export
+--socket` (control/snapshot_service.py).
 
 One JSON object per line each way:
 
@@ -31,6 +32,7 @@ from pathlib import Path
 
 from sova.control.host_control import OPS as HOST_OPS
 from sova.control.host_control import HostControl
+from sova.control.snapshot_service import SnapshotService
 from sova.model.storage_slo import SloBook, SloError, slo_settings, updated_slo
 
 REQUEST_MAX = 64 * 1024  # bytes of one request line
@@ -45,11 +47,15 @@ def default_socket() -> Path:
 class SloService:
     """A SloBook behind a lock, with the requests of `sova slo` applied to it."""
 
-    def __init__(self, book: SloBook | None, hosts: HostControl | None = None):
+    def __init__(
+        self, book: SloBook | None, hosts: HostControl | None = None, snapshots: SnapshotService | None = None
+    ):
         """book: None where the manage holds no SLO (its profile runs no IO controller); hosts: the manage's
-        maintenance requests, served on the same socket (drain, release, hosts)."""
+        maintenance requests, served on the same socket (drain, release, hosts); snapshots: its cluster
+        snapshots (snapshot)."""
         self.book = book
         self.hosts = hosts
+        self.snapshots = snapshots
         self._lock = threading.Lock()
         self._changed: set[str] = set()
         self._server: socketserver.ThreadingUnixStreamServer | None = None
@@ -62,8 +68,11 @@ class SloService:
         op, vm = request.get("op"), request.get("vm")
         if op in HOST_OPS and self.hosts is not None:
             return self.hosts.handle(request)
+        if op == "snapshot" and self.snapshots is not None:
+            return self.snapshots.handle(request)
         if op not in ("set", "get"):
             more = "".join(f", '{op}'" for op in HOST_OPS) if self.hosts is not None else ""
+            more += ", 'snapshot'" if self.snapshots is not None else ""
             return _refused(f"op: expected 'set' or 'get'{more}, got {op!r}")
         if self.book is None:
             return _refused("this sova manage holds no storage SLO (its profile is not see)")

@@ -119,10 +119,12 @@ class GuestChannel:
         return True
 
     def close(self) -> None:
+        """Close the connection; a line or report it left unfinished is dropped (the next one starts afresh)."""
         if self.sock is not None:
             with contextlib.suppress(OSError):
                 self.sock.close()
         self.sock = None
+        self._lines, self._buf = [], b""
 
     def poll(self) -> GuestReport | None:
         """Read what has arrived; return the newest complete report (None if never one)."""
@@ -135,7 +137,6 @@ class GuestChannel:
             except BlockingIOError:
                 if self._clock() - self._heard > self.STALE_SECONDS:
                     self.close()  # made again at the next poll
-                    self._lines, self._buf = [], b""
                     self.reconnects += 1
                 break
             except OSError:

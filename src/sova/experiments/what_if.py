@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from sova.model.actions import Action
+from sova.model.observed_demand import read_demand
 from sova.model.scenario import ProfileSpec, Scenario, VmSpec, WorkloadSpec
 from sova.model.scenario_events import ScenarioEvent
 
@@ -60,13 +61,17 @@ def alternatives(
     return out
 
 
-def alternative_scenario(base: Scenario, alternative: Alternative, horizon: float) -> Scenario:
-    """The base scenario as the alternative runs it: its profile alone (acting: auto), over the horizon."""
+def alternative_scenario(
+    base: Scenario, alternative: Alternative, horizon: float, step: float | None = None
+) -> Scenario:
+    """The base scenario as the alternative runs it: its profile alone (acting: auto), over the horizon, at the
+    simulator step given (None: the base's)."""
     profile = replace(alternative.profile, name=alternative.name, mode="auto")
     drains = tuple(ScenarioEvent(0.0, "drain", host) for host in alternative.drain)
     return replace(
         base,
         duration=horizon,
+        step=step or base.step,
         profiles={alternative.name: profile},
         events=drains + tuple(event for event in base.events if event.at < horizon),
         vms=base.vms + alternative.vms,
@@ -81,11 +86,13 @@ def run_alternatives(
     seed: int | None = None,
     workers: int = 1,
     done: Callable[[int], None] | None = None,
+    step: float | None = None,
 ) -> list:
-    """Each alternative's ProfileResult, in order; in `workers` processes (each run is deterministic)."""
+    """Each alternative's ProfileResult, in order; in `workers` processes (each run is deterministic); `step`:
+    the simulator's (None: the base scenario's)."""
     from sova.experiments.parallel import run_all
 
-    items = [(alternative_scenario(base, alt, horizon), alt.name, alt.plan) for alt in chosen]
+    items = [(alternative_scenario(base, alt, horizon, step), alt.name, alt.plan) for alt in chosen]
     return run_all(functools.partial(_run_alternative, seed), items, workers, None, done)
 
 
@@ -94,3 +101,19 @@ def _run_alternative(seed: int | None, item: tuple[Scenario, str, tuple[Action, 
 
     scenario, name, plan = item
     return run_profile(scenario, name, seed, plan=plan)
+
+
+def sample_interval(base: Scenario) -> float | None:
+    """The coarsest sample interval of the observed demand the scenario replays (None: it replays none): a
+    what-if's natural step, as nothing in the demand changes faster."""
+    files = {spec.params["file"] for spec in base.workloads if spec.kind == "observed"}
+    return max((read_demand(file).interval for file in files), default=None)
+
+
+def step_problem(base: Scenario, step: float) -> str | None:
+    """Why the alternatives cannot run at `step` (None: they can): the storage subsystem's epochs must tile it,
+    as the scenario reader asks of a scenario's own step."""
+    epoch = base.simulator.get("storage_step") or 0.0
+    if epoch and (epoch > step or abs(step / epoch - round(step / epoch)) > 1e-6 * step / epoch):
+        return f"{step:g} s is not a whole number of the snapshot's storage epochs ({epoch:g} s)"
+    return None

@@ -4,8 +4,8 @@ rules, storage SLOs, flows, the last minutes of per-VM demand) as an ordinary sc
 Each VM's demand is what its counters say it asked for, sample by sample (``model/observed_demand``), replayed
 by the `observed` workload kind; past the window, the kind's stated forecast. What a snapshot cannot tell is
 assumed and listed in the file's description: hosts are on, with their hardware threads as cores; the storage
-is one server with the simulator's defaults; the fabric is the inventory's, or one switch at the fastest NIC's
-speed; web requests are network and CPU demand (no response times).
+is one server with the simulator's defaults (unless an inventory gives it); the fabric is the inventory's, or
+one switch at the fastest NIC's speed; web requests are network and CPU demand (no response times).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 from sova.model.knowledge import Knowledge
 from sova.model.observed_demand import VM_COLUMNS, ObservedDemand
 from sova.model.placement_rules import RuleBook
-from sova.model.scenario import TopologySpec
+from sova.model.scenario import HostSpec, Scenario, TopologySpec
 from sova.model.snapshot import Snapshot
 from sova.model.snapshot_align import aligned
 from sova.model.storage_slo import StorageSlo
@@ -41,24 +41,35 @@ class SnapshotError(ValueError):
 class ExportSettings:
     window: float = 600.0  # s of history the demand series cover (at most what the Knowledge keeps)
     interval: float = 10.0  # s per sample
-    after: str = "ar"  # past the window: last | mean | ar (the observed kind's forecast)
+    after: str = "last"  # past the window: last | mean | ar (the observed kind's forecast)
     duration: float = 1800.0  # s the exported scenario runs
     step: float = 1.0
 
 
 def observed_demand(knowledge: Knowledge, settings: ExportSettings) -> ObservedDemand:
-    """The latest snapshot's VMs' demand over the window, one sample per `interval` (each a rate between the
-    snapshots nearest the sample's ends, re-indexed like the latest)."""
+    """The latest snapshot's VMs' demand over the window, one sample per `interval`: each a rate between the
+    snapshots at the sample's ends, re-indexed like the latest (a VM that came meanwhile counts from its
+    first snapshot). A sample needs a snapshot at each end: an interval below the snapshots' spacing is
+    refused, as its samples would read nothing between two ends on one snapshot."""
     latest = knowledge.latest
-    oldest = knowledge.snapshots[0]
-    samples = math.floor(min(settings.window, latest.time - oldest.time) / settings.interval + 1e-9)
+    kept = knowledge.snapshots
+    covered = min(settings.window, latest.time - kept[0].time)
+    samples = math.floor(covered / settings.interval + 1e-9)
     if samples < 2:
         raise SnapshotError(
-            f"the Knowledge holds {latest.time - oldest.time:g} s of history; expected at least two samples of "
-            f"{settings.interval:g} s (a shorter --interval, or wait)"
+            f"the Knowledge holds {latest.time - kept[0].time:g} s of history; expected at least two samples of "
+            f"{settings.interval:g} s (a shorter --window and --interval, or wait)"
+        )
+    times = np.array([snap.time for snap in kept if snap.time >= latest.time - covered - 1e-9])
+    spacing = float(np.diff(times).max()) if len(times) > 1 else 0.0
+    if spacing > settings.interval + 1e-9:
+        raise SnapshotError(
+            f"the Knowledge's snapshots are up to {spacing:g} s apart in the window; expected an --interval of at "
+            f"least that ({settings.interval:g} s asked)"
         )
     ends = [latest.time - (samples - k) * settings.interval for k in range(samples + 1)]
-    snaps = [aligned(knowledge.at_or_before(end) or oldest, latest) for end in ends[:-1]] + [latest]
+    snaps = [knowledge.at_or_before(end) or kept[0] for end in ends[:-1]]
+    snaps = [aligned(snap, latest, knowledge.after(snap.time)) for snap in snaps] + [latest]
     rates = [_rates(older, newer) for older, newer in itertools.pairwise(snaps)]
     series = {column: np.stack([rate[column] for rate in rates], axis=1) for column in VM_COLUMNS}
     pairs = _pairs(latest)
@@ -84,17 +95,13 @@ def _rates(old: Snapshot, new: Snapshot) -> dict[str, np.ndarray]:
     cores = np.clip(rate("cpu_time") + rate("wait_time"), 0.0, new.vm_vcpus)  # run plus runnable: what it wanted
     tx = np.maximum(rate("guest_tx_bytes"), rate("vnic_tx_bytes")) * 8
     rx = np.maximum(rate("guest_rx_bytes"), rate("vnic_rx_bytes")) * 8
-    tx_scale = np.maximum(rate("guest_tx_wanted") * 8 / np.maximum(tx, 1e-300), 1.0)  # held back: wanted more
-    rx_scale = np.maximum(rate("guest_rx_wanted") * 8 / np.maximum(rx, 1e-300), 1.0)
     flows = np.maximum(new.flow_bytes - old.flow_bytes, 0.0) * 8 / dt if len(new.flow_bytes) else np.zeros(0)
-    if len(flows):  # the counters per flow: what leaves the cluster, and what the VMs sent each other
-        inside = new.flow_dst >= 0
-        n_vms = len(new.vms)
-        tx_out = np.bincount(new.flow_src[~inside], flows[~inside], n_vms)
-        rx_inside = np.bincount(new.flow_dst[inside], flows[inside], n_vms)
-        rx_out = np.maximum(rx - rx_inside, 0.0)
-    else:
-        tx_out, rx_out = tx, rx
+    inside = new.flow_dst >= 0
+    n_vms = len(new.vms)
+    sent_inside = np.bincount(new.flow_src[inside], flows[inside], n_vms) if len(flows) else np.zeros(n_vms)
+    got_inside = np.bincount(new.flow_dst[inside], flows[inside], n_vms) if len(flows) else np.zeros(n_vms)
+    tx_out, tx_scale = _wanted(np.maximum(tx - sent_inside, 0.0), tx, rate("guest_tx_wanted") * 8)
+    rx_out, _ = _wanted(np.maximum(rx - got_inside, 0.0), rx, rate("guest_rx_wanted") * 8)
     return {
         "cpu": cores,
         "memory_used": np.asarray(new.vm_memory_used, dtype=float).copy(),
@@ -102,11 +109,19 @@ def _rates(old: Snapshot, new: Snapshot) -> dict[str, np.ndarray]:
         "write_iops": rate("blk_wr_ops"),
         "read_bps": rate("blk_rd_bytes"),
         "write_bps": rate("blk_wr_bytes"),
-        "tx_bits": tx_out * tx_scale,
-        "rx_bits": rx_out * rx_scale,
+        "tx_bits": tx_out,
+        "rx_bits": rx_out,
         "flows": flows,
         "tx_scale": tx_scale,
     }
+
+
+def _wanted(outside: np.ndarray, carried: np.ndarray, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Traffic to (or from) outside as the guest wanted it, and the factor by which it wanted more than it
+    carried (1 where it carried all it wanted): a sender held back wanted more on each of its paths. A guest
+    that carried nothing and wanted some wanted it all to outside (no flow says where)."""
+    scale = np.where(carried > 0, np.maximum(wanted / np.where(carried > 0, carried, 1.0), 1.0), 1.0)
+    return np.where(carried > 0, outside * scale, wanted), scale
 
 
 def _pairs(snap: Snapshot) -> list[tuple[int, int]]:
@@ -130,7 +145,8 @@ def export_snapshot(
 ) -> tuple[dict[str, Any], ObservedDemand]:
     """The scenario's tables and its demand series (`scenario_document`'s keywords in `document`)."""
     demand = observed_demand(knowledge, settings)
-    return scenario_document(knowledge, name, demand_file, settings, **document), demand
+    covered = dataclasses.replace(settings, window=demand.length)  # what the Knowledge held, at most the window
+    return scenario_document(knowledge, name, demand_file, covered, **document), demand
 
 
 def scenario_document(
@@ -143,10 +159,16 @@ def scenario_document(
     simulator: dict[str, Any] | None = None,
     control: dict[str, Any] | None = None,
     source: str = "",
+    inventory: Scenario | None = None,
 ) -> dict[str, Any]:
     """The scenario file's tables (TOML-ready): the latest snapshot's hosts and VMs, one observed workload over
-    them all reading `demand_file`, the Knowledge's fabric and rules, the SLOs and the profiles given."""
+    them all reading `demand_file`, the Knowledge's fabric and rules, the SLOs and the profiles given.
+    `inventory`: what an operator's inventory says beyond what hosts report (a scenario's: its hosts'
+    hyper-threads and hypervisor, its storage servers and which VM's disk is on which); None: the defaults."""
     snap = knowledge.latest
+    storage = inventory.storage if inventory is not None else ()
+    hosts_known = {host.name: host for host in inventory.hosts} if inventory is not None else {}
+    disk_on = {vm.name: vm.storage or storage[0].name for vm in inventory.vms} if storage else {}
     description = (
         f"The cluster as {source or 'a manager'} saw it at {snap.time:g} s: {len(snap.hosts)} hosts, "
         f"{len(snap.vms)} VMs, their demand over the last {settings.window:g} s replayed and then forecast "
@@ -160,9 +182,9 @@ def scenario_document(
             "step": settings.step,
         },
         "topology": _topology(knowledge.topology, snap),
-        "hosts": [_host(snap, h) for h in range(len(snap.hosts))],
-        "storage": [{"name": STORAGE}],
-        "vms": [_vm(snap, v) for v in range(len(snap.vms))],
+        "hosts": [_host(snap, h, hosts_known.get(snap.hosts[h])) for h in range(len(snap.hosts))],
+        "storage": [dataclasses.asdict(server) for server in storage] or [{"name": STORAGE}],
+        "vms": [_vm(snap, v, disk_on.get(snap.vms[v], STORAGE)) for v in range(len(snap.vms))],
         "workloads": [{"vm": "*", "kind": "observed", "file": demand_file, "after": settings.after}],
         "profiles": profiles or {"nothing": {"policies": []}},
     }
@@ -184,7 +206,7 @@ def _topology(topology: TopologySpec | None, snap: Snapshot) -> dict[str, Any]:
     return dataclasses.asdict(topology)
 
 
-def _host(snap: Snapshot, h: int) -> dict[str, Any]:
+def _host(snap: Snapshot, h: int, spec: HostSpec | None) -> dict[str, Any]:
     host: dict[str, Any] = {
         "name": snap.hosts[h],
         "cores": int(snap.host_cores[h]),
@@ -204,10 +226,12 @@ def _host(snap: Snapshot, h: int) -> dict[str, Any]:
     if snap.host_power_curve is not None and np.isfinite(snap.host_power_curve[h]).all():
         host["power_model"] = "custom"
         host["power_curve"] = [float(watts) for watts in snap.host_power_curve[h]]
+    if spec is not None:  # the inventory's word on what hosts do not report
+        host["threads_per_core"], host["hypervisor"] = spec.threads_per_core, spec.hypervisor
     return host
 
 
-def _vm(snap: Snapshot, v: int) -> dict[str, Any]:
+def _vm(snap: Snapshot, v: int, storage: str) -> dict[str, Any]:
     vm: dict[str, Any] = {
         "name": snap.vms[v],
         "host": snap.hosts[snap.vm_host[v]],
@@ -216,7 +240,7 @@ def _vm(snap: Snapshot, v: int) -> dict[str, Any]:
         "weight": max(int(snap.vm_weight[v]), 1),
         "cap": float(snap.vm_cap[v]),
         "dirty_rate": float(snap.vm_dirty_rate[v]),
-        "storage": STORAGE,
+        "storage": storage,
     }
     if snap.vm_nic[v] == "vf":
         vm["nic"] = "vf"

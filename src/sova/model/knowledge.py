@@ -68,7 +68,7 @@ class Knowledge:
         """The snapshots taken at or after time t, oldest first."""
         return self._snaps[bisect.bisect_left(self._times, t - 1e-9, lo=self._first) :]
 
-    def _after(self, t: float) -> Iterator[Snapshot]:
+    def after(self, t: float) -> Iterator[Snapshot]:
         """The snapshots taken after time t, oldest first, one at a time (read only if needed)."""
         return itertools.islice(self._snaps, bisect.bisect_right(self._times, t + 1e-9, lo=self._first), None)
 
@@ -91,7 +91,7 @@ class Knowledge:
         old = self.at_or_before(new.time - seconds) or self._snaps[self._first]
         if old.time >= new.time:
             return None
-        return aligned(old, new, self._after(old.time)), new
+        return aligned(old, new, self.after(old.time)), new
 
     def host_cpu_util(self, seconds: float, end: float | None = None) -> np.ndarray | None:
         """Per host: CPU busy (all domains) / hardware threads, over the window."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sova.model.atomic_file import write_atomically
 from sova.model.schema import Reader
 from sova.model.trace_sets import TraceError
 
@@ -67,12 +67,7 @@ class ObservedDemand:
 
 def write_demand(path: Path, demand: ObservedDemand) -> None:
     """Write the file atomically (a temporary beside it, renamed over it)."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        temporary.write_bytes(demand_bytes(demand))
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
+    write_atomically(path, demand_bytes(demand))
 
 
 def demand_bytes(demand: ObservedDemand) -> bytes:
@@ -93,10 +88,12 @@ def demand_bytes(demand: ObservedDemand) -> bytes:
         ),
         "t": pa.array(np.concatenate([np.tile(times, n_vms), np.tile(times, n_flows)])),
         **{
-            column: pa.concat_arrays([pa.array(demand.series[column].reshape(-1)), null_values])
+            column: pa.concat_arrays([pa.array(demand.series[column].reshape(-1).astype(float)), null_values])
             for column in VM_COLUMNS
         },
-        "net_bits": pa.concat_arrays([pa.nulls(n_vms * samples, pa.float64()), pa.array(flow_bits.reshape(-1))]),
+        "net_bits": pa.concat_arrays(
+            [pa.nulls(n_vms * samples, pa.float64()), pa.array(flow_bits.reshape(-1).astype(float))]
+        ),
     }
     table = pa.table(columns).replace_schema_metadata(
         {META_KEY: json.dumps({"interval": demand.interval, "start": demand.start}).encode()}
@@ -186,6 +183,12 @@ def _grid(
     rows = np.fromiter((position[key] for key in keys), dtype=np.int64, count=len(keys))
     if (sample < 0).any():
         raise DemandFileError(f"{path}: a row at a negative time; expected times from 0")
+    counts = np.zeros(grid.shape, dtype=np.int64)
+    np.add.at(counts, (rows, sample), 1)
+    if (counts > 1).any():
+        row, at = np.argwhere(counts > 1)[0]
+        name = str(order[row]).replace("\0", " -> ")
+        raise DemandFileError(f"{path}: {name} has {counts[row, at]} rows at sample {at}; expected one")
     grid[rows, sample] = values
     bad = ~np.isfinite(grid) | (grid < 0)
     if bad.any():

@@ -226,7 +226,7 @@ WORKLOAD_PARAMS["observed"] = {
     "replay": Field("bool", False, "start at the window's start (replay what was seen); false: where it ends"),
     "after": Field(
         "str",
-        "ar",
+        "last",
         "past the observed window: the last sample held, the window's mean, or the AR(1) model's expected value "
         "(mu + phi^k (last - mu), k samples on; the analyzers' forecast)",
         choices=("last", "mean", "ar"),

@@ -11,16 +11,16 @@ import numpy as np
 from sova.report.metrics import metric_value, present_metrics
 from sova.report.tradeoff import tradeoff_sentence
 
-# forecast quantity: (its meaning, lower is better; None: neither way)
+# forecast quantity: its meaning
 QUANTITIES = {
-    "hot_host_seconds": ("seconds some host's CPU was above 90 %", True),
-    "hottest_host_p95": ("the hottest host's CPU utilisation, 95th percentile", True),
-    "sc_rate": ("storage SLO compliance rate, mean over VMs under an SLO (%)", False),
-    "pf_ratio": ("storage performance fluctuation ratio, mean over VMs under an SLO (%)", True),
-    "response_p99": ("web response time, 99th percentile (s)", True),
-    "migrations": ("migrations started", None),
-    "migration_seconds": ("seconds of migration, summed over those that completed", True),
-    "energy_kwh": ("energy of all hosts (kWh)", True),
+    "hot_host_seconds": "seconds some host's CPU was above 90 %",
+    "hottest_host_p95": "the hottest host's CPU utilisation, 95th percentile",
+    "sc_rate": "storage SLO compliance rate, mean over VMs under an SLO (%)",
+    "pf_ratio": "storage performance fluctuation ratio, mean over VMs under an SLO (%)",
+    "response_p99": "web response time, 99th percentile (s)",
+    "migrations": "migrations started",
+    "migration_seconds": "seconds of migration, summed over those that completed",
+    "energy_kwh": "energy of all hosts (kWh)",
 }
 
 
@@ -61,8 +61,30 @@ def answer(results: list, horizon: float, source: str = "") -> dict:
         "source": source,
         "horizon": horizon,
         "baseline": base.profile,
-        "quantities": {key: meaning for key, (meaning, _) in QUANTITIES.items()},
+        "quantities": QUANTITIES,
         "alternatives": out,
+    }
+
+
+def window_quantities(result, start: float, end: float) -> dict[str, float | None]:
+    """The forecast's quantities of a run's rows in [start, end) (its steps, migrations, SLO intervals): what a
+    what-if forecast is checked against, taken the same way from the forecast's own run."""
+    times = np.asarray(result.series["time"])
+    inside = (times >= start) & (times < end)
+    spacing = float(np.median(np.diff(times))) if len(times) > 1 else 1.0
+    hottest = np.asarray(result.series["host_util_max"])[inside]
+    started = [m for m in result.migrations if start <= m.started < end]
+    slo_rows = [row for row in result.slo_intervals if start < row["time"] <= end]
+    sc = [row["sc_rate"] for row in slo_rows if row["sc_rate"] is not None]
+    pf = [row["pf_ratio"] for row in slo_rows if row["pf_ratio"] is not None]
+    return {
+        "hot_host_seconds": float((hottest > 0.9).sum() * spacing),
+        "hottest_host_p95": float(np.percentile(hottest, 95)) if len(hottest) else None,
+        "sc_rate": float(np.mean(sc)) if sc else None,
+        "pf_ratio": float(np.mean(pf)) if pf else None,
+        "migrations": len(started),
+        "migration_seconds": float(sum(m.finished - m.started for m in started if m.status == "completed")),
+        "energy_kwh": float(np.asarray(result.series["power_w"])[inside].sum() * spacing / 3.6e6),
     }
 
 

@@ -8,12 +8,11 @@ files and the claims, so a test can render it again and compare.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from sova.model.atomic_file import write_atomically
 from sova.report.fidelity.claims import AGREE, DIRECTION, FITTED, MISS, Claim, Experiment, fmt, fmt_error
 
 RESULTS = Path("benchmarks") / "data" / "fidelity"
@@ -42,21 +41,6 @@ def save_result(root: Path, result: Result) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps(result.__dict__, indent=1, sort_keys=True) + "\n"
     write_atomically(path, text)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """A temporary file beside `path`, readable as any other (0644), then renamed over it; on a failure
-    the temporary file is removed and `path` is as it was."""
-    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(descriptor)
-    temporary = Path(name)
-    try:
-        temporary.write_text(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
 
 
 def load_result(root: Path, name: str) -> Result | None:

@@ -43,10 +43,16 @@ class Observed(WorkloadKind):
                 raise DemandFileError(f"{specs[spec_index].where}.series: {file} holds no series {series!r}")
             rows.append((demand, demand.row(series) if series in demand.vms else -1))
         group.model = rows
+        width = max(demand.samples for demand in files.values())
+        index = np.array([row for _, row in rows], dtype=np.int64)
         for column in VM_COLUMNS:
-            group.series[column] = _stacked(
-                [demand.series[column][row] if row >= 0 else np.zeros(demand.samples) for demand, row in rows]
-            )
+            group.series[column] = np.zeros((len(group), width))
+        for file, demand in files.items():  # each file's rows at once, held at their last sample to the width
+            mine = np.flatnonzero(group.params["file"] == file)
+            seen = mine[index[mine] >= 0]
+            for column in VM_COLUMNS:
+                block = demand.series[column][index[seen]]
+                group.series[column][seen] = np.pad(block, ((0, 0), (0, width - demand.samples)), mode="edge")
         group.params["interval"] = np.array([demand.interval for demand, _ in rows])
         group.params["length"] = np.array([demand.samples for demand, _ in rows], dtype=float)
         group.params["offset"] = np.where(
@@ -71,18 +77,20 @@ class Observed(WorkloadKind):
                 series.append(demand.flow_bits[flow])
         group.flows["peer"] = np.array(ids, dtype=np.int64)
         group.state["peer_row"] = np.array(rows, dtype=np.int64)
-        group.series["peer"] = _stacked(series) if series else np.zeros((0, group.series["cpu"].shape[1]))
-        group.series["cpu"] = self._without_network_cpu(group, sim)
+        width = group.series["cpu"].shape[1]
+        group.series["peer"] = _stacked(series, width) if series else np.zeros((0, width))
+        group.series["cpu"] = self._workload_cpu(group, sim)
         lengths = group.params["length"]
         for column in (*VM_COLUMNS, "peer"):
             on = lengths if column != "peer" else lengths[group.state["peer_row"]]
             group.state[f"mu:{column}"], group.state[f"phi:{column}"] = _ar1(group.series[column], on)
 
     @staticmethod
-    def _without_network_cpu(group, sim) -> np.ndarray:
-        """The CPU a VM was seen using included its network stack's, which the simulator adds to whatever a
-        workload asks for (network.guest_net_cpu: guest_cost_bit per bit sent or received): taken out here
-        at the rates observed, so it is not counted twice."""
+    def _workload_cpu(group, sim) -> np.ndarray:
+        """The CPU a VM was seen using included what the simulator adds to whatever a workload asks for: an
+        idle guest's timer ticks (idle_guest_cpu) and its network stack (network.guest_net_cpu: guest_cost_bit
+        per bit sent or received). Both are taken out here, the stack's at the rates observed (wanted, where a
+        sender was held back: a slight over-count), so they are not counted twice."""
         traffic = group.series["tx_bits"] + group.series["rx_bits"]
         rows, peers = group.state["peer_row"], group.series["peer"]
         if len(rows):
@@ -93,7 +101,8 @@ class Observed(WorkloadKind):
             receiver = np.array([row_of.get(int(vm), -1) for vm in dst_vm], dtype=np.int64)
             inside = receiver >= 0
             np.add.at(traffic, receiver[inside], peers[inside, :width])
-        return np.maximum(group.series["cpu"] - traffic * sim.network.guest_cost_bit, 0.0)
+        added = traffic * sim.network.guest_cost_bit + sim.params["idle_guest_cpu"]
+        return np.maximum(group.series["cpu"] - added, 0.0)
 
     def demand(self, group, sim, step: Demand) -> None:
         scale, vm = group.params["scale"], group.vm
@@ -122,23 +131,34 @@ class Observed(WorkloadKind):
     def _at(group, column: str, t: float, rows: np.ndarray | None = None) -> np.ndarray:
         """The value of `column` (one row per instance, or per flow of `rows`) at t: the observed sample, or
         past the window the instance's forecast."""
-        rows = np.arange(len(group)) if rows is None else rows
-        params = group.params
-        sample = ((t + params["offset"][rows]) // params["interval"][rows]).astype(np.int64)
-        length = params["length"][rows].astype(np.int64)
-        observed = group.series[column][np.arange(len(rows)), np.minimum(sample, length - 1)]
-        past = sample >= length
+        sample, length, past = _position(group, t, rows)
+        observed = group.series[column][np.arange(len(sample)), np.minimum(sample, length - 1)]
         if not past.any():
             return observed
         mu, phi = group.state[f"mu:{column}"], group.state[f"phi:{column}"]
         ar = mu + np.power(phi, (sample - length + 1).astype(float)) * (observed - mu)
-        forecast = np.choose(group.state["forecast"][rows], [observed, mu, np.maximum(ar, 0.0)])
+        kinds = group.state["forecast"] if rows is None else group.state["forecast"][rows]
+        forecast = np.choose(kinds, [observed, mu, np.maximum(ar, 0.0)])
         return np.where(past, forecast, observed)
 
 
-def _stacked(rows: list[np.ndarray]) -> np.ndarray:
-    """Rows of unequal length, padded with their last value (each row reads only its own length)."""
-    width = max(len(row) for row in rows)
+def _position(group, t: float, rows: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each row's (or flow's, by `rows`) sample at t, its series' length, and whether t is past it; the
+    instances' own kept for the step (eight columns read them)."""
+    if rows is None and group.state.get("position_t") == t:
+        return group.state["position"]
+    picked = slice(None) if rows is None else rows
+    params = group.params
+    sample = ((t + params["offset"][picked]) // params["interval"][picked]).astype(np.int64)
+    length = params["length"][picked].astype(np.int64)
+    position = (sample, length, sample >= length)
+    if rows is None:
+        group.state["position_t"], group.state["position"] = t, position
+    return position
+
+
+def _stacked(rows: list[np.ndarray], width: int) -> np.ndarray:
+    """Rows of unequal length, padded with their last value to `width` (each row reads only its own length)."""
     return np.stack([np.pad(row, (0, width - len(row)), mode="edge") for row in rows])
 
 
