@@ -719,7 +719,12 @@ def test_sova_manager_and_agents_run_the_real_hosts_approve_a_migration_and_hold
         plan = get("/api/v1/plans?state=pending")["items"][0]
         moved = plan["actions"][0]
         answer = httpx.post(f"{api}/api/v1/plans/{plan['id']}/approve", headers=headers, timeout=30)
-        wait_until(lambda: get(f"/api/v1/plans/{plan['id']}")["state"] == "succeeded", "the migration", timeout=240)
+        plan_path = f"/api/v1/plans/{plan['id']}"
+        wait_until(
+            lambda: (get(plan_path) or {}).get("state") == "succeeded",
+            lambda: f"the migration; the plan as the API has it: {get(plan_path)}",
+            timeout=240,
+        )
         trail = get(f"/api/v1/audit?plan={plan['id']}")["items"]
 
         for vm in busy:  # the hotspot has done its part: its CPU burners would starve vm2's reads on 2 cores

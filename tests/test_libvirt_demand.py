@@ -104,7 +104,7 @@ def _with_agent(monkeypatch, drv):
 
     class Channel:
         def __init__(self, path):
-            self.latest, self.answers = None, []
+            self.path, self.latest, self.answers = path, None, []
 
         def poll(self):
             return self.latest

@@ -356,7 +356,7 @@ def test_guest_counters_do_not_jump_when_the_agent_starts_reporting(monkeypatch)
 
     class Channel:
         def __init__(self, path):
-            self.latest, self.answers = None, []
+            self.path, self.latest, self.answers = path, None, []
 
         def poll(self):
             return self.latest
@@ -377,6 +377,37 @@ def test_guest_counters_do_not_jump_when_the_agent_starts_reporting(monkeypatch)
     third = drv.observe()
     assert second.counters.guest_tx_bytes[0] == first.counters.guest_tx_bytes[0]
     assert third.counters.guest_tx_bytes[0] - second.counters.guest_tx_bytes[0] == 700
+
+
+def test_a_guest_back_on_its_host_as_a_new_qemu_is_read_on_its_new_socket(monkeypatch):
+    """Moved away and back between two observations, a VM is on the same host but in a new QEMU with a
+    socket of its own: the channel follows the socket, not only the host (the old one is closed)."""
+    import sova.drivers.libvirt_driver as mod
+
+    closed = []
+
+    class Channel:
+        def __init__(self, path):
+            self.path, self.latest, self.answers = path, None, []
+
+        def poll(self):
+            return self.latest
+
+        def close(self):
+            closed.append(self.path)
+
+    monkeypatch.setattr(mod, "GuestChannel", Channel)
+    c = Cluster()
+    dom = c.add("fake://a", "vm1")
+    dom.devices.append("<channel type='unix'><source mode='bind' path='/d-1-vm1/org.sova.agent.0'/></channel>")
+    drv = make(c, guest_socket=lambda host, path: path)
+    drv.observe()
+    assert drv.hosts.vms["vm1"].channel.path == "/d-1-vm1/org.sova.agent.0"
+    drv.hosts.vms["vm1"].channel.answers.append("pong a")  # heard from the guest before it moved
+    dom.devices[-1] = "<channel type='unix'><source mode='bind' path='/d-7-vm1/org.sova.agent.0'/></channel>"
+    drv.observe()
+    assert drv.hosts.vms["vm1"].channel.path == "/d-7-vm1/org.sova.agent.0"
+    assert closed == ["/d-1-vm1/org.sova.agent.0"] and drv.guest_answers("vm1") == ["pong a"]
 
 
 def test_stats_a_busy_domain_leaves_out_keep_their_last_value():

@@ -45,7 +45,9 @@ def add_parser(sub) -> None:
     )
 
 
-def add_source_arguments(parser, profile_flag: str = "--profile") -> None:
+def add_source_arguments(
+    parser, profile_flag: str = "--profile", profile_help: str = "with --run: its profile to run (default: the first)"
+) -> None:
     """Where the cluster comes from (--socket, or --run with --at, `profile_flag` and --seed), and how much of
     its history is taken (--window, --interval, --after)."""
     take_negative_values(parser)
@@ -53,9 +55,7 @@ def add_source_arguments(parser, profile_flag: str = "--profile") -> None:
     source.add_argument("--socket", type=Path, metavar="PATH", help="a running `sova manage`'s control socket")
     source.add_argument("--run", type=Path, metavar="SCENARIO.toml", help="a scenario to run on the simulator")
     parser.add_argument("--at", type=duration(), metavar="DURATION", help="with --run: when to take the snapshot")
-    parser.add_argument(
-        profile_flag, dest="run_profile", metavar="NAME", help="with --run: its profile to run (default: the first)"
-    )
+    parser.add_argument(profile_flag, dest="run_profile", metavar="NAME", help=profile_help)
     parser.add_argument("--seed", type=int, metavar="N", help="the simulator's seed (default: the scenario's)")
     parser.add_argument(
         "--window", type=duration(), default=600.0, metavar="DURATION", help="history of demand (default 600 s)"

@@ -33,7 +33,12 @@ def add_parser(sub) -> None:
         ),
     )
     what_if.add_argument("snapshot", nargs="?", type=Path, metavar="SNAPSHOT.toml", help="the cluster snapshot")
-    add_source_arguments(what_if, "--as-is")
+    add_source_arguments(
+        what_if,
+        "--as-is",
+        "the profile running now: with --run, the one it runs (default: the first); else one of the snapshot's "
+        "(default: its first but 'nothing')",
+    )
     what_if.add_argument(
         "--horizon", type=duration(), default=1800.0, metavar="DURATION", help="how far ahead (default 30 min)"
     )

@@ -342,14 +342,16 @@ class LibvirtDriver:
         return rx, tx
 
     def _guest_report(self, host: str, xml: str, state: VmState):
+        """The guest agent's latest report, over a channel to the socket its domain has now: a VM that moved
+        (and maybe back, unseen between two observations) is a new QEMU with a socket of its own."""
         if self.guest_socket is None:
             return None
-        if state.channel is None or state.channel_host != host:
+        bound = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", xml)
+        path = self.guest_socket(host, bound.group(1)) if bound else None
+        if state.channel is None or state.channel_host != host or state.channel.path != path:
             answers = state.channel.answers if state.channel else []
             if state.channel:
                 state.channel.close()
-            bound = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", xml)
-            path = self.guest_socket(host, bound.group(1)) if bound else None
             state.channel = GuestChannel(path) if path else None
             state.channel_host = host
             if state.channel is not None:
