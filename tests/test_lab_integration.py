@@ -220,8 +220,25 @@ def channel_state(driver, vm: str) -> str:
     return (
         f"its channel {channel.path} on {vm_state.channel_host}: connected {channel.sock is not None}, given up "
         f"as stale {channel.reconnects} times, last report {latest.seq if latest else None} "
-        f"(uptime {latest.uptime if latest else None})"
+        f"(uptime {latest.uptime if latest else None}); the socket as ss sees it: {socket_users(channel.path)}"
     )
+
+
+def socket_users(path: str) -> list[str]:
+    """The Unix sockets bound at `path` (matched by its last two parts, as QEMU bound it inside its host's mount
+    namespace) in every network namespace, and who holds them (`ss -xap`: a listener's Recv-Q is its backlog,
+    the connections QEMU has not accepted; an accepted one shows the path on QEMU's end)."""
+    tail = "/".join(Path(path).parts[-2:])
+    found = []
+    spaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split("\n")
+    for space in ["", *(line.split()[0] for line in spaces if line.strip())]:
+        command = ["ss", "-xapn"] if not space else ["ip", "netns", "exec", space, "ss", "-xapn"]
+        try:
+            listed = subprocess.run(command, capture_output=True, text=True, timeout=10).stdout
+        except (OSError, subprocess.SubprocessError) as exc:
+            return [*found, f"ss failed: {exc}"]
+        found += [f"{space or 'root'}: {' '.join(line.split())}" for line in listed.splitlines() if tail in line]
+    return found
 
 
 def test_lab_hosts_are_separate_daemons_with_their_vms(lab):
