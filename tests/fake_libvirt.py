@@ -190,3 +190,27 @@ class Cluster:
 
 def make(cluster: Cluster, **kw) -> LibvirtDriver:
     return LibvirtDriver({"a": "fake://a", "b": "fake://b"}, open_conn=cluster.open, dirty_rate_every=0, **kw)
+
+
+class FakeChannel:
+    """A guest agent's channel whose report a test sets; the paths of those closed are in `closed`."""
+
+    closed: list[str] = []
+
+    def __init__(self, path):
+        self.path, self.latest, self.answers = path, None, []
+
+    def poll(self):
+        return self.latest
+
+    def close(self):
+        FakeChannel.closed.append(self.path)
+
+
+def with_fake_channels(monkeypatch) -> list[str]:
+    """The libvirt driver's guest channels replaced by FakeChannel; returns the list of paths it closes."""
+    import sova.drivers.libvirt_driver as mod
+
+    monkeypatch.setattr(FakeChannel, "closed", [])
+    monkeypatch.setattr(mod, "GuestChannel", FakeChannel)
+    return FakeChannel.closed

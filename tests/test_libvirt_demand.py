@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fake_libvirt import Cluster, make
+from fake_libvirt import Cluster, make, with_fake_channels
 from sova.drivers.demand import ReceiveDemand, SendDemand, outbound_limit, path_alone, wanted_bytes
 from sova.drivers.guest_agent import GuestReport, SendQueues, parse_report, parse_sendq
 
@@ -100,19 +100,7 @@ def test_a_receiver_wants_what_its_held_back_senders_wanted_beyond_carried_in_pr
 
 def _with_agent(monkeypatch, drv):
     """Give the driver's VMs a stand-in agent channel whose report the test sets."""
-    import sova.drivers.libvirt_driver as mod
-
-    class Channel:
-        def __init__(self, path):
-            self.path, self.latest, self.answers = path, None, []
-
-        def poll(self):
-            return self.latest
-
-        def close(self):
-            pass
-
-    monkeypatch.setattr(mod, "GuestChannel", Channel)
+    with_fake_channels(monkeypatch)
     return drv
 
 

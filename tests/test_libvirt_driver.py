@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fake_libvirt import Cluster, FakeError, make
+from fake_libvirt import Cluster, FakeError, make, with_fake_channels
 from sova.drivers.guest_agent import parse_report
 from sova.drivers.libvirt_driver import DriverError, LibvirtDriver
 from sova.drivers.vf import EmulatedVfs, SriovHost, pci_parts
@@ -348,28 +348,16 @@ def test_hosts_file_reads_flow_counters_and_the_topology_in_host_order(tmp_path)
 
 
 def test_guest_counters_do_not_jump_when_the_agent_starts_reporting(monkeypatch):
-    import sova.drivers.libvirt_driver as mod
     from sova.drivers.guest_agent import GuestReport
 
     c = Cluster()
     c.add("fake://a", "vm1")
-
-    class Channel:
-        def __init__(self, path):
-            self.path, self.latest, self.answers = path, None, []
-
-        def poll(self):
-            return self.latest
-
-        def close(self):
-            pass
-
     drv = make(c, guest_socket=lambda host, path: path)
     drv.observe()
     c.conns["fake://a"].doms["vm1"].devices.append(
         "<channel type='unix'><source mode='bind' path='/x/org.sova.agent.0'/></channel>"
     )
-    monkeypatch.setattr(mod, "GuestChannel", Channel)
+    with_fake_channels(monkeypatch)
     first = drv.observe()  # the host's view: 3000 bytes sent
     drv.hosts.vms["vm1"].channel.latest = GuestReport(1, 1.0, "eth0", {"eth0": (9e6, 9e3, 5e6, 5e3)}, {}, "")
     second = drv.observe()  # the agent's view starts at 5 MB sent since boot
@@ -382,21 +370,7 @@ def test_guest_counters_do_not_jump_when_the_agent_starts_reporting(monkeypatch)
 def test_a_guest_back_on_its_host_as_a_new_qemu_is_read_on_its_new_socket(monkeypatch):
     """Moved away and back between two observations, a VM is on the same host but in a new QEMU with a
     socket of its own: the channel follows the socket, not only the host (the old one is closed)."""
-    import sova.drivers.libvirt_driver as mod
-
-    closed = []
-
-    class Channel:
-        def __init__(self, path):
-            self.path, self.latest, self.answers = path, None, []
-
-        def poll(self):
-            return self.latest
-
-        def close(self):
-            closed.append(self.path)
-
-    monkeypatch.setattr(mod, "GuestChannel", Channel)
+    closed = with_fake_channels(monkeypatch)
     c = Cluster()
     dom = c.add("fake://a", "vm1")
     dom.devices.append("<channel type='unix'><source mode='bind' path='/d-1-vm1/org.sova.agent.0'/></channel>")
