@@ -60,7 +60,8 @@ def observed_demand(knowledge: Knowledge, settings: ExportSettings) -> ObservedD
             f"the Knowledge holds {latest.time - kept[0].time:g} s of history; expected at least two samples of "
             f"{settings.interval:g} s (a shorter --window and --interval, or wait)"
         )
-    times = np.array([snap.time for snap in kept if snap.time >= latest.time - covered - 1e-9])
+    first = knowledge.at_or_before(latest.time - samples * settings.interval) or kept[0]  # the first sample's start
+    times = np.array([snap.time for snap in kept if snap.time >= first.time])
     spacing = float(np.diff(times).max()) if len(times) > 1 else 0.0
     if spacing > settings.interval + 1e-9:
         raise SnapshotError(
@@ -72,8 +73,12 @@ def observed_demand(knowledge: Knowledge, settings: ExportSettings) -> ObservedD
     snaps = [aligned(snap, latest, knowledge.after(snap.time)) for snap in snaps] + [latest]
     rates = [_rates(older, newer) for older, newer in itertools.pairwise(snaps)]
     series = {column: np.stack([rate[column] for rate in rates], axis=1) for column in VM_COLUMNS}
-    pairs = _pairs(latest)
-    flow_bits = np.stack([_pair_bits(rate["flows"], rate["tx_scale"], latest, pairs) for rate in rates], axis=1)
+    pairs, pair_of_flow, inside = _pairs(latest)
+    sender = latest.flow_src[inside]
+    flow_bits = np.stack(
+        [np.bincount(pair_of_flow, rate["flows"][inside] * rate["tx_scale"][sender], len(pairs)) for rate in rates],
+        axis=1,
+    )  # bit/s per pair, its flows summed, scaled up where the sender was held back
     return ObservedDemand(
         settings.interval,
         ends[0],
@@ -124,20 +129,14 @@ def _wanted(outside: np.ndarray, carried: np.ndarray, wanted: np.ndarray) -> tup
     return np.where(carried > 0, outside * scale, wanted), scale
 
 
-def _pairs(snap: Snapshot) -> list[tuple[int, int]]:
-    """The (source, destination) VM pairs with a flow between them, in order of first appearance."""
-    inside = snap.flow_dst >= 0
-    return list(dict.fromkeys(zip(snap.flow_src[inside].tolist(), snap.flow_dst[inside].tolist(), strict=True)))
-
-
-def _pair_bits(flows: np.ndarray, tx_scale: np.ndarray, snap: Snapshot, pairs: list[tuple[int, int]]) -> np.ndarray:
-    """Bit/s per pair (its flows summed), scaled up where the sender was held back."""
-    if not pairs:
-        return np.zeros(0)
-    position = {pair: k for k, pair in enumerate(pairs)}
+def _pairs(snap: Snapshot) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:
+    """The (source, destination) VM pairs with a flow between them, in order of first appearance; the pair of
+    each flow between VMs; and which flows those are."""
     inside = np.flatnonzero(snap.flow_dst >= 0)
-    which = np.array([position[(int(snap.flow_src[f]), int(snap.flow_dst[f]))] for f in inside], dtype=np.int64)
-    return np.bincount(which, flows[inside] * tx_scale[snap.flow_src[inside]], len(pairs))
+    ends = list(zip(snap.flow_src[inside].tolist(), snap.flow_dst[inside].tolist(), strict=True))
+    pairs = list(dict.fromkeys(ends))
+    position = {pair: k for k, pair in enumerate(pairs)}
+    return pairs, np.array([position[pair] for pair in ends], dtype=np.int64), inside
 
 
 def export_snapshot(
