@@ -22,10 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from sova.cli.snapshot import demand_file, snapshot_of_run, write_snapshot
+from sova.cli.snapshot import demand_file, snapshot_of_run
 from sova.experiments.scenario_runs import run_profile
 from sova.experiments.what_if import alternatives, run_alternatives, sample_interval
-from sova.model.cluster_snapshot import ExportSettings
+from sova.model.cluster_snapshot import ExportSettings, write_snapshot
 from sova.model.sweep import load_scenario
 from sova.report.what_if_answer import window_quantities
 

@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from sim_speed import scenario
-from sova.cli.snapshot import demand_file, snapshot_of_run, write_snapshot
+from sova.cli.snapshot import demand_file, snapshot_of_run
 from sova.experiments.what_if import alternatives, run_alternatives
-from sova.model.cluster_snapshot import ExportSettings
+from sova.model.cluster_snapshot import ExportSettings, write_snapshot
 from sova.model.scenario import ProfileSpec
 from sova.model.sweep import load_scenario
 

@@ -87,7 +87,8 @@ class Stack:
         self._spawn("cluster", self.cluster.run)
         return self.cluster
 
-    async def start_manager(self, rules=None, fence_wait: float = 30.0) -> Manager:
+    async def start_manager(self, rules=None, fence_wait: float = 30.0, **options) -> Manager:
+        """options: the Manager's others (profile_table, forecasts)."""
         if self.users is None:
             self.manager_bus = await connect(self.server, "manager")
         else:
@@ -103,6 +104,7 @@ class Stack:
             tick=0.1,
             rules=rules,
             fence_wait=fence_wait,
+            **options,
         )
         self._spawn("manager", self.manager.run)
         return self.manager

@@ -129,7 +129,7 @@ def test_a_trail_written_before_the_chain_is_chained_in_id_order_by_the_upgrade(
     old = [(insert, {"id": i, "time": 10.0 + i, "reason": f"old {i}"}) for i in (1, 2, 3, 5)]
     database_at(database_url, "0006", old)
     store = StateStore(database_url)
-    assert store.revision() == "0009"
+    assert store.revision() == "0010"
     store.append_audit([entry(6)])
     rows, _ = store.audit()
     store.close()

@@ -13,11 +13,11 @@ from sova.service.state import StateStore
 
 def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_nothing(database_url):
     store = StateStore(database_url)
-    assert store.revision() == "0009"
+    assert store.revision() == "0010"
     store.record_sent("a1", "h1", "set-cpu", b'{"id": "a1"}')
     store.close()
     again = StateStore(database_url)  # the upgrade finds the schema there and keeps the rows
-    assert again.revision() == "0009" and [s.action_id for s in again.unanswered()] == ["a1"]
+    assert again.revision() == "0010" and [s.action_id for s in again.unanswered()] == ["a1"]
     with again.engine.connect() as connection:
         tables = set(sa.inspect(connection).get_table_names())
     again.close()
@@ -38,7 +38,7 @@ def test_a_store_of_the_first_revision_is_upgraded_in_place_and_keeps_its_action
     action = "INSERT INTO actions (id, host, kind, action, sent_at) VALUES ('a1', 'h1', 'migrate', '{}', 1)"
     database_at(database_url, "0001", [(action, {})])
     store = StateStore(database_url)
-    assert store.revision() == "0009"
+    assert store.revision() == "0010"
     assert [(s.action_id, s.host, s.plan) for s in store.unanswered()] == [("a1", "h1", None)]
     store.close()
 

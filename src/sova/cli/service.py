@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from sova.cli.common import a_path, described, number, out, pairs
+from sova.cli.common import a_path, described, duration, number, out, pairs
 from sova.model.schema import MAX_SEED, InputError, Problem
 
 PASSWORD_ENV = "SOVA_NATS_PASSWORD"
@@ -189,6 +189,14 @@ def add_parsers(sub) -> None:
 
     add_rules_argument(m)
     m.add_argument(
+        "--forecast-horizon",
+        type=duration(),
+        default=1800.0,
+        metavar="DURATION",
+        help="approve mode: each plan's forecast looks this far ahead, and is checked over it (default 30 min; "
+        "0: no forecasts)",
+    )
+    m.add_argument(
         "--name", default=None, metavar="NAME", help="this manager's name in the lease (default HOSTNAME-PID)"
     )
     m.add_argument(
@@ -286,14 +294,16 @@ def manager_command(args) -> int:
     import asyncio
 
     from sova.cli.manage import profile_and_rails
+    from sova.cli.snapshot import profile_table
     from sova.control.manage import BUILTIN_PROFILES
     from sova.model.rule_reader import load_rules_file
     from sova.service.api_server import ApiServerError
     from sova.service.bus import BusError
     from sova.service.daemons import ManagerSettings, run_manager
     from sova.service.health_server import HealthServerError
+    from sova.service.plan_forecasts import ForecastSettings
 
-    policies, control, _ = profile_and_rails(args, "sova manager")
+    policies, control, profile = profile_and_rails(args, "sova manager")
     log_to_stderr(args.log_format)
     keep_private()
     api = None if args.no_api else host_port(args.api, "--api")
@@ -332,6 +342,8 @@ def manager_command(args) -> int:
         parallel_runs=args.parallel_runs,
         run_traces=args.run_traces,
         rules=load_rules_file(args.rules, None) if args.rules else None,
+        profile_table={"name": profile.name, **profile_table(profile)},
+        forecasts=ForecastSettings(args.forecast_horizon) if args.forecast_horizon > 0 else None,
     )
     where = f"; API on http{'s' if settings.tls else ''}://{args.api}" if api else ""
     where += f"; health checks on http://{args.health}" if health else ""

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import os
 from pathlib import Path
 
 from sova.cli.common import described, duration, out, progress_bar, take_negative_values
-from sova.model.cluster_snapshot import ExportSettings
+from sova.model.cluster_snapshot import ExportSettings, write_snapshot
 from sova.model.scenario import ProfileSpec, Scenario, simulator_defaults
 from sova.model.schema import InputError, Problem
 
@@ -48,15 +49,19 @@ def add_parser(sub) -> None:
 def add_source_arguments(
     parser, profile_flag: str = "--profile", profile_help: str = "with --run: its profile to run (default: the first)"
 ) -> None:
-    """Where the cluster comes from (--socket, or --run with --at, `profile_flag` and --seed), and how much of
-    its history is taken (--window, --interval, --after)."""
+    """Where the cluster comes from (--socket, --api with --token, or --run with --at, `profile_flag` and
+    --seed), and how much of its history is taken (--window, --interval, --after)."""
     take_negative_values(parser)
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--socket", type=Path, metavar="PATH", help="a running `sova manage`'s control socket")
+    source.add_argument("--api", metavar="URL", help="a running `sova manager`'s (or `sova serve`'s) API")
     source.add_argument("--run", type=Path, metavar="SCENARIO.toml", help="a scenario to run on the simulator")
     parser.add_argument("--at", type=duration(), metavar="DURATION", help="with --run: when to take the snapshot")
     parser.add_argument(profile_flag, dest="run_profile", metavar="NAME", help=profile_help)
     parser.add_argument("--seed", type=int, metavar="N", help="the simulator's seed (default: the scenario's)")
+    parser.add_argument(
+        "--token", default=os.environ.get("SOVA_TOKEN"), help="with --api: an API token (default: $SOVA_TOKEN)"
+    )
     parser.add_argument(
         "--window", type=duration(), default=600.0, metavar="DURATION", help="history of demand (default 600 s)"
     )
@@ -80,14 +85,22 @@ def command(args) -> int:
 
 def export(args, scenario_file: Path, settings: ExportSettings, force: bool = False, quiet: bool = False) -> None:
     """Write the cluster args name (--socket, or --run and --at) as `scenario_file` and its demand file."""
-    if args.socket is None and args.run is None:
-        raise InputError([Problem("--socket / --run", "expected where the cluster is: --socket PATH or --run FILE")])
+    if args.socket is None and args.run is None and args.api is None:
+        raise InputError(
+            [
+                Problem(
+                    "--socket / --api / --run", "expected where the cluster is: --socket PATH, --api URL or --run FILE"
+                )
+            ]
+        )
     if (args.run is None) != (args.at is None):
         raise InputError([Problem("--at", "--run and --at go together: --run SCENARIO --at DURATION")])
     demand_path = demand_file(scenario_file)
     writable(scenario_file, demand_path, force)
     if args.socket is not None:
         document, data = _from_socket(args.socket, scenario_file, settings)
+    elif args.api is not None:
+        document, data = _from_api(args, scenario_file, settings)
     else:
         document, data = _from_run(args, scenario_file, settings, quiet)
     write_snapshot(scenario_file, demand_path, document, data)
@@ -107,6 +120,35 @@ def _from_socket(path: Path, scenario_file: Path, settings: ExportSettings) -> t
     if not answer.get("ok"):
         raise InputError([Problem(f"--socket {path}", answer.get("error", "no answer"))])
     return answer["document"], base64.b64decode(answer["demand"])
+
+
+def _from_api(args, scenario_file: Path, settings: ExportSettings) -> tuple[dict, bytes]:
+    params = {"name": scenario_file.stem, **{key: getattr(settings, key) for key in ("window", "interval", "after")}}
+    answer = api_call(args, "get", "/api/v1/snapshot", params={**params, "duration": settings.duration})
+    if answer["demand_file"] != demand_file(scenario_file).name:
+        raise InputError([Problem(f"--api {args.api}", f"the snapshot names its demand file {answer['demand_file']}")])
+    return answer["document"], base64.b64decode(answer["demand"])
+
+
+def api_call(args, method: str, path: str, timeout: float = 60.0, **request) -> dict:
+    """A call to the manager's API at --api with --token; its answer, or an input error naming the API."""
+    import httpx
+
+    if not args.token:
+        raise InputError([Problem("--token", "no API token: give --token or set SOVA_TOKEN (`sova token add`)")])
+    headers = {"Authorization": f"Bearer {args.token}"}
+    try:
+        with httpx.Client(base_url=args.api, headers=headers, timeout=timeout) as client:
+            response = client.request(method.upper(), path, **request)
+    except httpx.HTTPError as exc:
+        raise InputError([Problem(f"--api {args.api}", f"cannot reach the API: {exc}")]) from None
+    if response.status_code >= 400:
+        try:
+            detail = response.json().get("detail", response.text)
+        except ValueError:
+            detail = response.text
+        raise InputError([Problem(f"--api {args.api}", f"{method.upper()} {path}: {response.status_code} {detail}")])
+    return response.json()
 
 
 def _from_run(args, scenario_file: Path, settings: ExportSettings, quiet: bool) -> tuple[dict, bytes]:
@@ -222,14 +264,3 @@ def _without_none(table: dict) -> dict:
         for key, value in table.items()
         if value is not None
     }
-
-
-def write_snapshot(scenario_file: Path, demand_path: Path, document: dict, demand: bytes) -> None:
-    """The demand file, then the scenario file, each written whole (a temporary renamed over it)."""
-    import tomli_w
-
-    from sova.model.atomic_file import write_atomically
-
-    text = tomli_w.dumps(document)  # first: a document TOML cannot hold leaves both files as they were
-    write_atomically(demand_path, demand)
-    write_atomically(scenario_file, text)

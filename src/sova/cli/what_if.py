@@ -22,10 +22,12 @@ def add_parser(sub) -> None:
             "--add-vm). Prints per alternative the hot-host time, the hottest host's CPU, storage SLO "
             "compliance, web response time where it is known, migrations and energy, and the trade-off "
             "against doing nothing. SNAPSHOT is a scenario `sova snapshot export` wrote (or any scenario); "
-            "--socket takes the snapshot from a running `sova manage`, --run from a simulated run.",
+            "--socket takes the snapshot from a running `sova manage`, --run from a simulated run; with --api a "
+            "running `sova manager` runs the what-if on its cluster now and answers.",
             [
                 "sova what-if cluster.toml --drain hm2 --profile sova",
                 "sova what-if --socket /run/user/0/sova-manage-0.sock --drain node3",
+                "sova what-if --api http://127.0.0.1:8421 --drain hv3      (SOVA_TOKEN from the environment)",
                 "sova what-if --run scenarios/quickstart.toml --at 12min --as-is threshold --add-vm web9:2:4GiB:1.5",
                 "sova what-if cluster.toml --json",
             ],
@@ -60,6 +62,13 @@ def add_parser(sub) -> None:
         help="an alternative: a VM of that size (CPU: cores it keeps busy, default all its vCPUs) placed now",
     )
     what_if.add_argument(
+        "--plan",
+        type=Path,
+        metavar="FILE.json",
+        help="an alternative: a plan's actions (a JSON list, as the API's plans list them) approved at the start, "
+        "nothing else acting",
+    )
+    what_if.add_argument(
         "--workers",
         type=number("a whole number >= 1", lo=1, integer=True),
         default=1,
@@ -73,9 +82,11 @@ def command(args) -> int:
     from sova.cli.snapshot import export
     from sova.model.cluster_snapshot import ExportSettings
 
-    if (args.snapshot is None) == (args.run is None and args.socket is None):
-        error("expected a SNAPSHOT file, --socket PATH or --run SCENARIO (one of them)")
+    if (args.snapshot is None) == (args.run is None and args.socket is None and args.api is None):
+        error("expected a SNAPSHOT file, --socket PATH, --api URL or --run SCENARIO (one of them)")
         return 2
+    if args.api is not None:
+        return _through_api(args)
     if args.snapshot is not None:
         return _what_if(args, args.snapshot, str(args.snapshot))
     with tempfile.TemporaryDirectory(prefix="sova-what-if-") as place:  # the snapshot, only for this answer
@@ -103,6 +114,7 @@ def _what_if(args, snapshot: Path, source: str) -> int:
         drains=_hosts(base, args.drain),
         profiles=[_profile(base, name) for name in args.profile],
         added=[_added_vm(base, text) for text in args.add_vm],
+        plan=_plan(args.plan) if args.plan is not None else (),
     )
     step = args.step or sample_interval(base)
     if step is not None and (problem := step_problem(base, step)):
@@ -110,6 +122,29 @@ def _what_if(args, snapshot: Path, source: str) -> int:
     with progress_bar(f"{len(chosen)} alternatives", len(chosen), args.json) as done:
         results = run_alternatives(base, chosen, args.horizon, args.seed, args.workers, done, step)
     reply = answer(results, args.horizon, source)
+    if args.json:
+        print(json.dumps(reply, indent=2))
+    else:
+        print_answer(reply)
+    return 0
+
+
+def _through_api(args) -> int:
+    """The manager runs the what-if on its cluster now (POST /api/v1/what-if) and answers."""
+    from sova.cli.snapshot import api_call
+
+    if args.plan is not None or args.step is not None or args.run_profile is not None:
+        error("--plan, --step and --as-is are not for --api (the manager runs its own profile as-is)")
+        return 2
+    request = {
+        "horizon": args.horizon,
+        "drain": args.drain,
+        "profiles": args.profile,
+        "add_vms": args.add_vm,
+        "window": args.window,
+        "interval": args.interval,
+    }
+    reply = api_call(args, "post", "/api/v1/what-if", timeout=1800.0, json=request)
     if args.json:
         print(json.dumps(reply, indent=2))
     else:
@@ -168,6 +203,25 @@ def _added_vm(base, text: str):
     )
     load = WorkloadSpec("lookbusy", name, {"duty": 1.0, "util": cpu / vcpus, "period": 10.0}, stagger=False)
     return vm, load
+
+
+def _plan(path: Path) -> tuple:
+    """A plan's actions from a JSON list of actions as the API lists them (each with its kind and fields)."""
+    from sova.service.wire import WireError, decode_action
+
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError([Problem(f"--plan {path}", f"cannot read it as JSON: {exc}")]) from None
+    if not isinstance(entries, list) or not entries or not all(isinstance(entry, dict) for entry in entries):
+        raise InputError([Problem(f"--plan {path}", "expected a non-empty JSON list of actions (objects)")])
+    actions = []
+    for index, entry in enumerate(entries):
+        try:
+            actions.append(decode_action(json.dumps({"id": "plan"} | entry).encode())[1])
+        except WireError as exc:
+            raise InputError([Problem(f"--plan {path} [{index}]", str(exc))]) from None
+    return tuple(actions)
 
 
 def print_answer(reply: dict) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from sova.model.cluster_snapshot import ExportSettings, SnapshotError, export_snapshot
 from sova.model.knowledge import Knowledge
-from sova.model.observed_demand import demand_bytes
+from sova.model.observed_demand import ObservedDemand, demand_bytes
 from sova.model.storage_slo import SloBook
 
 log = logging.getLogger(__name__)
@@ -78,26 +78,44 @@ class SnapshotService:
                 request.done.set()
 
     def _answer(self, knowledge: Knowledge, request: _Request) -> dict:
-        if len(knowledge) < 2:
-            return {"ok": False, "error": "nothing observed yet: ask again once the loop has run a while"}
-        name = self.profile.get("name", "running")
-        table = {key: value for key, value in self.profile.items() if key != "name"}
-        profiles = {"nothing": {"policies": []}} | ({name: table} if table.get("policies") else {})
-        slos = tuple((vm, self.book.slo(vm)) for vm in self.book.under_control()) if self.book is not None else ()
         try:
-            document, demand = export_snapshot(
-                knowledge,
-                request.settings,
-                request.name,
-                request.demand_file or f"{request.name}.demand.parquet",
-                profiles=profiles,
-                slos=slos,
-                control=self.control,
-                source="sova manage",
+            document, demand = running_snapshot(
+                knowledge, request.settings, self.profile, self.control, self.book, request.name, request.demand_file
             )
         except SnapshotError as exc:
             return {"ok": False, "error": str(exc)}
         return {"ok": True, "document": document, "demand": base64.b64encode(demand_bytes(demand)).decode()}
+
+
+def running_snapshot(
+    knowledge: Knowledge,
+    settings: ExportSettings,
+    profile: dict[str, Any],
+    control: dict[str, Any],
+    book: SloBook | None = None,
+    name: str = "cluster",
+    demand_file: str = "",
+    source: str = "sova manage",
+) -> tuple[dict, ObservedDemand]:
+    """A running manager's cluster as a scenario (its tables, and the demand file's series): its profiles are
+    doing nothing and `profile` (a [profiles.NAME] table with its name under "name"), its rails `control`,
+    its storage SLOs `book`'s. SnapshotError when the Knowledge holds too little."""
+    if len(knowledge) < 2:
+        raise SnapshotError("nothing observed yet: ask again once the loop has run a while")
+    running = profile.get("name", "running")
+    table = {key: value for key, value in profile.items() if key != "name"}
+    profiles = {"nothing": {"policies": []}} | ({running: table} if table.get("policies") else {})
+    slos = tuple((vm, book.slo(vm)) for vm in book.under_control()) if book is not None else ()
+    return export_snapshot(
+        knowledge,
+        settings,
+        name,
+        demand_file or f"{name}.demand.parquet",
+        profiles=profiles,
+        slos=slos,
+        control=control,
+        source=source,
+    )
 
 
 def _text(request: dict, key: str, default: str) -> str:

@@ -6,7 +6,8 @@ or any scenario), on the same demand and seed, each its own run of the simulator
 - ``drain-H``: as-is, with host H put into maintenance at the start;
 - ``profile-P``: profile P's policies instead;
 - ``add-NAME``: as-is, with a VM of the size given arriving at the start, placed by the admission policy;
-- ``plan``: as-is, with actions (a pending plan) approved at the start.
+- ``plan``: actions (a pending plan) approved at the start, and no policy acting (as in approve mode, where
+  any later plan waits for a person).
 
 Each alternative is a profile of its own scenario, so its result is a profile's result (its summary, series,
 migrations), and the report's tables and trade-off sentence compare them as they compare `sova run`'s.
@@ -57,7 +58,7 @@ def alternatives(
     out += [Alternative(f"profile-{profile.name}", profile) for profile in profiles]
     out += [Alternative(f"add-{vm.name}", acting, vms=(vm,), workloads=(workload,)) for vm, workload in added]
     if plan:
-        out.append(Alternative("plan", acting, plan=tuple(plan)))
+        out.append(Alternative("plan", ProfileSpec(NOTHING), plan=tuple(plan)))
     return out
 
 

@@ -14,6 +14,7 @@ import dataclasses
 import itertools
 import math
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -271,3 +272,14 @@ def _slo(vm: str, slo: StorageSlo) -> dict[str, Any]:
     if slo.latency is not None:
         entry["latency"] = float(slo.latency)
     return entry
+
+
+def write_snapshot(scenario_file: Path, demand_path: Path, document: dict, demand: bytes) -> None:
+    """The demand file, then the scenario file, each written whole (a temporary renamed over it)."""
+    import tomli_w
+
+    from sova.model.atomic_file import write_atomically
+
+    text = tomli_w.dumps(document)  # first: a document TOML cannot hold leaves both files as they were
+    write_atomically(demand_path, demand)
+    write_atomically(scenario_file, text)

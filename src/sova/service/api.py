@@ -28,6 +28,7 @@ from sova.plan.base import registry
 from sova.service import api_models as M
 from sova.service import readiness, views
 from sova.service.api_slos import add_slo_routes
+from sova.service.api_what_if import add_what_if_routes
 from sova.service.dashboard import COOKIE, CSRF_HEADER, add_dashboard
 from sova.service.manager import Manager, ManagerError
 from sova.service.prometheus_metrics import CONTENT_TYPE, ManagerMetrics
@@ -205,14 +206,15 @@ def make_app(
     ) -> dict:
         """Plans, newest first."""
         rows, total = manager.store.plans(state, offset, limit)
-        return {"total": total, "items": [views.plan(r) for r in rows]}
+        forecasts = manager.store.forecasts([row.id for row in rows])
+        return {"total": total, "items": [views.plan(r, forecasts.get(r.id)) for r in rows]}
 
     @app.get("/api/v1/plans/{plan_id}", response_model=M.Plan, tags=["plans"], responses={404: {"model": M.ErrorBody}})
     async def plan(_: Reader, plan_id: PlanId) -> dict:
         row = manager.store.plan(plan_id)
         if row is None:
             raise HTTPException(404, f"no plan {plan_id}")
-        return views.plan(row)
+        return views.plan(row, manager.store.forecasts([plan_id]).get(plan_id))
 
     @app.post(
         "/api/v1/plans/{plan_id}/{verdict}",
@@ -261,6 +263,7 @@ def make_app(
         return {"running": manager.profile, "mode": manager.mode, "builtin": builtin, "policies": policies}
 
     add_slo_routes(app, manager, caller)
+    add_what_if_routes(app, manager, caller, READERS, DECIDERS)
     add_dashboard(app, tokens, secure_cookie)
     if runs is not None:
         _add_runs(app, runs, Reader, Submitter)

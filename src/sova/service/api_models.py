@@ -131,6 +131,19 @@ class Series(BaseModel):
     hosts: dict[str, list[float | None]]
 
 
+class Forecast(BaseModel):
+    made: float = Field(description=WALL)
+    horizon: float = Field(description="seconds of the cluster's clock the forecast looks ahead")
+    answer: dict[str, Any] | None = Field(
+        description="the what-if's answer (as POST /api/v1/what-if's); null if it failed"
+    )
+    error: str | None = Field(description="why the forecast failed")
+    checked: dict[str, Any] | None = Field(
+        description="once the plan ran and the horizon passed: per quantity, forecast, measured and error"
+    )
+    checked_at: float | None = Field(description=WALL)
+
+
 class Plan(BaseModel):
     id: int
     created: float = Field(description=WALL)
@@ -142,6 +155,42 @@ class Plan(BaseModel):
     decided_at: float | None = Field(description=f"approved, rejected, cancelled or expired: {WALL}")
     sim_decided_at: float | None = Field(description=SIM)
     decided_by: str | None
+    forecast: Forecast | None = Field(
+        None, description="approve mode: what the simulator forecast for the plan against doing nothing"
+    )
+
+
+Seconds = Annotated[float, Field(gt=0, le=86400, allow_inf_nan=False)]
+ListedName = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f/]+$")]
+
+
+class WhatIfRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    horizon: Annotated[float, Field(ge=10, le=86400, allow_inf_nan=False)] = Field(
+        1800.0, description="seconds ahead on the cluster's clock"
+    )
+    as_is: bool = Field(True, description="also the running profile, acting by itself")
+    drain: list[ListedName] = Field([], max_length=16, description="an alternative per host: drained")
+    profiles: list[ListedName] = Field([], max_length=16, description="an alternative per profile: its policies")
+    add_vms: list[Annotated[str, Field(pattern=r"^[^:\x00-\x1f/]+:[0-9]+:[^:\x00-\x1f]+(:[0-9.]+)?$")]] = Field(
+        [], max_length=16, description="an alternative per VM added now: NAME:VCPUS:MEMORY[:CPU]"
+    )
+    window: Seconds = Field(600.0, description="seconds of demand history the snapshot takes")
+    interval: Seconds = Field(10.0, description="seconds per demand sample")
+
+
+class WhatIfAnswer(BaseModel):
+    source: str
+    horizon: float
+    baseline: str
+    quantities: dict[str, str]
+    alternatives: list[dict[str, Any]]
+
+
+class ClusterSnapshot(BaseModel):
+    document: dict[str, Any] = Field(description="the scenario file's tables (TOML as JSON)")
+    demand: str = Field(description="the demand file (Parquet), base64")
+    demand_file: str = Field(description="the name the scenario gives the demand file")
 
 
 class PlanPage(BaseModel):

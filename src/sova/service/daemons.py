@@ -21,6 +21,7 @@ from sova.service.agent import HostAgent, LocalSide, SimCluster, run_host_agent
 from sova.service.bus import Bus, TlsFiles
 from sova.service.ledger import Ledger
 from sova.service.local_loops import LocalLoops, SharedObservation
+from sova.service.plan_forecasts import ForecastSettings
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +61,8 @@ class ManagerSettings:
     parallel_runs: int = 1
     run_traces: Path | None = None  # where submitted scenarios may read trace files
     rules: RuleBook | None = None  # the operator's placement rules (--rules)
+    profile_table: dict | None = None  # the running profile as a [profiles.NAME] table, for what-if's as-is
+    forecasts: ForecastSettings | None = None  # approve mode: each plan's forecast (None: none)
 
 
 def _stop_on_signals(stop: asyncio.Event) -> None:
@@ -96,6 +99,8 @@ async def run_manager(settings: ManagerSettings, ready=None) -> None:
         action_expiry=settings.action_expiry,
         fence_wait=settings.fence_wait,
         rules=settings.rules,
+        profile_table=settings.profile_table,
+        forecasts=settings.forecasts,
     )
     server = health = None
     runs = RunBook(settings.runs, settings.parallel_runs, settings.run_traces) if settings.runs is not None else None

@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
 
 from sova.control.runtime import Runtime
+from sova.control.snapshot_service import running_snapshot
+from sova.model.cluster_snapshot import ExportSettings
 from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import RuleBook, hosts_failed
 from sova.model.scenario import ControlSpec, TopologySpec
@@ -32,9 +35,11 @@ from sova.service.dispatch import ActionDispatch
 from sova.service.lease import Lease
 from sova.service.local_audit import LocalAuditReader
 from sova.service.plan_book import PlanBook
+from sova.service.plan_forecasts import ForecastSettings, PlanForecasts
 from sova.service.reporting import ReportCollector
 from sova.service.slo_keeper import SloKeeper
 from sova.service.state import StateStore
+from sova.service.what_if_runner import WhatIfRunner
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +64,15 @@ class Manager:
         action_expiry: float = 120.0,
         rules: RuleBook | None = None,
         fence_wait: float = 30.0,
+        profile_table: dict | None = None,
+        forecasts: ForecastSettings | None = None,
     ):
         """lease: the lease this manager leads under, beside a standby (None: it is the only manager);
         action_expiry: seconds after its sending that an agent may still start an action; rules: the
         operator's placement rules, which every policy and the executor keep (a drained host's rule is
-        added to them); fence_wait: seconds a failed host's agent has to answer its fence."""
+        added to them); fence_wait: seconds a failed host's agent has to answer its fence; profile_table: the
+        running profile as a scenario's [profiles.NAME] table (its name under "name"), which a snapshot's
+        what-if runs as "as-is" (None: none); forecasts: each approve-mode plan's forecast (None: none)."""
         self.rules = rules
         self.bus, self.store, self.tick, self.mode, self.profile = bus, store, tick, mode, profile
         self.policies = [p for p in policies if p.loop == "global"]  # the local ones run in the agents
@@ -77,6 +86,12 @@ class Manager:
         self.leading = False
         self.on_round: Callable[[float], None] = lambda seconds: None  # each decision round's duration (s)
         self.started = time.time()
+        self.profile_table = profile_table or {}
+        self.what_ifs = WhatIfRunner()  # one what-if at a time, the API's and the plans' forecasts
+        self.forecasts = None
+        if forecasts is not None and mode == "approve":
+            note = lambda plan, text: self.book.record_forecast(self.executor.now(), plan, text)  # noqa: E731
+            self.forecasts = PlanForecasts(store, lambda export: self.snapshot(export), note, forecasts, self.what_ifs)
         self._fresh()
 
     def _fresh(self, knowledge: Knowledge | None = None) -> None:
@@ -108,6 +123,8 @@ class Manager:
         return self.lease is None or self.lease.held()
 
     async def stop(self) -> None:
+        if self.forecasts is not None:
+            await self.forecasts.stop()
         await self.collector.stop()
         await self.slos.stop()
         if self.lease is not None:
@@ -152,6 +169,8 @@ class Manager:
                 self.on_round(time.perf_counter() - began)
             self.driver.forget_unawaited()
         self.book.flush()
+        if self.forecasts is not None and len(self.runtime.knowledge):
+            self.forecasts.poll(list(self.executor.pending), self.runtime.knowledge)
         await self.driver.send(self.is_leader)  # a manager that lost its lease meanwhile sends nothing
 
     def _watch(self) -> None:
@@ -245,6 +264,18 @@ class Manager:
         self.book.flush()
         snap = self.runtime.knowledge.latest
         return {"host": host, "fenced": True, "vms": int((snap.vm_host == snap.hosts.index(host)).sum()), "by": by}
+
+    def snapshot(self, settings: ExportSettings, as_is: bool = False, name: str = "cluster"):
+        """The cluster now as a scenario and its demand series (running_snapshot): its profiles doing nothing
+        and, with `as_is`, the running one. SnapshotError when too little was observed."""
+        return running_snapshot(
+            self.runtime.knowledge,
+            settings,
+            self.profile_table if as_is else {},
+            dataclasses.asdict(self.control),
+            name=name,
+            source=f"sova manager (profile {self.profile}, {self.mode})",
+        )
 
     def known_vms(self) -> set[str]:
         """The VMs of every host that has reported (an SLO can be set for these)."""

@@ -84,6 +84,11 @@ class PlanBook(AuditLog):
         super().record_note(time, policy, target, text)
         self.store.append_audit([self.entries.pop()])  # now, and only now: flush writes the rest
 
+    def record_forecast(self, time: float, plan: int, text: str) -> None:
+        """A plan's forecast in a line (event "note", action "forecast"), written to the store now."""
+        entry = AuditEntry(time, plan, "note", "forecast", "forecast", f"plan {plan}", text)
+        self.store.append_audit([entry], [wall_clock.time()])
+
     def record_cancel(self, time: float, plan: int, by: str, dropped: int) -> None:
         """A person cancelled an ongoing plan (event "note", naming who): its actions not yet sent were
         dropped, each recorded as rejected; those sent run to their end, and name nobody."""

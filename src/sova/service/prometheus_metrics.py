@@ -26,6 +26,9 @@ for counters, ``_seconds`` for durations), read from the manager's state when Pr
   ``sova_vm_slo_fluctuation_ratio``, ``sova_vm_io_latency_seconds``: what the agents' SLO engines
   measured of each VM under a storage SLO; ``sova_vm_slo_compliance_target_ratio{vm}``: the lower bound
   of the compliance rate its SLO accepts
+- ``sova_forecast_error_ratio{quantity}``: the latest checked plan's forecast error (plan_forecasts.py says
+  each quantity's ratio); ``sova_forecasts_checked_total``: plans whose forecast this manager checked;
+  ``sova_what_if_running``: what-if children running now (0 or 1)
 """
 
 from __future__ import annotations
@@ -108,6 +111,7 @@ class ManagerMetrics:
         yield from _action_families(manager.store.action_counts())
         yield from _plan_families(manager.store.plan_counts())
         yield GaugeMetricFamily("sova_manager_leader", "1 while this manager leads", 1 if manager.leading else 0)
+        yield from _forecast_families(manager)
         yield from _slo_families(manager.slos.board.latest)
         yield _compliance_targets(manager.store.slos())
 
@@ -162,6 +166,20 @@ def _plan_families(counts: dict[str, int]):
     for state in TERMINAL:
         ended.add_metric([state], counts.get(state, 0))
     yield from (plans, ended)
+
+
+def _forecast_families(manager: Manager):
+    """How far the latest checked forecast was off, per quantity; how many were checked; what-ifs running."""
+    errors = GaugeMetricFamily(
+        "sova_forecast_error_ratio", "The latest checked plan's forecast error (a ratio)", labels=["quantity"]
+    )
+    forecasts = manager.forecasts
+    for quantity, error in sorted((forecasts.last_error if forecasts is not None else {}).items()):
+        errors.add_metric([quantity], error)
+    checked = forecasts.checked if forecasts is not None else 0
+    yield errors
+    yield CounterMetricFamily("sova_forecasts_checked", "Plans whose forecast was checked against the cluster", checked)
+    yield GaugeMetricFamily("sova_what_if_running", "What-if simulations running now", manager.what_ifs.running)
 
 
 SLO_GAUGES = {  # status field: (metric, help); its last second's IOPS are the IO counters' rate

@@ -126,6 +126,17 @@ fenced = sa.Table(
     sa.Column("how", sa.Text, nullable=False),  # its fence's outcome, or the operator who confirmed it is off
     sa.Column("at", sa.Float, nullable=False),
 )
+forecasts = sa.Table(
+    "forecasts",
+    metadata,
+    sa.Column("plan", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("made_wall", sa.Float, nullable=False),
+    sa.Column("horizon", sa.Float, nullable=False),  # s of the cluster's clock the forecast looks ahead
+    sa.Column("answer", sa.Text),  # JSON: the what-if's answer (report/what_if_answer.py); NULL if it failed
+    sa.Column("error", sa.Text),  # why the forecast failed
+    sa.Column("checked", sa.Text),  # JSON: per quantity, what the cluster then did and the error
+    sa.Column("checked_wall", sa.Float),
+)
 MIGRATIONS = Path(__file__).with_name("migrations")
 AUDIT_FIELDS = ("time", "plan", "event", "policy", "action", "target", "reason", "status", "message")
 API_EVENTS = ("slo-set", "slo-cleared", "token-created", "token-revoked", "token-expired")  # on the wall clock
@@ -402,6 +413,50 @@ class StateStore:
             connection.execute(fenced.delete().where(fenced.c.host == host))
             if how is not None:
                 connection.execute(fenced.insert().values(host=host, how=how, at=time.time()))
+
+    # ------------------------------------------------------------------ forecasts
+    def put_forecast(self, plan_id: int, horizon: float, answer: dict | None, error: str = "") -> None:
+        """A plan's forecast (the what-if's answer), or why it failed."""
+        row = {
+            "plan": plan_id,
+            "made_wall": time.time(),
+            "horizon": horizon,
+            "answer": None if answer is None else json.dumps(answer, allow_nan=False),
+            "error": error or None,
+        }
+        with self.engine.begin() as connection:
+            connection.execute(forecasts.delete().where(forecasts.c.plan == plan_id))
+            connection.execute(forecasts.insert().values(**row))
+
+    def put_forecast_check(self, plan_id: int, checked: dict) -> None:
+        """What the cluster did over the horizon after the plan ran, against its forecast."""
+        values = {"checked": json.dumps(checked, allow_nan=False), "checked_wall": time.time()}
+        with self.engine.begin() as connection:
+            connection.execute(forecasts.update().where(forecasts.c.plan == plan_id).values(**values))
+
+    def forecasts(self, plan_ids: list[int]) -> dict[int, dict]:
+        """plan -> its forecast row as the API shows it, for those of `plan_ids` that have one."""
+        query = sa.select(forecasts).where(forecasts.c.plan.in_(plan_ids))
+        with self.engine.connect() as connection:
+            return {
+                row.plan: {
+                    "made": row.made_wall,
+                    "horizon": row.horizon,
+                    "answer": None if row.answer is None else json.loads(row.answer),
+                    "error": row.error,
+                    "checked": None if row.checked is None else json.loads(row.checked),
+                    "checked_at": row.checked_wall,
+                }
+                for row in connection.execute(query)
+            }
+
+    def plan_outcomes(self, plan_id: int) -> list[tuple[str, str, dict]]:
+        """The kind, status and outcome of each of a plan's actions that was answered."""
+        query = sa.select(actions.c.kind, actions.c.status, actions.c.outcome).where(
+            actions.c.plan == plan_id, actions.c.status.is_not(None)
+        )
+        with self.engine.connect() as connection:
+            return [(kind, status, json.loads(outcome)) for kind, status, outcome in connection.execute(query)]
 
     def _page(self, table, where, order, offset: int, limit: int, row_of) -> tuple[list, int]:
         with self.engine.connect() as connection:

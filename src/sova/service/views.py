@@ -105,9 +105,10 @@ def findings(latest: dict, clock: ClusterClock) -> list[dict]:
     return rows
 
 
-def plan(row: PlanRow) -> dict:
+def plan(row: PlanRow, forecast: dict | None = None) -> dict:
     """A plan as the API shows it: its times on the wall clock (the cluster's where a row from before the
-    store kept the wall clock's has only those), the cluster's beside them where it runs apart."""
+    store kept the wall clock's has only those), the cluster's beside them where it runs apart; and its
+    forecast, if it has one (StateStore.forecasts)."""
     created = row.created if row.created_wall is None else row.created_wall
     decided_at = row.decided_at if row.decided_wall is None else row.decided_wall
     return {
@@ -121,6 +122,7 @@ def plan(row: PlanRow) -> dict:
         "decided_at": decided_at,
         "sim_decided_at": apart(row.decided_at, decided_at),
         "decided_by": row.decided_by,
+        "forecast": forecast,
     }
 
 

@@ -1,0 +1,140 @@
+"""What-if on the manager, in front of a simulated cluster's agents (at speed 20) on a real nats-server: the
+snapshot and the what-if through the API and the CLI, and in approve mode each plan's forecast (made by a real
+`sova what-if` child process), shown by the API and the audit trail, then checked against what the cluster
+did after the plan ran, and exposed on /metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from service_stack import Stack, wait_for
+from sova.cli.snapshot import profile_table
+from sova.model.scenario import ProfileSpec
+from sova.service.plan_forecasts import ForecastSettings, _error, _weighted_p95
+
+THRESHOLD = ProfileSpec("threshold", ("threshold-migration",), params={"threshold-migration": {"period": 10.0}})
+HORIZON = 120.0  # s of the simulated cluster's clock: 6 s of wall time at speed 20
+
+
+def with_stack(tmp_path, nats_server, body, mode: str, forecasts: ForecastSettings | None = None):
+    async def run():
+        stack = Stack(nats_server, tmp_path, mode=mode)
+        await stack.start_cluster()
+        table = {"name": THRESHOLD.name, **profile_table(THRESHOLD)}
+        await stack.start_manager(profile_table=table, forecasts=forecasts)
+        base = await stack.start_api()
+        try:
+            async with httpx.AsyncClient(base_url=base, timeout=120) as client:
+                return await body(stack, client, base)
+        finally:
+            await stack.stop_all()
+
+    return asyncio.run(run())
+
+
+def sova(*words: str, token: str) -> subprocess.CompletedProcess:
+    environment = {"SOVA_TOKEN": token, "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "sova.cli", *words], capture_output=True, text=True, env=environment)
+
+
+def test_an_approve_mode_plan_carries_its_forecast_and_after_it_ran_the_forecast_is_checked(nats_server, tmp_path):
+    async def body(stack, client, _base):
+        store, headers = stack.manager.store, stack.headers("operator")
+        await wait_for(
+            lambda: any(row["answer"] for row in store.forecasts(list(stack.manager.executor.pending)).values()), 120
+        )
+        plan = next(p for p, row in store.forecasts(list(stack.manager.executor.pending)).items() if row["answer"])
+        shown = (await client.get(f"/api/v1/plans/{plan}", headers=headers)).json()
+        notes = (await client.get("/api/v1/audit", params={"plan": plan, "event": "note"}, headers=headers)).json()
+        decided = await client.post(f"/api/v1/plans/{plan}/approve", headers=headers)
+        await wait_for(lambda: store.forecasts([plan])[plan]["checked"] is not None, 120)
+        metrics = (await client.get("/metrics", headers=headers)).text
+        return plan, shown, notes, decided.json(), store.forecasts([plan])[plan], metrics
+
+    settings = ForecastSettings(horizon=HORIZON, window=120.0, interval=10.0)
+    plan, shown, notes, decided, kept, metrics = with_stack(tmp_path, nats_server, body, "approve", settings)
+    answer = shown["forecast"]["answer"]
+    assert [alt["name"] for alt in answer["alternatives"]] == ["nothing", "plan"]
+    nothing, with_plan = (alt["forecast"] for alt in answer["alternatives"])
+    # four busy VMs on a 4-core host: doing nothing keeps it hot for the whole horizon; the plan's move cools it
+    assert nothing["hot_host_seconds"] > 0.9 * HORIZON and nothing["migrations"] == 0
+    assert with_plan["migrations"] >= 1 and with_plan["hot_host_seconds"] < nothing["hot_host_seconds"]
+    assert [note["action"] for note in notes["items"]] == ["forecast"]
+    assert notes["items"][0]["reason"].startswith(f"forecast over {HORIZON:g} s: hot-host")
+    assert decided["state"] == "ongoing"
+    checked = kept["checked"]["quantities"]
+    assert checked["migration_seconds"]["measured"] > 0  # the plan's migration ran, and its time was taken
+    assert checked["hot_host_seconds"]["measured"] < HORIZON  # the move cooled the host in the real run too
+    for quantity, row in checked.items():
+        assert row["forecast"] is not None, quantity
+    families = {family.name: family for family in text_string_to_metric_families(metrics)}
+    errors = {sample.labels["quantity"]: sample.value for sample in families["sova_forecast_error_ratio"].samples}
+    assert set(errors) <= set(checked) and "hot_host_seconds" in errors
+    assert errors["hot_host_seconds"] == checked["hot_host_seconds"]["error"]
+    assert families["sova_forecasts_checked"].samples[0].value == 1
+
+
+def test_the_api_and_the_cli_answer_a_what_if_and_export_the_cluster_of_a_running_manager(nats_server, tmp_path):
+    async def body(stack, client, base):
+        headers = stack.headers("operator")
+        knowledge = stack.manager.runtime.knowledge
+        await wait_for(lambda: len(knowledge) > 1 and knowledge.latest.time - knowledge.snapshots[0].time > 100, 60)
+        viewer = await client.post("/api/v1/what-if", json={"horizon": 60}, headers=stack.headers("viewer"))
+        too_fine = await client.post("/api/v1/what-if", json={"horizon": 60, "interval": 0.1}, headers=headers)
+        unknown = await client.post("/api/v1/what-if", json={"drain": ["h9"], "interval": 20}, headers=headers)
+        bad = await client.post("/api/v1/what-if", json={"horizon": "inf"}, headers=headers)
+        asked = {"horizon": 120, "drain": ["h1"], "window": 100, "interval": 20}
+        answer = (await client.post("/api/v1/what-if", json=asked, headers=headers)).json()
+        token = stack.secrets["operator"]
+        export = [
+            "snapshot", "export", "--api", base, "--out", str(tmp_path / "cluster.toml"), "--window", "100",
+            "--interval", "20",
+        ]  # fmt: skip
+        exported = await asyncio.to_thread(sova, *export, token=token)
+        cli = await asyncio.to_thread(
+            sova, "what-if", "--api", base, "--horizon", "60", "--interval", "20", "--window", "100", "--json",
+            token=token,
+        )  # fmt: skip
+        return viewer, too_fine, unknown, bad, answer, exported, cli
+
+    viewer, too_fine, unknown, bad, answer, exported, cli = with_stack(tmp_path, nats_server, body, "auto")
+    assert viewer.status_code == 403
+    # the simulated cluster's reports come seconds apart on its clock: 0.1 s samples would read nothing
+    assert too_fine.status_code == 409 and "apart" in too_fine.json()["detail"]
+    assert unknown.status_code == 422, unknown.text
+    assert "'h9' is no host of the snapshot" in unknown.json()["detail"]
+    assert bad.status_code == 422
+    names = [alt["name"] for alt in answer["alternatives"]]
+    assert names == ["nothing", "as-is", "drain-h1"]
+    drained = answer["alternatives"][2]
+    # by now the threshold policy spread the VMs; a drain moves h1's away, which doing nothing does not
+    assert drained["forecast"]["migrations"] >= 1 and answer["alternatives"][0]["forecast"]["migrations"] == 0
+    assert "drain-h1" in drained["tradeoff"]
+    assert exported.returncode == 0, exported.stderr
+    assert (tmp_path / "cluster.demand.parquet").stat().st_size > 0
+    replay = subprocess.run(
+        [sys.executable, "-m", "sova.cli", "validate", str(tmp_path / "cluster.toml")], capture_output=True, text=True
+    )
+    assert replay.returncode == 0, replay.stdout + replay.stderr
+    assert cli.returncode == 0, cli.stderr
+    assert [alt["name"] for alt in json.loads(cli.stdout)["alternatives"]] == ["nothing", "as-is"]
+
+
+def test_a_forecast_error_is_a_ratio_of_the_horizon_the_utilisation_or_the_measured_time():
+    assert _error("hot_host_seconds", 90.0, 60.0, 600.0) == 0.05
+    assert _error("hottest_host_p95", 0.70, 0.75, 600.0) == -0.050000000000000044
+    assert _error("migration_seconds", 12.0, 10.0, 600.0) == 0.2
+    assert _error("migration_seconds", 12.0, 0.0, 600.0) is None  # no migration ran: no ratio
+    assert _error("hot_host_seconds", None, 60.0, 600.0) is None
+
+
+def test_the_hottest_hosts_p95_weighs_each_sample_by_the_time_it_held():
+    assert _weighted_p95([0.5, 1.0], [99.0, 1.0]) == 0.5  # the peak held 1 % of the time
+    assert _weighted_p95([0.5, 1.0], [90.0, 10.0]) == 1.0
+    assert _weighted_p95([], []) is None
