@@ -211,7 +211,7 @@ def test_what_if_refuses_an_alternative_it_cannot_run_and_says_why(snapshot, cap
 
 def test_what_if_needs_one_source(capsys):
     assert cli_main(["what-if"]) == 2
-    assert "expected a SNAPSHOT file, --socket PATH or --run SCENARIO" in capsys.readouterr().err
+    assert "expected a SNAPSHOT file, --socket PATH, --api URL or --run SCENARIO" in capsys.readouterr().err
     assert cli_main(["what-if", "--run", str(QUICKSTART)]) == 2
     assert "--run and --at go together" in capsys.readouterr().err
 

@@ -30,6 +30,7 @@ def test_a_new_store_is_at_the_newest_revision_and_opening_it_again_changes_noth
         "slos",
         "maintenance",
         "fenced",
+        "forecasts",
         "alembic_version",
     }
 

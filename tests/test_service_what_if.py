@@ -60,6 +60,7 @@ def test_an_approve_mode_plan_carries_its_forecast_and_after_it_ran_the_forecast
     settings = ForecastSettings(horizon=HORIZON, window=120.0, interval=10.0)
     plan, shown, notes, decided, kept, metrics = with_stack(tmp_path, nats_server, body, "approve", settings)
     answer = shown["forecast"]["answer"]
+    assert shown["id"] == plan and answer["source"] == "the cluster of sova manager (approve)"
     assert [alt["name"] for alt in answer["alternatives"]] == ["nothing", "plan"]
     nothing, with_plan = (alt["forecast"] for alt in answer["alternatives"])
     # four busy VMs on a 4-core host: doing nothing keeps it hot for the whole horizon; the plan's move cools it
@@ -88,7 +89,12 @@ def test_the_api_and_the_cli_answer_a_what_if_and_export_the_cluster_of_a_runnin
         viewer = await client.post("/api/v1/what-if", json={"horizon": 60}, headers=stack.headers("viewer"))
         too_fine = await client.post("/api/v1/what-if", json={"horizon": 60, "interval": 0.1}, headers=headers)
         unknown = await client.post("/api/v1/what-if", json={"drain": ["h9"], "interval": 20}, headers=headers)
-        bad = await client.post("/api/v1/what-if", json={"horizon": "inf"}, headers=headers)
+        bad = [
+            await client.post("/api/v1/what-if", json={"horizon": "inf"}, headers=headers),
+            await client.post("/api/v1/what-if", json={"as_is": 0}, headers=headers),  # a number is no yes or no
+            await client.get("/api/v1/snapshot", params={"interval": 5e-324}, headers=headers),
+            await client.get("/api/v1/snapshot", params={"interval": 0.1, "window": 86400}, headers=headers),
+        ]
         asked = {"horizon": 120, "drain": ["h1"], "window": 100, "interval": 20}
         answer = (await client.post("/api/v1/what-if", json=asked, headers=headers)).json()
         token = stack.secrets["operator"]
@@ -109,7 +115,8 @@ def test_the_api_and_the_cli_answer_a_what_if_and_export_the_cluster_of_a_runnin
     assert too_fine.status_code == 409 and "apart" in too_fine.json()["detail"]
     assert unknown.status_code == 422, unknown.text
     assert "'h9' is no host of the snapshot" in unknown.json()["detail"]
-    assert bad.status_code == 422
+    assert [response.status_code for response in bad] == [422] * 4
+    assert "over 10000 samples" in bad[3].json()["detail"]
     names = [alt["name"] for alt in answer["alternatives"]]
     assert names == ["nothing", "as-is", "drain-h1"]
     drained = answer["alternatives"][2]

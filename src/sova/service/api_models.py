@@ -160,7 +160,7 @@ class Plan(BaseModel):
     )
 
 
-Seconds = Annotated[float, Field(gt=0, le=86400, allow_inf_nan=False)]
+Seconds = Annotated[float, Field(ge=0.1, le=86400, allow_inf_nan=False)]
 ListedName = Annotated[str, Field(min_length=1, max_length=255, pattern=r"^[^\x00-\x1f/]+$")]
 
 
@@ -169,7 +169,7 @@ class WhatIfRequest(BaseModel):
     horizon: Annotated[float, Field(ge=10, le=86400, allow_inf_nan=False)] = Field(
         1800.0, description="seconds ahead on the cluster's clock"
     )
-    as_is: bool = Field(True, description="also the running profile, acting by itself")
+    as_is: bool = Field(True, strict=True, description="also the running profile, acting by itself")
     drain: list[ListedName] = Field([], max_length=16, description="an alternative per host: drained")
     profiles: list[ListedName] = Field([], max_length=16, description="an alternative per profile: its policies")
     add_vms: list[Annotated[str, Field(pattern=r"^[^:\x00-\x1f/]+:[0-9]+:[^:\x00-\x1f]+(:[0-9.]+)?$")]] = Field(

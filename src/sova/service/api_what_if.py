@@ -20,7 +20,8 @@ from sova.service.manager import Manager
 from sova.service.tokens import Token
 from sova.service.what_if_runner import WhatIfAsk, WhatIfError
 
-Seconds = Annotated[float, Query(gt=0, le=86400, allow_inf_nan=False)]
+Seconds = Annotated[float, Query(ge=0.1, le=86400, allow_inf_nan=False)]
+MAX_SAMPLES = 10_000  # of each VM's demand in a snapshot: window / interval
 ERRORS = {409: {"model": M.ErrorBody}, 422: {"model": M.ErrorBody}, 503: {"model": M.ErrorBody}}
 
 
@@ -41,7 +42,7 @@ def add_what_if_routes(app: FastAPI, manager: Manager, caller, readers, deciders
         """The cluster as a scenario file's tables and its demand file (Parquet, base64): hosts, VMs where they
         run, rules, and each VM's demand over the last `window` at `interval`; past it, `after`. Its profiles:
         doing nothing and the running one. 409 while too little has been observed."""
-        settings = ExportSettings(window, interval, after, duration)
+        settings = _settings(window, interval, after, duration)
         try:
             document, demand = manager.snapshot(settings, as_is=True, name=name)
         except SnapshotError as exc:
@@ -58,13 +59,21 @@ def add_what_if_routes(app: FastAPI, manager: Manager, caller, readers, deciders
         each host drained, each profile's policies, each VM added. Per alternative: hot-host time, the hottest
         host's CPU, storage SLO compliance, migrations and their time, energy, and the trade-off sentence. The
         answer comes once the simulator ran them all (a minute or more on a large cluster)."""
-        settings = ExportSettings(request.window, request.interval, "last", request.horizon)
+        settings = _settings(request.window, request.interval, "last", request.horizon)
         try:
             document, demand = manager.snapshot(settings, as_is=request.as_is)
         except SnapshotError as exc:
             raise HTTPException(409, str(exc)) from None
         ask = WhatIfAsk(request.horizon, tuple(request.drain), tuple(request.profiles), tuple(request.add_vms))
         try:
-            return await manager.what_ifs.run(document, demand, ask)
+            return await manager.what_ifs.run(document, demand, ask, source=f"the cluster of {manager.source()}")
         except WhatIfError as exc:
             raise HTTPException(422 if exc.refused else 503, str(exc)) from None
+
+
+def _settings(window: float, interval: float, after: str, duration: float) -> ExportSettings:
+    """The export's settings; a window of more than MAX_SAMPLES samples is refused (422)."""
+    if window / interval > MAX_SAMPLES:
+        problem = f"window / interval: {window:g} s / {interval:g} s is over {MAX_SAMPLES} samples"
+        raise HTTPException(422, f"{problem}; expected a longer interval or a shorter window")
+    return ExportSettings(window, interval, after, duration)

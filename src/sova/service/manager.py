@@ -91,7 +91,14 @@ class Manager:
         self.forecasts = None
         if forecasts is not None and mode == "approve":
             note = lambda plan, text: self.book.record_forecast(self.executor.now(), plan, text)  # noqa: E731
-            self.forecasts = PlanForecasts(store, lambda export: self.snapshot(export), note, forecasts, self.what_ifs)
+            self.forecasts = PlanForecasts(
+                store,
+                lambda export: self.snapshot(export),
+                f"the cluster of {self.source()}",
+                note,
+                forecasts,
+                self.what_ifs,
+            )
         self._fresh()
 
     def _fresh(self, knowledge: Knowledge | None = None) -> None:
@@ -274,8 +281,12 @@ class Manager:
             self.profile_table if as_is else {},
             dataclasses.asdict(self.control),
             name=name,
-            source=f"sova manager (profile {self.profile}, {self.mode})",
+            source=self.source(),
         )
+
+    def source(self) -> str:
+        """This manager, as a snapshot names where it came from."""
+        return f"sova manager ({f'profile {self.profile}, ' if self.profile else ''}{self.mode})"
 
     def known_vms(self) -> set[str]:
         """The VMs of every host that has reported (an SLO can be set for these)."""

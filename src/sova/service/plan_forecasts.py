@@ -90,13 +90,14 @@ class PlanForecasts:
         self,
         store: StateStore,
         snapshot: Callable[[ExportSettings], tuple[dict, object]],
+        source: str,
         note: Callable[[int, str], None],
         settings: ForecastSettings | None = None,
         runner: WhatIfRunner | None = None,
     ):
-        """snapshot: the cluster now as a scenario without a running profile (running_snapshot's pair); note:
-        writes an audit note on a plan."""
-        self.store, self.snapshot, self.note = store, snapshot, note
+        """snapshot: the cluster now as a scenario without a running profile (running_snapshot's pair); source:
+        where it comes from, in words; note: writes an audit note on a plan."""
+        self.store, self.snapshot, self.note, self.source = store, snapshot, note, source
         self.settings = settings or ForecastSettings()
         self.runner = runner or WhatIfRunner()
         self.asked: set[int] = set()  # plans whose forecast was queued (this manager's)
@@ -148,7 +149,7 @@ class PlanForecasts:
             self.asked.discard(plan)
             return
         try:
-            answer = await self.runner.run(document, demand, WhatIfAsk(horizon, plan=tuple(row.actions)))
+            answer = await self.runner.run(document, demand, WhatIfAsk(horizon, plan=tuple(row.actions)), self.source)
         except (WhatIfError, OSError) as exc:
             log.warning("plan %d: no forecast: %s", plan, exc)
             self.store.put_forecast(plan, horizon, None, str(exc))

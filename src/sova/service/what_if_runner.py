@@ -64,14 +64,16 @@ class WhatIfRunner:
         self._one = asyncio.Semaphore(1)
         self.running = 0  # children running now (0 or 1)
 
-    async def run(self, document: dict, demand: ObservedDemand, ask: WhatIfAsk) -> dict:
-        """The answer of `sova what-if` on this snapshot (a running_snapshot whose demand file is DEMAND_FILE)."""
+    async def run(self, document: dict, demand: ObservedDemand, ask: WhatIfAsk, source: str = "") -> dict:
+        """The answer of `sova what-if` on this snapshot (a running_snapshot whose demand file is DEMAND_FILE),
+        `source` naming where the snapshot came from (the answer's own names the temporary file)."""
         async with self._one:
             with tempfile.TemporaryDirectory(prefix="sova-what-if-") as place:
                 folder = Path(place)
                 await asyncio.to_thread(_write, folder, document, demand)
                 command = [sys.executable, "-m", "sova.cli", "what-if", str(folder / "cluster.toml"), "--json"]
-                return await self._child(command + ask.options(folder))
+                answer = await self._child(command + ask.options(folder))
+        return answer | ({"source": source} if source else {})
 
     async def _child(self, command: list[str]) -> dict:
         nice = self.nice
