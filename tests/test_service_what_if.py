@@ -96,7 +96,11 @@ def test_the_api_and_the_cli_answer_a_what_if_and_export_the_cluster_of_a_runnin
             await client.get("/api/v1/snapshot", params={"interval": 0.1, "window": 86400}, headers=headers),
         ]
         asked = {"horizon": 120, "drain": ["h1"], "window": 100, "interval": 20}
-        answer = (await client.post("/api/v1/what-if", json=asked, headers=headers)).json()
+        job = await client.post("/api/v1/what-if", json=asked, headers=headers)
+        follow = f"/api/v1/what-if/{job.json()['id']}"
+        await wait_for(lambda: stack.manager.what_if_jobs.jobs[job.json()["id"]].ended is not None, 120)
+        answer = (await client.get(follow, headers=stack.headers("viewer"))).json()
+        missing = await client.get("/api/v1/what-if/999", headers=headers)
         token = stack.secrets["operator"]
         export = [
             "snapshot", "export", "--api", base, "--out", str(tmp_path / "cluster.toml"), "--window", "100",
@@ -107,16 +111,18 @@ def test_the_api_and_the_cli_answer_a_what_if_and_export_the_cluster_of_a_runnin
             sova, "what-if", "--api", base, "--horizon", "60", "--interval", "20", "--window", "100", "--json",
             token=token,
         )  # fmt: skip
-        return viewer, too_fine, unknown, bad, answer, exported, cli
+        return viewer, too_fine, unknown, bad, job, answer, missing, exported, cli
 
-    viewer, too_fine, unknown, bad, answer, exported, cli = with_stack(tmp_path, nats_server, body, "auto")
+    viewer, too_fine, unknown, bad, job, done, missing, exported, cli = with_stack(tmp_path, nats_server, body, "auto")
     assert viewer.status_code == 403
     # the simulated cluster's reports come seconds apart on its clock: 0.1 s samples would read nothing
     assert too_fine.status_code == 409 and "apart" in too_fine.json()["detail"]
-    assert unknown.status_code == 422, unknown.text
-    assert "'h9' is no host of the snapshot" in unknown.json()["detail"]
+    assert unknown.status_code == 422 and "drain: 'h9' is no host of the cluster" in unknown.json()["detail"]
     assert [response.status_code for response in bad] == [422] * 4
     assert "over 10000 samples" in bad[3].json()["detail"]
+    assert job.status_code == 202 and job.json()["state"] in ("queued", "running") and job.json()["by"] == "otto"
+    assert done["state"] == "done" and done["error"] is None and missing.status_code == 404
+    answer = done["answer"]
     names = [alt["name"] for alt in answer["alternatives"]]
     assert names == ["nothing", "as-is", "drain-h1"]
     drained = answer["alternatives"][2]
@@ -145,3 +151,38 @@ def test_the_hottest_hosts_p95_weighs_each_sample_by_the_time_it_held():
     assert _weighted_p95([0.5, 1.0], [99.0, 1.0]) == 0.5  # the peak held 1 % of the time
     assert _weighted_p95([0.5, 1.0], [90.0, 10.0]) == 1.0
     assert _weighted_p95([], []) is None
+
+
+def test_what_if_jobs_refuse_a_fifth_while_four_wait_and_keep_only_the_last_ended():
+    from sova.service.what_if_jobs import Busy, WhatIfJobs
+
+    async def scenario():
+        jobs = WhatIfJobs(queued_max=4, keep=2)
+        gate = asyncio.Event()
+
+        async def slow(started):
+            started()
+            await gate.wait()
+            return {"alternatives": []}
+
+        async def broken(started):
+            raise RuntimeError("the what-if failed: boom")
+
+        waiting = [jobs.submit(slow, "otto") for _ in range(4)]
+        try:
+            jobs.submit(slow, "otto")
+            refused = False
+        except Busy:
+            refused = True
+        gate.set()
+        await asyncio.gather(*(job.task for job in waiting))
+        failed = jobs.submit(broken, "otto")
+        await asyncio.gather(failed.task)
+        jobs.submit(slow, "otto")  # makes the book forget all but the last two ended
+        await jobs.stop()
+        return refused, [job.state for job in waiting], failed.view(), sorted(jobs.jobs)
+
+    refused, states, failed, kept = asyncio.run(scenario())
+    assert refused and states == ["done"] * 4
+    assert failed["state"] == "failed" and failed["error"] == "the what-if failed: boom"
+    assert kept == [4, 5, 6]  # the last two ended, and the one just asked

@@ -3,8 +3,10 @@ current profile, a drain, another profile or an added VM, each against doing not
 
 from __future__ import annotations
 
+import contextlib
 import json
 import tempfile
+import time
 from pathlib import Path
 
 from sova.cli.common import described, duration, error, number, out, progress_bar
@@ -130,7 +132,7 @@ def _what_if(args, snapshot: Path, source: str) -> int:
 
 
 def _through_api(args) -> int:
-    """The manager runs the what-if on its cluster now (POST /api/v1/what-if) and answers."""
+    """The manager runs the what-if on its cluster now (POST /api/v1/what-if), as a job followed to its end."""
     from sova.cli.snapshot import api_call
 
     if args.plan is not None or args.step is not None or args.run_profile is not None:
@@ -144,7 +146,19 @@ def _through_api(args) -> int:
         "window": args.window,
         "interval": args.interval,
     }
-    reply = api_call(args, "post", "/api/v1/what-if", timeout=1800.0, json=request)
+    job = api_call(args, "post", "/api/v1/what-if", json=request)
+    with (
+        out.status(f"what-if {job['id']} on the manager's cluster, over {args.horizon:g} s")
+        if not args.json
+        else (contextlib.nullcontext())
+    ):
+        while job["state"] in ("queued", "running"):
+            time.sleep(1.0)
+            job = api_call(args, "get", f"/api/v1/what-if/{job['id']}")
+    if job["state"] == "failed":
+        error(f"what-if {job['id']} failed: {job['error']}")
+        return 1
+    reply = job["answer"]
     if args.json:
         print(json.dumps(reply, indent=2))
     else:

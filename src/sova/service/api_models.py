@@ -187,6 +187,16 @@ class WhatIfAnswer(BaseModel):
     alternatives: list[dict[str, Any]]
 
 
+class WhatIfJob(BaseModel):
+    id: int
+    asked: float = Field(description=WALL)
+    by: str = Field(description="the token that asked")
+    state: Literal["queued", "running", "done", "failed"]
+    ended: float | None = Field(description=WALL)
+    answer: WhatIfAnswer | None = Field(description="once done")
+    error: str | None = Field(description="once failed: why")
+
+
 class ClusterSnapshot(BaseModel):
     document: dict[str, Any] = Field(description="the scenario file's tables (TOML as JSON)")
     demand: str = Field(description="the demand file (Parquet), base64")

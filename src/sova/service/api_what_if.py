@@ -3,26 +3,28 @@
 ``GET /api/v1/snapshot``: the cluster now as a scenario (`sova snapshot export --api`), made on the event loop
 from the Knowledge, which only the loop touches. ``POST /api/v1/what-if``: alternatives over a horizon from that
 snapshot (`sova what-if --api`), run by `sova what-if` in a child process at the lowest priority, one at a time
-(``what_if_runner``); the request waits for the answer. Reading wants ``read``; a what-if is a simulation
-run and wants ``runs:submit``.
+(``what_if_runner``), as a job (``what_if_jobs``) that ``GET /api/v1/what-if/{id}`` follows. Reading wants
+``read``; a what-if is a simulation run and wants ``runs:submit``.
 No `from __future__ import annotations` here: FastAPI reads the handlers' annotations.
 """
 
 import base64
 from typing import Annotated, Literal
 
-from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi import Depends, FastAPI, HTTPException, Path, Query
 
+from sova.control.manage import BUILTIN_PROFILES
 from sova.model.cluster_snapshot import ExportSettings, SnapshotError
 from sova.model.observed_demand import demand_bytes
 from sova.service import api_models as M
 from sova.service.manager import Manager
 from sova.service.tokens import Token
-from sova.service.what_if_runner import WhatIfAsk, WhatIfError
+from sova.service.what_if_jobs import Busy
+from sova.service.what_if_runner import WhatIfAsk
 
 Seconds = Annotated[float, Query(ge=0.1, le=86400, allow_inf_nan=False)]
 MAX_SAMPLES = 10_000  # of each VM's demand in a snapshot: window / interval
-ERRORS = {409: {"model": M.ErrorBody}, 422: {"model": M.ErrorBody}, 503: {"model": M.ErrorBody}}
+ERRORS = {409: {"model": M.ErrorBody}, 422: {"model": M.ErrorBody}, 429: {"model": M.ErrorBody}}
 
 
 def add_what_if_routes(app: FastAPI, manager: Manager, caller, readers, deciders) -> None:
@@ -53,22 +55,51 @@ def add_what_if_routes(app: FastAPI, manager: Manager, caller, readers, deciders
             "demand_file": f"{name}.demand.parquet",
         }
 
-    @app.post("/api/v1/what-if", response_model=M.WhatIfAnswer, tags=["what-if"], responses=ERRORS)
-    async def what_if(_: Submitter, request: M.WhatIfRequest) -> dict:
+    @app.post("/api/v1/what-if", response_model=M.WhatIfJob, status_code=202, tags=["what-if"], responses=ERRORS)
+    async def what_if(token: Submitter, request: M.WhatIfRequest) -> dict:
         """Forecast alternatives from the cluster now, each against doing nothing: the running profile (as_is),
-        each host drained, each profile's policies, each VM added. Per alternative: hot-host time, the hottest
-        host's CPU, storage SLO compliance, migrations and their time, energy, and the trade-off sentence. The
-        answer comes once the simulator ran them all (a minute or more on a large cluster)."""
+        each host drained, each profile's policies, each VM added. The snapshot is taken now; the simulator
+        runs them in a job, which GET /api/v1/what-if/{id} follows to its answer (per alternative: hot-host
+        time, the hottest host's CPU, storage SLO compliance, migrations and their time, energy, the trade-off
+        sentence). 429 while 4 what-ifs wait or run."""
         settings = _settings(request.window, request.interval, "last", request.horizon)
         try:
             document, demand = manager.snapshot(settings, as_is=request.as_is)
         except SnapshotError as exc:
             raise HTTPException(409, str(exc)) from None
+        _known(document, request, manager.profile)
         ask = WhatIfAsk(request.horizon, tuple(request.drain), tuple(request.profiles), tuple(request.add_vms))
+        source = f"the cluster of {manager.source()}"
         try:
-            return await manager.what_ifs.run(document, demand, ask, source=f"the cluster of {manager.source()}")
-        except WhatIfError as exc:
-            raise HTTPException(422 if exc.refused else 503, str(exc)) from None
+            job = manager.what_if_jobs.submit(
+                lambda started: manager.what_ifs.run(document, demand, ask, source, started), token.name
+            )
+        except Busy as exc:
+            raise HTTPException(429, str(exc)) from None
+        return job.view()
+
+    @app.get(
+        "/api/v1/what-if/{job_id}",
+        response_model=M.WhatIfJob,
+        tags=["what-if"],
+        responses={404: {"model": M.ErrorBody}},
+    )
+    async def what_if_job(_: Reader, job_id: Annotated[int, Path(ge=1, le=2**31 - 1)]) -> dict:
+        """A what-if job: queued, running, done (with its answer) or failed (with why)."""
+        job = manager.what_if_jobs.jobs.get(job_id)
+        if job is None:
+            raise HTTPException(404, f"no what-if {job_id} (the last 20 ended are kept)")
+        return job.view()
+
+
+def _known(document: dict, request, running: str) -> None:
+    """The hosts and profiles the request names are the snapshot's (422 naming those that are not)."""
+    hosts = {host["name"] for host in document["hosts"]}
+    problems = [f"drain: {host!r} is no host of the cluster" for host in request.drain if host not in hosts]
+    profiles = {*BUILTIN_PROFILES, running}
+    problems += [f"profiles: {name!r} is no profile here" for name in request.profiles if name not in profiles]
+    if problems:
+        raise HTTPException(422, "; ".join(problems))
 
 
 def _settings(window: float, interval: float, after: str, duration: float) -> ExportSettings:

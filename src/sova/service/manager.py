@@ -39,6 +39,7 @@ from sova.service.plan_forecasts import ForecastSettings, PlanForecasts
 from sova.service.reporting import ReportCollector
 from sova.service.slo_keeper import SloKeeper
 from sova.service.state import StateStore
+from sova.service.what_if_jobs import WhatIfJobs
 from sova.service.what_if_runner import WhatIfRunner
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ class Manager:
         self.started = time.time()
         self.profile_table = profile_table or {}
         self.what_ifs = WhatIfRunner()  # one what-if at a time, the API's and the plans' forecasts
+        self.what_if_jobs = WhatIfJobs()  # those asked through the API
         self.forecasts = None
         if forecasts is not None and mode == "approve":
             note = lambda plan, text: self.book.record_forecast(self.executor.now(), plan, text)  # noqa: E731
@@ -130,6 +132,7 @@ class Manager:
         return self.lease is None or self.lease.held()
 
     async def stop(self) -> None:
+        await self.what_if_jobs.stop()
         if self.forecasts is not None:
             await self.forecasts.stop()
         await self.collector.stop()

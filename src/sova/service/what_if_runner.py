@@ -64,10 +64,14 @@ class WhatIfRunner:
         self._one = asyncio.Semaphore(1)
         self.running = 0  # children running now (0 or 1)
 
-    async def run(self, document: dict, demand: ObservedDemand, ask: WhatIfAsk, source: str = "") -> dict:
+    async def run(
+        self, document: dict, demand: ObservedDemand, ask: WhatIfAsk, source: str = "", started=lambda: None
+    ) -> dict:
         """The answer of `sova what-if` on this snapshot (a running_snapshot whose demand file is DEMAND_FILE),
-        `source` naming where the snapshot came from (the answer's own names the temporary file)."""
+        `source` naming where the snapshot came from (the answer's own names the temporary file); `started()`
+        is called once its turn came (one runs at a time)."""
         async with self._one:
+            started()
             with tempfile.TemporaryDirectory(prefix="sova-what-if-") as place:
                 folder = Path(place)
                 await asyncio.to_thread(_write, folder, document, demand)

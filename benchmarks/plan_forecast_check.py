@@ -1,0 +1,135 @@
+"""Forecasts on approve-mode plans, checked by the manager itself, over several runs of `sova serve --sim`.
+
+Each run starts the whole service (nats-server, `sova manager --mode approve`, the simulated cluster's
+agents) on a scenario at its own seed, waits for the first plan whose forecast came, approves it through the
+API, and waits until the manager has checked the forecast against what the cluster reported over the
+horizon from the approval. The forecast ran at the snapshot's seed, not the cluster's: this is the simulator
+against itself at another seed, with the cluster's clock running on the wall clock (times --speed). Usage:
+
+    python benchmarks/plan_forecast_check.py                       # quickstart, threshold, 5 runs
+    python benchmarks/plan_forecast_check.py --runs 3 --speed 10 --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from run_conditions import RunConditions
+from sova.model.atomic_file import write_atomically
+from sova.service.natsd import free_port
+
+ROOT = Path(__file__).resolve().parents[1]
+QUANTITIES = ("hot_host_seconds", "hottest_host_p95", "migration_seconds")
+
+
+def one_run(args, seed: int, place: Path) -> dict:
+    """One service run: the first plan with a forecast approved, and its check once the horizon passed."""
+    port = free_port()
+    directory = place / f"run-{seed}"
+    command = [sys.executable, "-m", "sova.cli", "serve", "--sim", str(args.scenario), "--profile", args.profile]
+    command += ["--mode", "approve", "--speed", f"{args.speed:g}", "--seed", str(seed), "--dir", str(directory)]
+    command += ["--api", f"127.0.0.1:{port}", "--forecast-horizon", f"{args.horizon:g}"]
+    with (place / f"serve-{seed}.log").open("wb") as log:
+        serve = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        token = _wait(lambda: (directory / "admin.token").read_text().strip(), serve, args.timeout, "the admin token")
+        client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"})
+        plan = _wait(lambda: _forecast_plan(client), serve, args.timeout, "a plan with a forecast")
+        decided = client.post(f"/api/v1/plans/{plan['id']}/approve").json()
+        wait = args.timeout + 2 * args.horizon / args.speed
+        checked = _wait(lambda: _checked(client, plan["id"]), serve, wait, "the forecast's check")
+        return {"seed": seed, "plan": plan["id"], "actions": plan["actions"], "state": decided["state"], **checked}
+    finally:
+        serve.send_signal(signal.SIGINT)
+        serve.wait(120)
+
+
+def _wait(probe, serve: subprocess.Popen, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if serve.poll() is not None:
+            raise RuntimeError(f"sova serve ended (exit {serve.returncode}) before {what}")
+        try:
+            found = probe()
+        except (OSError, httpx.HTTPError, ValueError, KeyError):
+            found = None
+        if found:
+            return found
+        time.sleep(1.0)
+    raise RuntimeError(f"no {what} in {timeout:g} s")
+
+
+def _forecast_plan(client: httpx.Client) -> dict | None:
+    for plan in client.get("/api/v1/plans", params={"state": "pending"}).json()["items"]:
+        if plan["forecast"] and plan["forecast"]["answer"]:
+            return plan
+    return None
+
+
+def _checked(client: httpx.Client, plan: int) -> dict | None:
+    forecast = client.get(f"/api/v1/plans/{plan}").json()["forecast"]
+    if not forecast["checked"]:
+        return None
+    return {"forecast": forecast["answer"]["alternatives"], "checked": forecast["checked"]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--scenario", type=Path, default=ROOT / "scenarios" / "quickstart.toml")
+    parser.add_argument("--profile", default="threshold")
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=1, help="the first run's seed; each next run's one more")
+    parser.add_argument("--speed", type=float, default=20.0)
+    parser.add_argument("--horizon", type=float, default=600.0, help="simulated seconds")
+    parser.add_argument("--timeout", type=float, default=300.0, help="wall seconds to wait for a plan")
+    parser.add_argument("--json", type=Path, help="write the runs here too")
+    args = parser.parse_args()
+    conditions = RunConditions().start()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="sova-plan-forecasts-") as place:
+        for seed in range(args.seed, args.seed + args.runs):
+            rows.append(one_run(args, seed, Path(place)))
+            print_row(rows[-1])
+    conditions.stop()
+    summary = conditions.summary()
+    print_errors(rows)
+    print(json.dumps(summary))
+    if args.json is not None:
+        write_atomically(args.json, json.dumps({"conditions": summary, "runs": rows}, indent=2))
+    return 0
+
+
+def print_row(row: dict) -> None:
+    actions = "; ".join(f"{a['kind']} {a.get('vm', '')} -> {a.get('dst', '')}" for a in row["actions"])
+    cells = []
+    for quantity in QUANTITIES:
+        entry = row["checked"]["quantities"][quantity]
+        error = "n/a" if entry["error"] is None else f"{entry['error']:+.3f}"
+        cells.append(f"{quantity} {_value(entry['forecast'])} vs {_value(entry['measured'])} ({error})")
+    print(f"seed {row['seed']}, plan {row['plan']} ({actions}): " + ", ".join(cells), flush=True)
+
+
+def print_errors(rows: list[dict]) -> None:
+    for quantity in QUANTITIES:
+        errors = [row["checked"]["quantities"][quantity]["error"] for row in rows]
+        known = [error for error in errors if error is not None]
+        if known:
+            mean = sum(abs(error) for error in known) / len(known)
+            print(f"{quantity}: mean |error| {mean:.3f} over {len(known)} run(s); each: {known}")
+
+
+def _value(value) -> str:
+    return "n/a" if value is None else f"{value:.3g}"
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
