@@ -169,13 +169,15 @@ def vm_hosts(cluster: SimCluster) -> dict[str, str]:
 class StackThread:
     """A Stack on an event loop of its own thread, for tests that block (a browser driven by Selenium)."""
 
-    def __init__(self, server, tmp_path, mode: str = "approve"):
+    def __init__(self, server, tmp_path, mode: str = "approve", **manager_options):
+        """manager_options: the Manager's others (forecasts, ...)."""
         import threading
 
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.stack = Stack(server, tmp_path, mode=mode)
+        self.manager_options = manager_options
 
     def call(self, coroutine, timeout: float = 60.0):
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
@@ -183,7 +185,7 @@ class StackThread:
     def start(self) -> str:
         async def up():
             await self.stack.start_cluster()
-            await self.stack.start_manager()
+            await self.stack.start_manager(**self.manager_options)
             return await self.stack.start_api()
 
         return self.call(up())

@@ -115,3 +115,26 @@ def test_times_are_shown_as_local_dates_with_the_simulated_clusters_clock_beside
     assert all(text.startswith("simulated ") for text in simulated)
     assert year in made[1] and "simulated" in made[1]  # the waiting plan's "made" column
     assert year in chart and "simulated s" in chart
+
+
+def test_a_waiting_plan_shows_its_forecast_beside_approve_and_reject(nats_server, tmp_path, browser):
+    from sova.service.plan_forecasts import ForecastSettings
+
+    stack = StackThread(nats_server, tmp_path, forecasts=ForecastSettings(horizon=120.0, window=120.0))
+    base = stack.start()
+    try:
+        browser.get(base + "/")
+        log_in(browser, stack.stack.secrets["viewer"])
+        wait(browser, lambda: any("hot-host" in text for text in texts(browser, "#pending td.forecast")), 120)
+        (plan,) = (int(plan) for plan in attributes(browser, "#pending tr", "data-plan"))
+        shown_text = texts(browser, f'#pending tr[data-plan="{plan}"] td.forecast')[0]
+        headings = texts(browser, "table[data-testid=pending] th")
+        kept = stack.stack.manager.store.forecasts([plan])[plan]["answer"]
+    finally:
+        stack.stop()
+    with_plan, nothing = kept["alternatives"][-1]["forecast"], kept["alternatives"][0]["forecast"]
+    assert "forecast, against nothing" in headings and "over 120 s" in shown_text
+    # the page says what the stored forecast says: hot-host time with the plan, and its change against nothing
+    change = with_plan["hot_host_seconds"] - nothing["hot_host_seconds"]
+    assert f"hot-host {with_plan['hot_host_seconds']:.0f} s ({change:+.0f} s)" in shown_text, shown_text
+    assert f"{with_plan['migrations']} migration(s)" in shown_text

@@ -7,7 +7,7 @@ import socket
 import time
 from pathlib import Path
 
-from sova.cli.common import a_path, described, number, out
+from sova.cli.common import a_path, described, duration, number, out
 from sova.cli.service import DEFAULT_API, add_sim_arguments, host_port, keep_private, state_dir
 from sova.model.schema import InputError, Problem
 
@@ -54,6 +54,13 @@ def _profile_arguments(parser) -> None:
         help=f"policies to run: {', '.join(BUILTIN_PROFILES)} or the scenario's (default: its first with policies)",
     )
     parser.add_argument("--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or log")
+    parser.add_argument(
+        "--forecast-horizon",
+        type=duration(),
+        default=1800.0,
+        metavar="DURATION",
+        help="approve mode: how far each plan's forecast looks ahead (default 30 min; 0: none)",
+    )
     parser.add_argument("--param", action="append", default=[], metavar="POLICY.KEY=VALUE", help="a policy parameter")
     parser.add_argument("--control", action="append", default=[], metavar="KEY=VALUE", help="an executor rail")
 
@@ -84,7 +91,7 @@ def command(args) -> int:
     for flag, values in (("--param", args.param), ("--control", args.control)):
         for value in values:
             profile_args += [flag, value]
-    manager_args += [*profile_args, "--mode", args.mode]
+    manager_args += [*profile_args, "--mode", args.mode, "--forecast-horizon", f"{args.forecast_horizon:g}"]
     _make_directory(directory)  # last of the checks: a refused input leaves no directory behind
     agents = [(name, agent_args + profile_args, hosts) for name, agent_args, hosts in agents]
     stack = LocalStack(directory, api, manager_args, agents, hosts, nats_cluster=args.nats_cluster)

@@ -108,6 +108,21 @@ function describeAction(action) {
     .map(([k, v]) => `${k}=${v}`).join(" ");
 }
 
+function forecastCell(plan) {
+  // the plan's forecast (approve mode): with the plan against doing nothing, over its horizon
+  const forecast = plan.forecast;
+  if (!forecast) return el("td", { class: "forecast" }, "–");
+  if (!forecast.answer) return el("td", { class: "forecast" }, `no forecast: ${forecast.error}`);
+  const alternatives = forecast.answer.alternatives;
+  const mine = alternatives[alternatives.length - 1], by = mine.forecast, change = mine.difference || {};
+  const signed = value => (value >= 0 ? "+" : "-") + Math.abs(value).toFixed(0);
+  const p95 = by.hottest_host_p95 === null ? "–" : `${(by.hottest_host_p95 * 100).toFixed(0)} %`;
+  return el("td", { class: "forecast", title: mine.tradeoff || "" },
+    `hot-host ${by.hot_host_seconds.toFixed(0)} s (${signed(change.hot_host_seconds || 0)} s) · ` +
+    `hottest host p95 ${p95} · ${by.migrations} migration(s), ${by.migration_seconds.toFixed(1)} s · ` +
+    `over ${forecast.horizon.toFixed(0)} s`);
+}
+
 let started = 0, drawn = 0;  // refreshes started, and the latest of them drawn: an older one ending later draws nothing
 
 async function refresh() {
@@ -137,7 +152,7 @@ async function refresh() {
     fill("pending", pending.items.map(p => el("tr", { "data-plan": p.id }, el("td", {}, p.id),
       el("td", {}, when(p.created, p.sim_created)), el("td", {}, p.policy),
       el("td", {}, p.actions.map(describeAction).join("; ")),
-      el("td", {}, p.actions.map(a => a.reason).filter(Boolean).join("; ")),
+      el("td", {}, p.actions.map(a => a.reason).filter(Boolean).join("; ")), forecastCell(p),
       el("td", {}, el("button", { class: "approve", onclick: () => decide(p, "approve") }, "approve"),
                    el("button", { class: "reject", onclick: () => decide(p, "reject") }, "reject")))));
     // each plan once: those waiting are in the table above, not again among the recent ones
