@@ -66,9 +66,12 @@ class Observed(WorkloadKind):
         group.flows["rx"] = np.array([sim.network.add_flow(outside, (VM, int(v)), "observed") for v in group.vm])
         position = {name: k for k, name in enumerate(sim.vm_names)}
         ids, rows, series = [], [], []
+        senders: dict[int, dict[str, list[int]]] = {}  # per demand file: sender -> its flows, made once
         for k, (vm, name) in enumerate(zip(group.vm, group.params["series"], strict=True)):
             demand, _ = group.model[k]
-            for flow in np.flatnonzero(np.asarray(demand.flow_src) == name):
+            if id(demand) not in senders:
+                senders[id(demand)] = _flows_by_sender(demand.flow_src)
+            for flow in senders[id(demand)].get(name, ()):
                 peer = demand.flow_dst[flow]
                 if peer not in position:
                     raise DemandFileError(f"observed flows of {name}: the peer {peer!r} is no VM of the scenario")
@@ -93,14 +96,13 @@ class Observed(WorkloadKind):
         sender was held back: a slight over-count), so they are not counted twice."""
         traffic = group.series["tx_bits"] + group.series["rx_bits"]
         rows, peers = group.state["peer_row"], group.series["peer"]
-        if len(rows):
-            width = traffic.shape[1]
-            np.add.at(traffic, rows, peers[:, :width])
+        if len(rows):  # the peers' series are as wide as the VMs' (_stacked)
+            np.add.at(traffic, rows, peers)
             row_of = {int(vm): k for k, vm in enumerate(group.vm)}
             dst_vm = sim.network.flow_vm_ends()[1][group.flows["peer"]]
             receiver = np.array([row_of.get(int(vm), -1) for vm in dst_vm], dtype=np.int64)
             inside = receiver >= 0
-            np.add.at(traffic, receiver[inside], peers[inside, :width])
+            np.add.at(traffic, receiver[inside], peers[inside])
         added = traffic * sim.network.guest_cost_bit + sim.params["idle_guest_cpu"]
         return np.maximum(group.series["cpu"] - added, 0.0)
 
@@ -155,6 +157,14 @@ def _position(group, t: float, rows: np.ndarray | None) -> tuple[np.ndarray, np.
     if rows is None:
         group.state["position_t"], group.state["position"] = t, position
     return position
+
+
+def _flows_by_sender(senders) -> dict[str, list[int]]:
+    """The flows each VM sent, by the flow columns' senders."""
+    index: dict[str, list[int]] = {}
+    for flow, sender in enumerate(senders):
+        index.setdefault(sender, []).append(flow)
+    return index
 
 
 def _stacked(rows: list[np.ndarray], width: int) -> np.ndarray:
