@@ -20,7 +20,8 @@ from sova.drivers.sim import SimDriver
 from sova.experiments.scenario_runs import run_profile
 from sova.experiments.what_if import alternatives, run_alternatives
 from sova.model.actions import Migrate
-from sova.model.cluster_snapshot import _rates
+from sova.model.cluster_snapshot import ExportSettings, SnapshotError, _rates, observed_demand
+from sova.model.knowledge import Knowledge
 from sova.model.observed_demand import VM_COLUMNS, DemandFileError, ObservedDemand, read_demand, write_demand
 from sova.model.schema import InputError
 from sova.sim.engine import Simulator
@@ -289,3 +290,21 @@ def test_a_pending_plan_applied_at_the_start_runs_in_its_alternative(snapshot):
     results = run_alternatives(base, chosen, 120.0)
     moved = [m.vm for m in results[2].migrations]
     assert "web1" in moved and "web1" not in [m.vm for m in results[0].migrations]
+
+
+def _knowledge_at(times: list[float]) -> Knowledge:
+    old, _ = _two_snapshots([0.0, 0.0], [0.0, 0.0], [0.0])
+    knowledge = Knowledge()
+    for t in times:
+        knowledge.add(dataclasses.replace(old, time=t))
+    return knowledge
+
+
+def test_a_gap_wider_than_the_interval_is_refused_also_where_the_first_sample_starts():
+    # 0.1 s apart but for one gap of 0.3 s, from 0.4 to 0.7
+    times = [0.0, 0.1, 0.2, 0.3, 0.4, 0.7, 0.8, 0.9, 1.0]
+    # four samples of 0.1 s: the first, from 0.6, starts in the gap (on the snapshot of 0.4), and reads nothing
+    with pytest.raises(SnapshotError, match=r"up to 0\.3 s apart"):
+        observed_demand(_knowledge_at(times), ExportSettings(window=0.4, interval=0.1))
+    demand = observed_demand(_knowledge_at(times), ExportSettings(window=0.3, interval=0.1))  # after the gap
+    assert demand.samples == 3
