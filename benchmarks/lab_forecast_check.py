@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import subprocess
 import sys
@@ -25,11 +24,10 @@ from pathlib import Path
 
 import httpx
 
-from plan_forecast_check import print_errors, print_row
+from plan_forecast_check import finish, print_row
 from run_conditions import RunConditions
 from sova.lab.lab import Lab, driver_options
 from sova.model.actions import RUNNING, Migrate
-from sova.model.atomic_file import write_atomically
 from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
@@ -149,12 +147,7 @@ def main() -> int:
         nats.stop()
         lab.down()
         print(f"logs: {place}", file=sys.stderr)
-    conditions.stop()
-    summary = conditions.summary()
-    print_errors(rows)
-    print(json.dumps(summary))
-    if args.json is not None:
-        write_atomically(args.json, json.dumps({"conditions": summary, "runs": rows}, indent=2))
+    finish(conditions, rows, args.json)
     return 0
 
 

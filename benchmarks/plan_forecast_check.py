@@ -99,13 +99,18 @@ def main() -> int:
         for seed in range(args.seed, args.seed + args.runs):
             rows.append(one_run(args, seed, Path(place)))
             print_row(rows[-1])
+    finish(conditions, rows, args.json)
+    return 0
+
+
+def finish(conditions: RunConditions, rows: list[dict], out: Path | None) -> None:
+    """The errors over the runs and the run's conditions printed, and everything written to `out` if asked."""
     conditions.stop()
     summary = conditions.summary()
     print_errors(rows)
     print(json.dumps(summary))
-    if args.json is not None:
-        write_atomically(args.json, json.dumps({"conditions": summary, "runs": rows}, indent=2))
-    return 0
+    if out is not None:
+        write_atomically(out, json.dumps({"conditions": summary, "runs": rows}, indent=2))
 
 
 def print_row(row: dict) -> None:

@@ -155,6 +155,19 @@ def add_window_argument(parser) -> None:
     )
 
 
+def add_forecast_horizon_argument(parser) -> None:
+    """--forecast-horizon DURATION: how far the manager's forecast of each approve-mode plan looks ahead (0:
+    no forecasts)."""
+    parser.add_argument(
+        "--forecast-horizon",
+        type=duration("a number of seconds >= 0", zero=True),
+        default=1800.0,
+        metavar="DURATION",
+        help="approve mode: each plan's forecast looks this far ahead, and is checked over it (default 30 min; "
+        "0: no forecasts)",
+    )
+
+
 def duration(expected: str = "a positive number of seconds", zero: bool = False):
     """An argparse type for seconds or a duration as a scenario writes one ('90', '10min'): finite, above 0
     (or at least 0 with `zero`)."""

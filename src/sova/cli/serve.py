@@ -7,7 +7,7 @@ import socket
 import time
 from pathlib import Path
 
-from sova.cli.common import a_path, described, duration, number, out
+from sova.cli.common import a_path, add_forecast_horizon_argument, described, number, out
 from sova.cli.service import DEFAULT_API, add_sim_arguments, host_port, keep_private, state_dir
 from sova.model.schema import InputError, Problem
 
@@ -54,13 +54,7 @@ def _profile_arguments(parser) -> None:
         help=f"policies to run: {', '.join(BUILTIN_PROFILES)} or the scenario's (default: its first with policies)",
     )
     parser.add_argument("--mode", default="auto", choices=["auto", "approve", "dry-run"], help="apply, ask, or log")
-    parser.add_argument(
-        "--forecast-horizon",
-        type=duration(),
-        default=1800.0,
-        metavar="DURATION",
-        help="approve mode: how far each plan's forecast looks ahead (default 30 min; 0: none)",
-    )
+    add_forecast_horizon_argument(parser)
     parser.add_argument("--param", action="append", default=[], metavar="POLICY.KEY=VALUE", help="a policy parameter")
     parser.add_argument("--control", action="append", default=[], metavar="KEY=VALUE", help="an executor rail")
 

@@ -6,7 +6,7 @@ import os
 import socket
 from pathlib import Path
 
-from sova.cli.common import a_path, described, duration, number, out, pairs
+from sova.cli.common import a_path, add_forecast_horizon_argument, described, number, out, pairs
 from sova.model.schema import MAX_SEED, InputError, Problem
 
 PASSWORD_ENV = "SOVA_NATS_PASSWORD"
@@ -188,14 +188,7 @@ def add_parsers(sub) -> None:
     )
 
     add_rules_argument(m)
-    m.add_argument(
-        "--forecast-horizon",
-        type=duration(),
-        default=1800.0,
-        metavar="DURATION",
-        help="approve mode: each plan's forecast looks this far ahead, and is checked over it (default 30 min; "
-        "0: no forecasts)",
-    )
+    add_forecast_horizon_argument(m)
     m.add_argument(
         "--name", default=None, metavar="NAME", help="this manager's name in the lease (default HOSTNAME-PID)"
     )
