@@ -53,13 +53,17 @@ def one_run(lab: Lab, state, client: httpx.Client, driver, horizon: float, seen:
     placed = {vm: host for vm, (host, _) in lab.where(state).items()}
     hot = max(sorted({*placed.values()}), key=lambda host: sum(1 for h in placed.values() if h == host))
     busy = sorted(vm for vm, host in placed.items() if host == hot)
+    for plan in client.get("/api/v1/plans", params={"state": "pending"}).json()["items"]:
+        client.post(f"/api/v1/plans/{plan['id']}/reject")  # a plan of the run before, on another placement
+    began = time.time()
     for vm in busy:
         lab.load(vm, ["cpu=100"])
     try:
 
         def forecast_plan():
             for plan in client.get("/api/v1/plans", params={"state": "pending"}).json()["items"]:
-                if plan["id"] not in seen and plan["forecast"] and plan["forecast"]["answer"]:
+                fresh = plan["created"] >= began and plan["id"] not in seen
+                if fresh and plan["forecast"] and plan["forecast"]["answer"]:
                     return plan
             return None
 

@@ -184,11 +184,17 @@ def snapshot_of_run(
     """`profile` of `scenario` run on the simulator to `at`, and its cluster then: the scenario file's tables
     and the demand file's bytes, the scenario's own inventory (storage, hyper-threads) and [simulator] kept."""
     from sova.experiments.scenario_runs import run_until
-    from sova.model.cluster_snapshot import SnapshotError, export_snapshot
-    from sova.model.observed_demand import demand_bytes
 
     with progress_bar(f"running {profile} to {at:g} s", at, quiet) as update:
         run = run_until(scenario, profile, at, seed, lambda _name, done, _total: update(done))
+    return export_run(run, scenario, profile, scenario_file, settings)
+
+
+def export_run(run, scenario: Scenario, profile: str, scenario_file: Path, settings: ExportSettings):
+    """A run's cluster now (`run_until`'s): the scenario file's tables and the demand file's bytes."""
+    from sova.model.cluster_snapshot import SnapshotError, export_snapshot
+    from sova.model.observed_demand import demand_bytes
+
     try:
         document, demand = export_snapshot(
             run.runtime.knowledge,

@@ -102,6 +102,7 @@ class PlanForecasts:
         self.runner = runner or WhatIfRunner()
         self.asked: set[int] = set()  # plans whose forecast was queued (this manager's)
         self.awaiting: set[int] = set()  # plans with a forecast, not yet approved
+        self.retry_at: dict[int, float] = {}  # plan -> when (cluster clock) its snapshot is tried again
         self.checks: dict[int, _Check] = {}
         self.tasks: set[asyncio.Task] = set()
         self.last_error: dict[str, float] = {}  # quantity -> the latest checked plan's error
@@ -110,10 +111,12 @@ class PlanForecasts:
     def poll(self, waiting: list[int], knowledge: Knowledge) -> None:
         """Each round: forecast the plans that came to wait (`waiting`: those pending now); start following
         those approved since; finish the checks whose horizon passed."""
+        now = knowledge.latest.time
         for plan in waiting:
-            if plan not in self.asked:
+            if plan not in self.asked and self.retry_at.get(plan, now) <= now:
                 self.asked.add(plan)
-                task = asyncio.create_task(self._forecast(plan, self._export(knowledge)))
+                self.retry_at.pop(plan, None)
+                task = asyncio.create_task(self._forecast(plan, self._export(knowledge), now))
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
         for plan in list(self.awaiting):
@@ -137,16 +140,17 @@ class PlanForecasts:
         interval = max(self.settings.interval, math.ceil(spacing - 1e-6))
         return ExportSettings(self.settings.window, interval, "last", self.settings.horizon)
 
-    async def _forecast(self, plan: int, export: ExportSettings) -> None:
+    async def _forecast(self, plan: int, export: ExportSettings, now: float) -> None:
         row = self.store.plan(plan)
         if row is None or row.state not in WAITING:
             return
         horizon = self.settings.horizon
         try:
             document, demand = self.snapshot(export)
-        except SnapshotError as exc:  # too little observed yet: asked again at the next round, while it waits
+        except SnapshotError as exc:  # too little observed yet: asked again an interval on, while it waits
             log.info("plan %d: no forecast yet: %s", plan, exc)
             self.asked.discard(plan)
+            self.retry_at[plan] = now + export.interval
             return
         try:
             answer = await self.runner.run(document, demand, WhatIfAsk(horizon, plan=tuple(row.actions)), self.source)
