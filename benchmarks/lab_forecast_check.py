@@ -27,7 +27,7 @@ import httpx
 from plan_forecast_check import finish, print_row
 from run_conditions import RunConditions
 from sova.lab.lab import Lab, driver_options
-from sova.model.actions import RUNNING, Migrate
+from sova.model.actions import OK, RUNNING, Migrate
 from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
@@ -80,11 +80,15 @@ def one_run(lab: Lab, state, client: httpx.Client, driver, horizon: float, seen:
         for vm in busy:
             lab.load(vm, [])
     moved = [action for action in plan["actions"] if action["kind"] == "migrate"]
+    driver.observe()  # where each guest is now: the driver migrates from there
     for action in moved:  # back where it was: the next run starts from the same placement
-        outcome = driver.apply(Migrate(vm=action["vm"], dst=placed[action["vm"]], reason="benchmark: back"))
+        back = Migrate(vm=action["vm"], dst=placed[action["vm"]], reason="benchmark: back")
+        outcome = driver.apply(back)
         while outcome.status == RUNNING:
             time.sleep(0.5)
-            outcome = driver.poll(Migrate(vm=action["vm"], dst=placed[action["vm"]], reason="benchmark: back"))
+            outcome = driver.poll(back)
+        if outcome.status != OK:
+            raise RuntimeError(f"{back.vm} did not move back to {back.dst}: {outcome.message}")
     return {
         "hot": hot,
         "plan": plan["id"],

@@ -93,14 +93,8 @@ class Manager:
         self.forecasts = None
         if forecasts is not None and mode == "approve":
             note = lambda plan, text: self.book.record_forecast(self.executor.now(), plan, text)  # noqa: E731
-            self.forecasts = PlanForecasts(
-                store,
-                lambda export: self.snapshot(export),
-                f"the cluster of {self.source()}",
-                note,
-                forecasts,
-                self.what_ifs,
-            )
+            source = f"the cluster of {self.source()}"
+            self.forecasts = PlanForecasts(store, self.snapshot, source, note, forecasts, self.what_ifs)
         self._fresh()
 
     def _fresh(self, knowledge: Knowledge | None = None) -> None:
