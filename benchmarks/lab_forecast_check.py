@@ -32,9 +32,11 @@ from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
 
-MANAGER = [  # as tests/test_lab_integration.py's approve-mode test runs it
+MANAGER = [  # as tests/test_lab_integration.py's approve-mode test runs it, but for min_residence: the guest moved
+    # back between runs is a move from the destination to the source, which would keep the next run's plan
+    # back for the default 600 s
     "--profile", "sova", "--param", "dsriov-vlm.alpha=0.6", "--param", "dsriov-vlm.interval=5",
-    "--param", "dsriov-vlm.period=5", "--mode", "approve",
+    "--param", "dsriov-vlm.period=5", "--param", "dsriov-vlm.min_residence=20", "--mode", "approve",
 ]  # fmt: skip
 
 
