@@ -32,11 +32,12 @@ from sova.service.natsd import NatsServer, free_port
 from sova.service.state import StateStore
 from sova.service.tokens import TokenBook
 
-MANAGER = [  # as tests/test_lab_integration.py's approve-mode test runs it, but for min_residence: the guest moved
-    # back between runs is a move from the destination to the source, which would keep the next run's plan
-    # back for the default 600 s
+MANAGER = [  # as tests/test_lab_integration.py's approve-mode test runs it, but for the guards against moving a VM
+    # to and fro (min_residence, hold_down): the guest moved back between runs would keep the next run's plan
+    # back for 600 s, or have it refused
     "--profile", "sova", "--param", "dsriov-vlm.alpha=0.6", "--param", "dsriov-vlm.interval=5",
-    "--param", "dsriov-vlm.period=5", "--param", "dsriov-vlm.min_residence=20", "--mode", "approve",
+    "--param", "dsriov-vlm.period=5", "--param", "dsriov-vlm.min_residence=20", "--control", "hold_down=20",
+    "--mode", "approve",
 ]  # fmt: skip
 
 
@@ -83,7 +84,10 @@ def one_run(lab: Lab, state, client: httpx.Client, driver, horizon: float, seen:
             lab.load(vm, [])
     moved = [action for action in plan["actions"] if action["kind"] == "migrate"]
     driver.observe()  # where each guest is now: the driver migrates from there
+    now = {vm: host for vm, (host, _) in lab.where(state).items()}
     for action in moved:  # back where it was: the next run starts from the same placement
+        if now[action["vm"]] == placed[action["vm"]]:
+            continue  # it did not move (the plan failed)
         back = Migrate(vm=action["vm"], dst=placed[action["vm"]], reason="benchmark: back")
         outcome = driver.apply(back)
         while outcome.status == RUNNING:
