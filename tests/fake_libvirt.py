@@ -199,17 +199,9 @@ class FakeChannel:
 
     def __init__(self, path):
         self.path, self.latest, self.answers = path, None, []
-        self.connects, self.expecting = 0, False
 
     def poll(self):
         return self.latest
-
-    def connect(self):
-        self.connects += 1
-        return True
-
-    def expect_reports(self):
-        self.expecting = True
 
     def close(self):
         FakeChannel.closed.append(self.path)

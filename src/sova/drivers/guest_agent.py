@@ -104,15 +104,6 @@ class GuestChannel:
         self._clock = clock
         self._heard = 0.0  # when the connection was made or last carried bytes
 
-    def connect(self) -> bool:
-        """Connect now if not connected; whether it is."""
-        return self._connect()
-
-    def expect_reports(self) -> None:
-        """Count its silence from now: a channel connected ahead of its guest (a migration's destination) hears
-        nothing until the guest runs there."""
-        self._heard = self._clock()
-
     def _connect(self) -> bool:
         if self.sock is not None:
             return True

@@ -53,7 +53,6 @@ class VmState:
     last: tuple[float, float, float] | None = None  # (time, cpu s, wait s)
     channel: GuestChannel | None = None
     channel_host: str = ""  # the host whose socket `channel` reads
-    arriving: GuestChannel | None = None  # while it migrates: connected to its socket on the destination
     vf_rate: float = 0.0
     vf_pci: str = ""
     raw: dict[str, float] = field(default_factory=dict)  # counters as last read

@@ -100,9 +100,7 @@ class LibvirtDriver:
         self.flows = flows
         self.shared_disks = shared_disks  # disk files and devices are on storage every host reaches
         self.vfs = VfOperations(self.hosts, self.sriov, emulated_vfs)
-        self.migrations = MigrationJobs(
-            self.hosts, self.vfs, migration_uri or {}, unsafe_migration, arriving=self._reach_arriving_guest
-        )
+        self.migrations = MigrationJobs(self.hosts, self.vfs, migration_uri or {}, unsafe_migration)
         self.failover = HostFailover(self.hosts)
         self.dirty_rates = DirtyRates(self.hosts, dirty_rate_every)
         self.io = LibvirtIo(self.hosts)
@@ -346,48 +344,19 @@ class LibvirtDriver:
     def _guest_report(self, host: str, xml: str, state: VmState):
         """The guest agent's latest report, over a channel to the socket its domain has now: a VM that moved
         (and maybe back, unseen between two observations) is a new QEMU with a socket of its own."""
-        path = self._socket(host, xml)
+        if self.guest_socket is None:
+            return None
+        bound = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", xml)
+        path = self.guest_socket(host, bound.group(1)) if bound else None
         if state.channel is None or state.channel_host != host or state.channel.path != path:
             answers = state.channel.answers if state.channel else []
             if state.channel:
                 state.channel.close()
-            arrived = state.arriving is not None and state.arriving.path == path
-            state.channel = state.arriving if arrived else GuestChannel(path) if path else None
-            state.arriving = None if arrived else state.arriving
-            if arrived:
-                state.channel.expect_reports()
+            state.channel = GuestChannel(path) if path else None
             state.channel_host = host
             if state.channel is not None:
                 state.channel.answers = answers  # the same guest on its new host
         return state.channel.poll() if state.channel else None
-
-    def _socket(self, host: str, xml: str) -> str | None:
-        """The agent socket a domain on `host` binds, as this machine reaches it (None: it has none)."""
-        if self.guest_socket is None:
-            return None
-        bound = re.search(r"<source mode='bind' path='([^']+org\.sova\.agent\.0)'/>", xml)
-        return self.guest_socket(host, bound.group(1)) if bound else None
-
-    def _reach_arriving_guest(self, vm: str, dst: str) -> None:
-        """While `vm` migrates: connect to its agent socket on `dst` as soon as the incoming QEMU listens, before
-        the guest resumes there. QEMU 7.2's virtio-serial port stays throttled for good after a guest write that
-        finds no client on its socket (the socket chardev answers EIO, and no watch can wait on a socket with no
-        connection), and the guest's agent then blocks: seen in the lab as a guest whose reports never came
-        after a migration, however often the channel was made again."""
-        state = self.hosts.vms.get(vm)
-        if state is None or self.guest_socket is None or state.channel_host == dst:
-            return
-        try:
-            path = self._socket(dst, self.hosts.conn(dst).lookupByName(vm).XMLDesc(0))
-        except Exception:  # not defined there yet
-            return
-        if path is None:
-            return
-        if state.arriving is None or state.arriving.path != path:
-            if state.arriving is not None:
-                state.arriving.close()
-            state.arriving = GuestChannel(path)  # observe() takes it up once the VM shows on `dst`
-        state.arriving.connect()  # again, if the socket was not there yet
 
     def _cpu_tune(self, dom, n_vcpu: int) -> tuple[float, float]:
         try:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable
 
 from sova.drivers.libvirt_common import Job, error_text
 from sova.drivers.libvirt_hosts import HostConnections
@@ -20,23 +19,13 @@ from sova.model.actions import CANCELLED, FAILED, OK, RUNNING, Action, Migrate, 
 
 
 class MigrationJobs:
-    def __init__(
-        self,
-        hosts: HostConnections,
-        vfs: VfOperations,
-        migration_uri: dict[str, str],
-        unsafe: bool,
-        arriving: Callable[[str, str], None] = lambda vm, dst: None,
-    ):
+    def __init__(self, hosts: HostConnections, vfs: VfOperations, migration_uri: dict[str, str], unsafe: bool):
         """migration_uri: per destination host, a URI its source daemons migrate to directly (peer to
-        peer); unsafe: allow a migration libvirt deems unsafe (a disk cache mode it cannot vouch for);
-        arriving(vm, dst): called at each poll of a running migration (the driver reaches the guest's agent
-        on the destination before it resumes there)."""
+        peer); unsafe: allow a migration libvirt deems unsafe (a disk cache mode it cannot vouch for)."""
         self.hosts = hosts
         self.vfs = vfs
         self.migration_uri = migration_uri
         self.unsafe = unsafe
-        self.arriving = arriving
 
     def start(self, action: Migrate, host: str, dom, now: float) -> Outcome:
         """Start migrating the VM (on `host`, its domain `dom`) in the background."""
@@ -122,7 +111,6 @@ class MigrationJobs:
             msg = "waiting for the device-removed event"
             if isinstance(action, Migrate):
                 msg = self._progress(vm, job.src)
-                self.arriving(vm, action.dst)
             return Outcome(RUNNING, msg, started=job.started)
         del self.hosts.jobs[vm]
         if job.cancelled:
