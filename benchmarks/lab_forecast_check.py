@@ -24,7 +24,7 @@ from pathlib import Path
 
 import httpx
 
-from plan_forecast_check import finish, print_row
+from plan_forecast_check import approve_and_check, finish, forecast_plan, print_row, wait_for
 from run_conditions import RunConditions
 from sova.lab.lab import Lab, driver_options
 from sova.model.actions import OK, RUNNING, Migrate
@@ -41,18 +41,7 @@ MANAGER = [  # as tests/test_lab_integration.py's approve-mode test runs it, but
 ]  # fmt: skip
 
 
-def wait(probe, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError, ValueError, KeyError, TypeError):
-            found = probe()
-            if found:
-                return found
-        time.sleep(1.0)
-    raise RuntimeError(f"no {what} in {timeout:g} s")
-
-
-def one_run(lab: Lab, state, client: httpx.Client, driver, horizon: float, seen: set[int]) -> dict:
+def one_run(lab: Lab, state, client: httpx.Client, driver, horizon: float, run: int) -> dict:
     placed = {vm: host for vm, (host, _) in lab.where(state).items()}
     hot = max(sorted({*placed.values()}), key=lambda host: sum(1 for h in placed.values() if h == host))
     busy = sorted(vm for vm, host in placed.items() if host == hot)
@@ -62,23 +51,8 @@ def one_run(lab: Lab, state, client: httpx.Client, driver, horizon: float, seen:
     for vm in busy:
         lab.load(vm, ["cpu=100"])
     try:
-
-        def forecast_plan():
-            for plan in client.get("/api/v1/plans", params={"state": "pending"}).json()["items"]:
-                fresh = plan["created"] >= began and plan["id"] not in seen
-                if fresh and plan["forecast"] and plan["forecast"]["answer"]:
-                    return plan
-            return None
-
-        plan = wait(forecast_plan, 600, "plan with a forecast")
-        seen.add(plan["id"])
-        decided = client.post(f"/api/v1/plans/{plan['id']}/approve").json()
-
-        def checked():
-            forecast = client.get(f"/api/v1/plans/{plan['id']}").json()["forecast"]
-            return forecast if forecast["checked"] else None
-
-        forecast = wait(checked, horizon + 300, "forecast check")
+        plan = wait_for(lambda: forecast_plan(client, since=began), 600, "plan with a forecast")
+        done = approve_and_check(client, plan, horizon + 300)
     finally:
         for vm in busy:
             lab.load(vm, [])
@@ -95,15 +69,7 @@ def one_run(lab: Lab, state, client: httpx.Client, driver, horizon: float, seen:
             outcome = driver.poll(back)
         if outcome.status != OK:
             raise RuntimeError(f"{back.vm} did not move back to {back.dst}: {outcome.message}")
-    return {
-        "hot": hot,
-        "plan": plan["id"],
-        "seed": len(seen),
-        "actions": plan["actions"],
-        "state": decided["state"],
-        "forecast": forecast["answer"]["alternatives"],
-        "checked": forecast["checked"],
-    }
+    return {"hot": hot, "seed": run, **done}
 
 
 def main() -> int:
@@ -145,12 +111,11 @@ def main() -> int:
         client = httpx.Client(
             base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"}, timeout=30
         )
-        wait(lambda: len(client.get("/api/v1/hosts").json()) == 2, 180, "report from both hosts")
+        wait_for(lambda: len(client.get("/api/v1/hosts").json()) == 2, 180, "report from both hosts")
         driver = LibvirtDriver({host.name: host.uri for host in state.hosts}, **driver_options(state))
         driver.connect()
-        seen: set[int] = set()
-        for _ in range(args.runs):
-            rows.append(one_run(lab, state, client, driver, args.horizon, seen))
+        for run in range(1, args.runs + 1):
+            rows.append(one_run(lab, state, client, driver, args.horizon, run))
             print_row(rows[-1])
         driver.close()
     finally:

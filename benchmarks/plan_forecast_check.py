@@ -13,6 +13,7 @@ against itself at another seed, with the cluster's clock running on the wall clo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import subprocess
@@ -41,45 +42,54 @@ def one_run(args, seed: int, place: Path) -> dict:
     with (place / f"serve-{seed}.log").open("wb") as log:
         serve = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
     try:
-        token = _wait(lambda: (directory / "admin.token").read_text().strip(), serve, args.timeout, "the admin token")
+        token = wait_for(lambda: (directory / "admin.token").read_text().strip(), args.timeout, "admin token", serve)
         client = httpx.Client(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {token}"})
-        plan = _wait(lambda: _forecast_plan(client), serve, args.timeout, "a plan with a forecast")
-        decided = client.post(f"/api/v1/plans/{plan['id']}/approve").json()
-        wait = args.timeout + 2 * args.horizon / args.speed
-        checked = _wait(lambda: _checked(client, plan["id"]), serve, wait, "the forecast's check")
-        return {"seed": seed, "plan": plan["id"], "actions": plan["actions"], "state": decided["state"], **checked}
+        plan = wait_for(lambda: forecast_plan(client), args.timeout, "plan with a forecast", serve)
+        return {"seed": seed, **approve_and_check(client, plan, args.timeout + 2 * args.horizon / args.speed, serve)}
     finally:
         serve.send_signal(signal.SIGINT)
         serve.wait(120)
 
 
-def _wait(probe, serve: subprocess.Popen, timeout: float, what: str):
+def wait_for(probe, timeout: float, what: str, process: subprocess.Popen | None = None):
+    """`probe()` once it gives something, tried every second (an API not up yet, or a file not there yet, is a
+    no); a RuntimeError past `timeout`, or once `process` (the service) has ended."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if serve.poll() is not None:
-            raise RuntimeError(f"sova serve ended (exit {serve.returncode}) before {what}")
-        try:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"the service ended (exit {process.returncode}) before the {what}")
+        with contextlib.suppress(OSError, httpx.HTTPError, ValueError, KeyError, TypeError):
             found = probe()
-        except (OSError, httpx.HTTPError, ValueError, KeyError):
-            found = None
-        if found:
-            return found
+            if found:
+                return found
         time.sleep(1.0)
     raise RuntimeError(f"no {what} in {timeout:g} s")
 
 
-def _forecast_plan(client: httpx.Client) -> dict | None:
+def forecast_plan(client: httpx.Client, since: float = 0.0) -> dict | None:
+    """A plan waiting for approval, made at or after `since` (wall clock), whose forecast came."""
     for plan in client.get("/api/v1/plans", params={"state": "pending"}).json()["items"]:
-        if plan["forecast"] and plan["forecast"]["answer"]:
+        if plan["created"] >= since and plan["forecast"] and plan["forecast"]["answer"]:
             return plan
     return None
 
 
-def _checked(client: httpx.Client, plan: int) -> dict | None:
-    forecast = client.get(f"/api/v1/plans/{plan}").json()["forecast"]
-    if not forecast["checked"]:
-        return None
-    return {"forecast": forecast["answer"]["alternatives"], "checked": forecast["checked"]}
+def approve_and_check(client: httpx.Client, plan: dict, timeout: float, process=None) -> dict:
+    """`plan` approved, and its forecast once the manager checked it (waited for up to `timeout` s)."""
+    decided = client.post(f"/api/v1/plans/{plan['id']}/approve").json()
+
+    def checked() -> dict | None:
+        forecast = client.get(f"/api/v1/plans/{plan['id']}").json()["forecast"]
+        return forecast if forecast["checked"] else None
+
+    forecast = wait_for(checked, timeout, "forecast's check", process)
+    return {
+        "plan": plan["id"],
+        "actions": plan["actions"],
+        "state": decided["state"],
+        "forecast": forecast["answer"]["alternatives"],
+        "checked": forecast["checked"],
+    }
 
 
 def main() -> int:

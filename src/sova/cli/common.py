@@ -155,6 +155,15 @@ def add_window_argument(parser) -> None:
     )
 
 
+def refusal(response, method: str, path: str) -> str:
+    """An API's 4xx or 5xx in a line: the call, the status and the API's `detail` (its text if it is no JSON)."""
+    try:
+        detail = response.json().get("detail", response.text)
+    except ValueError:
+        detail = response.text
+    return f"{method.upper()} {path}: {response.status_code} {detail}"
+
+
 def add_forecast_horizon_argument(parser) -> None:
     """--forecast-horizon DURATION: how far the manager's forecast of each approve-mode plan looks ahead (0:
     no forecasts)."""

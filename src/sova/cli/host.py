@@ -9,7 +9,7 @@ import os
 import time
 from pathlib import Path
 
-from sova.cli.common import ask_manage, described, error, number, out
+from sova.cli.common import ask_manage, described, error, number, out, refusal
 
 DEFAULT_URL = "http://127.0.0.1:8421"
 
@@ -113,11 +113,7 @@ class _ApiError(RuntimeError):
 def _call(client, method: str, path: str):
     response = getattr(client, method)(path)
     if response.status_code >= 400:
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text
-        raise _ApiError(f"{method.upper()} {path}: {response.status_code} {detail}")
+        raise _ApiError(refusal(response, method, path))
     return response.json()
 
 

@@ -9,7 +9,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from sova.cli.common import described, duration, out, progress_bar, take_negative_values
+from sova.cli.common import described, duration, out, progress_bar, refusal, take_negative_values
 from sova.model.cluster_snapshot import ExportSettings, write_snapshot
 from sova.model.scenario import ProfileSpec, Scenario, simulator_defaults
 from sova.model.schema import InputError, Problem
@@ -143,11 +143,7 @@ def api_call(args, method: str, path: str, timeout: float = 60.0, **request) -> 
     except httpx.HTTPError as exc:
         raise InputError([Problem(f"--api {args.api}", f"cannot reach the API: {exc}")]) from None
     if response.status_code >= 400:
-        try:
-            detail = response.json().get("detail", response.text)
-        except ValueError:
-            detail = response.text
-        raise InputError([Problem(f"--api {args.api}", f"{method.upper()} {path}: {response.status_code} {detail}")])
+        raise InputError([Problem(f"--api {args.api}", refusal(response, method, path))])
     return response.json()
 
 
@@ -220,8 +216,6 @@ def demand_file(scenario_file: Path) -> Path:
 
 def writable(scenario_file: Path, demand_path: Path, force: bool) -> None:
     """Before any work: the files are new (or --force) and their directory takes files."""
-    import os
-
     problems = [
         Problem("--out", f"{path} exists; expected a new file (or --force to replace it)")
         for path in (scenario_file, demand_path)

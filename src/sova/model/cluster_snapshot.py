@@ -62,7 +62,7 @@ def observed_demand(knowledge: Knowledge, settings: ExportSettings) -> ObservedD
             f"{settings.interval:g} s (a shorter --window and --interval, or wait)"
         )
     first = knowledge.at_or_before(latest.time - samples * settings.interval) or kept[0]  # the first sample's start
-    times = np.array([snap.time for snap in kept if snap.time >= first.time])
+    times = np.array([snap.time for snap in knowledge.since(first.time)])
     spacing = float(np.diff(times).max()) if len(times) > 1 else 0.0
     if spacing > settings.interval + 1e-9:
         raise SnapshotError(

@@ -54,6 +54,7 @@ class _Check:
     """What the cluster did from a plan's approval (`start`, cluster clock) to start + horizon."""
 
     plan: int
+    forecast: dict  # the forecast's `plan` alternative's quantities
     start: float
     end: float
     seen: float  # the newest snapshot's time taken in
@@ -101,7 +102,7 @@ class PlanForecasts:
         self.settings = settings or ForecastSettings()
         self.runner = runner or WhatIfRunner()
         self.asked: set[int] = set()  # plans whose forecast was queued (this manager's)
-        self.awaiting: set[int] = set()  # plans with a forecast, not yet approved
+        self.awaiting: dict[int, dict] = {}  # plan with a forecast, not yet approved -> its `plan` alternative's
         self.retry_at: dict[int, float] = {}  # plan -> when (cluster clock) its snapshot is tried again
         self.checks: dict[int, _Check] = {}
         self.tasks: set[asyncio.Task] = set()
@@ -119,14 +120,12 @@ class PlanForecasts:
                 task = asyncio.create_task(self._forecast(plan, self._export(knowledge), now))
                 self.tasks.add(task)
                 task.add_done_callback(self.tasks.discard)
-        for plan in list(self.awaiting):
+        for plan in self.awaiting.keys() - set(waiting):  # decided since: the store has how (flushed before)
+            forecast = self.awaiting.pop(plan)
             row = self.store.plan(plan)
-            if row is None or row.state in WAITING:
-                continue
-            self.awaiting.discard(plan)
-            if row.state in RUNNING and row.decided_at is not None:  # else rejected, expired, superseded
+            if row is not None and row.state in RUNNING and row.decided_at is not None:  # else rejected, expired ...
                 start = row.decided_at
-                self.checks[plan] = _Check(plan, start, start + self.settings.horizon, seen=start)
+                self.checks[plan] = _Check(plan, forecast, start, start + self.settings.horizon, seen=start)
         for plan, check in list(self.checks.items()):
             check.take(knowledge)
             if check.seen >= check.end - 1e-9:
@@ -160,31 +159,21 @@ class PlanForecasts:
             return
         self.store.put_forecast(plan, horizon, answer)
         with_plan = answer["alternatives"][-1]
-        self.awaiting.add(plan)
+        self.awaiting[plan] = with_plan["forecast"]
         self.note(plan, _summary(with_plan, horizon))
 
     def _finish(self, check: _Check) -> None:
-        forecast = self.forecast_of(check.plan)
-        if forecast is None:
-            return
         measured = check.measured(self.store.plan_outcomes(check.plan))
         horizon = check.end - check.start
         result = {}
         for quantity in CHECKED:
-            expected, got = forecast.get(quantity), measured[quantity]
+            expected, got = check.forecast.get(quantity), measured[quantity]
             error = _error(quantity, expected, got, horizon)
             result[quantity] = {"forecast": expected, "measured": got, "error": error}
             if error is not None:
                 self.last_error[quantity] = error
         self.store.put_forecast_check(check.plan, {"from": check.start, "to": check.end, "quantities": result})
         self.checked += 1
-
-    def forecast_of(self, plan: int) -> dict | None:
-        """The forecast's `plan` alternative kept in the store."""
-        row = self.store.forecasts([plan]).get(plan)
-        if row is None or row["answer"] is None:
-            return None
-        return row["answer"]["alternatives"][-1]["forecast"]
 
     async def stop(self) -> None:
         for task in list(self.tasks):

@@ -25,12 +25,7 @@ NICE = 19  # the lowest priority: a forecast takes only the CPU nothing else wan
 
 
 class WhatIfError(RuntimeError):
-    """A what-if that did not answer: its child refused the input (`refused`: a host, profile or VM the
-    snapshot cannot take), failed, or ran past its time."""
-
-    def __init__(self, message: str, refused: bool = False):
-        super().__init__(message)
-        self.refused = refused
+    """A what-if that did not answer: its child refused the input or failed, or it ran past its time."""
 
 
 @dataclass(frozen=True)
@@ -103,7 +98,7 @@ class WhatIfRunner:
         if child.returncode != 0:
             said = [line.strip() for line in err.decode(errors="replace").splitlines() if line.strip()]
             reason = "; ".join(said[-SAID_LINES:]) if said else f"exit {child.returncode}"
-            raise WhatIfError(f"the what-if failed: {reason}", refused=child.returncode == 2)
+            raise WhatIfError(f"the what-if failed: {reason}")
         return json.loads(out)
 
 
