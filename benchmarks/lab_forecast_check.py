@@ -5,7 +5,7 @@ profile, dsriov-vlm tuned as the lab test tunes it) and one `sova agent` per hos
 the guests of one host burn CPU (`cpu=100`), the manager recommends a migration and forecasts it from its own
 Knowledge (a `sova what-if` child), the plan is approved through the API, and the manager checks the
 forecast against what the hosts reported over the horizon from the approval: the migration's time, the hottest
-host's CPU (seconds above 90 %, and its 95th percentile). Then the burners stop and the migrated guest is
+host's CPU (seconds above 90 %, and its 95th percentile) and the relieved host's CPU after the move. Then the burners stop and the migrated guest is
 moved back, for the next run to start alike. Needs root. Usage:
 
     sudo .venv/bin/python benchmarks/lab_forecast_check.py [--runs 5] [--horizon 180] [--json out.json]

@@ -27,9 +27,9 @@ import httpx
 from run_conditions import RunConditions
 from sova.model.atomic_file import write_atomically
 from sova.service.natsd import free_port
+from sova.service.plan_forecasts import CHECKED as QUANTITIES
 
 ROOT = Path(__file__).resolve().parents[1]
-QUANTITIES = ("hot_host_seconds", "hottest_host_p95", "migration_seconds")
 
 
 def one_run(args, seed: int, place: Path) -> dict:

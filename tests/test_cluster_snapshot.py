@@ -179,13 +179,16 @@ def test_what_if_answers_each_alternative_against_doing_nothing(snapshot, capsys
     assert "difference" not in base and base["forecast"]["migrations"] == 0
     for alternative in others:
         for key, value in alternative["forecast"].items():
-            if value is not None:
+            if value is not None and base["forecast"][key] is not None:
                 assert alternative["difference"][key] == pytest.approx(value - base["forecast"][key])
+            elif value is not None:  # a quantity doing nothing has no value of (the CPU after a move)
+                assert alternative["difference"][key] is None
         assert alternative["tradeoff"].startswith(
             ("Against nothing", "as-is and nothing", f"{alternative['name']} and")
         )
     drain = others[1]["forecast"]
     assert drain["migrations"] >= 3 and drain["migration_seconds"] > 0  # hm2's VMs leave it
+    assert drain["source_cpu_after"] < 0.05 and base["forecast"]["source_cpu_after"] is None  # hm2 left empty
     assert others[2]["forecast"]["energy_kwh"] > base["forecast"]["energy_kwh"]  # four more busy cores
 
 
@@ -228,6 +231,30 @@ def test_the_reader_warns_of_a_vm_without_series_and_refuses_a_series_the_file_l
     assert any("v2 have no series in d.parquet: not observed" in warning.message for warning in scenario.warnings)
     with pytest.raises(InputError, match="'zz' is no series of"):
         make_scenario(**base, workloads=[{"vm": "v1", "kind": "observed", "file": str(path), "series": "zz"}])
+
+
+def test_only_vms_seen_on_the_network_or_the_disk_get_flows_and_theirs_carry_what_was_seen(tmp_path):
+    path = tmp_path / "d.parquet"
+    demand = _demand(np.array([[1.0, 1.0], [0.5, 0.5], [0.2, 0.2]]))
+    demand.series["tx_bits"][1] = [0.0, 4e8]  # v2 sent, late in the window; v1 and v3 never did
+    demand.series["rx_bits"][2] = [1e6, 0.0]  # v3 received once
+    demand.series["write_iops"][2] = [0.0, 50.0]
+    demand.series["write_bps"][2] = [0.0, 50 * 4096.0]
+    write_demand(path, demand)
+    scenario = make_scenario(
+        hosts=[{"name": "h1", "cores": 8}],
+        storage=[{"name": "s"}],
+        vms=[{"name": f"v{k}", "host": "h1", "vcpus": 2} for k in (1, 2, 3)],
+        workloads=[{"vm": "v*", "kind": "observed", "file": str(path)}],
+    )
+    sim = Simulator(scenario)
+    group = sim.workloads.groups["observed"]
+    src, dst = sim.network.flow_vm_ends()
+    assert [src[flow] for flow in group.flows["tx"]] == [1] and [dst[flow] for flow in group.flows["rx"]] == [2]
+    assert list(np.flatnonzero(sim.network.io_flow_read >= 0)) == [2]  # v3 alone wrote
+    sim.step()
+    assert sim.network.rate[group.flows["tx"][0]] == pytest.approx(4e8)  # the last sample, held
+    assert sim.network.rate[group.flows["rx"][0]] == 0.0
 
 
 def test_flows_between_observed_vms_are_replayed_and_their_stack_cpu_is_not_counted_twice(tmp_path):

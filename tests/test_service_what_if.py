@@ -11,12 +11,15 @@ import subprocess
 import sys
 
 import httpx
+import numpy as np
 from prometheus_client.parser import text_string_to_metric_families
 
 from service_stack import Stack, wait_for
 from sova.cli.snapshot import profile_table
 from sova.model.scenario import ProfileSpec
-from sova.service.plan_forecasts import ForecastSettings, _error, _weighted_p95
+from sova.report.what_if_answer import source_cpu_after
+from sova.service.plan_forecasts import ForecastSettings, _Check, _error, _weighted_p95
+from sova.sim.records import MigrationRecord
 
 THRESHOLD = ProfileSpec("threshold", ("threshold-migration",), params={"threshold-migration": {"period": 10.0}})
 HORIZON = 120.0  # s of the simulated cluster's clock: 6 s of wall time at speed 20
@@ -72,6 +75,7 @@ def test_an_approve_mode_plan_carries_its_forecast_and_after_it_ran_the_forecast
     checked = kept["checked"]["quantities"]
     assert checked["migration_seconds"]["measured"] > 0  # the plan's migration ran, and its time was taken
     assert checked["hot_host_seconds"]["measured"] < HORIZON  # the move cooled the host in the real run too
+    assert checked["source_cpu_after"]["measured"] < 0.9  # the host the plan relieved, after the move
     for quantity, row in checked.items():
         assert row["forecast"] is not None, quantity
     families = {family.name: family for family in text_string_to_metric_families(metrics)}
@@ -145,6 +149,25 @@ def test_a_forecast_error_is_a_ratio_of_the_horizon_the_utilisation_or_the_measu
     assert _error("migration_seconds", 12.0, 10.0, 600.0) == 0.2
     assert _error("migration_seconds", 12.0, 0.0, 600.0) is None  # no migration ran: no ratio
     assert _error("hot_host_seconds", None, 60.0, 600.0) is None
+
+
+def test_a_relieved_hosts_cpu_after_counts_only_the_spans_that_start_after_the_last_migration_ended():
+    cpu = {"cpu:h1": np.array([1.0, 1.0, 1.0, 0.6, 0.5, 0.4]), "cpu:h2": np.full(6, 0.2)}
+    series = {"time": np.arange(10.0, 70.0, 10.0), **cpu}
+    moved = [_migration("h1", 0.0, 12.0), _migration("h1", 0.0, 25.0, "failed")]
+    assert source_cpu_after(series, moved) == 0.625  # spans 20-30 .. 50-60; the failed move's end does not count
+    assert source_cpu_after(series, [_migration("h1", 0.0, 60.0)]) is None  # no span starts after it
+    assert source_cpu_after(series, []) is None
+    assert source_cpu_after({"time": series["time"]}, moved) is None  # no per-host columns (a large run)
+    check = _Check(1, {}, start=0.0, end=60.0, seen=0.0, sources=frozenset({"h1"}))
+    check.source_util = [(0.0, 10.0, 1.0), (10.0, 10.0, 0.8), (20.0, 30.0, 0.4)]
+    finished = {"started": 2.0, "finished": 11.0}
+    assert check.measured([("migrate", "ok", finished)])["source_cpu_after"] == 0.4
+    assert check.measured([("migrate", "failed", {"error": "boom"})])["source_cpu_after"] is None
+
+
+def _migration(src: str, started: float, finished: float, status: str = "completed") -> MigrationRecord:
+    return MigrationRecord("vm1", src, "h2", started, finished, bytes=1e9, downtime=0.1, rounds=2, status=status)
 
 
 def test_the_hottest_hosts_p95_weighs_each_sample_by_the_time_it_held():

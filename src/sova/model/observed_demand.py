@@ -60,6 +60,9 @@ class ObservedDemand:
     def row(self, vm: str) -> int:
         return self._rows[vm]
 
+    def has(self, vm: str) -> bool:
+        return vm in self._rows
+
     @functools.cached_property
     def _rows(self) -> dict[str, int]:
         return {name: k for k, name in enumerate(self.vms)}
@@ -213,10 +216,10 @@ def check_observed(reader: Reader, where: str, params: dict, vms: list[str]) -> 
         reader.error(f"{where}.file", str(exc))
         return
     if params.get("series"):
-        if params["series"] not in demand.vms:
+        if not demand.has(params["series"]):
             reader.error(f"{where}.series", f"{params['series']!r} is no series of {params['file']}")
         return
-    unseen = [name for name in vms if name not in demand.vms]
+    unseen = [name for name in vms if not demand.has(name)]
     if unseen:
         reader.warn(
             f"{where}.vm",

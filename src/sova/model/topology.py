@@ -3,11 +3,13 @@
 Nodes are numbered hosts first (node i is host i), then switches, then storage servers, then one
 ``external`` node standing for the world outside the data center. Every cable is two directed links.
 Routing is per-flow ECMP: among the shortest paths, each hop picks a next hop by a hash of the flow,
-as switches do. Paths are computed once per (source, destination, hash) and cached.
+as switches do. Paths are computed once per (source, destination, hash) and cached, and each node's next
+hops towards a destination once per pair (a flow's walk is then dictionary look-ups).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -30,6 +32,7 @@ class Topology:
     tiers: dict[str, list[int]] = field(default_factory=dict)
     _dist: dict[int, np.ndarray] = field(default_factory=dict, repr=False)
     _paths: dict[tuple[int, int, int], np.ndarray] = field(default_factory=dict, repr=False)
+    _hops: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         n = len(self.node_names)
@@ -38,6 +41,7 @@ class Topology:
         self._adj_ptr = np.searchsorted(self.link_src[order], np.arange(n + 1))
         self._adj_link = order
         self.link_of = {(int(s), int(d)): i for i, (s, d) in enumerate(zip(self.link_src, self.link_dst, strict=True))}
+        self._link_ends = self.link_dst.tolist()
 
     @property
     def n_links(self) -> int:
@@ -50,11 +54,15 @@ class Topology:
     def _distances_to(self, dst: int) -> np.ndarray:
         d = self._dist.get(dst)
         if d is None:
-            n = len(self.node_names)
-            g = csr_matrix((np.ones(self.n_links), (self.link_dst, self.link_src)), shape=(n, n))
-            d = shortest_path(g, unweighted=True, indices=dst)
+            d = shortest_path(self._reversed, unweighted=True, indices=dst)
             self._dist[dst] = d
         return d
+
+    @functools.cached_property
+    def _reversed(self) -> csr_matrix:
+        """The link graph with every link turned round: distances from it to a node are distances to it."""
+        n = len(self.node_names)
+        return csr_matrix((np.ones(self.n_links), (self.link_dst, self.link_src)), shape=(n, n))
 
     def path(self, src: int, dst: int, flow_hash: int = 0) -> np.ndarray:
         """Directed link indices from node src to node dst, chosen by ECMP with the flow's hash."""
@@ -64,20 +72,28 @@ class Topology:
             return p
         links: list[int] = []
         if src != dst:
-            dist = self._distances_to(dst)
-            if not np.isfinite(dist[src]):
+            if not np.isfinite(self._distances_to(dst)[src]):
                 raise ValueError(f"no route from {self.node_names[src]} to {self.node_names[dst]}")
             u, hop = src, 0
             while u != dst:
-                out = self._adj_link[self._adj_ptr[u] : self._adj_ptr[u + 1]]
-                nxt = out[dist[self.link_dst[out]] == dist[u] - 1]
+                nxt = self._next_hops(u, dst)
                 choice = nxt[_mix(flow_hash, hop) % len(nxt)]
-                links.append(int(choice))
-                u = int(self.link_dst[choice])
+                links.append(choice)
+                u = self._link_ends[choice]
                 hop += 1
         p = np.asarray(links, dtype=np.int64)
         self._paths[key] = p
         return p
+
+    def _next_hops(self, node: int, dst: int) -> tuple[int, ...]:
+        """The links out of `node` that lie on a shortest path to `dst`."""
+        hops = self._hops.get((node, dst))
+        if hops is None:
+            dist = self._distances_to(dst)
+            out = self._adj_link[self._adj_ptr[node] : self._adj_ptr[node + 1]]
+            hops = tuple(out[dist[self.link_dst[out]] == dist[node] - 1].tolist())
+            self._hops[(node, dst)] = hops
+        return hops
 
     def latency(self, src: int, dst: int) -> float:
         """One-way propagation + switching latency between two nodes."""

@@ -20,12 +20,14 @@ QUANTITIES = {
     "response_p99": "web response time, 99th percentile (s)",
     "migrations": "migrations started",
     "migration_seconds": "seconds of migration, summed over those that completed",
+    "source_cpu_after": "CPU utilisation of the hosts migrations left, mean after the last one ended",
     "energy_kwh": "energy of all hosts (kWh)",
 }
 
 
-def forecast(summary: dict) -> dict[str, float | None]:
+def forecast(result) -> dict[str, float | None]:
     """The quantities of one alternative's run (None: the run has nothing to say, e.g. no SLO)."""
+    summary = result.summary
     slos = [vm_slo for vm_slo in (summary.get("slo") or {}).values() if "sc_rate" in vm_slo]
     migrations = summary.get("migrations", {})
     return {
@@ -36,8 +38,25 @@ def forecast(summary: dict) -> dict[str, float | None]:
         "response_p99": _finite(metric_value(summary, "services.response_p99")),
         "migrations": migrations.get("count", 0),
         "migration_seconds": migrations.get("time_total", 0.0),
+        "source_cpu_after": source_cpu_after(result.series, result.migrations),
         "energy_kwh": summary["energy_kwh"],
     }
+
+
+def source_cpu_after(series: dict, migrations: list) -> float | None:
+    """The mean CPU utilisation of the hosts the completed migrations left, over the samples whose span starts
+    at or after the last one's end: what a relieved host settled at. None without a completed migration, without
+    samples after it, or without per-host columns (runs above the recorder's PER_HOST_MAX hosts)."""
+    done = [m for m in migrations if m.status == "completed"]
+    times = np.asarray(series["time"])
+    columns = [f"cpu:{host}" for host in sorted({m.src for m in done})]
+    if not done or len(times) < 2 or any(column not in series for column in columns):
+        return None
+    spacing = float(np.median(np.diff(times)))
+    after = times - spacing >= max(m.finished for m in done) - 1e-9
+    if not after.any():
+        return None
+    return float(np.mean([np.asarray(series[column])[after] for column in columns]))
 
 
 def answer(results: list, horizon: float, source: str = "") -> dict:
@@ -45,10 +64,10 @@ def answer(results: list, horizon: float, source: str = "") -> dict:
     baseline's, and the trade-off sentence."""
     base = results[0]
     metrics = present_metrics([result.summary for result in results])
-    base_forecast = forecast(base.summary)
+    base_forecast = forecast(base)
     out = []
     for result in results:
-        own = forecast(result.summary)
+        own = forecast(result)
         entry = {"name": result.profile, "policies": result.summary.get("policies", []), "forecast": own}
         if result is not base:
             entry["difference"] = {
@@ -77,6 +96,7 @@ def window_quantities(result, start: float, end: float) -> dict[str, float | Non
     slo_rows = [row for row in result.slo_intervals if start < row["time"] <= end]
     sc = [row["sc_rate"] for row in slo_rows if row["sc_rate"] is not None]
     pf = [row["pf_ratio"] for row in slo_rows if row["pf_ratio"] is not None]
+    hosts = {key: np.asarray(values)[inside] for key, values in result.series.items() if key.startswith("cpu:")}
     return {
         "hot_host_seconds": float((hottest > 0.9).sum() * spacing),
         "hottest_host_p95": float(np.percentile(hottest, 95)) if len(hottest) else None,
@@ -84,6 +104,7 @@ def window_quantities(result, start: float, end: float) -> dict[str, float | Non
         "pf_ratio": float(np.mean(pf)) if pf else None,
         "migrations": len(started),
         "migration_seconds": float(sum(m.finished - m.started for m in started if m.status == "completed")),
+        "source_cpu_after": source_cpu_after({"time": times[inside], **hosts}, started),
         "energy_kwh": float(np.asarray(result.series["power_w"])[inside].sum() * spacing / 3.6e6),
     }
 

@@ -12,7 +12,10 @@ Once the plan is approved, the manager follows the cluster for the horizon from 
 - ``hot_host_seconds``: seconds some host's CPU was above 90 %; error = (forecast - measured) / horizon;
 - ``hottest_host_p95``: the hottest host's CPU utilisation, 95th percentile; error = forecast - measured;
 - ``migration_seconds``: the plan's migrations' time, summed over those that completed (their outcomes'
-  start and end); error = (forecast - measured) / measured.
+  start and end); error = (forecast - measured) / measured;
+- ``source_cpu_after``: the CPU utilisation of the hosts the plan's migrations left (where their VMs ran at
+  the approval), mean over the reports' spans that start after the last migration ended; error = forecast -
+  measured.
 
 Each error is a ratio (Prometheus' ``sova_forecast_error_ratio{quantity}``, the latest checked plan's). The
 forecast assumes approval at once and the demand of the snapshot's window going on (``--after last``);
@@ -36,7 +39,7 @@ from sova.service.what_if_runner import WhatIfAsk, WhatIfError, WhatIfRunner
 
 log = logging.getLogger(__name__)
 HOT = 0.9  # a host above this CPU utilisation is hot (as the run's summary counts it)
-CHECKED = ("hot_host_seconds", "hottest_host_p95", "migration_seconds")
+CHECKED = ("hot_host_seconds", "hottest_host_p95", "migration_seconds", "source_cpu_after")
 WAITING = ("pending",)
 SPACING_SAMPLES = 64  # the newest reports whose spacing sets a forecast's sample interval
 RUNNING = ("ongoing", "succeeded", "partially-succeeded", "failed")  # approved: the check starts
@@ -58,9 +61,11 @@ class _Check:
     start: float
     end: float
     seen: float  # the newest snapshot's time taken in
+    sources: frozenset[str] = frozenset()  # the hosts the plan's migrations leave
     hot_seconds: float = 0.0
     hottest: list[float] = field(default_factory=list)
     spans: list[float] = field(default_factory=list)
+    source_util: list[tuple[float, float, float]] = field(default_factory=list)  # (span start, span, mean)
 
     def take(self, knowledge: Knowledge) -> None:
         """Each snapshot newer than the last taken, up to the first at or past the end: the hottest host over the
@@ -75,6 +80,9 @@ class _Check:
                 self.hottest.append(hottest)
                 self.spans.append(span)
                 self.hot_seconds += span if hottest > HOT else 0.0
+                left = [util[i] for i, host in enumerate(snap.hosts) if host in self.sources]
+                if left:
+                    self.source_util.append((self.seen, span, float(np.mean(left))))
             self.seen = snap.time
 
     def measured(self, outcomes: list[tuple[str, str, dict]]) -> dict[str, float | None]:
@@ -83,7 +91,15 @@ class _Check:
             "hot_host_seconds": self.hot_seconds,
             "hottest_host_p95": _weighted_p95(self.hottest, self.spans),
             "migration_seconds": float(sum(o["finished"] - o["started"] for o in migrated)) if migrated else 0.0,
+            "source_cpu_after": self._source_after(max(o["finished"] for o in migrated)) if migrated else None,
         }
+
+    def _source_after(self, ended: float) -> float | None:
+        after = [(span, util) for start, span, util in self.source_util if start >= ended - 1e-9]
+        if not after:
+            return None
+        spans, utils = zip(*after, strict=True)
+        return float(np.average(utils, weights=spans))
 
 
 class PlanForecasts:
@@ -125,7 +141,9 @@ class PlanForecasts:
             row = self.store.plan(plan)
             if row is not None and row.state in RUNNING and row.decided_at is not None:  # else rejected, expired ...
                 start = row.decided_at
-                self.checks[plan] = _Check(plan, forecast, start, start + self.settings.horizon, seen=start)
+                end = start + self.settings.horizon
+                sources = _sources(row.actions, knowledge.at_or_before(start) or knowledge.latest)
+                self.checks[plan] = _Check(plan, forecast, start, end, seen=start, sources=sources)
         for plan, check in list(self.checks.items()):
             check.take(knowledge)
             if check.seen >= check.end - 1e-9:
@@ -186,9 +204,16 @@ def _error(quantity: str, forecast: float | None, measured: float | None, horizo
         return None
     if quantity == "hot_host_seconds":
         return (forecast - measured) / horizon
-    if quantity == "hottest_host_p95":
+    if quantity in ("hottest_host_p95", "source_cpu_after"):
         return forecast - measured
     return (forecast - measured) / measured if measured > 0 else None
+
+
+def _sources(actions: list[dict], snap) -> frozenset[str]:
+    """The hosts a plan's migrations leave: where their VMs ran in `snap`."""
+    where = dict(zip(snap.vms, snap.vm_host, strict=True))
+    moved = [action["vm"] for action in actions if action.get("kind") == "migrate" and action.get("vm") in where]
+    return frozenset(snap.hosts[where[vm]] for vm in moved)
 
 
 def _weighted_p95(values: list[float], weights: list[float]) -> float | None:

@@ -39,9 +39,9 @@ class Observed(WorkloadKind):
             group.params["file"], group.params["series"], group.spec_index, strict=True
         ):
             demand = files[file]
-            if series not in demand.vms and specs[spec_index].params.get("series"):
+            if not demand.has(series) and specs[spec_index].params.get("series"):
                 raise DemandFileError(f"{specs[spec_index].where}.series: {file} holds no series {series!r}")
-            rows.append((demand, demand.row(series) if series in demand.vms else -1))
+            rows.append((demand, demand.row(series) if demand.has(series) else -1))
         group.model = rows
         width = max(demand.samples for demand in files.values())
         index = np.array([row for _, row in rows], dtype=np.int64)
@@ -61,9 +61,16 @@ class Observed(WorkloadKind):
         group.state["forecast"] = np.array([FORECASTS.index(after) for after in group.params["after"]])
 
     def register(self, group, sim) -> None:
+        """A flow to and from outside for each VM seen sending or receiving, one per peer it was seen sending to.
+        A series that is zero throughout stays zero past the window (each forecast of it is 0), so a VM never
+        seen on the network gets no outside flow: a large cluster's idle VMs cost the solver nothing."""
         outside = (NODE, sim.topology.external)
-        group.flows["tx"] = np.array([sim.network.add_flow((VM, int(v)), outside, "observed") for v in group.vm])
-        group.flows["rx"] = np.array([sim.network.add_flow(outside, (VM, int(v)), "observed") for v in group.vm])
+        for column, name in (("tx_bits", "tx"), ("rx_bits", "rx")):
+            rows = np.flatnonzero((group.series[column] != 0).any(axis=1))
+            ends = [((VM, int(group.vm[row])), outside) for row in rows]
+            ends = ends if name == "tx" else [(far, near) for near, far in ends]
+            group.flows[name] = np.array([sim.network.add_flow(*pair, "observed") for pair in ends], dtype=np.int64)
+            group.state[f"{name}_rows"] = rows
         position = {name: k for k, name in enumerate(sim.vm_names)}
         ids, rows, series = [], [], []
         senders: dict[int, dict[str, list[int]]] = {}  # per demand file: sender -> its flows, made once
@@ -109,12 +116,19 @@ class Observed(WorkloadKind):
     def demand(self, group, sim, step: Demand) -> None:
         scale, vm = group.params["scale"], group.vm
         np.add.at(step.cpu, vm, self._at(group, "cpu", step.t) * scale)
-        step.flow[group.flows["tx"]] = self._at(group, "tx_bits", step.t) * scale
-        step.flow[group.flows["rx"]] = self._at(group, "rx_bits", step.t) * scale
+        for column, name in (("tx_bits", "tx"), ("rx_bits", "rx")):
+            rows = group.state[f"{name}_rows"]
+            step.flow[group.flows[name]] = self._at(group, column, step.t)[rows] * scale[rows]
         if len(group.flows["peer"]):
             rows = group.state["peer_row"]
             step.flow[group.flows["peer"]] = self._at(group, "peer", step.t, rows) * scale[rows]
         sim.vms.memory_used[vm] = np.minimum(self._at(group, "memory_used", step.t), sim.vms.memory[vm])
+
+    def io_vms(self, group) -> np.ndarray:
+        """The VMs seen doing storage IO (the others' series are zero throughout, and so is their forecast)."""
+        ops = group.series["read_iops"] + group.series["write_iops"]
+        moved = group.series["read_bps"] + group.series["write_bps"]
+        return group.vm[((ops != 0) | (moved != 0)).any(axis=1)]
 
     def io(self, group, sim, t, dt) -> IOStreams:
         scale = group.params["scale"]
@@ -137,10 +151,14 @@ class Observed(WorkloadKind):
         observed = group.series[column][np.arange(len(sample)), np.minimum(sample, length - 1)]
         if not past.any():
             return observed
-        mu, phi = group.state[f"mu:{column}"], group.state[f"phi:{column}"]
-        ar = mu + np.power(phi, (sample - length + 1).astype(float)) * (observed - mu)
         kinds = group.state["forecast"] if rows is None else group.state["forecast"][rows]
-        forecast = np.choose(kinds, [observed, mu, np.maximum(ar, 0.0)])
+        forecast = observed  # `last`: the last sample held; the others only where some row asks for them
+        mu = group.state[f"mu:{column}"]
+        if (kinds == FORECASTS.index("mean")).any():
+            forecast = np.where(kinds == FORECASTS.index("mean"), mu, forecast)
+        if (kinds == FORECASTS.index("ar")).any():
+            ar = mu + np.power(group.state[f"phi:{column}"], (sample - length + 1).astype(float)) * (observed - mu)
+            forecast = np.where(kinds == FORECASTS.index("ar"), np.maximum(ar, 0.0), forecast)
         return np.where(past, forecast, observed)
 
 
