@@ -233,21 +233,26 @@ def test_the_reader_warns_of_a_vm_without_series_and_refuses_a_series_the_file_l
         make_scenario(**base, workloads=[{"vm": "v1", "kind": "observed", "file": str(path), "series": "zz"}])
 
 
-def test_only_vms_seen_on_the_network_or_the_disk_get_flows_and_theirs_carry_what_was_seen(tmp_path):
+def _replaying(tmp_path, demand: ObservedDemand) -> Simulator:
+    """A simulator of one host whose VMs (as many as `demand` has) replay `demand`."""
     path = tmp_path / "d.parquet"
+    write_demand(path, demand)
+    scenario = make_scenario(
+        hosts=[{"name": "h1", "cores": 8}],
+        storage=[{"name": "s"}],
+        vms=[{"name": name, "host": "h1", "vcpus": 2} for name in demand.vms],
+        workloads=[{"vm": "v*", "kind": "observed", "file": str(path)}],
+    )
+    return Simulator(scenario)
+
+
+def test_only_vms_seen_on_the_network_or_the_disk_get_flows_and_theirs_carry_what_was_seen(tmp_path):
     demand = _demand(np.array([[1.0, 1.0], [0.5, 0.5], [0.2, 0.2]]))
     demand.series["tx_bits"][1] = [0.0, 4e8]  # v2 sent, late in the window; v1 and v3 never did
     demand.series["rx_bits"][2] = [1e6, 0.0]  # v3 received once
     demand.series["write_iops"][2] = [0.0, 50.0]
     demand.series["write_bps"][2] = [0.0, 50 * 4096.0]
-    write_demand(path, demand)
-    scenario = make_scenario(
-        hosts=[{"name": "h1", "cores": 8}],
-        storage=[{"name": "s"}],
-        vms=[{"name": f"v{k}", "host": "h1", "vcpus": 2} for k in (1, 2, 3)],
-        workloads=[{"vm": "v*", "kind": "observed", "file": str(path)}],
-    )
-    sim = Simulator(scenario)
+    sim = _replaying(tmp_path, demand)
     group = sim.workloads.groups["observed"]
     src, dst = sim.network.flow_vm_ends()
     assert [src[flow] for flow in group.flows["tx"]] == [1] and [dst[flow] for flow in group.flows["rx"]] == [2]
@@ -255,6 +260,26 @@ def test_only_vms_seen_on_the_network_or_the_disk_get_flows_and_theirs_carry_wha
     sim.step()
     assert sim.network.rate[group.flows["tx"][0]] == pytest.approx(4e8)  # the last sample, held
     assert sim.network.rate[group.flows["rx"][0]] == 0.0
+
+
+def test_a_vm_seen_waiting_for_its_ios_replays_them_in_a_closed_loop_of_the_depth_it_had(tmp_path):
+    demand = _demand(np.array([[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]))
+    demand.series["read_iops"][:] = 400.0
+    demand.series["read_bps"][:] = 400 * 4096.0
+    demand.series["io_outstanding"][0] = [1.02, 0.97]  # fio at iodepth 1: the counters' timing adds a little
+    demand.series["io_outstanding"][1] = [2.4, 3.6]  # at most four at once
+    sim = _replaying(tmp_path, demand)  # v3: its IOs' time not seen (a host without total_times): open loop
+    group = sim.workloads.groups["observed"]
+    streams = Observed().io(group, sim, 0.0, 1.0)
+    assert list(streams.depth) == [1.0, 4.0, 0.0] and list(streams.iops) == [400.0] * 3
+
+
+def test_a_demand_file_written_before_io_outstanding_reads_as_open_loop_io(tmp_path):
+    path = tmp_path / "d.parquet"
+    write_demand(path, _demand(np.array([[1.0, 2.0]])))
+    table = pq.read_table(path)
+    pq.write_table(table.drop_columns(["io_outstanding"]), path)
+    assert read_demand(path).series["io_outstanding"].tolist() == [[0.0, 0.0]]
 
 
 def test_flows_between_observed_vms_are_replayed_and_their_stack_cpu_is_not_counted_twice(tmp_path):
@@ -306,6 +331,14 @@ def test_a_sender_held_back_asks_for_what_it_wanted_even_when_it_carried_nothing
     rates = _rates(old, new)
     assert rates["tx_bits"][0] == pytest.approx(8e8)  # all of it to outside: no flow says where else
     assert rates["tx_bits"][1] == pytest.approx(10_000 * 8) and rates["tx_scale"][1] == pytest.approx(2.0)
+
+
+def test_the_ios_in_flight_are_their_summed_time_per_second():
+    old, new = _two_snapshots([0.0, 0.0], [0.0, 0.0], [0.0])
+    new = dataclasses.replace(
+        new, counters=dataclasses.replace(new.counters, blk_time=old.counters.blk_time + np.array([25.0, 0.0]))
+    )
+    assert list(_rates(old, new)["io_outstanding"]) == [2.5, 0.0]  # 25 s of IO time in 10 s: 2.5 in flight
 
 
 def test_a_pending_plan_applied_at_the_start_runs_in_its_alternative(snapshot):

@@ -90,6 +90,16 @@ def test_a_long_history_is_compacted_and_lookups_stay_right():
     assert k.at_or_before(4995.5).time == 4995 and k.snapshots[0].time == 4989
 
 
+def test_a_frozen_knowledge_keeps_what_was_kept_while_the_original_goes_on():
+    k = Knowledge(history=10.0)
+    _timed(k, range(30))
+    frozen = k.frozen()
+    _timed(k, range(30, 80))  # the original moves on and compacts its history
+    assert [s.time for s in frozen.snapshots] == list(range(19, 30)) and frozen.latest.time == 29
+    assert frozen.window(5)[1].time == 29 and k.latest.time == 79
+    assert frozen.rules is not k.rules and frozen.rules.rules == k.rules.rules
+
+
 def test_snapshots_must_move_forward_in_time():
     k = Knowledge()
     snaps = _timed(k, [0, 5])

@@ -9,6 +9,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import tomllib
 
 import httpx
 import numpy as np
@@ -90,6 +91,8 @@ def test_the_api_and_the_cli_answer_a_what_if_and_export_the_cluster_of_a_runnin
         headers = stack.headers("operator")
         knowledge = stack.manager.runtime.knowledge
         await wait_for(lambda: len(knowledge) > 1 and knowledge.latest.time - knowledge.snapshots[0].time > 100, 60)
+        slo = await client.put("/api/v1/slos/v2", json={"throughput": [100, 200]}, headers=stack.headers("admin"))
+        assert slo.status_code == 200, slo.text
         viewer = await client.post("/api/v1/what-if", json={"horizon": 60}, headers=stack.headers("viewer"))
         too_fine = await client.post("/api/v1/what-if", json={"horizon": 60, "interval": 0.1}, headers=headers)
         unknown = await client.post("/api/v1/what-if", json={"drain": ["h9"], "interval": 20}, headers=headers)
@@ -135,6 +138,8 @@ def test_the_api_and_the_cli_answer_a_what_if_and_export_the_cluster_of_a_runnin
     assert "drain-h1" in drained["tradeoff"]
     assert exported.returncode == 0, exported.stderr
     assert (tmp_path / "cluster.demand.parquet").stat().st_size > 0
+    written = tomllib.loads((tmp_path / "cluster.toml").read_text())
+    assert [(slo["vm"], slo["throughput"]) for slo in written["slos"]] == [("v2", [100, 200])]  # the tenant API's
     replay = subprocess.run(
         [sys.executable, "-m", "sova.cli", "validate", str(tmp_path / "cluster.toml")], capture_output=True, text=True
     )
@@ -168,6 +173,49 @@ def test_a_relieved_hosts_cpu_after_counts_only_the_spans_that_start_after_the_l
 
 def _migration(src: str, started: float, finished: float, status: str = "completed") -> MigrationRecord:
     return MigrationRecord("vm1", src, "h2", started, finished, bytes=1e9, downtime=0.1, rounds=2, status=status)
+
+
+def test_a_forecast_whose_plan_no_longer_waits_when_its_turn_comes_is_not_run():
+    from sova.service.what_if_runner import WhatIfAsk, WhatIfRunner
+
+    runner, started = WhatIfRunner(), []
+    ask = WhatIfAsk(60.0, plan=({"kind": "migrate", "vm": "v1", "dst": "h2"},))
+    answer = asyncio.run(runner.run({}, None, ask, started=lambda: started.append(1), wanted=lambda: False))
+    assert answer is None and started == [] and runner.running == 0
+
+
+def test_a_manager_taking_the_lead_checks_the_forecasts_of_plans_approved_before_it_led(tmp_path):
+    from helpers import make_scenario
+    from sova.drivers.sim import SimDriver
+    from sova.model.knowledge import Knowledge
+    from sova.service.plan_forecasts import PlanForecasts
+    from sova.service.state import StateStore
+    from sova.sim.engine import Simulator
+
+    sim = Simulator(make_scenario(vms=[{"name": "a", "host": "h1"}]))
+    driver, knowledge = SimDriver(sim), Knowledge()
+    store = StateStore(f"sqlite:///{tmp_path / 'manager.db'}")
+    move = [{"kind": "migrate", "vm": "a", "dst": "h2"}]
+    figures = {"hot_host_seconds": 0.0, "hottest_host_p95": 0.2, "migration_seconds": 2.0, "source_cpu_after": 0.0}
+    answer = {"alternatives": [{"name": "nothing", "forecast": {}}, {"name": "plan", "forecast": figures}]}
+    for plan, decided in ((1, 10.0), (2, -50.0), (3, 12.0)):  # 2: before the Knowledge; 3: checked already
+        store.record_plan(plan, decided - 1, f"n{plan}", "threshold-migration", "pending", move, [])
+        store.set_plan_state(plan, "succeeded", decided_at=decided, by="otto")
+        store.put_forecast(plan, 20.0, answer)
+    store.put_forecast_check(3, {"from": 12.0, "to": 32.0, "quantities": {}})
+    for _ in range(26):  # the standby's Knowledge: 0 to 25 s
+        knowledge.add(driver.observe())
+        sim.step()
+    forecasts = PlanForecasts(store, snapshot=None, source="", note=lambda plan, text: None)
+    assert forecasts.resume(knowledge) == 1 and list(forecasts.checks) == [1]
+    for _ in range(10):  # on to 35 s: plan 1's horizon (10-30 s) has passed
+        knowledge.add(driver.observe())
+        sim.step()
+    forecasts.poll([], knowledge)
+    checked = store.forecasts([1])[1]["checked"]
+    assert (checked["from"], checked["to"]) == (10.0, 30.0) and forecasts.checked == 1
+    assert checked["quantities"]["hottest_host_p95"]["forecast"] == 0.2
+    assert checked["quantities"]["hottest_host_p95"]["measured"] is not None
 
 
 def test_the_hottest_hosts_p95_weighs_each_sample_by_the_time_it_held():

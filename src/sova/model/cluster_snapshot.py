@@ -117,6 +117,7 @@ def _rates(old: Snapshot, new: Snapshot) -> dict[str, np.ndarray]:
         "write_bps": rate("blk_wr_bytes"),
         "tx_bits": tx_out,
         "rx_bits": rx_out,
+        "io_outstanding": rate("blk_time"),  # Little's law: the IOs' summed time per second is the mean in flight
         "flows": flows,
         "tx_scale": tx_scale,
     }

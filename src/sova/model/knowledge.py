@@ -55,6 +55,13 @@ class Knowledge:
             del self._snaps[: self._first], self._times[: self._first]
             self._first = 0
 
+    def frozen(self) -> Knowledge:
+        """What is kept now, as a Knowledge of its own that nothing feeds: to be read off the loop (in a thread)
+        while this one goes on. Cheap: the snapshots are shared (they are never changed), the lists are not."""
+        copy = Knowledge(self.history, self.topology, RuleBook(self.rules.rules))
+        copy._snaps, copy._times = self._snaps[self._first :], self._times[self._first :]
+        return copy
+
     @property
     def latest(self) -> Snapshot:
         return self._snaps[-1]

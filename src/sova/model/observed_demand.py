@@ -7,7 +7,9 @@ One Parquet file, long format, one row per (VM, sample) and one per (VM, peer, s
 - ``t``: s from the window's start (samples evenly spaced by the file's ``sova.interval``);
 - ``cpu`` (cores wanted: run plus runnable-but-waiting time per second), ``memory_used`` (MiB),
   ``read_iops``, ``write_iops``, ``read_bps``, ``write_bps`` (bytes/s), ``tx_bits`` and ``rx_bits``
-  (bit/s to and from outside the cluster) on the VM's own rows.
+  (bit/s to and from outside the cluster), ``io_outstanding`` (the IOs it had in flight, mean over the sample:
+  the IOs' summed time per second, by Little's law; a file without it reads as 0 throughout) on the VM's own
+  rows.
 
 Written atomically; read back with every value checked (finite, not negative), naming the file, the column and
 the VM where one is not.
@@ -28,7 +30,11 @@ from sova.model.atomic_file import write_atomically
 from sova.model.schema import Reader
 from sova.model.trace_sets import TraceError
 
-VM_COLUMNS = ("cpu", "memory_used", "read_iops", "write_iops", "read_bps", "write_bps", "tx_bits", "rx_bits")
+VM_COLUMNS = (
+    *("cpu", "memory_used", "read_iops", "write_iops", "read_bps", "write_bps", "tx_bits", "rx_bits"),
+    "io_outstanding",
+)
+OPTIONAL_COLUMNS = ("io_outstanding",)  # added later: a file written before reads as 0 (open-loop IO)
 META_KEY = b"sova.observed"
 
 
@@ -123,6 +129,9 @@ def _read(path: str, _mtime: int, _size: int) -> ObservedDemand:
     except (OSError, pa.ArrowException) as exc:
         raise DemandFileError(f"{path}: {exc}; expected an observed-demand Parquet file") from None
     meta = _metadata(path, table.schema.metadata or {})
+    for column in OPTIONAL_COLUMNS:
+        if column not in table.column_names:
+            table = table.append_column(column, pa.array(np.zeros(table.num_rows)))
     missing = [column for column in ("vm", "peer", "t", *VM_COLUMNS, "net_bits") if column not in table.column_names]
     if missing:
         raise DemandFileError(f"{path}: no column {', '.join(missing)}; expected those of docs/scenario-format.md")

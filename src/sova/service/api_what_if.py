@@ -8,6 +8,7 @@ snapshot (`sova what-if --api`), run by `sova what-if` in a child process at the
 No `from __future__ import annotations` here: FastAPI reads the handlers' annotations.
 """
 
+import asyncio
 import base64
 from typing import Annotated, Literal
 
@@ -46,12 +47,12 @@ def add_what_if_routes(app: FastAPI, manager: Manager, caller, readers, deciders
         doing nothing and the running one. 409 while too little has been observed."""
         settings = _settings(window, interval, after, duration)
         try:
-            document, demand = manager.snapshot(settings, as_is=True, name=name)
+            document, demand = await manager.snapshot(settings, as_is=True, name=name)
         except SnapshotError as exc:
             raise HTTPException(409, str(exc)) from None
         return {
             "document": document,
-            "demand": base64.b64encode(demand_bytes(demand)).decode(),
+            "demand": base64.b64encode(await asyncio.to_thread(demand_bytes, demand)).decode(),
             "demand_file": f"{name}.demand.parquet",
         }
 
@@ -64,7 +65,7 @@ def add_what_if_routes(app: FastAPI, manager: Manager, caller, readers, deciders
         sentence). 429 while 4 what-ifs wait or run."""
         settings = _settings(request.window, request.interval, "last", request.horizon)
         try:
-            document, demand = manager.snapshot(settings, as_is=request.as_is)
+            document, demand = await manager.snapshot(settings, as_is=request.as_is)
         except SnapshotError as exc:
             raise HTTPException(409, str(exc)) from None
         _known(document, request, manager.profile)

@@ -28,6 +28,7 @@ from sova.model.cluster_snapshot import ExportSettings
 from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import RuleBook, hosts_failed
 from sova.model.scenario import ControlSpec, TopologySpec
+from sova.model.storage_slo import SloBook, slo_from_settings
 from sova.plan.base import Policy
 from sova.service.bus import Bus
 from sova.service.bus_driver import BusDriver
@@ -147,8 +148,15 @@ class Manager:
         self.executor.last_migrated.update(self.store.recent_migrations(self.control.hold_down))
         resent = await self.dispatch.send_unanswered()
         slos = await self.slos.take_lead()
+        checks = self.forecasts.resume(self.runtime.knowledge) if self.forecasts is not None else 0
         self.leading = True
-        log.info("leading: took up %d plan(s), sent %d unanswered action(s) again, %d SLO(s)", taken, resent, slos)
+        log.info(
+            "leading: took up %d plan(s), sent %d unanswered action(s) again, %d SLO(s), %d forecast check(s)",
+            taken,
+            resent,
+            slos,
+            checks,
+        )
 
     async def round(self) -> None:
         """One round of the manager (nothing but watching the reports unless it leads)."""
@@ -269,14 +277,22 @@ class Manager:
         snap = self.runtime.knowledge.latest
         return {"host": host, "fenced": True, "vms": int((snap.vm_host == snap.hosts.index(host)).sum()), "by": by}
 
-    def snapshot(self, settings: ExportSettings, as_is: bool = False, name: str = "cluster"):
+    async def snapshot(self, settings: ExportSettings, as_is: bool = False, name: str = "cluster"):
         """The cluster now as a scenario and its demand series (running_snapshot): its profiles doing nothing
-        and, with `as_is`, the running one. SnapshotError when too little was observed."""
-        return running_snapshot(
-            self.runtime.knowledge,
+        and, with `as_is`, the running one. SnapshotError when too little was observed. Made in a thread from a
+        frozen copy of the Knowledge, so the loop goes on meanwhile (0.5 s at 10,000 VMs, docs/benchmarks.md).
+        The storage SLOs are those the tenant API keeps."""
+        stored = self.store.slos()
+        book = SloBook(stored)
+        for vm, row in stored.items():
+            book.set_slo(vm, slo_from_settings(vm, row["settings"]))
+        return await asyncio.to_thread(
+            running_snapshot,
+            self.runtime.knowledge.frozen(),
             settings,
             self.profile_table if as_is else {},
             dataclasses.asdict(self.control),
+            book,
             name=name,
             source=self.source(),
         )

@@ -19,7 +19,8 @@ Once the plan is approved, the manager follows the cluster for the horizon from 
 
 Each error is a ratio (Prometheus' ``sova_forecast_error_ratio{quantity}``, the latest checked plan's). The
 forecast assumes approval at once and the demand of the snapshot's window going on (``--after last``);
-what came between is part of the error. A manager taking the lead does not check plans approved before.
+what came between is part of the error. A manager taking the lead takes up the checks of the plans approved
+within their horizon before it led, where its Knowledge reaches back to the approval (``resume``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -106,7 +107,7 @@ class PlanForecasts:
     def __init__(
         self,
         store: StateStore,
-        snapshot: Callable[[ExportSettings], tuple[dict, object]],
+        snapshot: Callable[[ExportSettings], Awaitable[tuple[dict, object]]],
         source: str,
         note: Callable[[int, str], None],
         settings: ForecastSettings | None = None,
@@ -118,6 +119,7 @@ class PlanForecasts:
         self.settings = settings or ForecastSettings()
         self.runner = runner or WhatIfRunner()
         self.asked: set[int] = set()  # plans whose forecast was queued (this manager's)
+        self.waiting: set[int] = set()  # the plans pending at the last round
         self.awaiting: dict[int, dict] = {}  # plan with a forecast, not yet approved -> its `plan` alternative's
         self.retry_at: dict[int, float] = {}  # plan -> when (cluster clock) its snapshot is tried again
         self.checks: dict[int, _Check] = {}
@@ -129,6 +131,7 @@ class PlanForecasts:
         """Each round: forecast the plans that came to wait (`waiting`: those pending now); start following
         those approved since; finish the checks whose horizon passed."""
         now = knowledge.latest.time
+        self.waiting = set(waiting)
         for plan in waiting:
             if plan not in self.asked and self.retry_at.get(plan, now) <= now:
                 self.asked.add(plan)
@@ -149,6 +152,30 @@ class PlanForecasts:
             if check.seen >= check.end - 1e-9:
                 self._finish(self.checks.pop(plan))
 
+    def resume(self, knowledge: Knowledge) -> int:
+        """Taking the lead: follow the plans another manager approved within their horizon whose forecast it had
+        not checked yet, where this manager's Knowledge (kept while it stood by) reaches back to the approval.
+        The number taken up."""
+        if not len(knowledge):
+            return 0
+        oldest, now = knowledge.snapshots[0].time, knowledge.latest.time
+        rows = [row for state in RUNNING for row in self.store.plans(state)[0] if row.id not in self.checks]
+        rows = [row for row in rows if row.decided_at is not None and row.decided_at >= oldest - 1e-9]
+        stored = self.store.forecasts([row.id for row in rows])
+        taken = 0
+        for row in rows:
+            entry = stored.get(row.id)
+            if entry is None or not entry["answer"] or entry["checked"] is not None:
+                continue
+            start = row.decided_at
+            if start + entry["horizon"] > now:
+                forecast = entry["answer"]["alternatives"][-1]["forecast"]
+                sources = _sources(row.actions, knowledge.at_or_before(start) or knowledge.latest)
+                check = _Check(row.id, forecast, start, start + entry["horizon"], seen=start, sources=sources)
+                self.checks[row.id] = check
+                taken += 1
+        return taken
+
     def _export(self, knowledge: Knowledge) -> ExportSettings:
         """The snapshot's settings: the interval at least the reports' spacing (a simulated cluster's reports come
         its speed times a second apart on its clock)."""
@@ -163,17 +190,21 @@ class PlanForecasts:
             return
         horizon = self.settings.horizon
         try:
-            document, demand = self.snapshot(export)
+            document, demand = await self.snapshot(export)
         except SnapshotError as exc:  # too little observed yet: asked again an interval on, while it waits
             log.info("plan %d: no forecast yet: %s", plan, exc)
             self.asked.discard(plan)
             self.retry_at[plan] = now + export.interval
             return
+        ask = WhatIfAsk(horizon, plan=tuple(row.actions))
         try:
-            answer = await self.runner.run(document, demand, WhatIfAsk(horizon, plan=tuple(row.actions)), self.source)
+            answer = await self.runner.run(document, demand, ask, self.source, wanted=lambda: plan in self.waiting)
         except (WhatIfError, OSError) as exc:
             log.warning("plan %d: no forecast: %s", plan, exc)
             self.store.put_forecast(plan, horizon, None, str(exc))
+            return
+        if answer is None:  # decided, superseded or expired while it waited for its turn: no use any more
+            log.info("plan %d no longer waits: its forecast was not made", plan)
             return
         self.store.put_forecast(plan, horizon, answer)
         with_plan = answer["alternatives"][-1]

@@ -60,12 +60,21 @@ class WhatIfRunner:
         self.running = 0  # children running now (0 or 1)
 
     async def run(
-        self, document: dict, demand: ObservedDemand, ask: WhatIfAsk, source: str = "", started=lambda: None
-    ) -> dict:
+        self,
+        document: dict,
+        demand: ObservedDemand,
+        ask: WhatIfAsk,
+        source: str = "",
+        started=lambda: None,
+        wanted=lambda: True,
+    ) -> dict | None:
         """The answer of `sova what-if` on this snapshot (a running_snapshot whose demand file is DEMAND_FILE),
         `source` naming where the snapshot came from (the answer's own names the temporary file); `started()`
-        is called once its turn came (one runs at a time)."""
+        is called once its turn came (one runs at a time). None, with nothing run, if `wanted()` says no then
+        (a plan's forecast whose plan was superseded while it waited)."""
         async with self._one:
+            if not wanted():
+                return None
             started()
             with tempfile.TemporaryDirectory(prefix="sova-what-if-") as place:
                 folder = Path(place)

@@ -2,8 +2,10 @@
 observed window a stated forecast of it: ``last`` (the last sample held), ``mean`` (the window's mean) or ``ar``
 (the analyzers' AR(1) model, analyze/forecast.py: mu + phi^k (x_last - mu), k samples past the end, its
 expected value). By default the run starts where the window ends (the run is the forecast); with ``replay`` it
-starts at the window's start. CPU is cores wanted; disk IO an open-loop stream of the observed mean size;
-network a flow to and from outside and one to each VM it was seen sending to."""
+starts at the window's start. CPU is cores wanted; disk IO a stream of the observed rate and mean size, kept
+to at most as many IOs in flight as the VM was seen to have (a closed loop, as fio's iodepth: a VM that waited
+for each IO does not pile a queue up where the storage is slower than it was; open loop where nothing was seen
+in flight); network a flow to and from outside and one to each VM it was seen sending to."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from sova.sim.workload_kinds.base import Demand, IOStreams, WorkloadKind, regist
 
 FORECASTS = ("last", "mean", "ar")  # past the window, as the `after` parameter names them
 MIN_IO_SIZE = 512.0  # bytes: the smallest IO a disk takes, where a sample has bytes but no whole operation
+IN_FLIGHT_SLACK = 0.05  # of one IO: a closed loop's measured mean in flight may exceed its depth by the
+# counters' timing (blk_time and the snapshot's clock are read apart), so 1.03 in flight is a depth of 1
 
 
 @register_kind
@@ -59,6 +63,8 @@ class Observed(WorkloadKind):
             group.params["replay"] > 0, 0.0, group.params["length"] * group.params["interval"]
         )
         group.state["forecast"] = np.array([FORECASTS.index(after) for after in group.params["after"]])
+        peak = group.series["io_outstanding"].max(axis=1) if width else np.zeros(len(group))
+        group.state["io_depth"] = np.where(peak > 0, np.maximum(np.ceil(peak - IN_FLIGHT_SLACK), 1.0), 0.0)
 
     def register(self, group, sim) -> None:
         """A flow to and from outside for each VM seen sending or receiving, one per peer it was seen sending to.
@@ -140,7 +146,7 @@ class Observed(WorkloadKind):
             total,
             np.maximum(size, MIN_IO_SIZE),
             np.where(total > 0, reads / np.maximum(reads + writes, 1e-300), 0.5),
-            np.zeros(len(group)),  # what the VM was seen doing: open loop
+            group.state["io_depth"],
         )
 
     @staticmethod
