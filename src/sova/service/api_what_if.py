@@ -70,7 +70,7 @@ def add_what_if_routes(app: FastAPI, manager: Manager, caller, readers, deciders
             raise HTTPException(409, str(exc)) from None
         _known(document, request, manager.profile)
         ask = WhatIfAsk(request.horizon, tuple(request.drain), tuple(request.profiles), tuple(request.add_vms))
-        source = f"the cluster of {manager.source()}"
+        source = manager.forecast_source()
         try:
             job = manager.what_if_jobs.submit(
                 lambda started: manager.what_ifs.run(document, demand, ask, source, started), token.name

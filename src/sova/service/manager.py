@@ -94,8 +94,7 @@ class Manager:
         self.forecasts = None
         if forecasts is not None and mode == "approve":
             note = lambda plan, text: self.book.record_forecast(self.executor.now(), plan, text)  # noqa: E731
-            source = f"the cluster of {self.source()}"
-            self.forecasts = PlanForecasts(store, self.snapshot, source, note, forecasts, self.what_ifs)
+            self.forecasts = PlanForecasts(store, self.snapshot, self.forecast_source(), note, forecasts, self.what_ifs)
         self._fresh()
 
     def _fresh(self, knowledge: Knowledge | None = None) -> None:
@@ -300,6 +299,10 @@ class Manager:
     def source(self) -> str:
         """This manager, as a snapshot names where it came from."""
         return f"sova manager ({f'profile {self.profile}, ' if self.profile else ''}{self.mode})"
+
+    def forecast_source(self) -> str:
+        """Where a what-if's answer says its snapshot came from."""
+        return f"the cluster of {self.source()}"
 
     def known_vms(self) -> set[str]:
         """The VMs of every host that has reported (an SLO can be set for these)."""
