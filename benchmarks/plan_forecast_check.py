@@ -131,6 +131,12 @@ def print_row(row: dict) -> None:
         error = "n/a" if entry["error"] is None else f"{entry['error']:+.3f}"
         cells.append(f"{quantity} {_value(entry['forecast'])} vs {_value(entry['measured'])} ({error})")
     print(f"seed {row['seed']}, plan {row['plan']} ({actions}): " + ", ".join(cells), flush=True)
+    for move in row["forecast"][-1].get("moves", []):  # what the forecast's migration time stands on
+        print(
+            f"  forecast: {move['vm']} {move['src']} -> {move['dst']} {move['seconds']:.1f} s, "
+            f"{move['bytes'] / 2**30:.2f} GiB sent in {move['rounds']} round(s), {move['status']}",
+            flush=True,
+        )
 
 
 def print_errors(rows: list[dict]) -> None:

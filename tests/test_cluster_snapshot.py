@@ -189,6 +189,11 @@ def test_what_if_answers_each_alternative_against_doing_nothing(snapshot, capsys
     drain = others[1]["forecast"]
     assert drain["migrations"] >= 3 and drain["migration_seconds"] > 0  # hm2's VMs leave it
     assert drain["source_cpu_after"] < 0.05 and base["forecast"]["source_cpu_after"] is None  # hm2 left empty
+    moved = others[1]["moves"]  # one by one: what the migration time stands on
+    assert base["moves"] == [] and len(moved) == drain["migrations"]
+    assert {move["src"] for move in moved} == {"hm2"} and all(move["bytes"] > 0 for move in moved)
+    completed = [move["seconds"] for move in moved if move["status"] == "completed"]
+    assert sum(completed) == pytest.approx(drain["migration_seconds"], abs=0.01)
     assert others[2]["forecast"]["energy_kwh"] > base["forecast"]["energy_kwh"]  # four more busy cores
 
 

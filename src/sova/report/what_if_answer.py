@@ -1,6 +1,7 @@
 """A what-if's answer: per alternative, what the simulator forecasts over the horizon (hot-host time, storage SLO
-compliance, web response time, migrations, energy), its difference from doing nothing, and the trade-off in the
-words the report uses. The same dictionary is `sova what-if --json`'s output and the API's answer."""
+compliance, web response time, migrations, energy), its difference from doing nothing, the trade-off in the
+words the report uses, and its migrations one by one. The same dictionary is `sova what-if --json`'s output
+and the API's answer."""
 
 from __future__ import annotations
 
@@ -43,6 +44,27 @@ def forecast(result) -> dict[str, float | None]:
     }
 
 
+MOVES_LISTED = 100  # an alternative's first migrations listed one by one in its answer
+
+
+def moves(migrations: list) -> list[dict]:
+    """An alternative's migrations one by one (the first MOVES_LISTED): which VM went where, when, for how
+    long, and what it took (bytes sent, pre-copy rounds): what a migration time forecast stands on."""
+    return [
+        {
+            "vm": m.vm,
+            "src": m.src,
+            "dst": m.dst,
+            "started": round(m.started, 3),
+            "seconds": round(m.finished - m.started, 3),
+            "bytes": float(m.bytes),
+            "rounds": int(m.rounds),
+            "status": m.status,
+        }
+        for m in migrations[:MOVES_LISTED]
+    ]
+
+
 def source_cpu_after(series: dict, migrations: list) -> float | None:
     """The mean CPU utilisation of the hosts the completed migrations left, over the samples whose span starts
     at or after the last one's end: what a relieved host settled at. None without a completed migration, without
@@ -69,6 +91,7 @@ def answer(results: list, horizon: float, source: str = "") -> dict:
     for result in results:
         own = forecast(result)
         entry = {"name": result.profile, "policies": result.summary.get("policies", []), "forecast": own}
+        entry["moves"] = moves(result.migrations)
         if result is not base:
             entry["difference"] = {
                 key: None if value is None or base_forecast[key] is None else value - base_forecast[key]
