@@ -28,7 +28,6 @@ from sova.model.cluster_snapshot import ExportSettings
 from sova.model.knowledge import Knowledge
 from sova.model.placement_rules import RuleBook, hosts_failed
 from sova.model.scenario import ControlSpec, TopologySpec
-from sova.model.storage_slo import SloBook, slo_from_settings
 from sova.plan.base import Policy
 from sova.service.bus import Bus
 from sova.service.bus_driver import BusDriver
@@ -281,10 +280,7 @@ class Manager:
         and, with `as_is`, the running one. SnapshotError when too little was observed. Made in a thread from a
         frozen copy of the Knowledge, so the loop goes on meanwhile (0.5 s at 10,000 VMs, docs/benchmarks.md).
         The storage SLOs are those the tenant API keeps."""
-        stored = self.store.slos()
-        book = SloBook(stored)
-        for vm, row in stored.items():
-            book.set_slo(vm, slo_from_settings(vm, row["settings"]))
+        book = self.slos.book()
         return await asyncio.to_thread(
             running_snapshot,
             self.runtime.knowledge.frozen(),

@@ -143,10 +143,7 @@ class PlanForecasts:
             forecast = self.awaiting.pop(plan)
             row = self.store.plan(plan)
             if row is not None and row.state in RUNNING and row.decided_at is not None:  # else rejected, expired ...
-                start = row.decided_at
-                end = start + self.settings.horizon
-                sources = _sources(row.actions, knowledge.at_or_before(start) or knowledge.latest)
-                self.checks[plan] = _Check(plan, forecast, start, end, seen=start, sources=sources)
+                self.checks[plan] = _following(row, forecast, self.settings.horizon, knowledge)
         for plan, check in list(self.checks.items()):
             check.take(knowledge)
             if check.seen >= check.end - 1e-9:
@@ -167,12 +164,9 @@ class PlanForecasts:
             entry = stored.get(row.id)
             if entry is None or not entry["answer"] or entry["checked"] is not None:
                 continue
-            start = row.decided_at
-            if start + entry["horizon"] > now:
+            if row.decided_at + entry["horizon"] > now:
                 forecast = entry["answer"]["alternatives"][-1]["forecast"]
-                sources = _sources(row.actions, knowledge.at_or_before(start) or knowledge.latest)
-                check = _Check(row.id, forecast, start, start + entry["horizon"], seen=start, sources=sources)
-                self.checks[row.id] = check
+                self.checks[row.id] = _following(row, forecast, entry["horizon"], knowledge)
                 taken += 1
         return taken
 
@@ -240,11 +234,15 @@ def _error(quantity: str, forecast: float | None, measured: float | None, horizo
     return (forecast - measured) / measured if measured > 0 else None
 
 
-def _sources(actions: list[dict], snap) -> frozenset[str]:
-    """The hosts a plan's migrations leave: where their VMs ran in `snap`."""
+def _following(row, forecast: dict, horizon: float, knowledge: Knowledge) -> _Check:
+    """The check of an approved plan (`row`) against its forecast, over the horizon from its approval; the hosts
+    its migrations leave are where their VMs ran then."""
+    start = row.decided_at
+    snap = knowledge.at_or_before(start) or knowledge.latest
     where = dict(zip(snap.vms, snap.vm_host, strict=True))
-    moved = [action["vm"] for action in actions if action.get("kind") == "migrate" and action.get("vm") in where]
-    return frozenset(snap.hosts[where[vm]] for vm in moved)
+    moved = [action["vm"] for action in row.actions if action.get("kind") == "migrate" and action.get("vm") in where]
+    sources = frozenset(snap.hosts[where[vm]] for vm in moved)
+    return _Check(row.id, forecast, start, start + horizon, seen=start, sources=sources)
 
 
 def _weighted_p95(values: list[float], weights: list[float]) -> float | None:

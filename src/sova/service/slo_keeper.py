@@ -14,7 +14,7 @@ import time
 import nats.js.errors
 
 from sova.control.audit import AuditEntry
-from sova.model.storage_slo import SloError, StorageSlo, slo_from_settings, slo_settings, updated_slo
+from sova.model.storage_slo import SloBook, SloError, StorageSlo, slo_from_settings, slo_settings, updated_slo
 from sova.service.bus import Bus
 from sova.service.slo_relay import SloStatusBoard, put_slo, slo_bucket, slo_key
 from sova.service.state import StateStore
@@ -35,14 +35,26 @@ class SloKeeper:
     async def take_lead(self) -> int:
         """Make the bucket hold what the store holds; how many SLOs that is."""
         self.kv = await slo_bucket(self.bus)
-        kept = self.store.slos()
-        for vm, row in kept.items():
-            await put_slo(self.kv, vm, slo_from_settings(vm, row["settings"]))
+        kept = self.kept()
+        for vm, slo in kept.items():
+            await put_slo(self.kv, vm, slo)
         wanted = {slo_key(vm) for vm in kept}
         for key in await _keys(self.kv):
             if key not in wanted:
                 await self.kv.delete(key)
         return len(kept)
+
+    def kept(self) -> dict[str, StorageSlo]:
+        """Every VM's SLO as the store keeps it."""
+        return {vm: slo_from_settings(vm, row["settings"]) for vm, row in self.store.slos().items()}
+
+    def book(self) -> SloBook:
+        """The kept SLOs as a book (what a cluster snapshot takes)."""
+        kept = self.kept()
+        book = SloBook(kept)
+        for vm, slo in kept.items():
+            book.set_slo(vm, slo)
+        return book
 
     async def set(self, vm: str, settings: dict, by: str) -> dict:
         """Change a VM's SLO by the given settings (SloError, and nothing changed, if one is wrong)."""

@@ -73,8 +73,8 @@ class Observed(WorkloadKind):
         outside = (NODE, sim.topology.external)
         for column, name in (("tx_bits", "tx"), ("rx_bits", "rx")):
             rows = np.flatnonzero((group.series[column] != 0).any(axis=1))
-            ends = [((VM, int(group.vm[row])), outside) for row in rows]
-            ends = ends if name == "tx" else [(far, near) for near, far in ends]
+            vms = [(VM, int(group.vm[row])) for row in rows]
+            ends = [(vm, outside) for vm in vms] if name == "tx" else [(outside, vm) for vm in vms]
             group.flows[name] = np.array([sim.network.add_flow(*pair, "observed") for pair in ends], dtype=np.int64)
             group.state[f"{name}_rows"] = rows
         position = {name: k for k, name in enumerate(sim.vm_names)}
